@@ -1,0 +1,222 @@
+// Command switchboard is an MCP gateway: one MCP endpoint in front of many MCP servers, with one merged,
+// namespaced catalog of their tools, prompts and resources.
+//
+//	switchboard serve --config FILE [--listen ADDR]
+//	switchboard check --config FILE
+//	switchboard version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/gateway"
+	"github.com/switchboard-mcp/switchboard/gateway/config"
+	"github.com/switchboard-mcp/switchboard/routing"
+	"github.com/switchboard-mcp/switchboard/upstream"
+)
+
+// Exit codes: 0 success, 1 a failure at run time or an invalid config, 2 a usage error.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// version is set at build time with -ldflags "-X main.version=…"; otherwise the module version is used.
+var version = ""
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `Switchboard is an MCP gateway: one MCP endpoint in front of many MCP servers.
+
+Usage:
+  switchboard serve --config FILE [--listen ADDR]   run the gateway
+  switchboard check --config FILE                   validate a config file and print every problem
+  switchboard version                               print the version
+
+Run "switchboard COMMAND -h" for a command's flags.
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:], stdout, stderr)
+	case "check":
+		return check(args[1:], stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "switchboard", buildVersion())
+		return exitOK
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "switchboard: unknown command %q\n\n%s", args[0], usage)
+		return exitUsage
+	}
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// loadConfig parses the --config flag's file, printing problems in a form a person can act on.
+func loadConfig(path string, stderr io.Writer) (*config.Config, int) {
+	if path == "" {
+		fmt.Fprintln(stderr, "switchboard: --config FILE is required (see docs/configuration.md; deploy/examples/demo.yaml is a working example)")
+		return nil, exitUsage
+	}
+	cfg, err := config.Load(path)
+	var probs *config.Problems
+	switch {
+	case errors.As(err, &probs):
+		fmt.Fprintf(stderr, "%s is invalid:\n%s\n", path, probs.Error())
+		return nil, exitFailure
+	case errors.Is(err, fs.ErrNotExist):
+		fmt.Fprintf(stderr, "switchboard: config file %s does not exist\n", path)
+		return nil, exitFailure
+	case err != nil:
+		fmt.Fprintf(stderr, "switchboard: %v\n", err)
+		return nil, exitFailure
+	}
+	return cfg, exitOK
+}
+
+func check(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("check", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	path := fl.String("config", "", "config file (YAML, or an mcpServers JSON file)")
+	if err := fl.Parse(args); err != nil {
+		return exitUsage
+	}
+	cfg, code := loadConfig(*path, stderr)
+	if cfg == nil {
+		return code
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(stdout, "warning: %s\n", w)
+	}
+	fmt.Fprintf(stdout, "%s is valid: %d upstream(s)\n%s", *path, len(cfg.Upstreams), cfg.String())
+	return exitOK
+}
+
+func serve(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	path := fl.String("config", "", "config file (YAML, or an mcpServers JSON file)")
+	listen := fl.String("listen", "", "address to listen on, overriding the config's listen (e.g. 127.0.0.1:8080)")
+	grace := fl.Duration("shutdown-grace", 10*time.Second, "how long calls in flight may finish on shutdown")
+	if err := fl.Parse(args); err != nil {
+		return exitUsage
+	}
+	cfg, code := loadConfig(*path, stderr)
+	if cfg == nil {
+		return code
+	}
+	if *listen != "" {
+		cfg.Listen = *listen
+	}
+	log := newLogger(cfg.Log, stderr)
+	for _, w := range cfg.Warnings {
+		log.Warn("config", "problem", w.String())
+	}
+
+	r, err := newRouter(cfg, log)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return exitFailure
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		log.Error("cannot listen", "addr", cfg.Listen, "err", err)
+		return exitFailure
+	}
+	srv := gateway.New(r, gateway.Options{
+		AllowOrigin:  cfg.OriginAllowed,
+		AllowHost:    cfg.HostAllowed,
+		MaxBodyBytes: cfg.MaxBodyBytes,
+		Logger:       log,
+	})
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rctx, stopRouter := context.WithCancel(context.Background())
+	routerDone := make(chan struct{})
+	go func() { defer close(routerDone); r.Run(rctx) }()
+
+	log.Info("switchboard listening", "version", buildVersion(), "mcp", "http://"+ln.Addr().String()+"/mcp", "upstreams", len(r.Status()))
+	err = srv.Serve(ctx, ln, *grace)
+	stopRouter()
+	<-routerDone // stdio children are stopped per spec before we exit
+	if err != nil && !errors.Is(err, context.Canceled) {
+		log.Error("server stopped", "err", err)
+		return exitFailure
+	}
+	log.Info("switchboard stopped")
+	return exitOK
+}
+
+// newRouter wires the configured upstreams into a router.
+func newRouter(cfg *config.Config, log *slog.Logger) (*routing.Router, error) {
+	var ups []routing.UpstreamConfig
+	for _, u := range cfg.Upstreams {
+		if u.Disabled {
+			continue
+		}
+		t, err := upstream.NewTransport(upstream.Spec{
+			Name: u.Name, Command: u.Command, Args: u.Args, Env: u.Env, Dir: u.Cwd,
+			URL: u.URL, Headers: u.Headers, Logger: log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("upstream %q: %w", u.Name, err)
+		}
+		mode := routing.PerClient
+		if u.Session == config.SessionShared {
+			mode = routing.Shared
+		}
+		ups = append(ups, routing.UpstreamConfig{
+			Name: u.Name, Prefix: u.Prefix, Mode: mode, Transport: t, Kind: u.Transport(),
+			Timeout: u.Timeout, MaxInstances: u.MaxInstances,
+		})
+	}
+	return routing.New(routing.Options{
+		PageSize:           cfg.PageSize,
+		CursorSecret:       cfg.CursorSecret,
+		RequestTimeout:     cfg.RequestTimeout,
+		MaxRequestTimeout:  cfg.MaxRequestTimeout,
+		SessionIdleTimeout: cfg.SessionIdleTimeout,
+		Version:            buildVersion(),
+		Logger:             log,
+	}, ups)
+}
+
+func newLogger(c config.LogConfig, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: c.Level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,31 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/switchboard-mcp/switchboard/routing"
+)
+
+// healthz reports that the process is alive.
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`+"\n"))
+}
+
+// readyz reports whether the gateway is ready for clients: every upstream has been tried once, so the catalog is
+// as complete as it can be. An upstream that is down does not make the gateway unready (it is retried and shown
+// here); only a gateway still starting up is.
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	body := struct {
+		Ready     bool                     `json:"ready"`
+		Sessions  int                      `json:"sessions"`
+		Upstreams []routing.UpstreamStatus `json:"upstreams"`
+		Conflicts []string                 `json:"conflicts,omitempty"`
+	}{s.r.Ready(), s.r.SessionCount(), s.r.Status(), s.r.Conflicts()}
+	b, _ := json.MarshalIndent(body, "", "  ")
+	status := http.StatusOK
+	if !body.Ready {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, append(b, '\n'))
+}

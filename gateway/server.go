@@ -1,0 +1,107 @@
+// Package gateway is Switchboard's client-facing side: the streamable HTTP front end on /mcp, sessions as the
+// client sees them, SSE streams, and the health endpoints. It turns HTTP into routing calls and routing's
+// Streams back into HTTP responses; everything MCP-specific beyond the transport lives in routing.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/switchboard-mcp/switchboard/routing"
+)
+
+// Options configure the front end.
+type Options struct {
+	// AllowOrigin decides whether a request's Origin header is acceptable (it is called only when one is
+	// present); nil accepts any. AllowHost does the same for the Host header. Configuration owns the policy.
+	AllowOrigin func(origin string) bool
+	// AllowHost decides whether a request's Host header is acceptable; nil accepts any.
+	AllowHost func(host string) bool
+	// MaxBodyBytes limits a POST body; zero means 4 MiB.
+	MaxBodyBytes int64
+	// KeepAlive is the interval of SSE comment keep-alives on long-lived streams; zero means 25s.
+	KeepAlive time.Duration
+	// WriteTimeout bounds writing one SSE event to a client; a client that stalls longer loses the stream.
+	// Zero means 30s.
+	WriteTimeout time.Duration
+	// InitWait bounds how long an initialize waits for the upstreams' first connection, so the first catalog a
+	// client sees is complete. Zero means 10s.
+	InitWait time.Duration
+	// Logger receives the front end's logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Server is the HTTP front end.
+type Server struct {
+	r       *routing.Router
+	opts    Options
+	log     *slog.Logger
+	handler http.Handler
+}
+
+// New returns a front end for the router.
+func New(r *routing.Router, opts Options) *Server {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 4 << 20
+	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = 25 * time.Second
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 30 * time.Second
+	}
+	if opts.InitWait <= 0 {
+		opts.InitWait = 10 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Server{r: r, opts: opts, log: opts.Logger}
+	mux := chi.NewRouter()
+	mux.Get("/healthz", s.healthz)
+	mux.Get("/readyz", s.readyz)
+	mux.Group(func(mcp chi.Router) {
+		mcp.Use(s.checkOrigin)
+		mcp.Post("/mcp", s.post)
+		mcp.Get("/mcp", s.get)
+		mcp.Delete("/mcp", s.delete)
+	})
+	s.handler = mux
+	return s
+}
+
+// Handler returns the HTTP handler of every endpoint.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Serve serves HTTP on ln until ctx ends, then shuts down gracefully: it stops accepting, lets requests in
+// flight finish for up to grace, then closes what is left.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = srv.Close()
+	}
+	<-errc
+	return err
+}

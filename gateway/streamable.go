@@ -1,0 +1,393 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/routing"
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/sse"
+)
+
+// Protocol versions of the legacy era that the front end negotiates, newest first.
+const (
+	v20251125 = "2025-11-25"
+	v20250618 = "2025-06-18"
+	v20250326 = "2025-03-26"
+	v20241105 = "2024-11-05"
+)
+
+func supportedVersion(v string) bool {
+	switch v {
+	case v20251125, v20250618, v20250326, v20241105:
+		return true
+	}
+	return false
+}
+
+const (
+	headerSession  = "Mcp-Session-Id"
+	headerProtocol = "Mcp-Protocol-Version"
+)
+
+// post handles every client message: "Every JSON-RPC message sent from the client MUST be a new HTTP POST
+// request to the MCP endpoint."
+func (s *Server) post(w http.ResponseWriter, r *http.Request) {
+	if !accepts(r, "application/json") || !accepts(r, "text/event-stream") {
+		writeError(w, http.StatusNotAcceptable, nil, jsonrpc.CodeInvalidRequest, "the Accept header must list both application/json and text/event-stream")
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			writeError(w, http.StatusUnsupportedMediaType, nil, jsonrpc.CodeInvalidRequest, "the Content-Type must be application/json")
+			return
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("the request body exceeds the limit of %d bytes", tooBig.Limit))
+			return
+		}
+		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "reading the request body failed")
+		return
+	}
+	if v := r.Header.Get(headerProtocol); v != "" && !supportedVersion(v) {
+		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest,
+			fmt.Sprintf("unsupported MCP-Protocol-Version %q; supported: %s, %s, %s, %s", v, v20251125, v20250618, v20250326, v20241105))
+		return
+	}
+	if jsonrpc.IsBatch(body) {
+		s.postBatch(w, r, body)
+		return
+	}
+	m, err := jsonrpc.Parse(body)
+	if err != nil {
+		writeParseError(w, err)
+		return
+	}
+	if m.Kind() == jsonrpc.KindRequest && m.MethodIs("initialize") {
+		s.initialize(w, r, m)
+		return
+	}
+	sess, ok := s.session(w, r)
+	if !ok {
+		return
+	}
+	switch m.Kind() {
+	case jsonrpc.KindNotification:
+		sess.HandleNotification(m)
+		w.WriteHeader(http.StatusAccepted)
+	case jsonrpc.KindResponse:
+		sess.HandleResponse(m)
+		w.WriteHeader(http.StatusAccepted)
+	default:
+		out := routing.NewStream(1, 0)
+		sess.HandleRequest(m, out)
+		s.respond(w, r, sess, out, false)
+	}
+}
+
+// writeParseError maps a jsonrpc.Parse error to the spec's answer: -32700 for bytes that are not JSON, -32600
+// for JSON that is not a valid request; both with HTTP 400.
+func writeParseError(w http.ResponseWriter, err error) {
+	if errors.Is(err, jsonrpc.ErrParse) {
+		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "parse error: "+err.Error())
+		return
+	}
+	writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+}
+
+// session finds the session a request names, answering 400 or 404 itself when there is none.
+func (s *Server) session(w http.ResponseWriter, r *http.Request) (*routing.Session, bool) {
+	id := r.Header.Get(headerSession)
+	if id == "" {
+		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "the Mcp-Session-Id header is required; send initialize first to start a session")
+		return nil, false
+	}
+	sess := s.r.Session(id)
+	if sess == nil {
+		// "The server MAY terminate the session at any time, after which it MUST respond to requests containing
+		// that session ID with HTTP 404 Not Found."
+		writeError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest, "session not found: it ended or never existed; send initialize to start a new one")
+		return nil, false
+	}
+	return sess, true
+}
+
+// initialize starts a session. Version negotiation: "If the server supports the requested protocol version, it
+// MUST respond with the same version. Otherwise, the server MUST respond with another protocol version it
+// supports."
+func (s *Server) initialize(w http.ResponseWriter, r *http.Request, m jsonrpc.Message) {
+	var p struct {
+		ProtocolVersion string          `json:"protocolVersion"`
+		Capabilities    json.RawMessage `json:"capabilities"`
+		ClientInfo      json.RawMessage `json:"clientInfo"`
+	}
+	if err := json.Unmarshal(m.Params(), &p); err != nil || p.ProtocolVersion == "" {
+		writeJSON(w, http.StatusOK, jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidParams, "initialize needs params.protocolVersion, params.capabilities and params.clientInfo", nil))
+		return
+	}
+	version := p.ProtocolVersion
+	if !supportedVersion(version) {
+		version = v20251125
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.InitWait)
+	_ = s.r.WaitReady(ctx) // a slow upstream must not hold every client back for long
+	cancel()
+	sess := s.r.NewSession(routing.SessionParams{ProtocolVersion: version, Capabilities: p.Capabilities, ClientInfo: p.ClientInfo})
+	res := initializeResult(version, s.r.Capabilities(), s.r.ServerInfo(), s.r.Instructions())
+	w.Header().Set(headerSession, sess.ID())
+	writeJSON(w, http.StatusOK, jsonrpc.AppendResult(nil, m.ID(), res))
+	s.log.Debug("session started", "protocolVersion", version)
+}
+
+func initializeResult(version string, caps, info json.RawMessage, instructions string) []byte {
+	b := append([]byte(`{"protocolVersion":`), jsonrpc.AppendQuote(nil, version)...)
+	b = append(append(b, `,"capabilities":`...), caps...)
+	b = append(append(b, `,"serverInfo":`...), info...)
+	if instructions != "" {
+		b = append(append(b, `,"instructions":`...), jsonrpc.AppendQuote(nil, instructions)...)
+	}
+	return append(b, '}')
+}
+
+// postBatch handles a JSON-RPC batch, which only 2025-03-26 allows: "MCP implementations MUST support receiving
+// JSON-RPC batches" there, and later versions removed them.
+func (s *Server) postBatch(w http.ResponseWriter, r *http.Request, body []byte) {
+	parts, err := jsonrpc.SplitBatch(body)
+	if err != nil {
+		writeParseError(w, err)
+		return
+	}
+	sess, ok := s.session(w, r)
+	if !ok {
+		return
+	}
+	if v := sess.ProtocolVersion(); v != v20250326 {
+		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("JSON-RPC batches are not allowed in protocol version %s (only in 2025-03-26)", v))
+		return
+	}
+	var requests []jsonrpc.Message
+	var errs [][]byte
+	for _, part := range parts {
+		m, err := jsonrpc.Parse(part)
+		switch {
+		case err != nil && errors.Is(err, jsonrpc.ErrParse):
+			errs = append(errs, jsonrpc.AppendError(nil, nil, jsonrpc.CodeParseError, "parse error: "+err.Error(), nil))
+		case err != nil:
+			errs = append(errs, jsonrpc.AppendError(nil, nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error(), nil))
+		case m.MethodIs("initialize"):
+			errs = append(errs, jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidRequest, "initialize must not be part of a batch", nil))
+		case m.Kind() == jsonrpc.KindNotification:
+			sess.HandleNotification(m)
+		case m.Kind() == jsonrpc.KindResponse:
+			sess.HandleResponse(m)
+		default:
+			requests = append(requests, m)
+		}
+	}
+	if len(requests) == 0 && len(errs) == 0 {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	out := routing.NewStream(len(requests)+len(errs), 0)
+	for _, e := range errs {
+		out.Push(e, routing.ClassFinal)
+	}
+	for _, m := range requests {
+		sess.HandleRequest(m, out)
+	}
+	s.respond(w, r, sess, out, true)
+}
+
+// respond writes a request's answer: plain JSON when the response is all there is, an SSE stream as soon as
+// anything (progress, logs, a server→client request) precedes it. Deciding on the first message gives clients
+// the cheap JSON answer whenever possible and the stream whenever needed.
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, sess *routing.Session, out *routing.Stream, batch bool) {
+	ctx := r.Context()
+	sess.StreamOpened()
+	defer sess.StreamClosed()
+	defer out.Close() // once the client is gone, routing stops queueing for it
+	var finals [][]byte
+	var sw *sseWriter
+	for {
+		msg, final, ok := out.Next(ctx)
+		if !ok {
+			break
+		}
+		if sw == nil && final {
+			finals = append(finals, msg)
+			continue
+		}
+		if sw == nil {
+			sw = s.startSSE(w)
+			for _, f := range finals {
+				if sw.event(f) != nil {
+					return
+				}
+			}
+			finals = nil
+		}
+		if err := sw.event(msg); err != nil {
+			s.log.Debug("client stream ended", "err", err)
+			return
+		}
+	}
+	if sw != nil {
+		return
+	}
+	switch {
+	case ctx.Err() != nil:
+		// The client went away. Legacy HTTP: "Disconnection SHOULD NOT be interpreted as the client cancelling
+		// its request"; the call goes on and its late answer is dropped.
+	case len(finals) == 0:
+		// Every request of the stream was cancelled: the spec says no response is sent, so the stream just ends.
+		s.startSSE(w)
+	case !batch:
+		writeJSON(w, http.StatusOK, finals[0])
+	default:
+		n := 2
+		for _, f := range finals {
+			n += len(f) + 1
+		}
+		b := make([]byte, 0, n)
+		b = append(b, '[')
+		for i, f := range finals {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, f...)
+		}
+		writeJSON(w, http.StatusOK, append(b, ']'))
+	}
+}
+
+// get opens the standalone stream for messages unrelated to any request: list changes, logs, and server→client
+// requests with no request to travel with.
+func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	if !accepts(r, "text/event-stream") {
+		writeError(w, http.StatusNotAcceptable, nil, jsonrpc.CodeInvalidRequest, "the Accept header must list text/event-stream")
+		return
+	}
+	sess, ok := s.session(w, r)
+	if !ok {
+		return
+	}
+	if !sess.AttachStandalone() {
+		writeError(w, http.StatusConflict, nil, jsonrpc.CodeInvalidRequest, "this session already has a standalone stream open")
+		return
+	}
+	defer sess.DetachStandalone()
+	sess.StreamOpened()
+	defer sess.StreamClosed()
+	sw := s.startSSE(w)
+	out := sess.Standalone()
+	ctx := r.Context()
+	for {
+		nctx, cancel := context.WithTimeout(ctx, s.opts.KeepAlive)
+		msg, _, ok := out.Next(nctx)
+		cancel()
+		switch {
+		case ok:
+			if sw.event(msg) != nil {
+				return
+			}
+		case ctx.Err() != nil || out.Closed():
+			return
+		default:
+			if sw.comment("keep-alive") != nil {
+				return
+			}
+			sess.StreamOpened() // touch: a listening client is not idle
+			sess.StreamClosed()
+		}
+	}
+}
+
+// delete ends a session at the client's request.
+func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
+	sess, ok := s.session(w, r)
+	if !ok {
+		return
+	}
+	sess.Close()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// sseWriter writes events to one client stream, each flushed and bounded by a write deadline so a stalled client
+// loses its stream instead of holding a goroutine forever.
+type sseWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	buf     []byte
+}
+
+func (s *Server) startSSE(w http.ResponseWriter) *sseWriter {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	sw := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: s.opts.WriteTimeout}
+	_ = sw.rc.Flush()
+	return sw
+}
+
+func (sw *sseWriter) event(data []byte) error {
+	sw.buf = sse.AppendEvent(sw.buf[:0], sse.Event{Name: "message", Data: data})
+	return sw.write()
+}
+
+func (sw *sseWriter) comment(text string) error {
+	sw.buf = sse.AppendComment(sw.buf[:0], text)
+	return sw.write()
+}
+
+func (sw *sseWriter) write() error {
+	_ = sw.rc.SetWriteDeadline(time.Now().Add(sw.timeout))
+	if _, err := sw.w.Write(sw.buf); err != nil {
+		return err
+	}
+	return sw.rc.Flush()
+}
+
+// accepts reports whether the request's Accept header admits the media type.
+func accepts(r *http.Request, mediaType string) bool {
+	vals := r.Header.Values("Accept")
+	if len(vals) == 0 {
+		return false
+	}
+	major, _, _ := strings.Cut(mediaType, "/")
+	for _, v := range vals {
+		for part := range strings.SplitSeq(v, ",") {
+			mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
+			mt = strings.ToLower(strings.TrimSpace(mt))
+			if mt == mediaType || mt == "*/*" || mt == major+"/*" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// writeError answers with an HTTP status and a JSON-RPC error body (id null when the request's id is unknown,
+// as the spec allows).
+func writeError(w http.ResponseWriter, status int, id []byte, code int, msg string) {
+	writeJSON(w, status, jsonrpc.AppendError(nil, id, code, msg, nil))
+}

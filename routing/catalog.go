@@ -1,0 +1,268 @@
+package routing
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+)
+
+// listKind names one of the four paginated catalog lists.
+type listKind uint8
+
+const (
+	kindTools listKind = iota
+	kindPrompts
+	kindResources
+	kindTemplates
+	numKinds
+)
+
+// method is the list method of the kind.
+func (k listKind) method() string {
+	return [...]string{"tools/list", "prompts/list", "resources/list", "resources/templates/list"}[k]
+}
+
+// key is the result member that holds the kind's items.
+func (k listKind) key() string {
+	return [...]string{"tools", "prompts", "resources", "resourceTemplates"}[k]
+}
+
+// idField is the item member that identifies it.
+func (k listKind) idField() string {
+	return [...]string{"name", "name", "uri", "uriTemplate"}[k]
+}
+
+// capability is the server capability under which the kind is offered.
+func (k listKind) capability() string {
+	return [...]string{"tools", "prompts", "resources", "resources"}[k]
+}
+
+// changedMethod is the notification that announces a change of the kind.
+func (k listKind) changedMethod() string {
+	return [...]string{"notifications/tools/list_changed", "notifications/prompts/list_changed",
+		"notifications/resources/list_changed", "notifications/resources/list_changed"}[k]
+}
+
+// item is one entry of an upstream's list: its raw JSON and its identifying name or URI.
+type item struct {
+	raw []byte
+	id  string
+}
+
+// target is where an exposed name leads: an upstream and the name it knows the item by.
+type target struct {
+	up   *Upstream
+	name string
+}
+
+// templateRoute matches concrete URIs against one upstream's resource template.
+type templateRoute struct {
+	up *Upstream
+	re *regexp.Regexp
+}
+
+// catalog is an immutable snapshot of the merged lists of every upstream (design §5). It is rebuilt on the cold
+// path whenever an upstream's lists change and swapped in atomically, so the hot path reads it without locks.
+type catalog struct {
+	gen       [numKinds]uint64
+	items     [numKinds][][]byte // exposed items, in the stable merged order
+	tools     map[string]target  // exposed tool name → upstream
+	prompts   map[string]target  // exposed prompt name → upstream
+	resources map[string]*Upstream
+	templates []templateRoute
+	conflicts []string
+}
+
+// buildCatalog merges the upstreams' lists in configuration order. prev supplies the generations, which advance
+// only for the kinds whose content changed, so that cursors over an unchanged list stay valid.
+func buildCatalog(ups []*Upstream, prev *catalog) *catalog {
+	c := &catalog{
+		tools:     map[string]target{},
+		prompts:   map[string]target{},
+		resources: map[string]*Upstream{},
+	}
+	owner := map[string]string{}
+	for _, up := range ups {
+		lists := up.snapshotLists()
+		for k := listKind(0); k < numKinds; k++ {
+			for _, it := range lists[k] {
+				raw, exposed := it.raw, it.id
+				switch k {
+				case kindTools, kindPrompts:
+					exposed = exposedName(up.cfg.Prefix, it.id)
+					key := k.key() + "\x00" + exposed
+					if prevOwner, dup := owner[key]; dup {
+						c.conflicts = append(c.conflicts, fmt.Sprintf("%s %q of upstream %q collides with upstream %q; it is not exposed (set a prefix to tell them apart)",
+							strings.TrimSuffix(k.key(), "s"), exposed, up.cfg.Name, prevOwner))
+						continue
+					}
+					owner[key] = up.cfg.Name
+					if exposed != it.id {
+						raw = replaceMember(it.raw, "name", exposed)
+					}
+					m := c.tools
+					if k == kindPrompts {
+						m = c.prompts
+					}
+					m[exposed] = target{up: up, name: it.id}
+				case kindResources:
+					if other, dup := c.resources[it.id]; dup {
+						c.conflicts = append(c.conflicts, fmt.Sprintf("resource %q of upstream %q is also offered by upstream %q; reads go to %q",
+							it.id, up.cfg.Name, other.cfg.Name, other.cfg.Name))
+						continue
+					}
+					c.resources[it.id] = up
+				case kindTemplates:
+					if re, err := templateRegexp(it.id); err == nil {
+						c.templates = append(c.templates, templateRoute{up: up, re: re})
+					}
+				}
+				c.items[k] = append(c.items[k], raw)
+			}
+		}
+	}
+	for k := listKind(0); k < numKinds; k++ {
+		if prev == nil {
+			c.gen[k] = 1
+			continue
+		}
+		c.gen[k] = prev.gen[k]
+		if !sameItems(prev.items[k], c.items[k]) {
+			c.gen[k]++
+		}
+	}
+	return c
+}
+
+func sameItems(a, b [][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// replaceMember returns obj with the string member key set to v (a splice: the rest of the item is kept byte
+// for byte).
+func replaceMember(obj []byte, key, v string) []byte {
+	start, end, ok := jsonrpc.Lookup(obj, key)
+	if !ok {
+		return obj
+	}
+	return jsonrpc.Splice(nil, obj, jsonrpc.Edit{Start: start, End: end, With: jsonrpc.AppendQuote(nil, v)})
+}
+
+// page renders one page of a list: the items from the cursor's offset and, when more remain, a nextCursor.
+func (c *catalog) page(k listKind, cursor string, size int, codec cursorCodec) ([]byte, error) {
+	off := 0
+	if cursor != "" {
+		var err error
+		if off, err = codec.decode(cursor, k, c.gen[k]); err != nil {
+			return nil, err
+		}
+	}
+	items := c.items[k]
+	if off > len(items) {
+		return nil, errBadCursor
+	}
+	end := min(off+size, len(items))
+	n := 16 + len(k.key())
+	for _, it := range items[off:end] {
+		n += len(it) + 1
+	}
+	b := make([]byte, 0, n+64)
+	b = append(b, `{"`...)
+	b = append(b, k.key()...)
+	b = append(b, `":[`...)
+	for i, it := range items[off:end] {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	b = append(b, ']')
+	if end < len(items) {
+		b = append(b, `,"nextCursor":"`...)
+		b = append(b, codec.encode(k, c.gen[k], end)...)
+		b = append(b, '"')
+	}
+	return append(b, '}'), nil
+}
+
+// resourceUpstream finds the upstream that serves a resource URI: by exact URI, then by template match.
+func (c *catalog) resourceUpstream(uri string) *Upstream {
+	if up, ok := c.resources[uri]; ok {
+		return up
+	}
+	for _, t := range c.templates {
+		if t.re.MatchString(uri) {
+			return t.up
+		}
+	}
+	return nil
+}
+
+// templateUpstream finds the upstream that offers a resource template, by its exact uriTemplate.
+func (c *catalog) templateUpstream(tmpl string) *Upstream {
+	want := templatePattern(tmpl)
+	for _, t := range c.templates {
+		if t.re.String() == want {
+			return t.up
+		}
+	}
+	return nil
+}
+
+// templateRegexp turns an RFC 6570 URI template into a regexp that matches the URIs it can expand to. Simple
+// and reserved expansions match one or many path characters; the query and fragment operators match their whole
+// tail. It is a router, not a validator: it errs on the side of matching.
+func templateRegexp(tmpl string) (*regexp.Regexp, error) {
+	return regexp.Compile(templatePattern(tmpl))
+}
+
+func templatePattern(tmpl string) string {
+	var b strings.Builder
+	b.WriteString("^")
+	for {
+		open := strings.IndexByte(tmpl, '{')
+		if open < 0 {
+			b.WriteString(regexp.QuoteMeta(tmpl))
+			break
+		}
+		b.WriteString(regexp.QuoteMeta(tmpl[:open]))
+		end := strings.IndexByte(tmpl[open:], '}')
+		if end < 0 {
+			b.WriteString(regexp.QuoteMeta(tmpl[open:]))
+			break
+		}
+		expr := tmpl[open+1 : open+end]
+		tmpl = tmpl[open+end+1:]
+		op := byte(0)
+		if expr != "" {
+			op = expr[0]
+		}
+		switch op {
+		case '+', '#':
+			b.WriteString(".*")
+		case '/':
+			b.WriteString("(?:/[^/?#]*)*")
+		case '.':
+			b.WriteString(`(?:\.[^/?#.]*)*`)
+		case ';':
+			b.WriteString("(?:;[^/?#]*)*")
+		case '?', '&':
+			b.WriteString(`(?:[?&].*)?`)
+		default:
+			b.WriteString("[^/?#]*")
+		}
+	}
+	b.WriteString("$")
+	return b.String()
+}

@@ -1,0 +1,212 @@
+package routing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+)
+
+// HandleRequest answers or forwards one client request; the answer, and anything related to it that comes
+// first (progress, server→client requests), is pushed to out. It returns once the request is answered locally or
+// handed to an upstream; it never waits for an upstream's answer.
+func (s *Session) HandleRequest(m jsonrpc.Message, out *Stream) {
+	s.touch()
+	id := m.ID()
+	switch m.Method() {
+	case "ping":
+		reply(out, id, []byte("{}"))
+	case "initialize":
+		replyError(out, id, jsonrpc.CodeInvalidRequest, "the session is already initialized; start a new session to initialize again")
+	case "tools/list":
+		s.list(m, out, kindTools)
+	case "prompts/list":
+		s.list(m, out, kindPrompts)
+	case "resources/list":
+		s.list(m, out, kindResources)
+	case "resources/templates/list":
+		s.list(m, out, kindTemplates)
+	case "tools/call":
+		s.callNamed(m, out, kindTools)
+	case "prompts/get":
+		s.callNamed(m, out, kindPrompts)
+	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		s.callURI(m, out)
+	case "completion/complete":
+		s.complete(m, out)
+	case "logging/setLevel":
+		s.setLevel(m, out)
+	default:
+		replyError(out, id, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q is not supported by this gateway", m.Method()))
+	}
+}
+
+// HandleNotification acts on one client notification.
+func (s *Session) HandleNotification(m jsonrpc.Message) {
+	s.touch()
+	switch m.Method() {
+	case "notifications/cancelled":
+		s.cancelCall(m.Params())
+	case "notifications/roots/list_changed":
+		// Roots belong to the client: every per-client upstream session hears of the change.
+		s.mu.Lock()
+		links := make([]*link, 0, len(s.links))
+		for _, l := range s.links {
+			links = append(links, l)
+		}
+		s.mu.Unlock()
+		for _, l := range links {
+			l.reply(clone(m.Raw()))
+		}
+	}
+}
+
+// stringParam returns the unquoted string at path inside params.
+func stringParam(params []byte, path ...string) (string, bool) {
+	st, e, ok := jsonrpc.Lookup(params, path...)
+	if !ok {
+		return "", false
+	}
+	v, err := jsonrpc.Unquote(params[st:e])
+	return v, err == nil
+}
+
+func (s *Session) list(m jsonrpc.Message, out *Stream, k listKind) {
+	cursor, _ := stringParam(m.Params(), "cursor")
+	page, err := s.r.cat.Load().page(k, cursor, s.r.opts.PageSize, s.r.cursors)
+	if err != nil {
+		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, err.Error())
+		return
+	}
+	reply(out, m.ID(), page)
+}
+
+// callNamed routes tools/call and prompts/get by the exposed name, translated back to the upstream's own.
+func (s *Session) callNamed(m jsonrpc.Message, out *Stream, k listKind) {
+	name, ok := stringParam(m.Params(), "name")
+	if !ok {
+		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, m.Method()+" needs params.name")
+		return
+	}
+	cat := s.r.cat.Load()
+	index, what := cat.tools, "tool"
+	if k == kindPrompts {
+		index, what = cat.prompts, "prompt"
+	}
+	t, ok := index[name]
+	if !ok {
+		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown %s %q: list %ss to see what is available", what, name, what))
+		return
+	}
+	var edits []jsonrpc.ParamEdit
+	if t.name != name {
+		edits = append(edits, jsonrpc.ParamEdit{Path: []string{"name"}, With: jsonrpc.AppendQuote(nil, t.name)})
+	}
+	tool := ""
+	if k == kindTools {
+		tool = name
+	}
+	s.forward(t.up, m, out, tool, edits...)
+}
+
+// callURI routes resources/read, subscribe and unsubscribe by the resource URI (design §5).
+func (s *Session) callURI(m jsonrpc.Message, out *Stream) {
+	uri, ok := stringParam(m.Params(), "uri")
+	if !ok {
+		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, m.Method()+" needs params.uri")
+		return
+	}
+	up := s.r.cat.Load().resourceUpstream(uri)
+	if up == nil {
+		up = s.r.soleProvider("resources")
+	}
+	if up == nil {
+		out.Push(jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeResourceNotFound, fmt.Sprintf("resource %q not found on any upstream", uri),
+			append(append([]byte(`{"uri":`), jsonrpc.AppendQuote(nil, uri)...), '}')), ClassFinal)
+		return
+	}
+	s.forward(up, m, out, "")
+}
+
+// complete routes completion/complete by its reference: a prompt name or a resource template URI.
+func (s *Session) complete(m jsonrpc.Message, out *Stream) {
+	params := m.Params()
+	typ, _ := stringParam(params, "ref", "type")
+	cat := s.r.cat.Load()
+	switch typ {
+	case "ref/prompt":
+		name, _ := stringParam(params, "ref", "name")
+		t, ok := cat.prompts[name]
+		if !ok {
+			replyError(out, m.ID(), jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown prompt %q", name))
+			return
+		}
+		var edits []jsonrpc.ParamEdit
+		if t.name != name {
+			edits = append(edits, jsonrpc.ParamEdit{Path: []string{"ref", "name"}, With: jsonrpc.AppendQuote(nil, t.name)})
+		}
+		s.forward(t.up, m, out, "", edits...)
+	case "ref/resource":
+		uri, _ := stringParam(params, "ref", "uri")
+		up := cat.templateUpstream(uri)
+		if up == nil {
+			up = cat.resourceUpstream(uri)
+		}
+		if up == nil {
+			replyError(out, m.ID(), jsonrpc.CodeInvalidParams, fmt.Sprintf("no upstream offers resource template %q", uri))
+			return
+		}
+		s.forward(up, m, out, "")
+	default:
+		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, `completion/complete needs params.ref of type "ref/prompt" or "ref/resource"`)
+	}
+}
+
+// setLevel records the client's log level and passes it to its upstream sessions that log (design §4: fan-out
+// where the session mode allows; a shared upstream's level is not one client's to set).
+func (s *Session) setLevel(m jsonrpc.Message, out *Stream) {
+	level, _ := stringParam(m.Params(), "level")
+	i := levelIndex(level)
+	if i < 0 {
+		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, fmt.Sprintf("invalid log level %q: use one of debug, info, notice, warning, error, critical, alert, emergency", level))
+		return
+	}
+	s.mu.Lock()
+	s.logLevel = i
+	links := make([]*link, 0, len(s.links))
+	for _, l := range s.links {
+		links = append(links, l)
+	}
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	defer cancel()
+	var errs []error
+	for _, l := range links {
+		if _, ok := l.up.capability("logging"); !ok {
+			continue
+		}
+		if _, err := l.request(ctx, "logging/setLevel", m.Params()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		s.r.log.Debug("setLevel not applied everywhere", "session", s.logID(), "err", err)
+	}
+	reply(out, m.ID(), []byte("{}"))
+}
+
+// soleProvider returns the only upstream that declared a capability, or nil.
+func (r *Router) soleProvider(capability string) *Upstream {
+	var found *Upstream
+	for _, up := range r.ups {
+		if _, ok := up.capability(capability); ok {
+			if found != nil {
+				return nil
+			}
+			found = up
+		}
+	}
+	return found
+}

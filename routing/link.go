@@ -1,0 +1,495 @@
+package routing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/upstream"
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+)
+
+// maxSafeID keeps minted upstream ids below 2^53: many servers are JavaScript, where larger integers lose
+// precision (design §2).
+const maxSafeID = 1<<53 - 1
+
+// dialTimeout bounds one connection attempt, handshake included.
+const dialTimeout = 30 * time.Second
+
+// linkState is where a link is in its life.
+type linkState uint8
+
+const (
+	linkConnecting linkState = iota
+	linkReady
+	linkDown
+	linkClosed
+)
+
+func (s linkState) String() string {
+	return [...]string{"connecting", "ready", "down", "closed"}[s]
+}
+
+// call is one request in flight on a link: a client's request being forwarded, or one of the gateway's own
+// (listing, handshake-adjacent) requests. Whoever removes it from the link's pending table owns its completion,
+// which makes the response, a cancellation, a timeout and a lost connection race safely: exactly one wins.
+type call struct {
+	link   *link
+	upID   int64
+	method string
+
+	// A client's request: where the answer goes and how to translate it back.
+	session  *Session
+	clientID []byte // the client's id, byte for byte
+	token    []byte // the client's progress token, nil if none
+	out      *Stream
+	timer    *time.Timer
+	started  time.Time
+	tool     string
+
+	// One of the gateway's own requests: the raw response is delivered here.
+	internal chan jsonrpc.Message
+}
+
+// link is one upstream session: a shared one for every client, the template session that feeds the catalog of
+// a per-client upstream, or one client's own. It owns the connection's reader goroutine, the id counter and the
+// pending table (design §4), and reconnects with backoff when the connection is lost.
+type link struct {
+	r     *Router
+	up    *Upstream
+	owner *Session // nil for shared and template links
+	hello upstream.ClientHello
+	log   *slog.Logger
+
+	nextID atomic.Int64
+
+	mu       sync.Mutex
+	conn     *upstream.Conn
+	state    linkState
+	lastErr  error
+	attempts int // failed attempts since the last success
+	changed  chan struct{}
+	pending  map[int64]*call
+	restarts int
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newLink(ctx context.Context, r *Router, up *Upstream, owner *Session, hello upstream.ClientHello) *link {
+	l := &link{
+		r: r, up: up, owner: owner, hello: hello,
+		log:     r.log.With("upstream", up.cfg.Name),
+		changed: make(chan struct{}),
+		pending: map[int64]*call{},
+		done:    make(chan struct{}),
+	}
+	if owner != nil {
+		l.log = l.log.With("session", owner.logID())
+	}
+	l.ctx, l.cancel = context.WithCancel(ctx)
+	go l.run()
+	return l
+}
+
+// run connects, serves, and reconnects until the link is closed.
+func (l *link) run() {
+	defer close(l.done)
+	backoff := upstream.Backoff{Min: l.up.cfg.Backoff.Min, Max: l.up.cfg.Backoff.Max}
+	for attempt := 0; ; {
+		dctx, cancel := context.WithTimeout(l.ctx, dialTimeout)
+		conn, err := upstream.Dial(dctx, l.up.transport, l.hello)
+		cancel()
+		if err != nil {
+			if l.ctx.Err() != nil {
+				l.setState(linkClosed, nil, nil)
+				return
+			}
+			attempt++
+			l.setState(linkDown, nil, err)
+			l.log.Warn("upstream unavailable", "attempt", attempt, "err", err)
+			if !l.sleep(backoff.Delay(attempt)) {
+				l.setState(linkClosed, nil, nil)
+				return
+			}
+			continue
+		}
+		attempt = 0
+		l.setState(linkReady, conn, nil)
+		l.up.connected(l, conn)
+		err = l.serve(conn)
+		conn.Close()
+		if err == nil {
+			err = errors.New("connection closed")
+		}
+		if l.ctx.Err() == nil {
+			l.setState(linkDown, nil, err)
+		}
+		l.lost(err)
+		if l.ctx.Err() != nil {
+			l.setState(linkClosed, nil, nil)
+			return
+		}
+		l.log.Warn("upstream connection lost; reconnecting", "err", err)
+		if !l.sleep(backoff.Delay(1)) {
+			l.setState(linkClosed, nil, nil)
+			return
+		}
+	}
+}
+
+func (l *link) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-l.ctx.Done():
+		return false
+	}
+}
+
+func (l *link) setState(s linkState, conn *upstream.Conn, err error) {
+	l.mu.Lock()
+	if s == linkReady && l.state != linkConnecting {
+		l.restarts++
+	}
+	l.state, l.conn = s, conn
+	if err != nil {
+		l.lastErr = err
+		l.attempts++
+	} else if s == linkReady {
+		l.lastErr, l.attempts = nil, 0
+	}
+	close(l.changed)
+	l.changed = make(chan struct{})
+	l.mu.Unlock()
+	l.up.stateChanged()
+}
+
+// ready waits until the link has a connection, or has failed at least once since the wait began... or before,
+// so that a call to an upstream that is down fails fast with the reason instead of hanging.
+func (l *link) ready(ctx context.Context) (*upstream.Conn, error) {
+	for {
+		l.mu.Lock()
+		conn, state, err, ch := l.conn, l.state, l.lastErr, l.changed
+		l.mu.Unlock()
+		switch {
+		case state == linkReady:
+			return conn, nil
+		case state == linkClosed:
+			return nil, fmt.Errorf("upstream %q: session closed", l.up.cfg.Name)
+		case state == linkDown && err != nil:
+			return nil, fmt.Errorf("upstream %q is unavailable: %w", l.up.cfg.Name, err)
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("upstream %q is not ready: %w", l.up.cfg.Name, ctx.Err())
+		}
+	}
+}
+
+// close ends the link and waits for its goroutine.
+func (l *link) close() {
+	l.cancel()
+	<-l.done
+}
+
+// mint returns a fresh upstream id.
+func (l *link) mint() int64 {
+	id := l.nextID.Add(1)
+	if id >= maxSafeID { // unreachable in practice; wrap rather than exceed 2^53
+		l.nextID.Store(1)
+		id = 1
+	}
+	return id
+}
+
+func (l *link) add(c *call) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state != linkReady {
+		return false
+	}
+	l.pending[c.upID] = c
+	return true
+}
+
+// take removes a pending call; the caller that gets it owns its completion.
+func (l *link) take(id int64) *call {
+	l.mu.Lock()
+	c := l.pending[id]
+	delete(l.pending, id)
+	l.mu.Unlock()
+	return c
+}
+
+func (l *link) peek(id int64) *call {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.pending[id]
+}
+
+// soleCaller returns the one session with calls in flight on this link, or nil when there are none or several:
+// the last resort for routing a server→client request that arrived with no stream association (design §3).
+func (l *link) soleCaller() *call {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var found *call
+	for _, c := range l.pending {
+		if c.session == nil {
+			continue
+		}
+		if found != nil && found.session != c.session {
+			return nil
+		}
+		found = c
+	}
+	return found
+}
+
+// lost fails every call in flight: the connection is gone and their answers with it.
+func (l *link) lost(err error) {
+	l.mu.Lock()
+	calls := l.pending
+	l.pending = map[int64]*call{}
+	l.mu.Unlock()
+	reason := "connection lost"
+	if err != nil {
+		reason = err.Error()
+	}
+	for _, c := range calls {
+		l.r.fail(c, jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q failed during %s: %s; retry the request", l.up.cfg.Name, c.method, reason))
+	}
+	if l.owner != nil {
+		l.owner.serverRequestsLost(l)
+	} else {
+		l.r.eachSession(func(s *Session) { s.serverRequestsLost(l) })
+	}
+}
+
+// write sends a message on the current connection.
+func (l *link) write(ctx context.Context, msg []byte) error {
+	l.mu.Lock()
+	conn := l.conn
+	l.mu.Unlock()
+	if conn == nil {
+		return fmt.Errorf("upstream %q is not connected", l.up.cfg.Name)
+	}
+	return conn.Write(ctx, msg)
+}
+
+// request sends one of the gateway's own requests and waits for its result.
+func (l *link) request(ctx context.Context, method string, params []byte) ([]byte, error) {
+	if _, err := l.ready(ctx); err != nil {
+		return nil, err
+	}
+	c := &call{link: l, upID: l.mint(), method: method, internal: make(chan jsonrpc.Message, 1)}
+	if !l.add(c) {
+		return nil, fmt.Errorf("upstream %q is not connected", l.up.cfg.Name)
+	}
+	id := jsonrpc.AppendInt(nil, c.upID)
+	if err := l.write(ctx, jsonrpc.AppendRequest(nil, id, method, params)); err != nil {
+		l.take(c.upID)
+		return nil, fmt.Errorf("upstream %q: %s: %w", l.up.cfg.Name, method, err)
+	}
+	select {
+	case m := <-c.internal:
+		if e := m.Error(); e != nil {
+			return nil, fmt.Errorf("upstream %q: %s: %s", l.up.cfg.Name, method, errorMessage(e))
+		}
+		return m.Result(), nil
+	case <-ctx.Done():
+		if l.take(c.upID) != nil {
+			l.sendCancel(c.upID, "timed out")
+		}
+		return nil, fmt.Errorf("upstream %q: %s: %w", l.up.cfg.Name, method, ctx.Err())
+	}
+}
+
+// sendCancel tells the upstream to stop working on a request; best effort.
+func (l *link) sendCancel(upID int64, reason string) {
+	p := make([]byte, 0, 64)
+	p = append(p, `{"requestId":`...)
+	p = jsonrpc.AppendInt(p, upID)
+	p = append(p, `,"reason":`...)
+	p = jsonrpc.AppendQuote(p, reason)
+	p = append(p, '}')
+	ctx, cancel := context.WithTimeout(l.ctx, 5*time.Second)
+	defer cancel()
+	if err := l.write(ctx, jsonrpc.AppendNotification(nil, "notifications/cancelled", p)); err != nil {
+		l.log.Debug("cancel not delivered", "err", err)
+	}
+}
+
+// serve reads the connection until it ends, routing every message.
+func (l *link) serve(conn *upstream.Conn) error {
+	for {
+		in, err := conn.Read(l.ctx)
+		if err != nil {
+			if errors.Is(err, context.Canceled) && l.ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		l.route(in)
+	}
+}
+
+// route dispatches one message from the upstream.
+func (l *link) route(in upstream.Incoming) {
+	m := in.Msg
+	switch m.Kind() {
+	case jsonrpc.KindResponse:
+		id, ok := jsonrpc.ParseInt(m.ID())
+		if !ok {
+			l.log.Debug("response with an id the gateway did not mint; dropped")
+			return
+		}
+		c := l.take(id)
+		if c == nil {
+			return // cancelled or timed out: the late response is dropped (design §4)
+		}
+		l.r.complete(c, m)
+	case jsonrpc.KindRequest:
+		l.serverRequest(m, in.Related)
+	case jsonrpc.KindNotification:
+		l.notification(m, in.Related)
+	}
+}
+
+// serverRequest routes a request the upstream sends to the client (design §4).
+func (l *link) serverRequest(m jsonrpc.Message, related []byte) {
+	if m.MethodIs("ping") {
+		l.reply(jsonrpc.AppendResult(nil, m.ID(), []byte("{}")))
+		return
+	}
+	var rel *call
+	if id, ok := jsonrpc.ParseInt(related); ok {
+		rel = l.peek(id)
+	}
+	s := l.owner
+	if s == nil {
+		if rel == nil {
+			rel = l.soleCaller()
+		}
+		if rel != nil {
+			s = rel.session
+		}
+	}
+	if s == nil {
+		l.reply(jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidRequest,
+			fmt.Sprintf("switchboard cannot tell which client %s is for: this upstream is shared by several sessions; configure it with session: per-client", m.Method()), nil))
+		return
+	}
+	s.forwardServerRequest(l, m, rel)
+}
+
+// reply sends a response to the upstream; best effort.
+func (l *link) reply(msg []byte) {
+	ctx, cancel := context.WithTimeout(l.ctx, 5*time.Second)
+	defer cancel()
+	if err := l.write(ctx, msg); err != nil {
+		l.log.Debug("reply not delivered", "err", err)
+	}
+}
+
+// notification routes a notification from the upstream.
+func (l *link) notification(m jsonrpc.Message, related []byte) {
+	params := m.Params()
+	switch m.Method() {
+	case "notifications/progress":
+		s, e, ok := jsonrpc.Lookup(params, "progressToken")
+		if !ok {
+			return
+		}
+		id, ok := jsonrpc.ParseInt(params[s:e])
+		if !ok {
+			return
+		}
+		c := l.peek(id)
+		if c == nil || c.token == nil {
+			return // late progress after the response is not forwarded (design §4)
+		}
+		c.progressed(l.r)
+		msg := m.AppendWith(nil, nil, jsonrpc.ParamEdit{Path: []string{"progressToken"}, With: c.token})
+		c.out.Push(msg, ClassNotice)
+	case "notifications/cancelled":
+		if l.owner != nil {
+			l.owner.serverRequestCancelled(l, m)
+			return
+		}
+		l.r.eachSession(func(s *Session) { s.serverRequestCancelled(l, m) })
+	case "notifications/tools/list_changed":
+		l.up.invalidate(kindTools)
+	case "notifications/prompts/list_changed":
+		l.up.invalidate(kindPrompts)
+	case "notifications/resources/list_changed":
+		l.up.invalidate(kindResources, kindTemplates)
+	case "notifications/message":
+		l.forwardNotice(m, related, func(s *Session) bool { return s.wantsLog(params) })
+	default:
+		l.forwardNotice(m, related, func(*Session) bool { return true })
+	}
+}
+
+// forwardNotice passes a notification on to the client it concerns: the call it relates to, the session that
+// owns the link, or, on a shared link with no association, every session.
+func (l *link) forwardNotice(m jsonrpc.Message, related []byte, want func(*Session) bool) {
+	if id, ok := jsonrpc.ParseInt(related); ok {
+		if c := l.peek(id); c != nil && c.session != nil {
+			if want(c.session) {
+				c.out.Push(clone(m.Raw()), ClassNotice)
+			}
+			return
+		}
+	}
+	if l.owner != nil {
+		if want(l.owner) {
+			l.owner.notify(clone(m.Raw()))
+		}
+		return
+	}
+	if l.up.template() {
+		return // the template session serves the catalog only; its per-client twins speak to the clients
+	}
+	l.r.eachSession(func(s *Session) {
+		if want(s) {
+			s.notify(clone(m.Raw()))
+		}
+	})
+}
+
+// progressed resets the call's timeout on progress, within the hard maximum (spec: "MAY reset the timer when
+// progress arrives, but SHOULD still enforce a hard maximum").
+func (c *call) progressed(r *Router) {
+	if c.timer == nil {
+		return
+	}
+	left := r.opts.MaxRequestTimeout - time.Since(c.started)
+	if left <= 0 {
+		return
+	}
+	c.timer.Reset(min(c.link.up.timeout(), left))
+}
+
+func clone(b []byte) []byte { return append([]byte(nil), b...) }
+
+// errorMessage extracts the message of a raw JSON-RPC error object for an error string.
+func errorMessage(e []byte) string {
+	s, end, ok := jsonrpc.Lookup(e, "message")
+	if !ok {
+		return string(e)
+	}
+	msg, err := jsonrpc.Unquote(e[s:end])
+	if err != nil {
+		return string(e[s:end])
+	}
+	return msg
+}

@@ -1,0 +1,357 @@
+// Package routing is the switchboard between client sessions and upstream sessions: the merged, namespaced,
+// paginated catalog; the call table that rewrites ids and progress tokens and carries cancellations; the relay of
+// server→client requests; and the fan-in of upstream notifications (design §2–5). It knows nothing of HTTP:
+// front ends hand it parsed messages and drain the Streams it fills.
+package routing
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+)
+
+// latestVersion is the newest legacy-era protocol version the gateway speaks.
+const latestVersion = "2025-11-25"
+
+// CodeRequestTimeout answers a request an upstream did not finish in time (the TypeScript SDK's RequestTimeout).
+const CodeRequestTimeout = -32001
+
+// Options tune the router.
+type Options struct {
+	// PageSize is the number of items on one page of a list; zero means 100.
+	PageSize int
+	// CursorSecret signs pagination cursors; it must be shared by all replicas. Empty means a random key.
+	CursorSecret []byte
+	// RequestTimeout bounds a forwarded request, reset on progress; zero means 60s.
+	RequestTimeout time.Duration
+	// MaxRequestTimeout is the hard limit even with progress; zero means 10m.
+	MaxRequestTimeout time.Duration
+	// SessionIdleTimeout ends client sessions unused this long; zero means 30m.
+	SessionIdleTimeout time.Duration
+	// Version is the gateway's own version, for serverInfo and clientInfo.
+	Version string
+	// Logger receives the router's logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Router routes between client sessions and upstreams. Create it with New and start it with Run.
+type Router struct {
+	opts    Options
+	log     *slog.Logger
+	ups     []*Upstream
+	byName  map[string]*Upstream
+	cat     atomic.Pointer[catalog]
+	cursors cursorCodec
+	ctx     context.Context
+
+	buildMu sync.Mutex // serialises catalog rebuilds
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+	ready    bool
+	readyCh  chan struct{}
+}
+
+// New returns a router for the given upstreams, in the order their items appear in the catalog.
+func New(opts Options, ups []UpstreamConfig) (*Router, error) {
+	if opts.PageSize <= 0 {
+		opts.PageSize = 100
+	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = 60 * time.Second
+	}
+	if opts.MaxRequestTimeout <= 0 {
+		opts.MaxRequestTimeout = 10 * time.Minute
+	}
+	if opts.MaxRequestTimeout < opts.RequestTimeout {
+		opts.MaxRequestTimeout = opts.RequestTimeout
+	}
+	if opts.SessionIdleTimeout <= 0 {
+		opts.SessionIdleTimeout = 30 * time.Minute
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	key := opts.CursorSecret
+	if len(key) == 0 {
+		key = make([]byte, 32)
+		rand.Read(key)
+	}
+	r := &Router{
+		opts: opts, log: opts.Logger, byName: map[string]*Upstream{},
+		cursors: cursorCodec{key: key}, sessions: map[string]*Session{}, readyCh: make(chan struct{}),
+		ctx: context.Background(),
+	}
+	for _, c := range ups {
+		if c.Transport == nil {
+			return nil, fmt.Errorf("upstream %q: no transport", c.Name)
+		}
+		if _, dup := r.byName[c.Name]; dup {
+			return nil, fmt.Errorf("upstream %q is configured twice", c.Name)
+		}
+		up := &Upstream{cfg: c, r: r, transport: c.Transport, kick: make(chan struct{}, 1)}
+		r.ups = append(r.ups, up)
+		r.byName[c.Name] = up
+	}
+	r.cat.Store(buildCatalog(nil, nil))
+	return r, nil
+}
+
+// Run connects the upstreams and serves until ctx ends; then it closes every session and upstream and returns.
+func (r *Router) Run(ctx context.Context) {
+	r.ctx = ctx
+	var wg sync.WaitGroup
+	for _, up := range r.ups {
+		up.start(ctx, &wg)
+	}
+	r.readyChanged()
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			for _, s := range r.allSessions() {
+				s.Close()
+			}
+			wg.Wait()
+			return
+		case <-t.C:
+			r.expireSessions()
+		}
+	}
+}
+
+// Ready reports whether every upstream has been tried once (connected and listed, or failed), so the catalog a
+// client sees right after start is complete. A failed upstream does not hold readiness back: it is reported in
+// Status and retried.
+func (r *Router) Ready() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ready
+}
+
+// WaitReady blocks until Ready or ctx ends.
+func (r *Router) WaitReady(ctx context.Context) error {
+	r.mu.Lock()
+	ch := r.readyCh
+	r.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *Router) readyChanged() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ready {
+		return
+	}
+	for _, up := range r.ups {
+		up.mu.Lock()
+		tried := up.tried
+		up.mu.Unlock()
+		if !tried {
+			return
+		}
+	}
+	r.ready = true
+	close(r.readyCh)
+}
+
+// Status reports every upstream's health, in configuration order.
+func (r *Router) Status() []UpstreamStatus {
+	out := make([]UpstreamStatus, 0, len(r.ups))
+	for _, up := range r.ups {
+		if up.main == nil {
+			out = append(out, UpstreamStatus{Name: up.cfg.Name, Transport: up.cfg.Kind, Session: up.cfg.Mode.String(), State: "stopped"})
+			continue
+		}
+		out = append(out, up.status())
+	}
+	return out
+}
+
+// Conflicts lists the names the catalog could not expose because they collide.
+func (r *Router) Conflicts() []string { return r.cat.Load().conflicts }
+
+// rebuild merges the upstreams' lists anew and tells sessions about the lists that changed.
+func (r *Router) rebuild() {
+	r.buildMu.Lock()
+	prev := r.cat.Load()
+	next := buildCatalog(r.ups, prev)
+	r.cat.Store(next)
+	r.buildMu.Unlock()
+	for _, c := range next.conflicts {
+		r.log.Warn("catalog conflict", "detail", c)
+	}
+	for k := listKind(0); k < numKinds; k++ {
+		if next.gen[k] == prev.gen[k] || k == kindTemplates && next.gen[kindResources] != prev.gen[kindResources] {
+			continue
+		}
+		msg := jsonrpc.AppendNotification(nil, k.changedMethod(), nil)
+		r.eachSession(func(s *Session) { s.notify(msg) })
+	}
+}
+
+func (r *Router) clientInfo() json.RawMessage {
+	return json.RawMessage(`{"name":"switchboard","version":` + string(jsonrpc.AppendQuote(nil, r.opts.Version)) + `}`)
+}
+
+// ServerInfo is the gateway's Implementation object for initialize results.
+func (r *Router) ServerInfo() json.RawMessage {
+	return json.RawMessage(`{"name":"switchboard","title":"Switchboard MCP gateway","version":` + string(jsonrpc.AppendQuote(nil, r.opts.Version)) + `}`)
+}
+
+// Capabilities returns the server capabilities the gateway advertises: the union it can honour (design §5).
+// Lists always announce listChanged, because upstreams come and go.
+func (r *Router) Capabilities() json.RawMessage {
+	subscribe, logging, completions, unknown := false, false, false, false
+	for _, up := range r.ups {
+		up.mu.Lock()
+		caps := up.caps
+		up.mu.Unlock()
+		if caps == nil {
+			unknown = true
+			continue
+		}
+		if res, ok := caps["resources"]; ok {
+			var v struct{ Subscribe bool }
+			_ = json.Unmarshal(res, &v)
+			subscribe = subscribe || v.Subscribe
+		}
+		_, l := caps["logging"]
+		_, c := caps["completions"]
+		logging, completions = logging || l, completions || c
+	}
+	var b strings.Builder
+	b.WriteString(`{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"listChanged":true`)
+	if subscribe {
+		b.WriteString(`,"subscribe":true`)
+	}
+	b.WriteString(`}`)
+	if logging || unknown {
+		b.WriteString(`,"logging":{}`)
+	}
+	if completions || unknown {
+		b.WriteString(`,"completions":{}`)
+	}
+	b.WriteString(`}`)
+	return json.RawMessage(b.String())
+}
+
+// Instructions joins the upstreams' instructions, each under its upstream's name, so a model learns how to use
+// every server behind the gateway.
+func (r *Router) Instructions() string {
+	var b strings.Builder
+	for _, up := range r.ups {
+		up.mu.Lock()
+		h := up.hello
+		up.mu.Unlock()
+		if h == nil || strings.TrimSpace(h.Instructions) == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		fmt.Fprintf(&b, "## %s (tools prefixed %q)\n%s", up.cfg.Name, up.cfg.Prefix, strings.TrimSpace(h.Instructions))
+	}
+	return b.String()
+}
+
+// complete delivers an upstream's response for a call the caller has taken from its link.
+func (r *Router) complete(c *call, m jsonrpc.Message) {
+	if c.internal != nil {
+		c.internal <- m
+		return
+	}
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.session.removeCall(c)
+	c.out.Push(m.AppendWithID(make([]byte, 0, len(m.Raw())+len(c.clientID)), c.clientID), ClassFinal)
+}
+
+// fail answers a taken call with an error of the gateway's own.
+func (r *Router) fail(c *call, code int, message string) {
+	if c.internal != nil {
+		raw := jsonrpc.AppendError(nil, jsonrpc.AppendInt(nil, c.upID), code, message, nil)
+		if m, err := jsonrpc.Parse(raw); err == nil {
+			c.internal <- m
+		}
+		return
+	}
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.session.removeCall(c)
+	c.out.Push(jsonrpc.AppendError(nil, c.clientID, code, message, nil), ClassFinal)
+}
+
+// NewSession starts a client session for a client that sent initialize. The caller has negotiated version.
+func (r *Router) NewSession(p SessionParams) *Session {
+	s := newSession(r, p)
+	r.mu.Lock()
+	r.sessions[s.id] = s
+	r.mu.Unlock()
+	return s
+}
+
+// Session returns the live session with the id, or nil.
+func (r *Router) Session(id string) *Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sessions[id]
+}
+
+// SessionCount reports the live client sessions.
+func (r *Router) SessionCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.sessions)
+}
+
+func (r *Router) dropSession(s *Session) {
+	r.mu.Lock()
+	delete(r.sessions, s.id)
+	r.mu.Unlock()
+}
+
+func (r *Router) allSessions() []*Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*Session, 0, len(r.sessions))
+	for _, s := range r.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+func (r *Router) eachSession(f func(*Session)) {
+	for _, s := range r.allSessions() {
+		f(s)
+	}
+}
+
+func (r *Router) expireSessions() {
+	cutoff := time.Now().Add(-r.opts.SessionIdleTimeout).UnixNano()
+	for _, s := range r.allSessions() {
+		if s.lastUsed.Load() < cutoff && s.streams.Load() == 0 {
+			r.log.Info("session expired", "session", s.logID())
+			s.Close()
+		}
+	}
+}

@@ -1,0 +1,445 @@
+package routing
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/upstream"
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+)
+
+// SessionParams is what a client declared in initialize, after negotiation.
+type SessionParams struct {
+	ProtocolVersion string
+	Capabilities    json.RawMessage
+	ClientInfo      json.RawMessage
+	// Principal is the authenticated subject the session is bound to ("" without auth).
+	Principal string
+}
+
+// clientCaps are the client capabilities routing acts on.
+type clientCaps struct {
+	Roots       *struct{} `json:"roots"`
+	Sampling    *struct{} `json:"sampling"`
+	Elicitation *struct {
+		Form *struct{} `json:"form"`
+		URL  *struct{} `json:"url"`
+	} `json:"elicitation"`
+}
+
+// serverReq is a server→client request in flight: which upstream asked, under which id.
+type serverReq struct {
+	link *link
+	upID []byte
+	out  *Stream
+}
+
+// Session is one client session of the legacy era (design §3): created by initialize, bound to a principal,
+// holding its per-client upstream sessions, its calls in flight and its standalone stream.
+type Session struct {
+	r          *Router
+	id         string
+	params     SessionParams
+	caps       clientCaps
+	standalone *Stream
+	ctx        context.Context
+	cancel     context.CancelFunc
+	lastUsed   atomic.Int64
+	streams    atomic.Int32
+	attached   atomic.Bool
+
+	mu           sync.Mutex
+	links        map[*Upstream]*link
+	calls        map[string]*call
+	serverReqs   map[int64]*serverReq
+	nextServerID int64
+	logLevel     int // index into logLevels; -1 when the client set none
+	closed       bool
+}
+
+func newSession(r *Router, p SessionParams) *Session {
+	var idb [16]byte
+	rand.Read(idb[:])
+	s := &Session{
+		r: r, id: hex.EncodeToString(idb[:]), params: p,
+		standalone: NewStream(-1, 1024),
+		links:      map[*Upstream]*link{},
+		calls:      map[string]*call{},
+		serverReqs: map[int64]*serverReq{},
+		logLevel:   -1,
+	}
+	_ = json.Unmarshal(p.Capabilities, &s.caps)
+	s.ctx, s.cancel = context.WithCancel(r.ctx)
+	s.touch()
+	return s
+}
+
+// ID is the session id, for the Mcp-Session-Id header: 128 random bits.
+func (s *Session) ID() string { return s.id }
+
+// ProtocolVersion is the version negotiated with the client.
+func (s *Session) ProtocolVersion() string { return s.params.ProtocolVersion }
+
+// Principal is the subject the session is bound to.
+func (s *Session) Principal() string { return s.params.Principal }
+
+// Standalone is the session's stream for messages unrelated to any request (the GET stream).
+func (s *Session) Standalone() *Stream { return s.standalone }
+
+// AttachStandalone claims the standalone stream for one reader; it reports false when another holds it.
+func (s *Session) AttachStandalone() bool { return s.attached.CompareAndSwap(false, true) }
+
+// DetachStandalone releases the standalone stream; messages queue (bounded) until the next reader.
+func (s *Session) DetachStandalone() { s.attached.Store(false) }
+
+// Done is closed when the session ends.
+func (s *Session) Done() <-chan struct{} { return s.ctx.Done() }
+
+// StreamOpened and StreamClosed count the client's open streams: a session with an open stream is not idle.
+func (s *Session) StreamOpened() { s.streams.Add(1); s.touch() }
+
+// StreamClosed is the counterpart of StreamOpened.
+func (s *Session) StreamClosed() { s.streams.Add(-1); s.touch() }
+
+func (s *Session) touch() { s.lastUsed.Store(time.Now().UnixNano()) }
+
+// logID is a short, non-secret form of the id for logs: the session id is a bearer of state and stays out of logs.
+func (s *Session) logID() string { return s.id[:8] }
+
+// Close ends the session: its per-client upstream sessions are closed (stdio children stopped) and its streams
+// end.
+func (s *Session) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	links := s.links
+	s.links = map[*Upstream]*link{}
+	s.mu.Unlock()
+	s.r.dropSession(s)
+	s.cancel()
+	var wg sync.WaitGroup
+	for up, l := range links {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.close()
+			up.instances.Add(-1)
+		}()
+	}
+	wg.Wait()
+	s.standalone.Close()
+}
+
+// notify queues a notification on the standalone stream; dropped when the client does not keep up.
+func (s *Session) notify(msg []byte) { s.standalone.Push(msg, ClassNotice) }
+
+// linkFor returns the upstream session that serves this client for up, starting a per-client one on first use.
+func (s *Session) linkFor(up *Upstream) (*link, error) {
+	if up.cfg.Mode == Shared {
+		return up.main, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l := s.links[up]; l != nil {
+		return l, nil
+	}
+	if s.closed {
+		return nil, fmt.Errorf("session closed")
+	}
+	if n := up.cfg.MaxInstances; n > 0 && int(up.instances.Load()) >= n {
+		return nil, fmt.Errorf("upstream %q has reached its limit of %d per-client sessions; try again later or raise maxInstances", up.cfg.Name, n)
+	}
+	up.instances.Add(1)
+	caps := s.params.Capabilities
+	if len(caps) == 0 {
+		caps = json.RawMessage(`{}`)
+	}
+	l := newLink(s.ctx, s.r, up, s, upstream.ClientHello{
+		ProtocolVersion: s.params.ProtocolVersion,
+		Capabilities:    caps,
+		ClientInfo:      s.r.clientInfo(),
+	})
+	s.links[up] = l
+	return l, nil
+}
+
+// linkConnected brings a fresh per-client upstream session up to the client's state.
+func (s *Session) linkConnected(l *link) {
+	s.mu.Lock()
+	level := s.logLevel
+	s.mu.Unlock()
+	if level < 0 {
+		return
+	}
+	if _, ok := l.up.capability("logging"); !ok {
+		return
+	}
+	params := append(append([]byte(`{"level":"`), logLevels[level]...), `"}`...)
+	go func() { // owned by the link: bounded by its context and the request timeout
+		ctx, cancel := context.WithTimeout(l.ctx, l.up.timeout())
+		defer cancel()
+		if _, err := l.request(ctx, "logging/setLevel", params); err != nil {
+			l.log.Debug("setLevel not applied", "err", err)
+		}
+	}()
+}
+
+func (s *Session) removeCall(c *call) {
+	s.mu.Lock()
+	if s.calls[string(c.clientID)] == c {
+		delete(s.calls, string(c.clientID))
+	}
+	s.mu.Unlock()
+}
+
+// reply answers a client request from the gateway itself.
+func reply(out *Stream, id, result []byte) {
+	out.Push(jsonrpc.AppendResult(nil, id, result), ClassFinal)
+}
+
+// replyError answers a client request with an error.
+func replyError(out *Stream, id []byte, code int, msg string) {
+	out.Push(jsonrpc.AppendError(nil, id, code, msg, nil), ClassFinal)
+}
+
+// forward sends a client request to an upstream with a fresh id (and progress token), and registers it so the
+// response, progress and cancellation find their way back (design §4).
+func (s *Session) forward(up *Upstream, m jsonrpc.Message, out *Stream, tool string, edits ...jsonrpc.ParamEdit) {
+	id := m.ID()
+	l, err := s.linkFor(up)
+	if err != nil {
+		replyError(out, id, jsonrpc.CodeInternalError, err.Error())
+		return
+	}
+	wctx, cancel := context.WithTimeout(s.ctx, up.timeout())
+	defer cancel()
+	if _, err := l.ready(wctx); err != nil {
+		replyError(out, id, jsonrpc.CodeInternalError, err.Error()+"; retry later")
+		return
+	}
+	c := &call{
+		link: l, upID: l.mint(), method: m.Method(), session: s,
+		clientID: clone(id), out: out, started: time.Now(), tool: tool,
+	}
+	var idBuf [20]byte
+	upID := jsonrpc.AppendInt(idBuf[:0], c.upID)
+	if params := m.Params(); params != nil {
+		if st, e, ok := jsonrpc.Lookup(params, "_meta", "progressToken"); ok {
+			c.token = clone(params[st:e])
+			edits = append(edits, jsonrpc.ParamEdit{Path: []string{"_meta", "progressToken"}, With: upID})
+		}
+	}
+	s.mu.Lock()
+	if _, dup := s.calls[string(c.clientID)]; dup {
+		s.mu.Unlock()
+		replyError(out, id, jsonrpc.CodeInvalidRequest, fmt.Sprintf("request id %s is already in use by a request in flight", id))
+		return
+	}
+	s.calls[string(c.clientID)] = c
+	s.mu.Unlock()
+	if !l.add(c) {
+		s.removeCall(c)
+		replyError(out, id, jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q disconnected; retry the request", up.cfg.Name))
+		return
+	}
+	c.timer = time.AfterFunc(up.timeout(), func() { s.timeout(c) })
+	msg := m.AppendWith(make([]byte, 0, len(m.Raw())+32), upID, edits...)
+	if err := l.write(wctx, msg); err != nil {
+		if l.take(c.upID) != nil {
+			s.r.fail(c, jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q: sending %s failed: %v", up.cfg.Name, c.method, err))
+		}
+	}
+}
+
+// timeout ends a call the upstream did not finish in time: the upstream is told to stop, the client gets an
+// error it can act on.
+func (s *Session) timeout(c *call) {
+	if c.link.take(c.upID) == nil {
+		return
+	}
+	c.link.sendCancel(c.upID, "switchboard: request timed out")
+	what := c.method
+	if c.tool != "" {
+		what += " " + c.tool
+	}
+	s.r.fail(c, CodeRequestTimeout, fmt.Sprintf("upstream %q did not finish %s within %s; the request was cancelled",
+		c.link.up.cfg.Name, what, time.Since(c.started).Round(time.Second)))
+}
+
+// cancel handles the client's notifications/cancelled for one of its requests.
+func (s *Session) cancelCall(params []byte) {
+	st, e, ok := jsonrpc.Lookup(params, "requestId")
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	c := s.calls[string(params[st:e])]
+	delete(s.calls, string(params[st:e]))
+	s.mu.Unlock()
+	if c == nil || c.link.take(c.upID) == nil {
+		return // unknown, finished, or crossing its response: ignored, as the spec allows
+	}
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	reason := "cancelled by the client"
+	if rs, re, ok := jsonrpc.Lookup(params, "reason"); ok {
+		if r, err := jsonrpc.Unquote(params[rs:re]); err == nil {
+			reason = r
+		}
+	}
+	c.link.sendCancel(c.upID, reason)
+	c.out.Abandon()
+}
+
+// forwardServerRequest relays an upstream's request (sampling, elicitation, roots) to this client under a
+// gateway id, on the stream of the request it relates to when there is one (design §4).
+func (s *Session) forwardServerRequest(l *link, m jsonrpc.Message, rel *call) {
+	if why := s.refuses(m); why != "" {
+		l.reply(jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeMethodNotFound, why, nil))
+		return
+	}
+	out := s.standalone
+	if rel != nil && rel.session == s && !rel.out.Closed() {
+		out = rel.out
+	}
+	s.mu.Lock()
+	s.nextServerID++
+	gid := s.nextServerID
+	s.serverReqs[gid] = &serverReq{link: l, upID: clone(m.ID()), out: out}
+	s.mu.Unlock()
+	msg := m.AppendWithID(nil, jsonrpc.AppendInt(nil, gid))
+	if !out.Push(msg, ClassRequest) && (out == s.standalone || !s.standalone.Push(msg, ClassRequest)) {
+		s.mu.Lock()
+		delete(s.serverReqs, gid)
+		s.mu.Unlock()
+		l.reply(jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInternalError, "the client is not reading its stream", nil))
+	}
+}
+
+// refuses says why a server→client request cannot go to this client: only clients that declared the
+// capability get one (design §4).
+func (s *Session) refuses(m jsonrpc.Message) string {
+	switch m.Method() {
+	case "sampling/createMessage":
+		if s.caps.Sampling == nil {
+			return "the client did not declare the sampling capability"
+		}
+	case "roots/list":
+		if s.caps.Roots == nil {
+			return "the client did not declare the roots capability"
+		}
+	case "elicitation/create":
+		e := s.caps.Elicitation
+		if e == nil {
+			return "the client did not declare the elicitation capability"
+		}
+		if st, en, ok := jsonrpc.Lookup(m.Params(), "mode"); ok && string(m.Params()[st:en]) == `"url"` && e.URL == nil {
+			return "the client did not declare URL-mode elicitation"
+		}
+	}
+	return ""
+}
+
+// HandleResponse relays the client's answer to a server→client request back to the upstream that asked.
+func (s *Session) HandleResponse(m jsonrpc.Message) {
+	s.touch()
+	gid, ok := jsonrpc.ParseInt(m.ID())
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	req := s.serverReqs[gid]
+	delete(s.serverReqs, gid)
+	s.mu.Unlock()
+	if req == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	defer cancel()
+	if err := req.link.write(ctx, m.AppendWithID(nil, req.upID)); err != nil {
+		req.link.log.Debug("client response not delivered", "err", err)
+	}
+}
+
+// serverRequestCancelled relays an upstream's cancellation of its own request to the client.
+func (s *Session) serverRequestCancelled(l *link, m jsonrpc.Message) {
+	params := m.Params()
+	st, e, ok := jsonrpc.Lookup(params, "requestId")
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	var gid int64
+	var req *serverReq
+	for id, r := range s.serverReqs {
+		if r.link == l && string(r.upID) == string(params[st:e]) {
+			gid, req = id, r
+			delete(s.serverReqs, id)
+			break
+		}
+	}
+	s.mu.Unlock()
+	if req == nil {
+		return
+	}
+	req.out.Push(m.AppendWith(nil, nil, jsonrpc.ParamEdit{Path: []string{"requestId"}, With: jsonrpc.AppendInt(nil, gid)}), ClassNotice)
+}
+
+// serverRequestsLost tells the client that the upstream's requests it holds are void: the upstream is gone.
+func (s *Session) serverRequestsLost(l *link) {
+	s.mu.Lock()
+	var lost []int64
+	var outs []*Stream
+	for id, r := range s.serverReqs {
+		if r.link == l {
+			lost, outs = append(lost, id), append(outs, r.out)
+			delete(s.serverReqs, id)
+		}
+	}
+	s.mu.Unlock()
+	for i, id := range lost {
+		p := append(jsonrpc.AppendInt([]byte(`{"requestId":`), id), `,"reason":"upstream disconnected"}`...)
+		outs[i].Push(jsonrpc.AppendNotification(nil, "notifications/cancelled", p), ClassNotice)
+	}
+}
+
+// logLevels are the RFC 5424 levels of MCP logging, least severe first.
+var logLevels = [...]string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+func levelIndex(v string) int {
+	for i, l := range logLevels {
+		if l == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// wantsLog filters notifications/message by the level the client set.
+func (s *Session) wantsLog(params []byte) bool {
+	s.mu.Lock()
+	min := s.logLevel
+	s.mu.Unlock()
+	if min < 0 {
+		return true
+	}
+	st, e, ok := jsonrpc.Lookup(params, "level")
+	if !ok {
+		return true
+	}
+	lv, err := jsonrpc.Unquote(params[st:e])
+	if err != nil {
+		return true
+	}
+	return levelIndex(lv) >= min
+}

@@ -1,0 +1,312 @@
+package routing
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/upstream"
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+)
+
+// SessionMode says how client sessions map to upstream sessions (design §3).
+type SessionMode uint8
+
+const (
+	// PerClient gives every client session its own upstream session, created on first use.
+	PerClient SessionMode = iota
+	// Shared serves every client session through one upstream session.
+	Shared
+)
+
+func (m SessionMode) String() string {
+	if m == Shared {
+		return "shared"
+	}
+	return "per-client"
+}
+
+// UpstreamConfig is what routing needs to know of one configured upstream.
+type UpstreamConfig struct {
+	Name      string
+	Prefix    string // prepended to tool and prompt names; "" exposes them unchanged
+	Mode      SessionMode
+	Transport upstream.Transport
+	// Kind is "stdio" or "http", for health reports.
+	Kind string
+	// Timeout bounds each forwarded request (reset on progress); zero means Options.RequestTimeout.
+	Timeout time.Duration
+	// MaxInstances caps the live per-client sessions of this upstream; zero means no cap.
+	MaxInstances int
+	// Backoff paces reconnection attempts.
+	Backoff upstream.Backoff
+}
+
+// templateCaps is what the catalog's template session of a per-client upstream declares: everything a client
+// may bring, so that the catalog shows every tool some client can use. It never runs tools, so it is never asked
+// to sample or elicit; roots are answered with an empty list.
+const templateCaps = `{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}}`
+
+// Upstream is one configured upstream as routing sees it: its main link (the shared session, or the template
+// session of a per-client upstream), the lists fetched through it, and its health.
+type Upstream struct {
+	cfg       UpstreamConfig
+	r         *Router
+	transport upstream.Transport
+	main      *link
+
+	mu     sync.Mutex
+	lists  [numKinds][]item
+	hello  *upstream.ServerHello
+	caps   map[string]json.RawMessage
+	tried  bool // the first connection attempt and listing have finished, either way
+	dirty  [numKinds]bool
+	kick   chan struct{}
+	errors int
+
+	instances atomic.Int32
+}
+
+func (up *Upstream) template() bool { return up.cfg.Mode == PerClient }
+
+func (up *Upstream) timeout() time.Duration {
+	if up.cfg.Timeout > 0 {
+		return up.cfg.Timeout
+	}
+	return up.r.opts.RequestTimeout
+}
+
+// start opens the main link and runs the list refresher until ctx ends.
+func (up *Upstream) start(ctx context.Context, wg *sync.WaitGroup) {
+	hello := upstream.ClientHello{ProtocolVersion: latestVersion, Capabilities: json.RawMessage(`{}`), ClientInfo: up.r.clientInfo()}
+	if up.template() {
+		hello.Capabilities = json.RawMessage(templateCaps)
+	}
+	up.main = newLink(ctx, up.r, up, nil, hello)
+	wg.Add(2)
+	go func() { defer wg.Done(); up.refresher(ctx) }()
+	go func() { defer wg.Done(); <-ctx.Done(); up.main.close() }()
+}
+
+// connected is called by a link once its handshake is done.
+func (up *Upstream) connected(l *link, conn *upstream.Conn) {
+	if l != up.main {
+		if s := l.owner; s != nil {
+			s.linkConnected(l)
+		}
+		return
+	}
+	caps := map[string]json.RawMessage{}
+	_ = json.Unmarshal(conn.Server.Capabilities, &caps)
+	hello := conn.Server
+	up.mu.Lock()
+	up.hello, up.caps = &hello, caps
+	up.mu.Unlock()
+	up.invalidate(kindTools, kindPrompts, kindResources, kindTemplates)
+}
+
+// stateChanged reacts to the main link going down: the upstream drops out of the catalog until it is back.
+func (up *Upstream) stateChanged() {
+	if up.main == nil {
+		return
+	}
+	up.main.mu.Lock()
+	state := up.main.state
+	up.main.mu.Unlock()
+	if state != linkDown {
+		return
+	}
+	up.mu.Lock()
+	up.tried = true
+	had := false
+	for k := range up.lists {
+		had = had || len(up.lists[k]) > 0
+		up.lists[k] = nil
+	}
+	up.mu.Unlock()
+	if had {
+		up.r.rebuild()
+	}
+}
+
+// invalidate marks lists for refetching.
+func (up *Upstream) invalidate(kinds ...listKind) {
+	up.mu.Lock()
+	for _, k := range kinds {
+		up.dirty[k] = true
+	}
+	up.mu.Unlock()
+	select {
+	case up.kick <- struct{}{}:
+	default:
+	}
+}
+
+// refresher refetches dirty lists, coalescing bursts of list_changed into one fetch (design §5).
+func (up *Upstream) refresher(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-up.kick:
+		}
+		select { // let a burst of notifications settle
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		up.mu.Lock()
+		dirty := up.dirty
+		up.dirty = [numKinds]bool{}
+		caps := up.caps
+		up.mu.Unlock()
+		changed := false
+		for k := listKind(0); k < numKinds; k++ {
+			if !dirty[k] {
+				continue
+			}
+			var items []item
+			if _, ok := caps[k.capability()]; ok {
+				fctx, cancel := context.WithTimeout(ctx, up.timeout())
+				var err error
+				items, err = up.fetch(fctx, k)
+				cancel()
+				if err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					up.r.log.Warn("listing failed", "upstream", up.cfg.Name, "method", k.method(), "err", err)
+					up.mu.Lock()
+					up.errors++
+					up.mu.Unlock()
+					continue
+				}
+			}
+			up.mu.Lock()
+			up.lists[k] = items
+			up.mu.Unlock()
+			changed = true
+		}
+		up.mu.Lock()
+		up.tried = true
+		up.mu.Unlock()
+		if changed {
+			up.r.rebuild()
+		}
+		up.r.readyChanged()
+	}
+}
+
+// maxPages bounds how far an upstream's pagination is followed, against a server that never stops.
+const maxPages = 1000
+
+// fetch lists every item of a kind, following the upstream's pagination to the end.
+func (up *Upstream) fetch(ctx context.Context, k listKind) ([]item, error) {
+	var items []item
+	cursor := ""
+	seen := map[string]bool{}
+	for range maxPages {
+		var params []byte
+		if cursor != "" {
+			params = append(append([]byte(`{"cursor":`), jsonrpc.AppendQuote(nil, cursor)...), '}')
+		}
+		res, err := up.main.request(ctx, k.method(), params)
+		if err != nil {
+			return nil, err
+		}
+		var all map[string]json.RawMessage
+		if err := json.Unmarshal(res, &all); err != nil {
+			return nil, fmt.Errorf("%s: malformed result: %w", k.method(), err)
+		}
+		var next string
+		if v, ok := all["nextCursor"]; ok {
+			_ = json.Unmarshal(v, &next) // a null or odd cursor ends the list
+		}
+		var raws []json.RawMessage
+		if v, ok := all[k.key()]; ok {
+			if err := json.Unmarshal(v, &raws); err != nil {
+				return nil, fmt.Errorf("%s: malformed %s: %w", k.method(), k.key(), err)
+			}
+		}
+		for _, raw := range raws {
+			s, e, ok := jsonrpc.Lookup(raw, k.idField())
+			if !ok {
+				continue
+			}
+			id, err := jsonrpc.Unquote(raw[s:e])
+			if err != nil || id == "" {
+				continue
+			}
+			items = append(items, item{raw: jsonrpc.Compact(nil, raw), id: id})
+		}
+		if next == "" {
+			return items, nil
+		}
+		if seen[next] {
+			return nil, fmt.Errorf("%s: the upstream repeated cursor %q", k.method(), next)
+		}
+		seen[next] = true
+		cursor = next
+	}
+	return nil, fmt.Errorf("%s: more than %d pages", k.method(), maxPages)
+}
+
+func (up *Upstream) snapshotLists() [numKinds][]item {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	return up.lists
+}
+
+// capability reports whether the upstream declared a server capability (and its value).
+func (up *Upstream) capability(name string) (json.RawMessage, bool) {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	v, ok := up.caps[name]
+	return v, ok
+}
+
+// UpstreamStatus is the health of one upstream, for /readyz and the admin API.
+type UpstreamStatus struct {
+	Name      string `json:"name"`
+	Transport string `json:"transport"`
+	Session   string `json:"session"`
+	State     string `json:"state"`
+	Error     string `json:"error,omitempty"`
+	Server    string `json:"server,omitempty"`
+	Protocol  string `json:"protocolVersion,omitempty"`
+	Tools     int    `json:"tools"`
+	Prompts   int    `json:"prompts"`
+	Resources int    `json:"resources"`
+	Templates int    `json:"resourceTemplates"`
+	Restarts  int    `json:"restarts"`
+	Instances int    `json:"instances,omitempty"`
+}
+
+func (up *Upstream) status() UpstreamStatus {
+	st := UpstreamStatus{Name: up.cfg.Name, Transport: up.cfg.Kind, Session: up.cfg.Mode.String(), Instances: int(up.instances.Load())}
+	up.main.mu.Lock()
+	st.State = up.main.state.String()
+	if up.main.lastErr != nil && up.main.state != linkReady {
+		st.Error = up.main.lastErr.Error()
+	}
+	st.Restarts = up.main.restarts
+	up.main.mu.Unlock()
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if up.hello != nil {
+		st.Protocol = up.hello.ProtocolVersion
+		var info struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+		}
+		if json.Unmarshal(up.hello.ServerInfo, &info) == nil && info.Name != "" {
+			st.Server = info.Name + " " + info.Version
+		}
+	}
+	st.Tools, st.Prompts = len(up.lists[kindTools]), len(up.lists[kindPrompts])
+	st.Resources, st.Templates = len(up.lists[kindResources]), len(up.lists[kindTemplates])
+	return st
+}

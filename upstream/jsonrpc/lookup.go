@@ -1,0 +1,85 @@
+package jsonrpc
+
+// Lookup finds the value of the member at path inside the JSON object obj,
+// descending through nested objects (for example Lookup(params, "_meta",
+// "progressToken")), and returns its span obj[start:end] without surrounding
+// whitespace. With an empty path it returns the span of obj itself.
+//
+// Every object along the path is scanned completely and validated, so a
+// returned span is always valid JSON, garbage input yields ok == false rather
+// than a panic, and ambiguity is detected: if the key appears twice in an
+// object, or a different key case-folds to it (encoding/json would match
+// "Name" to a "name" field), Lookup reports not found, because a last-wins
+// or case-insensitive decoder upstream could act on another member than the
+// one the caller inspected or rewrote.
+func Lookup(obj []byte, path ...string) (start, end int, ok bool) {
+	start = skipWS(obj, 0)
+	if len(path) == 0 {
+		e, err := scanValue(obj, start, 0)
+		if err != nil {
+			return 0, 0, false
+		}
+		return start, e, true
+	}
+	for _, name := range path {
+		s, e, found := member(obj, start, name)
+		if !found {
+			return 0, 0, false
+		}
+		start, end = s, e
+	}
+	return start, end, true
+}
+
+// member scans the object at obj[i] and returns the span of the unique value
+// for key name.
+func member(obj []byte, i int, name string) (start, end int, ok bool) {
+	if i >= len(obj) || obj[i] != '{' {
+		return 0, 0, false
+	}
+	i = skipWS(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return 0, 0, false
+	}
+	found, ambiguous := false, false
+	for {
+		if i >= len(obj) || obj[i] != '"' {
+			return 0, 0, false
+		}
+		ke, _, err := scanString(obj, i)
+		if err != nil {
+			return 0, 0, false
+		}
+		exact, fold := keyMatch(obj[i+1:ke-1], name)
+		i = skipWS(obj, ke)
+		if i >= len(obj) || obj[i] != ':' {
+			return 0, 0, false
+		}
+		vs := skipWS(obj, i+1)
+		ve, err := scanValue(obj, vs, 0)
+		if err != nil {
+			return 0, 0, false
+		}
+		if exact {
+			ambiguous = ambiguous || found
+			found, start, end = true, vs, ve
+		} else if fold {
+			ambiguous = true
+		}
+		i = skipWS(obj, ve)
+		if i >= len(obj) {
+			return 0, 0, false
+		}
+		if obj[i] == '}' {
+			break
+		}
+		if obj[i] != ',' {
+			return 0, 0, false
+		}
+		i = skipWS(obj, i+1)
+	}
+	if !found || ambiguous {
+		return 0, 0, false
+	}
+	return start, end, true
+}

@@ -1,0 +1,123 @@
+package jsonrpc
+
+// Edit replaces Src[Start:End] with With in a Splice.
+type Edit struct {
+	Start, End int
+	With       []byte
+}
+
+// Splice appends src with edits applied to dst and returns the extended
+// slice. Edits must lie within src, be sorted by Start and must not overlap
+// (an insertion, Start == End, may touch a neighbour); Splice panics
+// otherwise, because that is a programming error rather than bad input.
+// dst must not overlap src.
+func Splice(dst, src []byte, edits ...Edit) []byte {
+	pos := 0
+	for _, e := range edits {
+		if e.Start < pos || e.End < e.Start || e.End > len(src) {
+			panic("jsonrpc: Splice edits out of range, unsorted or overlapping")
+		}
+		dst = append(dst, src[pos:e.Start]...)
+		dst = append(dst, e.With...)
+		pos = e.End
+	}
+	return append(dst, src[pos:]...)
+}
+
+// ParamEdit replaces the value at Path inside params with With (raw JSON,
+// which the caller must ensure is valid). Path must be non-empty.
+type ParamEdit struct {
+	Path []string
+	With []byte
+}
+
+// AppendWithID appends the message with its id replaced by id (raw JSON: a
+// string or number literal) and returns the extended slice. If the message
+// has no id, `"id":<id>,` is inserted after the opening brace. A nil id
+// appends the message unchanged.
+func (m Message) AppendWithID(dst, id []byte) []byte {
+	return m.AppendWith(dst, id)
+}
+
+// maxInlineEdits is how many edits AppendWith sorts without allocating.
+const maxInlineEdits = 8
+
+// pendingEdit refers to its replacement by index instead of holding the
+// slice, so that the edit list holds no pointers and the caller's id and
+// ParamEdit values do not escape to the heap.
+type pendingEdit struct {
+	start, end int
+	src        int // editID, editInsertID or an index into the ParamEdits
+}
+
+const (
+	editID       = -1
+	editInsertID = -2
+)
+
+// AppendWith appends the message with its id replaced (if id != nil, as in
+// AppendWithID) and each ParamEdit applied to params. A ParamEdit is skipped
+// when With is nil, when the message has no params, when the member at Path
+// does not exist or is ambiguous (see Lookup), or when it overlaps the span
+// of an earlier edit (for example a path nested inside another edited path).
+// Use it for: new id + params.name; new id + params._meta.progressToken;
+// params.progressToken in progress notifications; params.requestId in
+// cancellations. Replacement bytes are copied verbatim and must be valid
+// JSON. It does not allocate when dst has enough capacity and there are
+// fewer than 8 edits.
+func (m Message) AppendWith(dst, id []byte, edits ...ParamEdit) []byte {
+	var inline [maxInlineEdits]pendingEdit
+	es := inline[:0]
+	if id != nil {
+		if m.id.ok() {
+			es = append(es, pendingEdit{int(m.id.start), int(m.id.end), editID})
+		} else if len(m.raw) > 0 {
+			// Insert "id":<id>, after '{'; a valid message always has a
+			// "jsonrpc" member after it, so the comma is correct.
+			open := skipWS(m.raw, 0) + 1
+			es = append(es, pendingEdit{open, open, editInsertID})
+		}
+	}
+	if params := m.Params(); params != nil {
+		base := int(m.params.start)
+	next:
+		for k, pe := range edits {
+			if pe.With == nil || len(pe.Path) == 0 {
+				continue
+			}
+			s, e, ok := Lookup(params, pe.Path...)
+			if !ok {
+				continue
+			}
+			s, e = s+base, e+base
+			for _, o := range es {
+				if s < o.end && o.start < e {
+					continue next
+				}
+			}
+			es = append(es, pendingEdit{s, e, k})
+		}
+	}
+	// Insertion sort: there are only a handful of edits.
+	for i := 1; i < len(es); i++ {
+		for j := i; j > 0 && es[j].start < es[j-1].start; j-- {
+			es[j], es[j-1] = es[j-1], es[j]
+		}
+	}
+	pos := 0
+	for _, e := range es {
+		dst = append(dst, m.raw[pos:e.start]...)
+		switch e.src {
+		case editID:
+			dst = append(dst, id...)
+		case editInsertID:
+			dst = append(dst, `"id":`...)
+			dst = append(dst, id...)
+			dst = append(dst, ',')
+		default:
+			dst = append(dst, edits[e.src].With...)
+		}
+		pos = e.end
+	}
+	return append(dst, m.raw[pos:]...)
+}

@@ -1,0 +1,141 @@
+package jsonrpc
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestSplice(t *testing.T) {
+	src := []byte("0123456789")
+	tests := []struct {
+		edits []Edit
+		want  string
+	}{
+		{nil, "0123456789"},
+		{[]Edit{{0, 0, []byte("x")}}, "x0123456789"},
+		{[]Edit{{10, 10, []byte("x")}}, "0123456789x"},
+		{[]Edit{{0, 10, nil}}, ""},
+		{[]Edit{{1, 2, []byte("ab")}, {2, 2, []byte("-")}, {5, 9, []byte("Z")}}, "0ab-234Z9"},
+	}
+	for _, tt := range tests {
+		if got := string(Splice([]byte("pre:"), src, tt.edits...)); got != "pre:"+tt.want {
+			t.Errorf("Splice(%v) = %q", tt.edits, got)
+		}
+	}
+	for _, bad := range [][]Edit{{{2, 1, nil}}, {{5, 6, nil}, {4, 7, nil}}, {{0, 11, nil}}, {{-1, 0, nil}}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Splice(%v) did not panic", bad)
+				}
+			}()
+			Splice(nil, src, bad...)
+		}()
+	}
+}
+
+func TestAppendWith(t *testing.T) {
+	tests := []struct {
+		name  string
+		raw   string
+		id    string // "" = nil
+		edits []ParamEdit
+		want  string
+	}{
+		{"id only", `{"jsonrpc":"2.0","id":"a\"b","method":"m"}`, `17`, nil,
+			`{"jsonrpc":"2.0","id":17,"method":"m"}`},
+		{"id and tool name", `{"jsonrpc":"2.0", "id" : 1e400 ,"method":"tools/call","params":{"name":"srv__echo","arguments":{"name":"keep"}}}`, `"g-1"`,
+			[]ParamEdit{{Path: []string{"name"}, With: []byte(`"echo"`)}},
+			`{"jsonrpc":"2.0", "id" : "g-1" ,"method":"tools/call","params":{"name":"echo","arguments":{"name":"keep"}}}`},
+		{"params before id", `{"params":{"_meta":{"progressToken":"c1"}},"method":"tools/call","id":5,"jsonrpc":"2.0"}`, `900`,
+			[]ParamEdit{{Path: []string{"_meta", "progressToken"}, With: []byte(`"g7"`)}},
+			`{"params":{"_meta":{"progressToken":"g7"}},"method":"tools/call","id":900,"jsonrpc":"2.0"}`},
+		{"progress notification", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"g7","progress":1}}`, "",
+			[]ParamEdit{{Path: []string{"progressToken"}, With: []byte(`"c1"`)}},
+			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"c1","progress":1}}`},
+		{"cancellation", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":900,"reason":"x"}}`, "",
+			[]ParamEdit{{Path: []string{"requestId"}, With: []byte(`5`)}},
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"x"}}`},
+		{"missing path skipped", `{"jsonrpc":"2.0","id":1,"method":"m","params":{}}`, `2`,
+			[]ParamEdit{{Path: []string{"_meta", "progressToken"}, With: []byte(`"x"`)}},
+			`{"jsonrpc":"2.0","id":2,"method":"m","params":{}}`},
+		{"no params skipped", `{"jsonrpc":"2.0","id":1,"method":"m"}`, `2`,
+			[]ParamEdit{{Path: []string{"name"}, With: []byte(`"x"`)}},
+			`{"jsonrpc":"2.0","id":2,"method":"m"}`},
+		{"nil with skipped", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"name":"a"}}`, ``,
+			[]ParamEdit{{Path: []string{"name"}}},
+			`{"jsonrpc":"2.0","id":1,"method":"m","params":{"name":"a"}}`},
+		{"overlap skipped", `{"jsonrpc":"2.0","method":"m","params":{"_meta":{"progressToken":1}}}`, ``,
+			[]ParamEdit{{Path: []string{"_meta"}, With: []byte(`{}`)}, {Path: []string{"_meta", "progressToken"}, With: []byte(`2`)}},
+			`{"jsonrpc":"2.0","method":"m","params":{"_meta":{}}}`},
+		{"two edits reversed", `{"jsonrpc":"2.0","method":"m","params":{"a":1,"b":2}}`, ``,
+			[]ParamEdit{{Path: []string{"b"}, With: []byte(`"B"`)}, {Path: []string{"a"}, With: []byte(`"A"`)}},
+			`{"jsonrpc":"2.0","method":"m","params":{"a":"A","b":"B"}}`},
+		{"insert id", ` {"jsonrpc":"2.0","method":"m"}`, `3`, nil,
+			` {"id":3,"jsonrpc":"2.0","method":"m"}`},
+		{"ambiguous skipped", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"name":"a","name":"b"}}`, `2`,
+			[]ParamEdit{{Path: []string{"name"}, With: []byte(`"x"`)}},
+			`{"jsonrpc":"2.0","id":2,"method":"m","params":{"name":"a","name":"b"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := Parse([]byte(tt.raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var id []byte
+			if tt.id != "" {
+				id = []byte(tt.id)
+			}
+			got := m.AppendWith([]byte("x"), id, tt.edits...)
+			if string(got) != "x"+tt.want {
+				t.Fatalf("got  %s\nwant x%s", got, tt.want)
+			}
+			if _, err := Parse(got[1:]); err != nil {
+				t.Fatalf("result does not parse: %v", err)
+			}
+		})
+	}
+}
+
+func TestAppendWithNoAlloc(t *testing.T) {
+	m, err := Parse(benchRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := make([]byte, 0, 4096)
+	allocs := testing.AllocsPerRun(100, func() {
+		dst = m.AppendWith(dst[:0], []byte(`12345`),
+			ParamEdit{Path: []string{"_meta", "progressToken"}, With: []byte(`"gw-1"`)},
+			ParamEdit{Path: []string{"name"}, With: []byte(`"search"`)})
+	})
+	if allocs != 0 {
+		t.Errorf("AppendWith allocates %v times", allocs)
+	}
+	if !json.Valid(dst) {
+		t.Error("invalid output")
+	}
+}
+
+func FuzzSplice(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"m","params":{"name":"a","_meta":{"progressToken":"t"}}}`), "name", "_meta")
+	f.Fuzz(func(t *testing.T, raw []byte, k1, k2 string) {
+		m, err := Parse(raw)
+		if err != nil {
+			return
+		}
+		out := m.AppendWith(nil, []byte(`"new-id"`),
+			ParamEdit{Path: []string{k1}, With: []byte(`"v1"`)},
+			ParamEdit{Path: []string{k2, k1}, With: []byte(`[2]`)})
+		m2, err := Parse(out)
+		if err != nil {
+			t.Fatalf("spliced %q -> %q: %v", raw, out, err)
+		}
+		if string(m2.ID()) != `"new-id"` {
+			t.Fatalf("id = %s", m2.ID())
+		}
+		if m2.Method() != m.Method() {
+			t.Fatalf("method changed")
+		}
+	})
+}

@@ -1,0 +1,197 @@
+// Package upstream connects the gateway to upstream MCP servers: a stdio
+// child process, a Streamable HTTP endpoint, or a legacy HTTP+SSE (2024-11-05)
+// endpoint. It frames messages, runs the transport-level parts of the
+// protocol (sessions, resumption, re-initialization, shutdown) and performs
+// the initialize handshake (see [Dial]). It knows nothing of downstream
+// clients: messages travel as raw JSON-RPC bytes with upstream ids.
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+)
+
+const (
+	// defaultMaxMessageBytes bounds one stdout line, one SSE event or one
+	// HTTP JSON body when Spec.MaxMessageBytes is zero.
+	defaultMaxMessageBytes = 16 << 20
+	// defaultShutdownGrace is each of the two waits of the stdio shutdown
+	// sequence when Spec.ShutdownGrace is zero.
+	defaultShutdownGrace = 2 * time.Second
+	// queueLen bounds the messages read from an upstream but not yet taken
+	// by Read. A full queue blocks the producing reader (back-pressure);
+	// nothing is dropped.
+	queueLen = 256
+)
+
+// Spec describes how to reach one upstream MCP server. Exactly one of
+// Command or URL is set.
+type Spec struct {
+	// Name identifies the upstream in logs and error messages.
+	Name string
+
+	// Command, Args, Env and Dir describe a stdio child process. Env holds
+	// overrides on top of the gateway's own environment.
+	Command string
+	Args    []string
+	Env     map[string]string
+	Dir     string
+
+	// URL is a Streamable HTTP endpoint; the legacy HTTP+SSE transport is
+	// tried when the endpoint rejects the initialize POST with 400, 404 or
+	// 405. Headers are sent on every HTTP request; they often carry
+	// credentials and are never logged.
+	URL     string
+	Headers map[string]string
+
+	// HTTPClient sends the HTTP requests. Nil means a client of our own with
+	// no overall timeout, because SSE streams are long-lived.
+	HTTPClient *http.Client
+
+	// MaxMessageBytes limits one stdout line, one SSE event or one HTTP JSON
+	// body. Zero means 16 MiB.
+	MaxMessageBytes int
+
+	// ShutdownGrace is, for a stdio child, the wait after closing stdin
+	// before SIGTERM and again after SIGTERM before SIGKILL. Zero means 2s.
+	ShutdownGrace time.Duration
+
+	// Logger receives the transport's logs, always with the attribute
+	// "upstream"=Name. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+func (s Spec) maxMessageBytes() int {
+	if s.MaxMessageBytes > 0 {
+		return s.MaxMessageBytes
+	}
+	return defaultMaxMessageBytes
+}
+
+func (s Spec) shutdownGrace() time.Duration {
+	if s.ShutdownGrace > 0 {
+		return s.ShutdownGrace
+	}
+	return defaultShutdownGrace
+}
+
+func (s Spec) logger() *slog.Logger {
+	l := s.Logger
+	if l == nil {
+		l = slog.Default()
+	}
+	return l.With("upstream", s.Name)
+}
+
+// Connection is a framed, bidirectional message channel to one upstream
+// session (cf. the Go SDK's mcp.Connection).
+type Connection interface {
+	// Read returns the next message from the upstream. Once the connection
+	// is finished (the child exited, the HTTP session ended for good, or
+	// Close was called) it returns an error, which wraps io.EOF for a clean
+	// end. Read is called from one goroutine.
+	Read(ctx context.Context) (Incoming, error)
+
+	// Write sends one JSON-RPC message (request, notification or
+	// response). It is safe for concurrent use.
+	//
+	// Over HTTP, Write of a request returns as soon as the POST has been
+	// handed to the transport; the response and everything the server sends
+	// on that POST's stream arrive through Read. If the POST fails, a
+	// JSON-RPC error response for that request id (code -32603) is
+	// synthesized and delivered through Read, so the caller never waits
+	// forever.
+	Write(ctx context.Context, msg []byte) error
+
+	// Close ends the session and releases everything.
+	Close() error
+}
+
+// Incoming is one message read from an upstream.
+type Incoming struct {
+	// Msg is the message; it owns its bytes.
+	Msg jsonrpc.Message
+
+	// Related is the raw JSON-RPC id of the request whose HTTP response
+	// stream carried this message: a server→client request or notification
+	// sent "in relation to" that request, or the response itself. It is nil
+	// for stdio, the standalone GET stream and the legacy SSE stream.
+	Related []byte
+}
+
+// Transport creates connections to one upstream.
+type Transport interface {
+	// Connect starts a new upstream session. The context bounds the
+	// connecting only, not the connection's lifetime. The returned
+	// Connection has not been initialized; see [Dial].
+	Connect(ctx context.Context) (Connection, error)
+}
+
+// NewTransport validates spec and returns a *CommandTransport (Command set)
+// or an *HTTPTransport (URL set).
+func NewTransport(spec Spec) (Transport, error) {
+	switch {
+	case spec.Command != "" && spec.URL != "":
+		return nil, fmt.Errorf("upstream %s: both command and url are set", spec.Name)
+	case spec.Command != "":
+		if len(spec.Headers) > 0 || spec.HTTPClient != nil {
+			return nil, fmt.Errorf("upstream %s: headers and http client apply only to url upstreams", spec.Name)
+		}
+		return &CommandTransport{spec: spec}, nil
+	case spec.URL != "":
+		if len(spec.Args) > 0 || len(spec.Env) > 0 || spec.Dir != "" {
+			return nil, fmt.Errorf("upstream %s: args, env and dir apply only to command upstreams", spec.Name)
+		}
+		u, err := url.Parse(spec.URL)
+		if err != nil {
+			return nil, fmt.Errorf("upstream %s: bad url: %w", spec.Name, err)
+		}
+		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("upstream %s: url must be absolute http or https", spec.Name)
+		}
+		for k := range spec.Headers {
+			if !validHeaderName(k) {
+				return nil, fmt.Errorf("upstream %s: invalid header name %q", spec.Name, k)
+			}
+		}
+		return newHTTPTransport(spec, u), nil
+	default:
+		return nil, fmt.Errorf("upstream %s: neither command nor url is set", spec.Name)
+	}
+}
+
+// validHeaderName reports whether k is an RFC 9110 token.
+func validHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c < 0x80 && c > 0x20 && !isHeaderSeparator(c):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func isHeaderSeparator(c byte) bool {
+	switch c {
+	case '(', ')', '<', '>', '@', ',', ';', ':', '\\', '"', '/', '[', ']', '?', '=', '{', '}', 0x7f:
+		return true
+	}
+	return false
+}
+
+// errClosed is wrapped by the error Read and Write return after Close; it
+// wraps io.EOF because a Close is a clean end.
+var errClosed = fmt.Errorf("connection closed: %w", io.EOF)
