@@ -65,7 +65,8 @@ type link struct {
 	hello upstream.ClientHello
 	log   *slog.Logger
 
-	nextID atomic.Int64
+	nextID   atomic.Int64
+	lastUsed atomic.Int64 // unix nanoseconds of the last call, for the idle timeout of per-client sessions
 
 	mu       sync.Mutex
 	conn     *upstream.Conn
@@ -93,6 +94,7 @@ func newLink(ctx context.Context, r *Router, up *Upstream, owner *Session, hello
 		l.log = l.log.With("session", owner.logID())
 	}
 	l.ctx, l.cancel = context.WithCancel(ctx)
+	l.lastUsed.Store(time.Now().UnixNano())
 	go l.run()
 	return l
 }
@@ -201,6 +203,13 @@ func (l *link) close() {
 	<-l.done
 }
 
+// idle reports whether the link has had no call in flight since before cutoff.
+func (l *link) idle(cutoff int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.pending) == 0 && l.lastUsed.Load() < cutoff
+}
+
 // mint returns a fresh upstream id.
 func (l *link) mint() int64 {
 	id := l.nextID.Add(1)
@@ -212,6 +221,7 @@ func (l *link) mint() int64 {
 }
 
 func (l *link) add(c *call) bool {
+	l.lastUsed.Store(time.Now().UnixNano())
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.state != linkReady {
@@ -442,13 +452,20 @@ func (l *link) notification(m jsonrpc.Message, related []byte) {
 // forwardNotice passes a notification on to the client it concerns: the call it relates to, the session that
 // owns the link, or, on a shared link with no association, every session.
 func (l *link) forwardNotice(m jsonrpc.Message, related []byte, want func(*Session) bool) {
+	var c *call
 	if id, ok := jsonrpc.ParseInt(related); ok {
-		if c := l.peek(id); c != nil && c.session != nil {
-			if want(c.session) {
-				c.out.Push(clone(m.Raw()), ClassNotice)
-			}
-			return
+		c = l.peek(id)
+	}
+	if c == nil || c.session == nil {
+		// No stream association (stdio, or the GET stream): a notification that arrives while exactly one client
+		// request is in flight belongs with that request, as it would on a direct connection.
+		c = l.soleCaller()
+	}
+	if c != nil && c.session != nil && !c.out.Closed() {
+		if want(c.session) {
+			c.out.Push(clone(m.Raw()), ClassNotice)
 		}
+		return
 	}
 	if l.owner != nil {
 		if want(l.owner) {

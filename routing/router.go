@@ -116,7 +116,7 @@ func (r *Router) Run(ctx context.Context) {
 		up.start(ctx, &wg)
 	}
 	r.readyChanged()
-	t := time.NewTicker(time.Minute)
+	t := time.NewTicker(r.janitorInterval())
 	defer t.Stop()
 	for {
 		select {
@@ -346,12 +346,27 @@ func (r *Router) eachSession(f func(*Session)) {
 	}
 }
 
+// janitorInterval is how often idle sessions are looked for: often enough that the shortest idle timeout is
+// honoured within a quarter of itself, and at most once a minute.
+func (r *Router) janitorInterval() time.Duration {
+	d := r.opts.SessionIdleTimeout
+	for _, up := range r.ups {
+		if t := up.cfg.IdleTimeout; t > 0 && t < d {
+			d = t
+		}
+	}
+	return min(max(d/4, 100*time.Millisecond), time.Minute)
+}
+
 func (r *Router) expireSessions() {
-	cutoff := time.Now().Add(-r.opts.SessionIdleTimeout).UnixNano()
+	now := time.Now()
+	cutoff := now.Add(-r.opts.SessionIdleTimeout).UnixNano()
 	for _, s := range r.allSessions() {
 		if s.lastUsed.Load() < cutoff && s.streams.Load() == 0 {
 			r.log.Info("session expired", "session", s.logID())
 			s.Close()
+			continue
 		}
+		s.closeIdleLinks(now)
 	}
 }

@@ -139,6 +139,25 @@ func (s *Session) Close() {
 	s.standalone.Close()
 }
 
+// closeIdleLinks closes the per-client upstream sessions unused for their upstream's idle timeout: stdio children
+// are the classic leak of gateways, and a client that went quiet should not keep one alive (design §3).
+func (s *Session) closeIdleLinks(now time.Time) {
+	s.mu.Lock()
+	var idle []*link
+	for up, l := range s.links {
+		if t := up.cfg.IdleTimeout; t > 0 && l.idle(now.Add(-t).UnixNano()) {
+			idle = append(idle, l)
+			delete(s.links, up)
+		}
+	}
+	s.mu.Unlock()
+	for _, l := range idle {
+		l.log.Info("closing idle per-client upstream session")
+		l.close()
+		l.up.instances.Add(-1)
+	}
+}
+
 // notify queues a notification on the standalone stream; dropped when the client does not keep up.
 func (s *Session) notify(msg []byte) { s.standalone.Push(msg, ClassNotice) }
 

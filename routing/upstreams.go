@@ -41,6 +41,9 @@ type UpstreamConfig struct {
 	Timeout time.Duration
 	// MaxInstances caps the live per-client sessions of this upstream; zero means no cap.
 	MaxInstances int
+	// IdleTimeout closes a per-client upstream session (and stops its stdio child) after this long without a
+	// call; the client session goes on and gets a fresh one on its next call. Zero means never.
+	IdleTimeout time.Duration
 	// Backoff paces reconnection attempts.
 	Backoff upstream.Backoff
 }

@@ -199,7 +199,7 @@ func newRouter(cfg *config.Config, log *slog.Logger) (*routing.Router, error) {
 		}
 		ups = append(ups, routing.UpstreamConfig{
 			Name: u.Name, Prefix: u.Prefix, Mode: mode, Transport: t, Kind: u.Transport(),
-			Timeout: u.Timeout, MaxInstances: u.MaxInstances,
+			Timeout: u.Timeout, MaxInstances: u.MaxInstances, IdleTimeout: u.IdleTimeout,
 		})
 	}
 	return routing.New(routing.Options{

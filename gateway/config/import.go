@@ -1,0 +1,88 @@
+package config
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"gopkg.in/yaml.v3"
+)
+
+// importKeys are the per-server keys of the mcpServers (Claude Desktop,
+// Cursor) and servers (VS Code) forms, plus the gateway's own upstream keys so
+// such a file can say session: shared without being rewritten.
+func importKeys() []string {
+	return []string{"command", "args", "env", "cwd", "url", "headers", "type", "disabled",
+		"session", "prefix", "timeout", "maxInstances", "idleTimeout"}
+}
+
+func importHints() map[string]string {
+	return map[string]string{
+		"envFile": "env files are not supported; list the variables under env, using ${VAR} to take them from the gateway's environment",
+	}
+}
+
+// importServers converts a mcpServers or servers mapping to upstreams,
+// sorted by name so the order does not depend on the file's key order.
+func (p *parser) importServers(n *yaml.Node, key string, cfg *Config) []*upMeta {
+	if isNull(n) {
+		return nil
+	}
+	n = resolve(n)
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, key, "must be a mapping of server names to their settings, not %s", kindName(n))
+		return nil
+	}
+	entries := p.pairs(n, key)
+	slices.SortStableFunc(entries, func(a, b pair) int {
+		return cmp.Or(cmp.Compare(normaliseName(a.key.Value), normaliseName(b.key.Value)), cmp.Compare(a.key.Value, b.key.Value))
+	})
+	var metas []*upMeta
+	for _, e := range entries {
+		orig := e.key.Value
+		path := join(key, orig)
+		name := normaliseName(orig)
+		switch {
+		case name == "":
+			p.errorf(e.key, path, "server name %q has no letters or digits to make an upstream name from; rename it using a-z, 0-9 and '-'", orig)
+		case name != orig:
+			p.warnf(e.key, path, "server name %q is used as upstream name %q (upstream names are lowercase letters, digits and '-'); its tools get that name as prefix unless prefix is set", orig, name)
+		}
+		o, ok := p.object(e.val, path, keySpec{known: importKeys(), hints: importHints(), lenient: true})
+		if !ok {
+			continue
+		}
+		m := &upMeta{path: path, namePath: path, node: resolve(e.val), nameNode: e.key, origName: e.key}
+		if isNull(e.val) {
+			m.node = e.key
+		}
+		u := Upstream{Name: name}
+		src := p.upstreamFields(o, &u, m, true)
+		if f, ok := o.get("type"); ok {
+			if v, ok := p.scalar(f.val, join(path, "type")); ok {
+				p.checkType(resolve(f.val), join(path, "type"), v, m)
+			}
+		}
+		p.addUpstream(cfg, u, src)
+		metas = append(metas, m)
+	}
+	return metas
+}
+
+// checkType checks a client's "type" against what the entry configures. The
+// gateway needs no type (command means stdio, url means HTTP, and the HTTP
+// era is detected), but a contradiction is likely a mistake.
+func (p *parser) checkType(n *yaml.Node, path, v string, m *upMeta) {
+	switch v {
+	case "stdio":
+		if m.hasURL && !m.hasCommand {
+			p.errorf(n, path, "type is \"stdio\" but url is set; a stdio server needs command (or set type to \"http\")")
+		}
+	case "http", "sse", "streamable-http", "streamableHttp":
+		if m.hasCommand && !m.hasURL {
+			p.errorf(n, path, "type is %q but command is set; an HTTP server needs url (or set type to \"stdio\")", v)
+		}
+	default:
+		p.errorf(n, path, "%s", fmt.Sprintf("%q is not a transport type; use stdio, http, sse or streamable-http (or leave type out)", v))
+	}
+}

@@ -1,0 +1,164 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// redactedValue replaces secret values in printed configurations.
+const redactedValue = "<redacted>"
+
+// Redacted returns a deep copy safe to print or log: header and env values
+// become "<redacted>", a set cursorSecret becomes "<redacted>", passwords in
+// URLs are masked, and command, args, cwd and url show the text written in the
+// file (with its ${VAR} references) instead of the expanded values, which may
+// hold secrets. The copy is for display only; do not run upstreams from it.
+func (c *Config) Redacted() *Config {
+	r := *c
+	r.AllowedOrigins = slices.Clone(c.AllowedOrigins)
+	r.AllowedHosts = slices.Clone(c.AllowedHosts)
+	r.Warnings = slices.Clone(c.Warnings)
+	r.PublicURL = redactURL(c.PublicURL)
+	r.sources = nil
+	if len(c.CursorSecret) > 0 {
+		r.CursorSecret = []byte(redactedValue)
+	}
+	r.Upstreams = make([]Upstream, len(c.Upstreams))
+	for i, u := range c.Upstreams {
+		ru := u
+		ru.Args = slices.Clone(u.Args)
+		if src, ok := c.sources[u.Name]; ok {
+			ru.Command, ru.Cwd, ru.URL = src.command, src.cwd, src.url
+			if src.args != nil {
+				ru.Args = slices.Clone(src.args)
+			}
+		}
+		ru.URL = redactURL(ru.URL)
+		ru.Env = redactMap(u.Env)
+		ru.Headers = redactMap(u.Headers)
+		r.Upstreams[i] = ru
+	}
+	return &r
+}
+
+func redactMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k := range m {
+		out[k] = redactedValue
+	}
+	return out
+}
+
+// redactURL masks the password of a URL's userinfo.
+func redactURL(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return s
+}
+
+// String renders the configuration in the file's own key names, with secrets
+// redacted as by Redacted, for `switchboard check` and startup logs.
+func (c *Config) String() string {
+	r := c.Redacted()
+	var b strings.Builder
+	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	if r.File != "" {
+		line("# %s", r.File)
+	}
+	loop := IsLoopback(r.Listen)
+	line("listen: %s", r.Listen)
+	if r.PublicURL != "" {
+		line("publicURL: %s", r.PublicURL)
+	}
+	switch {
+	case len(r.AllowedOrigins) > 0:
+		line("allowedOrigins: %s", list(r.AllowedOrigins))
+	case loop:
+		line("allowedOrigins: []  # default: loopback origins, and publicURL's")
+	default:
+		line("allowedOrigins: []  # default: only publicURL's origin, if set")
+	}
+	switch {
+	case len(r.AllowedHosts) > 0:
+		line("allowedHosts: %s", list(r.AllowedHosts))
+	case loop:
+		line("allowedHosts: []  # default: localhost, 127.0.0.1, [::1] and publicURL's host")
+	default:
+		line("allowedHosts: []  # default: any host")
+	}
+	line("maxBodyBytes: %d", r.MaxBodyBytes)
+	line("pageSize: %d", r.PageSize)
+	line("requestTimeout: %s", r.RequestTimeout)
+	line("maxRequestTimeout: %s", r.MaxRequestTimeout)
+	line("sessionIdleTimeout: %s", r.SessionIdleTimeout)
+	if len(c.CursorSecret) > 0 {
+		line("cursorSecret: %s  # %d bytes", redactedValue, len(c.CursorSecret))
+	} else {
+		line("cursorSecret: \"\"  # generated at start; single replica only")
+	}
+	line("log: {level: %s, format: %s}", strings.ToLower(r.Log.Level.String()), r.Log.Format)
+	if len(r.Upstreams) == 0 {
+		line("upstreams: []")
+	} else {
+		line("upstreams:")
+	}
+	for _, u := range r.Upstreams {
+		line("  - name: %s  # %s", u.Name, u.Transport())
+		if u.Command != "" {
+			line("    command: %s", strconv.Quote(u.Command))
+		}
+		if len(u.Args) > 0 {
+			line("    args: %s", list(u.Args))
+		}
+		if u.Cwd != "" {
+			line("    cwd: %s", strconv.Quote(u.Cwd))
+		}
+		if len(u.Env) > 0 {
+			line("    env: %s", keysOnly(u.Env))
+		}
+		if u.URL != "" {
+			line("    url: %s", strconv.Quote(u.URL))
+		}
+		if len(u.Headers) > 0 {
+			line("    headers: %s", keysOnly(u.Headers))
+		}
+		line("    session: %s", u.Session)
+		line("    prefix: %s", strconv.Quote(u.Prefix))
+		line("    timeout: %s", u.Timeout)
+		if u.Transport() == "stdio" && u.Session == SessionPerClient {
+			line("    maxInstances: %d", u.MaxInstances)
+		}
+		if u.Session == SessionPerClient {
+			line("    idleTimeout: %s", u.IdleTimeout)
+		}
+		if u.Disabled {
+			line("    disabled: true")
+		}
+	}
+	return b.String()
+}
+
+func list(vals []string) string {
+	q := make([]string, len(vals))
+	for i, v := range vals {
+		q[i] = strconv.Quote(v)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// keysOnly prints a redacted map with sorted keys for stable output.
+func keysOnly(m map[string]string) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, strconv.Quote(k)+": "+strconv.Quote(m[k]))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
