@@ -43,6 +43,7 @@ type Server struct {
 	opts    Options
 	log     *slog.Logger
 	handler http.Handler
+	streams streamsRegistry
 }
 
 // New returns a front end for the router.

@@ -216,42 +216,37 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, sess *routing.S
 	ctx := r.Context()
 	sess.StreamOpened()
 	defer sess.StreamClosed()
-	defer out.Close() // once the client is gone, routing stops queueing for it
 	var finals [][]byte
-	var sw *sseWriter
 	for {
 		msg, final, ok := out.Next(ctx)
 		if !ok {
 			break
 		}
-		if sw == nil && final {
+		if final {
 			finals = append(finals, msg)
 			continue
 		}
-		if sw == nil {
-			sw = s.startSSE(w)
-			for _, f := range finals {
-				if sw.event(f) != nil {
-					return
-				}
+		// Something precedes the answer: switch to SSE. The stream becomes resumable: if the connection drops,
+		// the call goes on ("Disconnection SHOULD NOT be interpreted as the client cancelling its request") and
+		// the client can pick up the rest with GET and Last-Event-ID.
+		rs := s.streams.of(sess).add(out)
+		rs.claim()
+		sw := s.startSSE(w, sess, rs)
+		for _, f := range append(finals, msg) {
+			if sw.event(eventID(rs.id, rs.record(f)), f) != nil {
+				rs.release(false)
+				return
 			}
-			finals = nil
 		}
-		if err := sw.event(msg); err != nil {
-			s.log.Debug("client stream ended", "err", err)
-			return
-		}
-	}
-	if sw != nil {
+		rs.release(s.pump(ctx, sess, sw, rs, rs.seqNow()))
 		return
 	}
 	switch {
 	case ctx.Err() != nil:
-		// The client went away. Legacy HTTP: "Disconnection SHOULD NOT be interpreted as the client cancelling
-		// its request"; the call goes on and its late answer is dropped.
+		out.Close() // nobody will read the JSON answer; routing stops queueing for this client
 	case len(finals) == 0:
 		// Every request of the stream was cancelled: the spec says no response is sent, so the stream just ends.
-		s.startSSE(w)
+		s.startSSE(w, sess, nil)
 	case !batch:
 		writeJSON(w, http.StatusOK, finals[0])
 	default:
@@ -271,8 +266,8 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, sess *routing.S
 	}
 }
 
-// get opens the standalone stream for messages unrelated to any request: list changes, logs, and server→client
-// requests with no request to travel with.
+// get opens the standalone stream for messages unrelated to any request (list changes, logs, server→client
+// requests with no request to travel with), or, with Last-Event-ID, resumes a stream that lost its connection.
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if !accepts(r, "text/event-stream") {
 		writeError(w, http.StatusNotAcceptable, nil, jsonrpc.CodeInvalidRequest, "the Accept header must list text/event-stream")
@@ -282,35 +277,25 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !sess.AttachStandalone() {
-		writeError(w, http.StatusConflict, nil, jsonrpc.CodeInvalidRequest, "this session already has a standalone stream open")
-		return
-	}
-	defer sess.DetachStandalone()
-	sess.StreamOpened()
-	defer sess.StreamClosed()
-	sw := s.startSSE(w)
-	out := sess.Standalone()
-	ctx := r.Context()
-	for {
-		nctx, cancel := context.WithTimeout(ctx, s.opts.KeepAlive)
-		msg, _, ok := out.Next(nctx)
-		cancel()
-		switch {
-		case ok:
-			if sw.event(msg) != nil {
-				return
+	ss := s.streams.of(sess)
+	rs, after := ss.get(standaloneStream), int64(0)
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		// An id we did not mint, or of a stream long finished, resumes nothing: the client gets the standalone
+		// stream, which is what a GET without the header would give it.
+		if stream, seq, ok := parseEventID(last); ok {
+			if found := ss.get(stream); found != nil {
+				rs, after = found, seq
 			}
-		case ctx.Err() != nil || out.Closed():
-			return
-		default:
-			if sw.comment("keep-alive") != nil {
-				return
-			}
-			sess.StreamOpened() // touch: a listening client is not idle
-			sess.StreamClosed()
 		}
 	}
+	if !rs.claim() {
+		writeError(w, http.StatusConflict, nil, jsonrpc.CodeInvalidRequest, "this stream is already being read by another connection")
+		return
+	}
+	sess.StreamOpened()
+	defer sess.StreamClosed()
+	sw := s.startSSE(w, sess, nil)
+	rs.release(s.pump(r.Context(), sess, sw, rs, after) && rs.id != standaloneStream)
 }
 
 // delete ends a session at the client's request.
@@ -332,19 +317,31 @@ type sseWriter struct {
 	buf     []byte
 }
 
-func (s *Server) startSSE(w http.ResponseWriter) *sseWriter {
+// primingRetry is the reconnection delay announced to clients of 2025-11-25, which reconnect with GET and
+// Last-Event-ID when the server ends a stream's connection early (SEP-1699).
+const primingRetry = time.Second
+
+// startSSE answers with an event stream. For a resumable stream and a client of 2025-11-25 or later it first
+// sends the priming event: "The server SHOULD immediately send an SSE event consisting of an event ID and an
+// empty data field in order to prime the client to reconnect".
+func (s *Server) startSSE(w http.ResponseWriter, sess *routing.Session, rs *replayStream) *sseWriter {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	sw := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: s.opts.WriteTimeout}
+	if rs != nil && sess.ProtocolVersion() >= v20251125 {
+		sw.buf = sse.AppendEvent(sw.buf[:0], sse.Event{ID: eventID(rs.id, rs.primeSeq()), Retry: primingRetry})
+		_ = sw.write()
+		return sw
+	}
 	_ = sw.rc.Flush()
 	return sw
 }
 
-func (sw *sseWriter) event(data []byte) error {
-	sw.buf = sse.AppendEvent(sw.buf[:0], sse.Event{Name: "message", Data: data})
+func (sw *sseWriter) event(id string, data []byte) error {
+	sw.buf = sse.AppendEvent(sw.buf[:0], sse.Event{ID: id, Name: "message", Data: data})
 	return sw.write()
 }
 

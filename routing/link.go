@@ -71,9 +71,9 @@ type link struct {
 	mu       sync.Mutex
 	conn     *upstream.Conn
 	state    linkState
-	lastErr  error
-	attempts int // failed attempts since the last success
-	changed  chan struct{}
+	lastErr   error
+	everReady bool
+	changed   chan struct{}
 	pending  map[int64]*call
 	restarts int
 
@@ -82,7 +82,8 @@ type link struct {
 	done   chan struct{}
 }
 
-func newLink(ctx context.Context, r *Router, up *Upstream, owner *Session, hello upstream.ClientHello) *link {
+// newLink returns a link that is not connected yet; start connects it.
+func newLink(r *Router, up *Upstream, owner *Session, hello upstream.ClientHello) *link {
 	l := &link{
 		r: r, up: up, owner: owner, hello: hello,
 		log:     r.log.With("upstream", up.cfg.Name),
@@ -93,54 +94,67 @@ func newLink(ctx context.Context, r *Router, up *Upstream, owner *Session, hello
 	if owner != nil {
 		l.log = l.log.With("session", owner.logID())
 	}
-	l.ctx, l.cancel = context.WithCancel(ctx)
 	l.lastUsed.Store(time.Now().UnixNano())
-	go l.run()
 	return l
 }
 
-// run connects, serves, and reconnects until the link is closed.
+// start runs the link until ctx ends or close is called.
+func (l *link) start(ctx context.Context) {
+	l.ctx, l.cancel = context.WithCancel(ctx)
+	go l.run()
+}
+
+// stableAfter is how long a connection must last for its loss to be redialled at once; an upstream that dies
+// sooner is crash-looping and gets the backoff.
+const stableAfter = 5 * time.Second
+
+// run connects, serves, and reconnects until the link is closed. A lost connection is redialled at once, and
+// calls wait for it (a crashed stdio child is restarted transparently, design §3); failed dials back off, and
+// calls fail fast with the reason while the upstream is down.
 func (l *link) run() {
 	defer close(l.done)
+	defer l.setState(linkClosed, nil, nil)
 	backoff := upstream.Backoff{Min: l.up.cfg.Backoff.Min, Max: l.up.cfg.Backoff.Max}
-	for attempt := 0; ; {
+	failures := 0
+	for {
 		dctx, cancel := context.WithTimeout(l.ctx, dialTimeout)
 		conn, err := upstream.Dial(dctx, l.up.transport, l.hello)
 		cancel()
 		if err != nil {
 			if l.ctx.Err() != nil {
-				l.setState(linkClosed, nil, nil)
 				return
 			}
-			attempt++
+			failures++
 			l.setState(linkDown, nil, err)
-			l.log.Warn("upstream unavailable", "attempt", attempt, "err", err)
-			if !l.sleep(backoff.Delay(attempt)) {
-				l.setState(linkClosed, nil, nil)
+			l.log.Warn("upstream unavailable", "attempt", failures, "err", err)
+			if !l.sleep(backoff.Delay(failures)) {
 				return
 			}
+			l.setState(linkConnecting, nil, nil)
 			continue
 		}
-		attempt = 0
 		l.setState(linkReady, conn, nil)
 		l.up.connected(l, conn)
+		since := time.Now()
 		err = l.serve(conn)
 		conn.Close()
 		if err == nil {
 			err = errors.New("connection closed")
 		}
-		if l.ctx.Err() == nil {
-			l.setState(linkDown, nil, err)
-		}
-		l.lost(err)
 		if l.ctx.Err() != nil {
-			l.setState(linkClosed, nil, nil)
+			l.lost(err)
 			return
 		}
+		l.setState(linkConnecting, nil, err)
+		l.lost(err)
 		l.log.Warn("upstream connection lost; reconnecting", "err", err)
-		if !l.sleep(backoff.Delay(1)) {
-			l.setState(linkClosed, nil, nil)
-			return
+		if time.Since(since) < stableAfter {
+			failures++
+			if !l.sleep(backoff.Delay(failures)) {
+				return
+			}
+		} else {
+			failures = 0
 		}
 	}
 }
@@ -158,24 +172,25 @@ func (l *link) sleep(d time.Duration) bool {
 
 func (l *link) setState(s linkState, conn *upstream.Conn, err error) {
 	l.mu.Lock()
-	if s == linkReady && l.state != linkConnecting {
-		l.restarts++
+	if s == linkReady {
+		if l.everReady {
+			l.restarts++
+		}
+		l.everReady = true
+		l.lastErr = nil
 	}
 	l.state, l.conn = s, conn
 	if err != nil {
 		l.lastErr = err
-		l.attempts++
-	} else if s == linkReady {
-		l.lastErr, l.attempts = nil, 0
 	}
 	close(l.changed)
 	l.changed = make(chan struct{})
 	l.mu.Unlock()
-	l.up.stateChanged()
+	l.up.stateChanged(l)
 }
 
-// ready waits until the link has a connection, or has failed at least once since the wait began... or before,
-// so that a call to an upstream that is down fails fast with the reason instead of hanging.
+// ready waits until the link has a connection. While the upstream is down (its last dial failed) it fails at
+// once with the reason, so that a call to a dead upstream does not hang; while a dial is under way it waits.
 func (l *link) ready(ctx context.Context) (*upstream.Conn, error) {
 	for {
 		l.mu.Lock()
@@ -186,7 +201,7 @@ func (l *link) ready(ctx context.Context) (*upstream.Conn, error) {
 			return conn, nil
 		case state == linkClosed:
 			return nil, fmt.Errorf("upstream %q: session closed", l.up.cfg.Name)
-		case state == linkDown && err != nil:
+		case state == linkDown:
 			return nil, fmt.Errorf("upstream %q is unavailable: %w", l.up.cfg.Name, err)
 		}
 		select {
@@ -384,14 +399,14 @@ func (l *link) serverRequest(m jsonrpc.Message, related []byte) {
 	if id, ok := jsonrpc.ParseInt(related); ok {
 		rel = l.peek(id)
 	}
+	if rel == nil {
+		// No stream association (stdio, the GET stream): a request that arrives while exactly one client request
+		// is in flight belongs to it, as it would on a direct connection.
+		rel = l.soleCaller()
+	}
 	s := l.owner
-	if s == nil {
-		if rel == nil {
-			rel = l.soleCaller()
-		}
-		if rel != nil {
-			s = rel.session
-		}
+	if s == nil && rel != nil {
+		s = rel.session
 	}
 	if s == nil {
 		l.reply(jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidRequest,

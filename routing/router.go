@@ -50,7 +50,9 @@ type Router struct {
 	byName  map[string]*Upstream
 	cat     atomic.Pointer[catalog]
 	cursors cursorCodec
-	ctx     context.Context
+	// ctx lives from New until Run returns; sessions and links derive from it.
+	ctx  context.Context
+	stop context.CancelFunc
 
 	buildMu sync.Mutex // serialises catalog rebuilds
 
@@ -91,8 +93,8 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 	r := &Router{
 		opts: opts, log: opts.Logger, byName: map[string]*Upstream{},
 		cursors: cursorCodec{key: key}, sessions: map[string]*Session{}, readyCh: make(chan struct{}),
-		ctx: context.Background(),
 	}
+	r.ctx, r.stop = context.WithCancel(context.Background())
 	for _, c := range ups {
 		if c.Transport == nil {
 			return nil, fmt.Errorf("upstream %q: no transport", c.Name)
@@ -101,6 +103,7 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 			return nil, fmt.Errorf("upstream %q is configured twice", c.Name)
 		}
 		up := &Upstream{cfg: c, r: r, transport: c.Transport, kick: make(chan struct{}, 1)}
+		up.newMainLink()
 		r.ups = append(r.ups, up)
 		r.byName[c.Name] = up
 	}
@@ -110,7 +113,10 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 
 // Run connects the upstreams and serves until ctx ends; then it closes every session and upstream and returns.
 func (r *Router) Run(ctx context.Context) {
-	r.ctx = ctx
+	defer r.stop()
+	stop := context.AfterFunc(ctx, r.stop)
+	defer stop()
+	ctx = r.ctx
 	var wg sync.WaitGroup
 	for _, up := range r.ups {
 		up.start(ctx, &wg)
@@ -176,10 +182,6 @@ func (r *Router) readyChanged() {
 func (r *Router) Status() []UpstreamStatus {
 	out := make([]UpstreamStatus, 0, len(r.ups))
 	for _, up := range r.ups {
-		if up.main == nil {
-			out = append(out, UpstreamStatus{Name: up.cfg.Name, Transport: up.cfg.Kind, Session: up.cfg.Mode.String(), State: "stopped"})
-			continue
-		}
 		out = append(out, up.status())
 	}
 	return out

@@ -52,7 +52,6 @@ type Session struct {
 	cancel     context.CancelFunc
 	lastUsed   atomic.Int64
 	streams    atomic.Int32
-	attached   atomic.Bool
 
 	mu           sync.Mutex
 	links        map[*Upstream]*link
@@ -91,12 +90,6 @@ func (s *Session) Principal() string { return s.params.Principal }
 
 // Standalone is the session's stream for messages unrelated to any request (the GET stream).
 func (s *Session) Standalone() *Stream { return s.standalone }
-
-// AttachStandalone claims the standalone stream for one reader; it reports false when another holds it.
-func (s *Session) AttachStandalone() bool { return s.attached.CompareAndSwap(false, true) }
-
-// DetachStandalone releases the standalone stream; messages queue (bounded) until the next reader.
-func (s *Session) DetachStandalone() { s.attached.Store(false) }
 
 // Done is closed when the session ends.
 func (s *Session) Done() <-chan struct{} { return s.ctx.Done() }
@@ -182,11 +175,12 @@ func (s *Session) linkFor(up *Upstream) (*link, error) {
 	if len(caps) == 0 {
 		caps = json.RawMessage(`{}`)
 	}
-	l := newLink(s.ctx, s.r, up, s, upstream.ClientHello{
+	l := newLink(s.r, up, s, upstream.ClientHello{
 		ProtocolVersion: s.params.ProtocolVersion,
 		Capabilities:    caps,
 		ClientInfo:      s.r.clientInfo(),
 	})
+	l.start(s.ctx)
 	s.links[up] = l
 	return l, nil
 }
@@ -290,8 +284,8 @@ func (s *Session) timeout(c *call) {
 	if c.tool != "" {
 		what += " " + c.tool
 	}
-	s.r.fail(c, CodeRequestTimeout, fmt.Sprintf("upstream %q did not finish %s within %s; the request was cancelled",
-		c.link.up.cfg.Name, what, time.Since(c.started).Round(time.Second)))
+	s.r.fail(c, CodeRequestTimeout, fmt.Sprintf("upstream %q did not finish %s within its timeout of %s (after %s in all); the request was cancelled",
+		c.link.up.cfg.Name, what, c.link.up.timeout(), time.Since(c.started).Round(time.Millisecond)))
 }
 
 // cancel handles the client's notifications/cancelled for one of its requests.

@@ -82,13 +82,19 @@ func (up *Upstream) timeout() time.Duration {
 	return up.r.opts.RequestTimeout
 }
 
-// start opens the main link and runs the list refresher until ctx ends.
-func (up *Upstream) start(ctx context.Context, wg *sync.WaitGroup) {
+// newMainLink prepares the main link; start connects it. It is made in New so that up.main never changes once
+// the router runs.
+func (up *Upstream) newMainLink() {
 	hello := upstream.ClientHello{ProtocolVersion: latestVersion, Capabilities: json.RawMessage(`{}`), ClientInfo: up.r.clientInfo()}
 	if up.template() {
 		hello.Capabilities = json.RawMessage(templateCaps)
 	}
-	up.main = newLink(ctx, up.r, up, nil, hello)
+	up.main = newLink(up.r, up, nil, hello)
+}
+
+// start connects the main link and runs the list refresher until ctx ends.
+func (up *Upstream) start(ctx context.Context, wg *sync.WaitGroup) {
+	up.main.start(ctx)
 	wg.Add(2)
 	go func() { defer wg.Done(); up.refresher(ctx) }()
 	go func() { defer wg.Done(); <-ctx.Done(); up.main.close() }()
@@ -111,14 +117,15 @@ func (up *Upstream) connected(l *link, conn *upstream.Conn) {
 	up.invalidate(kindTools, kindPrompts, kindResources, kindTemplates)
 }
 
-// stateChanged reacts to the main link going down: the upstream drops out of the catalog until it is back.
-func (up *Upstream) stateChanged() {
-	if up.main == nil {
+// stateChanged reacts to the main link's state: when its upstream is down (a dial failed, not a connection
+// that is being re-established) the upstream drops out of the catalog until it is back, and counts as tried.
+func (up *Upstream) stateChanged(l *link) {
+	if l != up.main {
 		return
 	}
-	up.main.mu.Lock()
-	state := up.main.state
-	up.main.mu.Unlock()
+	l.mu.Lock()
+	state := l.state
+	l.mu.Unlock()
 	if state != linkDown {
 		return
 	}
@@ -133,6 +140,7 @@ func (up *Upstream) stateChanged() {
 	if had {
 		up.r.rebuild()
 	}
+	up.r.readyChanged()
 }
 
 // invalidate marks lists for refetching.

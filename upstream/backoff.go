@@ -36,10 +36,11 @@ func (b Backoff) Delay(attempt int) time.Duration {
 	}
 	base := lo
 	for i := 0; i < attempt && base < hi; i++ {
-		base *= 2 // at most ~64 doublings before exceeding hi; no overflow since hi fits
-	}
-	if base > hi || base <= 0 {
-		base = hi
+		if base > hi/2 { // doubling would pass hi (or overflow)
+			base = hi
+			break
+		}
+		base *= 2
 	}
 	// "Equal jitter": half fixed, half random.
 	d := base/2 + rand.N(base/2+1)

@@ -683,6 +683,10 @@ func (c *httpConn) newRequest(ctx context.Context, method, target string, body [
 	if err != nil {
 		return nil, err
 	}
+	// Configured headers first, so that they cannot override the protocol's.
+	for k, v := range c.t.spec.Headers {
+		req.Header.Set(k, v)
+	}
 	if body != nil {
 		req.ContentLength = int64(len(body))
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
@@ -691,9 +695,6 @@ func (c *httpConn) newRequest(ctx context.Context, method, target string, body [
 		// application/json and text/event-stream as supported content
 		// types."
 		req.Header.Set("Accept", mediaJSON+", "+mediaEventStream)
-	}
-	for k, v := range c.t.spec.Headers {
-		req.Header.Set(k, v)
 	}
 	if withSession {
 		sid, proto := c.headers()

@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"bytes"
 	"math"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -201,12 +202,12 @@ func classify(key []byte, esc bool, kspan, vspan span, spans *[numMembers]span, 
 			return nil
 		}
 		if fold {
-			return invalidErr("member " + string(key) + " is ambiguous with " + name)
+			return invalidErr("member " + shortKey(key) + " is ambiguous with " + name)
 		}
 	}
 	for _, u := range unknown[:*nUnknown] {
 		if rawEqual(u.of(raw), key) {
-			return invalidErr("duplicate member " + string(key))
+			return invalidErr("duplicate member " + shortKey(key))
 		}
 	}
 	if *nUnknown == len(unknown) {
@@ -215,6 +216,16 @@ func classify(key []byte, esc bool, kspan, vspan span, spans *[numMembers]span, 
 	unknown[*nUnknown] = kspan
 	*nUnknown++
 	return nil
+}
+
+// shortKey renders a key for an error message, truncated so that a hostile
+// key cannot bloat logs.
+func shortKey(key []byte) string {
+	const limit = 64
+	if len(key) > limit {
+		return strconv.Quote(string(key[:limit])) + "..."
+	}
+	return strconv.Quote(string(key))
 }
 
 func hasNonASCII(b []byte) bool {

@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -154,4 +155,32 @@ func FuzzCompact(f *testing.F) {
 			t.Fatalf("Compact(%q) = %q, want %q", src, got, want.String())
 		}
 	})
+}
+
+func TestPlain8(t *testing.T) {
+	special := func(c byte) bool { return c == '"' || c == '\\' || c < 0x20 }
+	for _, fill := range []byte{'a', 0x00, 0x1f, 0x20, 0x21, 0x5b, 0x7f, 0x80, 0xff} {
+		for p := 0; p < 8; p++ {
+			for c := 0; c < 256; c++ {
+				var b [8]byte
+				for i := range b {
+					b[i] = fill
+				}
+				b[p] = byte(c)
+				want := true
+				for _, x := range b {
+					want = want && !special(x)
+				}
+				got := plain8(binary.LittleEndian.Uint64(b[:]))
+				if got && !want {
+					t.Fatalf("plain8(%q) = true, want false", b)
+				}
+				if !got && want && fill != 0x00 && fill != 0x1f {
+					// False positives are allowed but should be rare;
+					// none occur for bytes without specials.
+					t.Errorf("plain8(%q) = false for plain bytes", b)
+				}
+			}
+		}
+	}
 }

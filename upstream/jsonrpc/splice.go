@@ -63,8 +63,8 @@ const (
 // Use it for: new id + params.name; new id + params._meta.progressToken;
 // params.progressToken in progress notifications; params.requestId in
 // cancellations. Replacement bytes are copied verbatim and must be valid
-// JSON. It does not allocate when dst has enough capacity and there are
-// fewer than 8 edits.
+// JSON. It does not allocate when dst has enough capacity and the id plus
+// the applicable ParamEdits number at most 8.
 func (m Message) AppendWith(dst, id []byte, edits ...ParamEdit) []byte {
 	var inline [maxInlineEdits]pendingEdit
 	es := inline[:0]

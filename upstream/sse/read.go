@@ -21,7 +21,9 @@ const initialBufSize = 4096
 // Reader decodes an event stream per the WHATWG spec: fields id, event,
 // data and retry; comment lines (starting with ':') ignored; multi-line data
 // joined with '\n'; CRLF, CR or LF line endings; one leading UTF-8 BOM
-// skipped. It is not safe for concurrent use.
+// skipped. Field values are passed through as bytes without UTF-8
+// validation (the spec decodes with replacement; JSON consumers validate
+// anyway). It is not safe for concurrent use.
 type Reader struct {
 	src io.Reader
 	max int
@@ -43,7 +45,8 @@ type Reader struct {
 	retry   time.Duration
 
 	// Stream state.
-	lastID    string        // last event ID buffer
+	idBuf     string        // the spec's "last event ID buffer"
+	lastID    string        // committed from idBuf at each blank line
 	lastName  string        // cache so a repeated event name is not reallocated
 	lastRetry time.Duration // most recent valid retry field
 }
@@ -58,8 +61,10 @@ func NewReader(r io.Reader, maxEventBytes int) *Reader {
 	return &Reader{src: r, max: maxEventBytes, firstRun: true}
 }
 
-// LastEventID returns the last event ID seen on the stream, which a client
-// sends as Last-Event-ID when it reconnects.
+// LastEventID returns the last event ID of the stream, which a client sends
+// as Last-Event-ID when it reconnects. Per the spec an id takes effect at the
+// blank line that ends its block, so an id in an unterminated block at the
+// end of the stream does not count.
 func (r *Reader) LastEventID() string { return r.lastID }
 
 // Retry returns the most recent reconnection delay set by a retry field,
@@ -125,8 +130,8 @@ func (r *Reader) field(line []byte) {
 			return // the spec ignores ids containing NUL
 		}
 		r.hasID = true
-		if string(value) != r.lastID {
-			r.lastID = string(value)
+		if string(value) != r.idBuf {
+			r.idBuf = string(value)
 		}
 	case "retry":
 		if ms, ok := parseDigits(value); ok {
@@ -159,6 +164,7 @@ func parseDigits(v []byte) (int64, bool) {
 // dispatch ends the current block and reports whether it forms an event.
 func (r *Reader) dispatch() (Event, bool) {
 	defer r.reset()
+	r.lastID = r.idBuf // committed even when no event is dispatched
 	if !r.hasData && !r.hasID {
 		return Event{}, false
 	}

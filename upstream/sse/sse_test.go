@@ -287,3 +287,13 @@ func TestAppendEventNoAlloc(t *testing.T) {
 		t.Errorf("AppendEvent allocates %v times", n)
 	}
 }
+
+func TestReaderLastEventIDUnterminated(t *testing.T) {
+	r := NewReader(strings.NewReader("id: 1\ndata: a\n\nid: 2\ndata: b\n"), 0)
+	if _, err := r.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Next(); err != io.EOF || r.LastEventID() != "1" {
+		t.Fatalf("%v %q", err, r.LastEventID())
+	}
+}

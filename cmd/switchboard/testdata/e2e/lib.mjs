@@ -1,0 +1,124 @@
+// Shared helpers for Switchboard's end-to-end scripts.
+//
+// Every script is a real MCP client (the official TypeScript SDK's Client over
+// StreamableHTTPClientTransport) talking to a URL given on the command line:
+// Switchboard in the Go harness (cmd/switchboard/e2e_test.go), or
+// server-everything directly when checking the scripts themselves.
+//
+// Common flags (each also readable from the environment):
+//   --url URL          MCP endpoint (env E2E_URL), e.g. http://127.0.0.1:8080/mcp
+//   --prefix P         name prefix of the server-everything tools (env E2E_PREFIX,
+//                      default "everything__"); pass --prefix '' to run against
+//                      server-everything directly
+//   --timeout SECONDS  hard limit for the whole script (env E2E_TIMEOUT, default 60)
+//
+// Output: one JSON summary line on stdout ({"script":…,"ok":true|false,…}).
+// On a failed expectation: "FAIL <script>: <why>" on stderr and exit code 1.
+
+import { parseArgs } from "node:util";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+export class ExpectationError extends Error {}
+
+/** Throws an ExpectationError (reported as a failed expectation) unless cond holds. */
+export function expect(cond, message) {
+  if (!cond) throw new ExpectationError(message);
+}
+
+/**
+ * Parses the common flags plus the script's own options (node:util parseArgs
+ * syntax). Returns the values with url, prefix and timeout filled in.
+ */
+export function parseFlags(extraOptions = {}) {
+  const { values } = parseArgs({
+    args: process.argv.slice(2),
+    options: {
+      url: { type: "string" },
+      prefix: { type: "string" },
+      timeout: { type: "string" },
+      ...extraOptions,
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  values.url = values.url ?? process.env.E2E_URL;
+  values.prefix = values.prefix ?? process.env.E2E_PREFIX ?? "everything__";
+  values.timeout = Number(values.timeout ?? process.env.E2E_TIMEOUT ?? 60);
+  if (!values.url) {
+    console.error("usage: node SCRIPT.mjs --url http://HOST:PORT/mcp [--prefix everything__|''] [options]");
+    process.exit(2);
+  }
+  if (!Number.isFinite(values.timeout) || values.timeout <= 0) {
+    console.error(`bad --timeout ${values.timeout}`);
+    process.exit(2);
+  }
+  return values;
+}
+
+/** Connects a new client session. Transport/protocol errors are kept in client.errors. */
+export async function connect(url, name = "switchboard-e2e") {
+  const client = new Client({ name, version: "0.0.0" }, { capabilities: {} });
+  client.errors = [];
+  client.onerror = (err) => client.errors.push(String(err?.message ?? err));
+  const transport = new StreamableHTTPClientTransport(new URL(url));
+  await client.connect(transport);
+  client.transportRef = transport;
+  return client;
+}
+
+/** Ends the session politely (DELETE; 405 is accepted) and closes the client. */
+export async function disconnect(client) {
+  if (!client) return;
+  try {
+    await client.transportRef?.terminateSession();
+  } catch {
+    // best effort: the session may already be gone
+  }
+  try {
+    await client.close();
+  } catch {
+    // ignore
+  }
+}
+
+/** Concatenated text of a CallToolResult's text content blocks. */
+export function textOf(result) {
+  return (result?.content ?? [])
+    .filter((c) => c.type === "text")
+    .map((c) => c.text)
+    .join("\n");
+}
+
+/**
+ * Runs body(summary) under a hard timeout and prints the summary.
+ * Exit codes: 0 all expectations held, 1 a failed expectation or error.
+ */
+export async function run(script, timeoutSeconds, body) {
+  const started = Date.now();
+  const summary = { script, ok: false };
+  const finish = (code, why) => {
+    summary.ms = Date.now() - started;
+    if (why) {
+      summary.error = why;
+      console.error(`FAIL ${script}: ${why}`);
+    }
+    console.log(JSON.stringify(summary));
+    process.exit(code);
+  };
+  const timer = setTimeout(
+    () => finish(1, `timed out after ${timeoutSeconds}s (last step: ${summary.step ?? "start"})`),
+    timeoutSeconds * 1000,
+  );
+  try {
+    await body(summary);
+    clearTimeout(timer);
+    summary.ok = true;
+    delete summary.step;
+    finish(0);
+  } catch (err) {
+    clearTimeout(timer);
+    const kind = err instanceof ExpectationError ? "" : "unexpected error: ";
+    finish(1, `${kind}${err?.stack && !(err instanceof ExpectationError) ? err.stack : err?.message ?? err} (step: ${summary.step ?? "start"})`);
+  }
+}

@@ -1,0 +1,215 @@
+package gateway_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-mcp/switchboard/gateway"
+	"github.com/switchboard-mcp/switchboard/routing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+func readTestdata(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// golden compares got with testdata/golden/name (rewritten with -update).
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file:\n got %s\nwant %s", name, got, want)
+	}
+}
+
+const goodOrigin = "http://good.example"
+
+// rawGateway is a gateway for the transport-level tests: one shared HTTP upstream, a 1 KiB body limit and an
+// Origin allow-list.
+func rawGateway(t *testing.T) *harness {
+	t.Helper()
+	up, _ := httpUpstream(t, "alpha", routing.Shared, markerDir(t))
+	return startGateway(t, routing.Options{}, gateway.Options{
+		MaxBodyBytes: 1024,
+		AllowOrigin:  func(o string) bool { return o == goodOrigin },
+	}, up)
+}
+
+// TestHTTPBadInput: the front end's answers to malformed, invalid or unacceptable HTTP requests, each with the
+// HTTP status and the JSON-RPC error code the spec asks for.
+func TestHTTPBadInput(t *testing.T) {
+	h := rawGateway(t)
+	live := h.raw(t)
+	live.initialize("2025-11-25")
+
+	type tc struct {
+		name    string
+		body    string
+		hdr     map[string]string
+		session string // "live", "none", or a literal id
+		status  int
+		code    int    // expected JSON-RPC error code; 0 means the answer is not an error
+		mention string // the error message must contain this
+	}
+	cases := []tc{
+		{name: "malformed JSON", body: readTestdata(t, "requests/malformed.json"), session: "live", status: 400, code: -32700},
+		{name: "not JSON-RPC", body: readTestdata(t, "requests/not-jsonrpc.json"), session: "live", status: 400, code: -32600},
+		{name: "unknown method", body: readTestdata(t, "requests/unknown-method.json"), session: "live", status: 200, code: -32601, mention: "tools/frobnicate"},
+		{name: "unknown tool", body: readTestdata(t, "requests/unknown-tool.json"), session: "live", status: 200, code: -32602, mention: "nosuch__tool"},
+		{name: "missing session", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, session: "none", status: 400, code: -32600},
+		{name: "unknown session", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, session: "0123456789abcdef0123456789abcdef", status: 404, code: -32600},
+		{name: "unsupported protocol version", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, session: "live", hdr: map[string]string{"Mcp-Protocol-Version": "1999-01-01"}, status: 400, code: -32600, mention: "1999-01-01"},
+		{name: "oversized body", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"` + strings.Repeat("x", 2048) + `"}}}`, session: "live", status: 413, code: -32600},
+		{name: "bad origin", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, session: "live", hdr: map[string]string{"Origin": "http://evil.example"}, status: 403, code: -32600},
+		{name: "good origin", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, session: "live", hdr: map[string]string{"Origin": goodOrigin}, status: 200},
+		{name: "Accept without event-stream", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, session: "live", hdr: map[string]string{"Accept": "application/json"}, status: 406, code: -32600},
+		{name: "batch in a 2025-06-18 session", body: readTestdata(t, "requests/batch.json"), session: "0618", status: 400, code: -32600},
+	}
+	old := h.raw(t)
+	old.initialize("2025-06-18")
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cl := &rawClient{t: t, url: h.url, hc: live.hc, version: live.version}
+			switch c.session {
+			case "live":
+				cl.session = live.session
+			case "0618":
+				cl.session, cl.version = old.session, old.version
+			case "none":
+			default:
+				cl.session = c.session
+			}
+			r := cl.do(c.body, c.hdr)
+			if r.status != c.status {
+				t.Fatalf("HTTP %d, want %d: %s", r.status, c.status, r.body)
+			}
+			m := r.final(t)
+			if c.code == 0 {
+				if m.Error != nil {
+					t.Fatalf("unexpected error %d: %s", m.Error.Code, m.Error.Message)
+				}
+				return
+			}
+			if m.Error == nil {
+				t.Fatalf("want error %d, got %s", c.code, r.body)
+			}
+			if m.Error.Code != c.code {
+				t.Errorf("error code %d, want %d (%s)", m.Error.Code, c.code, m.Error.Message)
+			}
+			if !strings.Contains(m.Error.Message, c.mention) {
+				t.Errorf("error message %q does not mention %q", m.Error.Message, c.mention)
+			}
+		})
+	}
+
+	// The session is unharmed by all of the above.
+	if r := live.do(`{"jsonrpc":"2.0","id":99,"method":"ping"}`, nil); r.status != 200 || r.final(t).Error != nil {
+		t.Errorf("ping after bad input: HTTP %d: %s", r.status, r.body)
+	}
+}
+
+// TestHTTPBatch2025_03_26: a batch in a 2025-03-26 session is answered with one JSON array holding every
+// request's response (and nothing for the notification).
+func TestHTTPBatch2025_03_26(t *testing.T) {
+	h := rawGateway(t)
+	cl := h.raw(t)
+	cl.initialize("2025-03-26")
+	r := cl.do(readTestdata(t, "requests/batch.json"), nil)
+	if r.status != http.StatusOK || !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
+		t.Fatalf("HTTP %d %s: %s", r.status, r.header.Get("Content-Type"), r.body)
+	}
+	if b := bytes.TrimSpace(r.body); len(b) == 0 || b[0] != '[' {
+		t.Fatalf("the answer is not a JSON array: %s", r.body)
+	}
+	// Normalise: the order of the answers within the array is free.
+	var arr []map[string]any
+	if err := json.Unmarshal(r.body, &arr); err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(arr, func(i, j int) bool { return arr[i]["id"].(float64) < arr[j]["id"].(float64) })
+	got, _ := json.MarshalIndent(arr, "", "  ")
+	golden(t, "batch-2025-03-26.json", append(got, '\n'))
+}
+
+// TestHTTPDelete: DELETE ends the session; the id is then unknown (404) for every method.
+func TestHTTPDelete(t *testing.T) {
+	h := rawGateway(t)
+	cl := h.raw(t)
+	cl.initialize("2025-11-25")
+	req, _ := http.NewRequestWithContext(ctxGuard(t), http.MethodDelete, h.url, nil)
+	req.Header.Set("Mcp-Session-Id", cl.session)
+	req.Header.Set("Mcp-Protocol-Version", cl.version)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("DELETE: HTTP %d", resp.StatusCode)
+	}
+	if r := cl.do(`{"jsonrpc":"2.0","id":1,"method":"ping"}`, nil); r.status != http.StatusNotFound {
+		t.Errorf("ping after DELETE: HTTP %d, want 404: %s", r.status, r.body)
+	}
+	greq, _ := http.NewRequestWithContext(ctxGuard(t), http.MethodGet, h.url, nil)
+	greq.Header.Set("Mcp-Session-Id", cl.session)
+	greq.Header.Set("Accept", "text/event-stream")
+	gresp, err := http.DefaultClient.Do(greq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gresp.Body.Close()
+	if gresp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET after DELETE: HTTP %d, want 404", gresp.StatusCode)
+	}
+}
+
+// TestHTTPIDsRoundTrip: client ids travel back byte for byte, whether the gateway answers itself (ping) or an
+// upstream does under an id of the gateway's (tools/call).
+func TestHTTPIDsRoundTrip(t *testing.T) {
+	h := rawGateway(t)
+	cl := h.raw(t)
+	cl.initialize("2025-11-25")
+	ids := []string{`9007199254740993`, `"a\"b"`, `1e3`, `-0`, `"ü\u00fc"`, `12345678901234567890123`}
+	for _, id := range ids {
+		for _, body := range []string{
+			`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`,
+			`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"id"}}}`,
+		} {
+			r := cl.do(body, nil)
+			if r.status != http.StatusOK {
+				t.Errorf("id %s: HTTP %d: %s", id, r.status, r.body)
+				continue
+			}
+			m := r.final(t)
+			if string(m.ID) != id {
+				t.Errorf("id %s came back as %s in %s", id, m.ID, r.body)
+			}
+			if m.Error != nil {
+				t.Errorf("id %s: error %d %s", id, m.Error.Code, m.Error.Message)
+			}
+		}
+	}
+}

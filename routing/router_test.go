@@ -1,0 +1,152 @@
+package routing
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/upstream"
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+)
+
+// plainUpstream answers the handshake and the lists, and every tools/call at once.
+func plainUpstream() *fakeTransport {
+	return newFakeTransport(func(c *fakeConn, m jsonrpc.Message) {
+		if m.MethodIs("tools/call") {
+			c.sendLocked(jsonrpc.AppendResult(nil, m.ID(), []byte(`{"content":[]}`)))
+			return
+		}
+		defaultAnswer(c, m, fakeInitCaps, `[{"name":"add","inputSchema":{"type":"object"}}]`)
+	})
+}
+
+// holdingUpstream answers the handshake and the lists, and never answers anything else.
+func holdingUpstream() *fakeTransport {
+	return newFakeTransport(func(c *fakeConn, m jsonrpc.Message) {
+		defaultAnswer(c, m, fakeInitCaps, `[{"name":"add","inputSchema":{"type":"object"}}]`)
+	})
+}
+
+// roundTrip sends one request and returns the final answer on its stream.
+func roundTrip(t *testing.T, r *testRouter, s *Session, raw string) jsonrpc.Message {
+	t.Helper()
+	out := NewStream(1, 16)
+	s.HandleRequest(mustParse(t, raw), out)
+	for {
+		msg, final, ok := out.Next(r.ctx)
+		if !ok {
+			t.Fatalf("no answer to %s", raw)
+		}
+		if final {
+			m, err := jsonrpc.Parse(msg)
+			if err != nil {
+				t.Fatalf("invalid answer %s: %v", msg, err)
+			}
+			return m
+		}
+	}
+}
+
+// TestReadyWhenUpstreamDown: "A failed upstream does not hold readiness back: it is reported in Status and
+// retried" (Router.Ready), and /readyz says "An upstream that is down does not make the gateway unready". The
+// only upstream cannot be reached; once its first attempt has failed (observed as the second Connect, which the
+// link makes only after handling the first failure), the router must be ready.
+func TestReadyWhenUpstreamDown(t *testing.T) {
+	ft := newFakeTransport(nil)
+	ft.connectErr = errors.New("connection refused")
+	r, err := New(Options{Logger: discardLogger()}, []UpstreamConfig{{
+		Name: "down", Prefix: "down__", Mode: Shared, Transport: ft, Kind: "http",
+		Backoff: upstream.Backoff{Min: time.Millisecond, Max: 2 * time.Millisecond},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { stop(); <-done }()
+	safety, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ft.waitFor(safety, t, "a second connection attempt", func() bool { return ft.connects >= 2 })
+
+	st := r.Status()
+	if len(st) != 1 || st[0].State != "down" || !strings.Contains(st[0].Error, "connection refused") {
+		t.Errorf("Status = %+v, want the upstream down with its error", st)
+	}
+	if !r.Ready() {
+		t.Fatal("Ready() = false after the only upstream's first attempt failed: WaitReady and /readyz wait forever " +
+			"(Upstream.stateChanged sets tried but never calls Router.readyChanged)")
+	}
+}
+
+// TestTimeoutErrorNamesTheTimeout: the -32001 error tells the client how long the gateway waited. With a
+// sub-second timeout the message currently reads "within 0s" (time.Since(started).Round(time.Second)).
+func TestTimeoutErrorNamesTheTimeout(t *testing.T) {
+	ft := holdingUpstream()
+	r := startRouter(t, Options{RequestTimeout: 50 * time.Millisecond},
+		UpstreamConfig{Name: "fake", Prefix: "fake__", Mode: Shared, Transport: ft, Kind: "stdio"})
+	s := r.session(defaultClientCaps)
+	m := roundTrip(t, r, s, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fake__add","arguments":{}}}`)
+	if code, _ := m.ErrorCode(); code != CodeRequestTimeout {
+		t.Fatalf("answer %s, want error %d", m.Raw(), CodeRequestTimeout)
+	}
+	msg := errorMessage(m.Error())
+	if strings.Contains(msg, "within 0s") || !strings.Contains(msg, "50ms") {
+		t.Fatalf("timeout message %q should name the 50ms limit", msg)
+	}
+}
+
+// TestPerClientSessionLifecycle: a per-client upstream session is created on first use with the client's
+// capabilities, counted against MaxInstances, and closed with the client session.
+func TestPerClientSessionLifecycle(t *testing.T) {
+	ft := plainUpstream()
+	r := startRouter(t, Options{}, UpstreamConfig{Name: "fake", Prefix: "fake__", Mode: PerClient, Transport: ft, Kind: "stdio", MaxInstances: 1})
+	ft.mu.Lock()
+	conns := len(ft.conns)
+	ft.mu.Unlock()
+	if conns != 1 {
+		t.Fatalf("%d connections after start, want 1 (the template session)", conns)
+	}
+
+	s1 := r.session(`{"roots":{}}`)
+	if m := roundTrip(t, r, s1, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fake__add"}}`); m.Error() != nil {
+		t.Fatalf("first session's call failed: %s", m.Raw())
+	}
+	if got := r.Status()[0].Instances; got != 1 {
+		t.Fatalf("Instances = %d, want 1", got)
+	}
+	// The cap answers a second client with a clear error instead of starting another upstream session.
+	s2 := r.session(defaultClientCaps)
+	m := roundTrip(t, r, s2, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fake__add"}}`)
+	if m.Error() == nil || !strings.Contains(errorMessage(m.Error()), "limit of 1") {
+		t.Fatalf("second session beyond MaxInstances got %s", m.Raw())
+	}
+
+	ft.mu.Lock()
+	own := ft.conns[1]
+	ft.mu.Unlock()
+	s1.Close()
+	ft.mu.Lock()
+	closed := own.closed
+	ft.mu.Unlock()
+	if !closed {
+		t.Fatal("the per-client upstream session is still open after the client session closed")
+	}
+	if got := r.Status()[0].Instances; got != 0 {
+		t.Fatalf("Instances = %d after close, want 0", got)
+	}
+	if r.Session(s1.ID()) != nil {
+		t.Fatal("closed session still registered")
+	}
+	select {
+	case <-s1.Done():
+	default:
+		t.Fatal("Done not closed")
+	}
+	// The slot is free again.
+	if m := roundTrip(t, r, s2, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fake__add"}}`); m.Error() != nil {
+		t.Fatalf("second session's call after the first closed: %s", m.Raw())
+	}
+}

@@ -1,0 +1,251 @@
+package upstream
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// envTestServer makes the test binary act as an upstream MCP server instead
+// of running tests: a stdio upstream needs a real program, and this one is
+// built from an independent MCP implementation (the official Go SDK).
+const envTestServer = "SWITCHBOARD_TEST_SERVER"
+
+func TestMain(m *testing.M) {
+	switch mode := os.Getenv(envTestServer); mode {
+	case "":
+		os.Exit(m.Run())
+	case "sdk":
+		err := newTestServer().Run(context.Background(), &mcp.StdioTransport{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "test server:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case "raw":
+		os.Exit(runRawServer())
+	default:
+		fmt.Fprintln(os.Stderr, "unknown test server mode", mode)
+		os.Exit(2)
+	}
+}
+
+type echoIn struct {
+	Text string `json:"text"`
+}
+
+type progressIn struct {
+	Steps int `json:"steps"`
+}
+
+type bigIn struct {
+	Bytes int `json:"bytes"`
+}
+
+type empty struct{}
+
+func textResult(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// newTestServer builds the SDK server used over stdio and HTTP.
+func newTestServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "testserver", Version: "1.0.0"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+		return textResult("echo: " + in.Text), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "progress"}, func(ctx context.Context, req *mcp.CallToolRequest, in progressIn) (*mcp.CallToolResult, any, error) {
+		tok := req.Params.GetProgressToken()
+		for i := 1; i <= in.Steps; i++ {
+			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: float64(in.Steps)}); err != nil {
+				return nil, nil, err
+			}
+		}
+		return textResult("done"), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "crash"}, func(ctx context.Context, req *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+		os.Exit(3)
+		return nil, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "junk"}, func(ctx context.Context, req *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+		// Nothing else writes to stdout while a handler runs, so these
+		// lines cannot interleave with the SDK's own output.
+		fmt.Fprintln(os.Stdout, "this is not JSON")
+		fmt.Fprintln(os.Stdout, `{"jsonrpc":"2.0","method":"x","params":"`+strings.Repeat("a", 8192)+`"}`)
+		fmt.Fprintln(os.Stderr, "stderr-marker from the test server")
+		return textResult("after junk"), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "big"}, func(ctx context.Context, req *mcp.CallToolRequest, in bigIn) (*mcp.CallToolResult, any, error) {
+		return textResult(strings.Repeat("b", in.Bytes)), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "roots"}, func(ctx context.Context, req *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+		//lint:ignore SA1019 roots is still the simplest server→client request in 2025-11-25, the version under test.
+		res, err := req.Session.ListRoots(ctx, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		var names []string
+		for _, r := range res.Roots {
+			names = append(names, r.Name)
+		}
+		return textResult("roots: " + strings.Join(names, ",")), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "addtool"}, func(ctx context.Context, req *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+		// Triggers notifications/tools/list_changed, which the SDK sends
+		// unrelated to any request: on the standalone GET stream.
+		mcp.AddTool(s, &mcp.Tool{Name: "added"}, func(ctx context.Context, req *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+			return textResult("added"), nil, nil
+		})
+		return textResult("ok"), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "hangup"}, func(ctx context.Context, req *mcp.CallToolRequest, in progressIn) (*mcp.CallToolResult, any, error) {
+		// SEP-1699: the server closes the POST's SSE stream before the
+		// response; the client must resume with GET and Last-Event-ID.
+		if req.Extra != nil && req.Extra.CloseSSEStream != nil {
+			req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{RetryAfter: 5 * time.Millisecond})
+		}
+		tok := req.Params.GetProgressToken()
+		for i := 1; i <= in.Steps; i++ {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i)})
+		}
+		return textResult("resumed"), nil, nil
+	})
+	return s
+}
+
+// runRawServer is a hand-written stdio server for handshake corner cases,
+// driven by environment variables:
+// RAW_VERSION: the protocolVersion to answer; RAW_PING=1: send a ping and a
+// log notification before answering initialize.
+func runRawServer() int {
+	in := bufio.NewScanner(os.Stdin)
+	out := bufio.NewWriter(os.Stdout)
+	send := func(s string) {
+		out.WriteString(s + "\n")
+		out.Flush()
+	}
+	for in.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if err := json.Unmarshal(in.Bytes(), &m); err != nil {
+			fmt.Fprintln(os.Stderr, "raw server: bad input:", err)
+			return 1
+		}
+		switch {
+		case m.Method == "initialize":
+			if os.Getenv("RAW_PING") == "1" {
+				send(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"early log"}}`)
+				send(`{"jsonrpc":"2.0","id":"p1","method":"ping"}`)
+				if !in.Scan() || !strings.Contains(in.Text(), `"result":{}`) {
+					fmt.Fprintln(os.Stderr, "raw server: no ping answer")
+					return 1
+				}
+			}
+			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%q,"capabilities":{},"serverInfo":{"name":"raw","version":"0"}}}`, m.ID, os.Getenv("RAW_VERSION")))
+		case m.ID != nil && m.Method != "":
+			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"method":%q}}`, m.ID, m.Method))
+		}
+	}
+	return 0
+}
+
+// logRecord is one captured log record with its attributes flattened.
+type logRecord struct {
+	Level slog.Level
+	Msg   string
+	Attrs map[string]string
+}
+
+// logCapture is a slog.Handler that records everything for assertions.
+type logCapture struct {
+	mu      *sync.Mutex
+	recs    *[]logRecord
+	changed chan struct{} // receives (non-blocking) after each record
+	attrs   []slog.Attr
+}
+
+func newLogCapture() *logCapture {
+	return &logCapture{mu: new(sync.Mutex), recs: new([]logRecord), changed: make(chan struct{}, 1)}
+}
+
+func (h *logCapture) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *logCapture) Handle(_ context.Context, r slog.Record) error {
+	rec := logRecord{Level: r.Level, Msg: r.Message, Attrs: map[string]string{}}
+	for _, a := range h.attrs {
+		rec.Attrs[a.Key] = a.Value.String()
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		rec.Attrs[a.Key] = a.Value.String()
+		return true
+	})
+	h.mu.Lock()
+	*h.recs = append(*h.recs, rec)
+	h.mu.Unlock()
+	select {
+	case h.changed <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (h *logCapture) WithAttrs(attrs []slog.Attr) slog.Handler {
+	c := *h
+	c.attrs = append(append([]slog.Attr(nil), h.attrs...), attrs...)
+	return &c
+}
+
+func (h *logCapture) WithGroup(string) slog.Handler { return h }
+
+// find returns the first record matching f.
+func (h *logCapture) find(f func(logRecord) bool) (logRecord, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range *h.recs {
+		if f(r) {
+			return r, true
+		}
+	}
+	return logRecord{}, false
+}
+
+// waitFor waits until a record matches f (or the test's context ends).
+func (h *logCapture) waitFor(t *testing.T, f func(logRecord) bool) logRecord {
+	t.Helper()
+	ctx := waitCtx(t)
+	for {
+		if r, ok := h.find(f); ok {
+			return r
+		}
+		select {
+		case <-h.changed:
+		case <-ctx.Done():
+			t.Fatal("log record never appeared")
+		}
+	}
+}
+
+// has reports whether any record's message contains s.
+func (h *logCapture) has(s string) bool {
+	_, ok := h.find(func(r logRecord) bool { return strings.Contains(r.Msg, s) })
+	return ok
+}
+
+// waitCtx bounds a wait that should end promptly, so that a bug fails the
+// test instead of hanging it. It is a safety net, not a timing assertion.
+func waitCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
