@@ -44,6 +44,7 @@ type Server struct {
 	log     *slog.Logger
 	handler http.Handler
 	streams streamsRegistry
+	legacy  legacyConns
 }
 
 // New returns a front end for the router.
@@ -72,6 +73,9 @@ func New(r *routing.Router, opts Options) *Server {
 		mcp.Post("/mcp", s.post)
 		mcp.Get("/mcp", s.get)
 		mcp.Delete("/mcp", s.delete)
+		mcp.Get("/sse", s.legacyGet)
+		mcp.Post("/message", s.legacyPost)
+		mcp.Post("/messages", s.legacyPost)
 	})
 	s.handler = mux
 	return s

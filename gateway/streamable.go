@@ -50,14 +50,8 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("the request body exceeds the limit of %d bytes", tooBig.Limit))
-			return
-		}
-		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "reading the request body failed")
+	body, ok := s.readBody(w, r)
+	if !ok {
 		return
 	}
 	if v := r.Header.Get(headerProtocol); v != "" && !supportedVersion(v) {
@@ -96,6 +90,21 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// readBody reads a request body within the size limit, answering 413 beyond it.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("the request body exceeds the limit of %d bytes", tooBig.Limit))
+			return nil, false
+		}
+		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "reading the request body failed")
+		return nil, false
+	}
+	return body, true
+}
+
 // writeParseError maps a jsonrpc.Parse error to the spec's answer: -32700 for bytes that are not JSON, -32600
 // for JSON that is not a valid request; both with HTTP 400.
 func writeParseError(w http.ResponseWriter, err error) {
@@ -123,31 +132,38 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) (*routing.Sessi
 	return sess, true
 }
 
-// initialize starts a session. Version negotiation: "If the server supports the requested protocol version, it
+// initialize starts a session over streamable HTTP.
+func (s *Server) initialize(w http.ResponseWriter, r *http.Request, m jsonrpc.Message) {
+	sess, answer := s.startSession(r.Context(), m)
+	if sess != nil {
+		w.Header().Set(headerSession, sess.ID())
+	}
+	writeJSON(w, http.StatusOK, answer)
+}
+
+// startSession answers an initialize request, starting a session unless the request is invalid (then sess is
+// nil and answer is the error). Version negotiation: "If the server supports the requested protocol version, it
 // MUST respond with the same version. Otherwise, the server MUST respond with another protocol version it
 // supports."
-func (s *Server) initialize(w http.ResponseWriter, r *http.Request, m jsonrpc.Message) {
+func (s *Server) startSession(ctx context.Context, m jsonrpc.Message) (sess *routing.Session, answer []byte) {
 	var p struct {
 		ProtocolVersion string          `json:"protocolVersion"`
 		Capabilities    json.RawMessage `json:"capabilities"`
 		ClientInfo      json.RawMessage `json:"clientInfo"`
 	}
 	if err := json.Unmarshal(m.Params(), &p); err != nil || p.ProtocolVersion == "" {
-		writeJSON(w, http.StatusOK, jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidParams, "initialize needs params.protocolVersion, params.capabilities and params.clientInfo", nil))
-		return
+		return nil, jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidParams, "initialize needs params.protocolVersion, params.capabilities and params.clientInfo", nil)
 	}
 	version := p.ProtocolVersion
 	if !supportedVersion(version) {
 		version = v20251125
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.opts.InitWait)
-	_ = s.r.WaitReady(ctx) // a slow upstream must not hold every client back for long
+	wctx, cancel := context.WithTimeout(ctx, s.opts.InitWait)
+	_ = s.r.WaitReady(wctx) // a slow upstream must not hold every client back for long
 	cancel()
-	sess := s.r.NewSession(routing.SessionParams{ProtocolVersion: version, Capabilities: p.Capabilities, ClientInfo: p.ClientInfo})
-	res := initializeResult(version, s.r.Capabilities(), s.r.ServerInfo(), s.r.Instructions())
-	w.Header().Set(headerSession, sess.ID())
-	writeJSON(w, http.StatusOK, jsonrpc.AppendResult(nil, m.ID(), res))
+	sess = s.r.NewSession(routing.SessionParams{ProtocolVersion: version, Capabilities: p.Capabilities, ClientInfo: p.ClientInfo})
 	s.log.Debug("session started", "protocolVersion", version)
+	return sess, jsonrpc.AppendResult(nil, m.ID(), initializeResult(version, s.r.Capabilities(), s.r.ServerInfo(), s.r.Instructions()))
 }
 
 func initializeResult(version string, caps, info json.RawMessage, instructions string) []byte {

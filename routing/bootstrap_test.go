@@ -6,11 +6,11 @@ import "testing"
 // first so that, under -race, a data race in the start-up path is reported here rather than in whichever
 // exchange test happens to start a router first (the race detector reports each race once per process).
 //
-// Under -race this currently fails: Upstream.start does `up.main = newLink(...)`, and newLink has already started
-// the link's goroutine (`go l.run()`), which reads up.main in Upstream.stateChanged (via setState) and in
-// Upstream.connected (`l != up.main`) with no synchronisation with that write. Beyond the report, a link whose
-// handshake finishes before the assignment is taken for a per-client link in connected: the catalog is never
-// listed and the router never becomes ready.
+// Regression test: Upstream.start used to assign `up.main = newLink(...)` after newLink had started the link's
+// goroutine, which read up.main (Upstream.stateChanged, and `l != up.main` in Upstream.connected) unsynchronised.
+// Besides the race report, a handshake that finished before the assignment made the main link pass for a
+// per-client one: the catalog was never listed and the router never became ready (seen about 1 run in 10 under
+// -race as "router not ready ... State:ready ... Tools:0").
 func TestRouterStartup(t *testing.T) {
 	ft := plainUpstream()
 	r := startRouter(t, Options{}, UpstreamConfig{Name: "fake", Prefix: "fake__", Mode: Shared, Transport: ft, Kind: "stdio"})

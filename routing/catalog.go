@@ -60,8 +60,9 @@ type target struct {
 
 // templateRoute matches concrete URIs against one upstream's resource template.
 type templateRoute struct {
-	up *Upstream
-	re *regexp.Regexp
+	up   *Upstream
+	tmpl string
+	re   *regexp.Regexp
 }
 
 // catalog is an immutable snapshot of the merged lists of every upstream (design §5). It is rebuilt on the cold
@@ -117,7 +118,7 @@ func buildCatalog(ups []*Upstream, prev *catalog) *catalog {
 					c.resources[it.id] = up
 				case kindTemplates:
 					if re, err := templateRegexp(it.id); err == nil {
-						c.templates = append(c.templates, templateRoute{up: up, re: re})
+						c.templates = append(c.templates, templateRoute{up: up, tmpl: it.id, re: re})
 					}
 				}
 				c.items[k] = append(c.items[k], raw)
@@ -211,9 +212,8 @@ func (c *catalog) resourceUpstream(uri string) *Upstream {
 
 // templateUpstream finds the upstream that offers a resource template, by its exact uriTemplate.
 func (c *catalog) templateUpstream(tmpl string) *Upstream {
-	want := templatePattern(tmpl)
 	for _, t := range c.templates {
-		if t.re.String() == want {
+		if t.tmpl == tmpl {
 			return t.up
 		}
 	}

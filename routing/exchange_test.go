@@ -543,8 +543,8 @@ func (x *exchange) upstreamTraffic() string {
 	return b.String()
 }
 
-// elapsedRE hides the elapsed time the gateway reports in timeout errors.
-var elapsedRE = regexp.MustCompile(`within [0-9.]+(ns|µs|ms|s|m|h)+`)
+// elapsedRE hides the elapsed time the gateway reports in timeout errors ("within 0s", "after 51ms in all").
+var elapsedRE = regexp.MustCompile(`(within|after) [0-9.]+(ns|µs|ms|s|m|h)+`)
 
 func (x *exchange) clientTraffic() string {
 	p := &placeholders{prefix: "c"}
@@ -568,7 +568,7 @@ func (x *exchange) clientTraffic() string {
 			if m.MethodIs("notifications/cancelled") {
 				paths = append(paths, pathReqID)
 			}
-			fmt.Fprintf(&b, "%s %s\n", label, elapsedRE.ReplaceAllString(normalise(m.Raw(), p, paths...), "within <elapsed>"))
+			fmt.Fprintf(&b, "%s %s\n", label, elapsedRE.ReplaceAllString(normalise(m.Raw(), p, paths...), "$1 <elapsed>"))
 		}
 	}
 	return b.String()

@@ -250,8 +250,7 @@ func startRouter(tb testing.TB, opts Options, ups ...UpstreamConfig) *testRouter
 	readyCtx, cancelReady := context.WithTimeout(safety, 10*time.Second)
 	defer cancelReady()
 	if err := r.WaitReady(readyCtx); err != nil {
-		// A link whose handshake finishes before Upstream.start assigns up.main is taken for a per-client link
-		// (Upstream.connected: l != up.main) and never lists the catalog; see TestRouterStartup.
+		// The Status shows how far the upstream got (see TestRouterStartup for a start-up race that ended here).
 		tb.Fatalf("router not ready: %v; status %+v", err, r.Status())
 	}
 	return &testRouter{Router: r, ctx: safety}

@@ -68,14 +68,14 @@ type link struct {
 	nextID   atomic.Int64
 	lastUsed atomic.Int64 // unix nanoseconds of the last call, for the idle timeout of per-client sessions
 
-	mu       sync.Mutex
-	conn     *upstream.Conn
-	state    linkState
+	mu        sync.Mutex
+	conn      *upstream.Conn
+	state     linkState
 	lastErr   error
 	everReady bool
 	changed   chan struct{}
-	pending  map[int64]*call
-	restarts int
+	pending   map[int64]*call
+	restarts  int
 
 	ctx    context.Context
 	cancel context.CancelFunc

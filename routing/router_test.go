@@ -52,7 +52,8 @@ func roundTrip(t *testing.T, r *testRouter, s *Session, raw string) jsonrpc.Mess
 // TestReadyWhenUpstreamDown: "A failed upstream does not hold readiness back: it is reported in Status and
 // retried" (Router.Ready), and /readyz says "An upstream that is down does not make the gateway unready". The
 // only upstream cannot be reached; once its first attempt has failed (observed as the second Connect, which the
-// link makes only after handling the first failure), the router must be ready.
+// link makes only after handling the first failure), the router must be ready. Regression test: stateChanged used
+// to set tried without calling Router.readyChanged, so WaitReady and /readyz waited forever.
 func TestReadyWhenUpstreamDown(t *testing.T) {
 	ft := newFakeTransport(nil)
 	ft.connectErr = errors.New("connection refused")
@@ -76,13 +77,12 @@ func TestReadyWhenUpstreamDown(t *testing.T) {
 		t.Errorf("Status = %+v, want the upstream down with its error", st)
 	}
 	if !r.Ready() {
-		t.Fatal("Ready() = false after the only upstream's first attempt failed: WaitReady and /readyz wait forever " +
-			"(Upstream.stateChanged sets tried but never calls Router.readyChanged)")
+		t.Fatal("Ready() = false after the only upstream's first attempt failed: WaitReady and /readyz wait forever")
 	}
 }
 
-// TestTimeoutErrorNamesTheTimeout: the -32001 error tells the client how long the gateway waited. With a
-// sub-second timeout the message currently reads "within 0s" (time.Since(started).Round(time.Second)).
+// TestTimeoutErrorNamesTheTimeout: the -32001 error tells the client how long the gateway waited. Regression
+// test: with a sub-second timeout the message used to read "within 0s" (time.Since(started).Round(time.Second)).
 func TestTimeoutErrorNamesTheTimeout(t *testing.T) {
 	ft := holdingUpstream()
 	r := startRouter(t, Options{RequestTimeout: 50 * time.Millisecond},

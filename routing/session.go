@@ -259,12 +259,15 @@ func (s *Session) forward(up *Upstream, m jsonrpc.Message, out *Stream, tool str
 	}
 	s.calls[string(c.clientID)] = c
 	s.mu.Unlock()
+	// The timer is set before the call is published in the pending table, so every reader of c.timer (they all
+	// take the call from the table first) sees it.
+	c.timer = time.AfterFunc(up.timeout(), func() { s.timeout(c) })
 	if !l.add(c) {
+		c.timer.Stop()
 		s.removeCall(c)
 		replyError(out, id, jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q disconnected; retry the request", up.cfg.Name))
 		return
 	}
-	c.timer = time.AfterFunc(up.timeout(), func() { s.timeout(c) })
 	msg := m.AppendWith(make([]byte, 0, len(m.Raw())+32), upID, edits...)
 	if err := l.write(wctx, msg); err != nil {
 		if l.take(c.upID) != nil {

@@ -1,0 +1,118 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"sync"
+
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+)
+
+// The HTTP+SSE transport of 2024-11-05, kept for old clients: "Servers wanting to support older clients should
+// continue to host both the SSE and POST endpoints of the old transport, alongside the new MCP endpoint". The
+// client GETs /sse, whose first event, `endpoint`, names the URL it POSTs every message to; every server
+// message arrives as a `message` event on that one stream.
+
+// legacyConns maps the ids in the endpoint URLs to their connections.
+type legacyConns struct {
+	mu    sync.Mutex
+	conns map[string]*monoConn
+}
+
+func (lc *legacyConns) add(c *monoConn) string {
+	var b [16]byte
+	rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	lc.mu.Lock()
+	if lc.conns == nil {
+		lc.conns = map[string]*monoConn{}
+	}
+	lc.conns[id] = c
+	lc.mu.Unlock()
+	return id
+}
+
+func (lc *legacyConns) get(id string) *monoConn {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	return lc.conns[id]
+}
+
+func (lc *legacyConns) remove(id string) {
+	lc.mu.Lock()
+	delete(lc.conns, id)
+	lc.mu.Unlock()
+}
+
+// legacyGet opens an HTTP+SSE connection; it lasts as long as this request, and its session with it.
+func (s *Server) legacyGet(w http.ResponseWriter, r *http.Request) {
+	if !accepts(r, "text/event-stream") {
+		writeError(w, http.StatusNotAcceptable, nil, jsonrpc.CodeInvalidRequest, "the Accept header must list text/event-stream")
+		return
+	}
+	c := newMonoConn(s)
+	id := s.legacy.add(c)
+	defer func() {
+		s.legacy.remove(id)
+		c.close()
+	}()
+	sw := s.startSSE(w, nil, nil)
+	sw.buf = append(sw.buf[:0], "event: endpoint\ndata: /message?sessionId="+id+"\n\n"...)
+	if sw.write() != nil {
+		return
+	}
+	ctx := r.Context()
+	for {
+		nctx, cancel := context.WithTimeout(ctx, s.opts.KeepAlive)
+		msg, ok := c.next(nctx)
+		cancel()
+		switch {
+		case ok:
+			if sw.event("", msg) != nil {
+				return
+			}
+		case ctx.Err() != nil:
+			return
+		case c.session() != nil && isDone(c.session().Done()):
+			return
+		default:
+			if sw.comment("keep-alive") != nil {
+				return
+			}
+		}
+	}
+}
+
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// legacyPost takes one message of an HTTP+SSE connection; its answer goes on the connection's stream.
+func (s *Server) legacyPost(w http.ResponseWriter, r *http.Request) {
+	c := s.legacy.get(r.URL.Query().Get("sessionId"))
+	if c == nil {
+		writeError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest, "unknown sessionId: open a new connection with GET /sse")
+		return
+	}
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	m, err := jsonrpc.Parse(body)
+	if err != nil {
+		writeParseError(w, err)
+		return
+	}
+	if err := c.handle(r.Context(), m); err != nil {
+		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
