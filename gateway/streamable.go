@@ -232,23 +232,29 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, sess *routing.S
 	ctx := r.Context()
 	sess.StreamOpened()
 	defer sess.StreamClosed()
-	var finals [][]byte
-	for {
-		msg, final, ok := out.Next(ctx)
-		if !ok {
-			break
+	var held [][]byte
+	for sseFirst := prefersSSE(r); ; sseFirst = false {
+		var msg []byte
+		if !sseFirst {
+			var final, ok bool
+			if msg, final, ok = out.Next(ctx); !ok {
+				break
+			}
+			if final {
+				held = append(held, msg)
+				continue
+			}
 		}
-		if final {
-			finals = append(finals, msg)
-			continue
-		}
-		// Something precedes the answer: switch to SSE. The stream becomes resumable: if the connection drops,
+		// Something precedes the answer, or the client prefers a stream: switch to SSE. The stream becomes resumable: if the connection drops,
 		// the call goes on ("Disconnection SHOULD NOT be interpreted as the client cancelling its request") and
 		// the client can pick up the rest with GET and Last-Event-ID.
 		rs := s.streams.of(sess).add(out)
 		rs.claim()
 		sw := s.startSSE(w, sess, rs)
-		for _, f := range append(finals, msg) {
+		if msg != nil {
+			held = append(held, msg)
+		}
+		for _, f := range held {
 			if sw.event(eventID(rs.id, rs.record(f)), f) != nil {
 				rs.release(false)
 				return
@@ -260,19 +266,19 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, sess *routing.S
 	switch {
 	case ctx.Err() != nil:
 		out.Close() // nobody will read the JSON answer; routing stops queueing for this client
-	case len(finals) == 0:
+	case len(held) == 0:
 		// Every request of the stream was cancelled: the spec says no response is sent, so the stream just ends.
 		s.startSSE(w, sess, nil)
 	case !batch:
-		writeJSON(w, http.StatusOK, finals[0])
+		writeJSON(w, http.StatusOK, held[0])
 	default:
 		n := 2
-		for _, f := range finals {
+		for _, f := range held {
 			n += len(f) + 1
 		}
 		b := make([]byte, 0, n)
 		b = append(b, '[')
-		for i, f := range finals {
+		for i, f := range held {
 			if i > 0 {
 				b = append(b, ',')
 			}
@@ -372,6 +378,24 @@ func (sw *sseWriter) write() error {
 		return err
 	}
 	return sw.rc.Flush()
+}
+
+// prefersSSE reports whether the client lists text/event-stream before application/json in Accept. Both are
+// required, and order carries no weight in HTTP, but a client that puts the stream first is telling us which it
+// would rather read; everyone else gets the cheaper JSON answer whenever nothing precedes it.
+func prefersSSE(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(v, ",") {
+			mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
+			switch strings.ToLower(strings.TrimSpace(mt)) {
+			case "text/event-stream":
+				return true
+			case "application/json":
+				return false
+			}
+		}
+	}
+	return false
 }
 
 // accepts reports whether the request's Accept header admits the media type.

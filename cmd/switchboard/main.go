@@ -2,6 +2,7 @@
 // namespaced catalog of their tools, prompts and resources.
 //
 //	switchboard serve --config FILE [--listen ADDR]
+//	switchboard stdio --config FILE
 //	switchboard check --config FILE
 //	switchboard version
 package main
@@ -45,6 +46,7 @@ const usage = `Switchboard is an MCP gateway: one MCP endpoint in front of many 
 
 Usage:
   switchboard serve --config FILE [--listen ADDR]   run the gateway
+  switchboard stdio --config FILE                   serve one client over stdin/stdout (for desktop clients)
   switchboard check --config FILE                   validate a config file and print every problem
   switchboard version                               print the version
 
@@ -59,6 +61,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], stdout, stderr)
+	case "stdio":
+		return stdio(args[1:], os.Stdin, stdout, stderr)
 	case "check":
 		return check(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
@@ -176,6 +180,41 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	log.Info("switchboard stopped")
+	return exitOK
+}
+
+// stdio serves one client over stdin/stdout: a desktop client (Claude Desktop, Cursor, VS Code) launches
+// Switchboard as its local MCP server. Logs go to stderr, which stdio clients treat as logs.
+func stdio(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("stdio", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	path := fl.String("config", "", "config file (YAML, or an mcpServers JSON file)")
+	if err := fl.Parse(args); err != nil {
+		return exitUsage
+	}
+	cfg, code := loadConfig(*path, stderr)
+	if cfg == nil {
+		return code
+	}
+	log := newLogger(cfg.Log, stderr)
+	r, err := newRouter(cfg, log)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return exitFailure
+	}
+	srv := gateway.New(r, gateway.Options{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rctx, stopRouter := context.WithCancel(context.Background())
+	routerDone := make(chan struct{})
+	go func() { defer close(routerDone); r.Run(rctx) }()
+	err = srv.ServeStdio(ctx, stdin, stdout)
+	stopRouter()
+	<-routerDone
+	if err != nil {
+		log.Error("stdio session ended", "err", err)
+		return exitFailure
+	}
 	return exitOK
 }
 
