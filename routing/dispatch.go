@@ -32,12 +32,20 @@ func (s *Session) HandleRequest(m jsonrpc.Message, out *Stream) {
 		s.callNamed(m, out, kindTools)
 	case "prompts/get":
 		s.callNamed(m, out, kindPrompts)
-	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+	case "resources/read":
 		s.callURI(m, out)
+	case "resources/subscribe":
+		s.subscribe(m, out, true)
+	case "resources/unsubscribe":
+		s.subscribe(m, out, false)
 	case "completion/complete":
 		s.complete(m, out)
 	case "logging/setLevel":
 		s.setLevel(m, out)
+	case "tasks/get", "tasks/result", "tasks/cancel":
+		s.taskRequest(m, out)
+	case "tasks/list":
+		s.listTasks(m, out)
 	default:
 		replyError(out, id, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q is not supported by this gateway", m.Method()))
 	}
@@ -105,29 +113,49 @@ func (s *Session) callNamed(m jsonrpc.Message, out *Stream, k listKind) {
 		edits = append(edits, jsonrpc.ParamEdit{Path: []string{"name"}, With: jsonrpc.AppendQuote(nil, t.name)})
 	}
 	tool := ""
+	var transform func([]byte) []byte
 	if k == kindTools {
 		tool = name
+		if _, _, ok := jsonrpc.Lookup(m.Params(), "task"); ok {
+			var err error
+			if transform, err = s.taskCall(t.up); err != nil {
+				replyError(out, m.ID(), jsonrpc.CodeMethodNotFound, err.Error())
+				return
+			}
+		}
 	}
-	s.forward(t.up, m, out, tool, edits...)
+	s.forwardWith(t.up, m, out, tool, s.resultTransform(t.up, transform), edits...)
 }
 
-// callURI routes resources/read, subscribe and unsubscribe by the resource URI (design §5).
+// callURI routes resources/read by the resource URI (design §5).
 func (s *Session) callURI(m jsonrpc.Message, out *Stream) {
 	uri, ok := stringParam(m.Params(), "uri")
 	if !ok {
 		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, m.Method()+" needs params.uri")
 		return
 	}
-	up := s.r.cat.Load().resourceUpstream(uri)
+	up := s.resourceUpstream(uri)
 	if up == nil {
-		up = s.r.soleProvider("resources")
-	}
-	if up == nil {
-		out.Push(jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeResourceNotFound, fmt.Sprintf("resource %q not found on any upstream", uri),
-			append(append([]byte(`{"uri":`), jsonrpc.AppendQuote(nil, uri)...), '}')), ClassFinal)
+		notFound(out, m.ID(), uri)
 		return
 	}
 	s.forward(up, m, out, "")
+}
+
+// resourceUpstream finds the upstream that serves a URI: by exact URI in the catalog, by template, by the
+// upstream whose results named it (a resource_link or an embedded resource need not be listed), and finally the
+// only upstream that offers resources at all.
+func (s *Session) resourceUpstream(uri string) *Upstream {
+	if up := s.r.cat.Load().resourceUpstream(uri); up != nil {
+		return up
+	}
+	s.mu.Lock()
+	up := s.seenURIs[uri]
+	s.mu.Unlock()
+	if up != nil {
+		return up
+	}
+	return s.r.soleProvider("resources")
 }
 
 // complete routes completion/complete by its reference: a prompt name or a resource template URI.

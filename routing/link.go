@@ -50,6 +50,9 @@ type call struct {
 	timer    *time.Timer
 	started  time.Time
 	tool     string
+	// transform, when set, rewrites a successful result before it goes to the client: cold-path translations
+	// (task ids, older protocol versions) that most calls never need.
+	transform func(result []byte) []byte
 
 	// One of the gateway's own requests: the raw response is delivered here.
 	internal chan jsonrpc.Message
@@ -457,11 +460,33 @@ func (l *link) notification(m jsonrpc.Message, related []byte) {
 		l.up.invalidate(kindPrompts)
 	case "notifications/resources/list_changed":
 		l.up.invalidate(kindResources, kindTemplates)
+	case "notifications/resources/updated":
+		l.updated(m)
+	case "notifications/tasks/status":
+		l.taskStatus(m)
+	case "notifications/elicitation/complete":
+		l.elicitationComplete(m)
 	case "notifications/message":
-		l.forwardNotice(m, related, func(s *Session) bool { return s.wantsLog(params) })
+		l.forwardLog(m, related)
 	default:
 		l.forwardNotice(m, related, func(*Session) bool { return true })
 	}
+}
+
+// forwardLog passes an upstream's log message on, with the upstream named in logger so that a client reading
+// the merged log of many servers knows where each line comes from, filtered by each session's level.
+func (l *link) forwardLog(m jsonrpc.Message, related []byte) {
+	params := m.Params()
+	name := l.up.cfg.Name
+	if lg, ok := stringParam(params, "logger"); ok && lg != "" {
+		name += "/" + lg
+	}
+	params = setMember(params, "logger", jsonrpc.AppendQuote(nil, name))
+	msg, err := jsonrpc.Parse(jsonrpc.AppendNotification(nil, "notifications/message", params))
+	if err != nil {
+		return
+	}
+	l.forwardNotice(msg, related, func(s *Session) bool { return s.wantsLog(params) })
 }
 
 // forwardNotice passes a notification on to the client it concerns: the call it relates to, the session that

@@ -55,6 +55,7 @@ type Router struct {
 	stop context.CancelFunc
 
 	buildMu sync.Mutex // serialises catalog rebuilds
+	elicits elicitations
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -102,7 +103,7 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 		if _, dup := r.byName[c.Name]; dup {
 			return nil, fmt.Errorf("upstream %q is configured twice", c.Name)
 		}
-		up := &Upstream{cfg: c, r: r, transport: c.Transport, kick: make(chan struct{}, 1)}
+		up := &Upstream{cfg: c, r: r, transport: c.Transport, kick: make(chan struct{}, 1), subs: map[string]int{}}
 		up.newMainLink()
 		r.ups = append(r.ups, up)
 		r.byName[c.Name] = up
@@ -221,7 +222,7 @@ func (r *Router) ServerInfo() json.RawMessage {
 // Capabilities returns the server capabilities the gateway advertises: the union it can honour (design §5).
 // Lists always announce listChanged, because upstreams come and go.
 func (r *Router) Capabilities() json.RawMessage {
-	subscribe, logging, completions, unknown := false, false, false, false
+	subscribe, logging, completions, tasks, unknown := false, false, false, false, false
 	for _, up := range r.ups {
 		up.mu.Lock()
 		caps := up.caps
@@ -238,6 +239,7 @@ func (r *Router) Capabilities() json.RawMessage {
 		_, l := caps["logging"]
 		_, c := caps["completions"]
 		logging, completions = logging || l, completions || c
+		tasks = tasks || up.supportsTaskCalls()
 	}
 	var b strings.Builder
 	b.WriteString(`{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"listChanged":true`)
@@ -250,6 +252,9 @@ func (r *Router) Capabilities() json.RawMessage {
 	}
 	if completions || unknown {
 		b.WriteString(`,"completions":{}`)
+	}
+	if tasks {
+		b.WriteString(`,"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`)
 	}
 	b.WriteString(`}`)
 	return json.RawMessage(b.String())
@@ -284,6 +289,10 @@ func (r *Router) complete(c *call, m jsonrpc.Message) {
 		c.timer.Stop()
 	}
 	c.session.removeCall(c)
+	if c.transform != nil && m.Result() != nil {
+		c.out.Push(jsonrpc.AppendResult(nil, c.clientID, c.transform(m.Result())), ClassFinal)
+		return
+	}
 	c.out.Push(m.AppendWithID(make([]byte, 0, len(m.Raw())+len(c.clientID)), c.clientID), ClassFinal)
 }
 

@@ -59,6 +59,9 @@ type Session struct {
 	serverReqs   map[int64]*serverReq
 	nextServerID int64
 	logLevel     int // index into logLevels; -1 when the client set none
+	subs         map[string]*Upstream // resource subscriptions: URI → upstream
+	seenURIs     map[string]*Upstream // URIs that upstreams' results named, for reads (bounded)
+	tasks        map[string]bool      // exposed ids of the tasks this session created
 	closed       bool
 }
 
@@ -71,6 +74,9 @@ func newSession(r *Router, p SessionParams) *Session {
 		links:      map[*Upstream]*link{},
 		calls:      map[string]*call{},
 		serverReqs: map[int64]*serverReq{},
+		subs:       map[string]*Upstream{},
+		seenURIs:   map[string]*Upstream{},
+		tasks:      map[string]bool{},
 		logLevel:   -1,
 	}
 	_ = json.Unmarshal(p.Capabilities, &s.caps)
@@ -118,6 +124,7 @@ func (s *Session) Close() {
 	s.links = map[*Upstream]*link{}
 	s.mu.Unlock()
 	s.r.dropSession(s)
+	s.dropSubscriptions()
 	s.cancel()
 	var wg sync.WaitGroup
 	for up, l := range links {
@@ -187,6 +194,7 @@ func (s *Session) linkFor(up *Upstream) (*link, error) {
 
 // linkConnected brings a fresh per-client upstream session up to the client's state.
 func (s *Session) linkConnected(l *link) {
+	s.resubscribe(l)
 	s.mu.Lock()
 	level := s.logLevel
 	s.mu.Unlock()
@@ -227,6 +235,11 @@ func replyError(out *Stream, id []byte, code int, msg string) {
 // forward sends a client request to an upstream with a fresh id (and progress token), and registers it so the
 // response, progress and cancellation find their way back (design §4).
 func (s *Session) forward(up *Upstream, m jsonrpc.Message, out *Stream, tool string, edits ...jsonrpc.ParamEdit) {
+	s.forwardWith(up, m, out, tool, nil, edits...)
+}
+
+// forwardWith is forward with a transform of the successful result (see call.transform).
+func (s *Session) forwardWith(up *Upstream, m jsonrpc.Message, out *Stream, tool string, transform func([]byte) []byte, edits ...jsonrpc.ParamEdit) {
 	id := m.ID()
 	l, err := s.linkFor(up)
 	if err != nil {
@@ -241,7 +254,7 @@ func (s *Session) forward(up *Upstream, m jsonrpc.Message, out *Stream, tool str
 	}
 	c := &call{
 		link: l, upID: l.mint(), method: m.Method(), session: s,
-		clientID: clone(id), out: out, started: time.Now(), tool: tool,
+		clientID: clone(id), out: out, started: time.Now(), tool: tool, transform: transform,
 	}
 	var idBuf [20]byte
 	upID := jsonrpc.AppendInt(idBuf[:0], c.upID)
@@ -334,6 +347,14 @@ func (s *Session) forwardServerRequest(l *link, m jsonrpc.Message, rel *call) {
 	s.serverReqs[gid] = &serverReq{link: l, upID: clone(m.ID()), out: out}
 	s.mu.Unlock()
 	msg := m.AppendWithID(nil, jsonrpc.AppendInt(nil, gid))
+	if _, _, ok := jsonrpc.Lookup(m.Params(), "_meta", relatedTask); ok {
+		msg = editString(msg, exposeTask(l.up), "params", "_meta", relatedTask, "taskId")
+	}
+	if m.MethodIs("elicitation/create") {
+		if eid, ok := stringParam(m.Params(), "elicitationId"); ok {
+			s.r.noteElicitation(eid, s)
+		}
+	}
 	if !out.Push(msg, ClassRequest) && (out == s.standalone || !s.standalone.Push(msg, ClassRequest)) {
 		s.mu.Lock()
 		delete(s.serverReqs, gid)

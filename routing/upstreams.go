@@ -61,14 +61,18 @@ type Upstream struct {
 	transport upstream.Transport
 	main      *link
 
-	mu     sync.Mutex
-	lists  [numKinds][]item
-	hello  *upstream.ServerHello
-	caps   map[string]json.RawMessage
-	tried  bool // the first connection attempt and listing have finished, either way
-	dirty  [numKinds]bool
-	kick   chan struct{}
-	errors int
+	mu    sync.Mutex
+	lists [numKinds][]item
+	hello *upstream.ServerHello
+	caps  map[string]json.RawMessage
+	// subscribe: the upstream declared resources.subscribe; subs counts the sessions subscribed to each URI
+	// through the shared session.
+	subscribe bool
+	subs      map[string]int
+	tried     bool // the first connection attempt and listing have finished, either way
+	dirty     [numKinds]bool
+	kick      chan struct{}
+	errors    int
 
 	instances atomic.Int32
 }
@@ -110,11 +114,16 @@ func (up *Upstream) connected(l *link, conn *upstream.Conn) {
 	}
 	caps := map[string]json.RawMessage{}
 	_ = json.Unmarshal(conn.Server.Capabilities, &caps)
+	var res struct{ Subscribe bool }
+	_ = json.Unmarshal(caps["resources"], &res)
 	hello := conn.Server
 	up.mu.Lock()
-	up.hello, up.caps = &hello, caps
+	up.hello, up.caps, up.subscribe = &hello, caps, res.Subscribe
 	up.mu.Unlock()
 	up.invalidate(kindTools, kindPrompts, kindResources, kindTemplates)
+	if up.cfg.Mode == Shared {
+		up.resubscribeShared()
+	}
 }
 
 // stateChanged reacts to the main link's state: when its upstream is down (a dial failed, not a connection

@@ -30,7 +30,7 @@ export function expect(cond, message) {
  * Parses the common flags plus the script's own options (node:util parseArgs
  * syntax). Returns the values with url, prefix and timeout filled in.
  */
-export function parseFlags(extraOptions = {}) {
+export function parseFlags(extraOptions = {}, { requireUrl = true } = {}) {
   const { values } = parseArgs({
     args: process.argv.slice(2),
     options: {
@@ -45,7 +45,7 @@ export function parseFlags(extraOptions = {}) {
   values.url = values.url ?? process.env.E2E_URL;
   values.prefix = values.prefix ?? process.env.E2E_PREFIX ?? "everything__";
   values.timeout = Number(values.timeout ?? process.env.E2E_TIMEOUT ?? 60);
-  if (!values.url) {
+  if (!values.url && requireUrl) {
     console.error("usage: node SCRIPT.mjs --url http://HOST:PORT/mcp [--prefix everything__|''] [options]");
     process.exit(2);
   }
@@ -56,15 +56,79 @@ export function parseFlags(extraOptions = {}) {
   return values;
 }
 
-/** Connects a new client session. Transport/protocol errors are kept in client.errors. */
-export async function connect(url, name = "switchboard-e2e") {
-  const client = new Client({ name, version: "0.0.0" }, { capabilities: {} });
+/**
+ * Connects a new client session. Transport/protocol errors are kept in client.errors.
+ *
+ * Options:
+ *   capabilities  the client capabilities to declare (default {})
+ *   setup(client) called before connecting: register request/notification
+ *                 handlers here (the SDK checks them against the capabilities)
+ *   transport     a transport to use instead of StreamableHTTPClientTransport(url)
+ */
+export async function connect(url, name = "switchboard-e2e", { capabilities = {}, setup, transport } = {}) {
+  const client = new Client({ name, version: "0.0.0" }, { capabilities });
   client.errors = [];
   client.onerror = (err) => client.errors.push(String(err?.message ?? err));
-  const transport = new StreamableHTTPClientTransport(new URL(url));
+  if (setup) setup(client);
+  transport = transport ?? new StreamableHTTPClientTransport(new URL(url));
   await client.connect(transport);
   client.transportRef = transport;
   return client;
+}
+
+/** Resolves after ms milliseconds. */
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Every tool of the session, following nextCursor (bounded to 1000 pages). */
+export async function listAllTools(client) {
+  const tools = [];
+  let cursor;
+  for (let page = 0; page < 1000; page++) {
+    const res = await client.listTools(cursor === undefined ? {} : { cursor });
+    tools.push(...res.tools);
+    cursor = res.nextCursor;
+    if (cursor === undefined) return tools;
+  }
+  throw new ExpectationError("tools/list: more than 1000 pages");
+}
+
+/**
+ * Waits (bounded) until tools/list offers the named tool. server-everything
+ * registers its capability-dependent tools (sampling, elicitation, roots,
+ * tasks) only after notifications/initialized, so they can appear a moment
+ * after the session starts.
+ */
+export async function waitForTool(client, name, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  let names = [];
+  for (;;) {
+    const tools = await listAllTools(client);
+    const tool = tools.find((t) => t.name === name);
+    if (tool) return tool;
+    names = tools.map((t) => t.name);
+    if (Date.now() > deadline) break;
+    await sleep(250);
+  }
+  throw new ExpectationError(`tool ${name} not offered within ${timeoutMs} ms (tools/list has ${names.length}: ${[...names].sort().join(", ")})`);
+}
+
+/**
+ * Waits until pred() is true, polling every 50 ms; false if it still is not
+ * after timeoutMs.
+ */
+export async function waitFor(pred, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (!pred()) {
+    if (Date.now() > deadline) return false;
+    await sleep(50);
+  }
+  return true;
+}
+
+/** The gateway's upstream name for a tool prefix: "everything_http__" -> "everything-http". */
+export function upstreamOfPrefix(prefix) {
+  if (!prefix) return undefined;
+  return prefix.replace(/__$/, "").replace(/_/g, "-");
 }
 
 /** Ends the session politely (DELETE; 405 is accepted) and closes the client. */

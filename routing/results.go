@@ -1,0 +1,164 @@
+package routing
+
+import (
+	"bytes"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+)
+
+// maxSeenURIs bounds the URIs a session remembers from results.
+const maxSeenURIs = 1000
+
+// resultTransform composes what a tools/call or prompts/get result needs on its way back: the inner transform
+// (task ids), noting the resource URIs it names so that reads of them find their upstream (a resource_link
+// "need not appear in resources/list"), and translation for clients of older protocol versions.
+func (s *Session) resultTransform(up *Upstream, inner func([]byte) []byte) func([]byte) []byte {
+	old := s.params.ProtocolVersion < "2025-06-18"
+	return func(res []byte) []byte {
+		if inner != nil {
+			res = inner(res)
+		}
+		if bytes.Contains(res, []byte(`"uri"`)) {
+			s.noteURIs(up, res)
+		}
+		if old {
+			res = downgradeResult(res, s.params.ProtocolVersion)
+		}
+		return res
+	}
+}
+
+// noteURIs remembers the resource URIs a result names.
+func (s *Session) noteURIs(up *Upstream, res []byte) {
+	var v any
+	if json.Unmarshal(res, &v) != nil {
+		return
+	}
+	var uris []string
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				if u, ok := e.(string); ok && k == "uri" {
+					uris = append(uris, u)
+				} else {
+					walk(e)
+				}
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, u := range uris {
+		if len(s.seenURIs) >= maxSeenURIs {
+			clear(s.seenURIs)
+		}
+		s.seenURIs[u] = up
+	}
+}
+
+// downgradeResult makes a tool result safe for a client of an older version: content types its schema lacks
+// become text (resource_link arrived in 2025-06-18, audio in 2025-03-26), and structuredContent (2025-06-18)
+// gives way to its text form, which the spec asks servers to include anyway "for backwards compatibility".
+func downgradeResult(res []byte, version string) []byte {
+	var r map[string]json.RawMessage
+	if json.Unmarshal(res, &r) != nil {
+		return res
+	}
+	var content []map[string]any
+	raw, ok := r["content"]
+	if !ok || json.Unmarshal(raw, &content) != nil {
+		return res // not a tool result (a prompt's messages pass as they are)
+	}
+	hasText := false
+	for i, blk := range content {
+		switch blk["type"] {
+		case "text":
+			hasText = true
+		case "resource_link":
+			content[i] = map[string]any{"type": "text", "text": "Resource: " + str(blk["name"]) + " <" + str(blk["uri"]) + ">"}
+		case "audio":
+			if version < "2025-03-26" {
+				content[i] = map[string]any{"type": "text", "text": "[audio content (" + str(blk["mimeType"]) + ") omitted: this client's protocol version has no audio]"}
+			}
+		}
+	}
+	if sc, ok := r["structuredContent"]; ok {
+		if !hasText {
+			content = append(content, map[string]any{"type": "text", "text": string(jsonrpc.Compact(nil, sc))})
+		}
+		delete(r, "structuredContent")
+	}
+	b, err := json.Marshal(content)
+	if err != nil {
+		return res
+	}
+	r["content"] = b
+	out, err := json.Marshal(r)
+	if err != nil {
+		return res
+	}
+	return out
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// elicitations remembers which session started a URL-mode elicitation, so that the upstream's
+// notifications/elicitation/complete reaches that client only ("only to the client that started the
+// elicitation").
+type elicitations struct {
+	mu sync.Mutex
+	m  map[string]elicitation
+}
+
+type elicitation struct {
+	s    *Session
+	when time.Time
+}
+
+// elicitationTTL bounds how long an unfinished elicitation is remembered.
+const elicitationTTL = time.Hour
+
+func (r *Router) noteElicitation(id string, s *Session) {
+	e := &r.elicits
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.m == nil {
+		e.m = map[string]elicitation{}
+	}
+	now := time.Now()
+	for k, v := range e.m {
+		if now.Sub(v.when) > elicitationTTL {
+			delete(e.m, k)
+		}
+	}
+	e.m[id] = elicitation{s: s, when: now}
+}
+
+// elicitationComplete routes notifications/elicitation/complete by its elicitationId.
+func (l *link) elicitationComplete(m jsonrpc.Message) {
+	id, _ := stringParam(m.Params(), "elicitationId")
+	e := &l.r.elicits
+	e.mu.Lock()
+	rec, ok := e.m[id]
+	delete(e.m, id)
+	e.mu.Unlock()
+	switch {
+	case ok:
+		rec.s.notify(clone(m.Raw()))
+	case l.owner != nil:
+		l.owner.notify(clone(m.Raw()))
+	}
+}

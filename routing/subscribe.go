@@ -1,0 +1,182 @@
+package routing
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+)
+
+// Resource subscriptions. A per-client upstream session belongs to one client, so its subscriptions pass
+// through. A shared upstream session serves everyone: the gateway subscribes once per URI, counts the sessions
+// that want it, unsubscribes when the last one leaves, and delivers notifications/resources/updated only to the
+// sessions subscribed to that URI.
+
+// subscribe handles resources/subscribe and resources/unsubscribe.
+func (s *Session) subscribe(m jsonrpc.Message, out *Stream, on bool) {
+	uri, ok := stringParam(m.Params(), "uri")
+	if !ok {
+		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, m.Method()+" needs params.uri")
+		return
+	}
+	s.mu.Lock()
+	was, had := s.subs[uri]
+	s.mu.Unlock()
+	up := was
+	if !had {
+		if up = s.resourceUpstream(uri); up == nil {
+			notFound(out, m.ID(), uri)
+			return
+		}
+	}
+	if _, ok := up.capability("resources"); !ok || !up.canSubscribe() {
+		replyError(out, m.ID(), jsonrpc.CodeMethodNotFound, fmt.Sprintf("upstream %q does not support resource subscriptions", up.cfg.Name))
+		return
+	}
+	switch {
+	case on && had, !on && !had:
+		reply(out, m.ID(), []byte("{}")) // already so: both are idempotent
+		return
+	case on:
+		s.mu.Lock()
+		s.subs[uri] = up
+		s.mu.Unlock()
+		if up.cfg.Mode == Shared && !up.addSub(uri) {
+			reply(out, m.ID(), []byte("{}")) // the upstream already sends this URI's updates
+			return
+		}
+	default:
+		s.mu.Lock()
+		delete(s.subs, uri)
+		s.mu.Unlock()
+		if up.cfg.Mode == Shared && !up.dropSub(uri) {
+			reply(out, m.ID(), []byte("{}")) // other sessions still want it
+			return
+		}
+	}
+	s.forward(up, m, out, "")
+}
+
+// subscribed reports whether the session wants updates of uri from up.
+func (s *Session) subscribed(up *Upstream, uri string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.subs[uri] == up
+}
+
+// dropSubscriptions releases a closing session's subscriptions on shared upstreams.
+func (s *Session) dropSubscriptions() {
+	s.mu.Lock()
+	subs := s.subs
+	s.subs = map[string]*Upstream{}
+	s.mu.Unlock()
+	for uri, up := range subs {
+		if up.cfg.Mode == Shared && up.dropSub(uri) {
+			up.sendSub(uri, false)
+		}
+	}
+}
+
+// resubscribe restores the session's subscriptions on a fresh per-client upstream session.
+func (s *Session) resubscribe(l *link) {
+	s.mu.Lock()
+	var uris []string
+	for uri, up := range s.subs {
+		if up == l.up {
+			uris = append(uris, uri)
+		}
+	}
+	s.mu.Unlock()
+	for _, uri := range uris {
+		l.up.sendSubOn(l, uri, true)
+	}
+}
+
+// canSubscribe reports whether the upstream declared resources.subscribe.
+func (up *Upstream) canSubscribe() bool {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	return up.subscribe
+}
+
+// addSub counts one more session subscribed to uri; it reports whether it is the first.
+func (up *Upstream) addSub(uri string) bool {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	up.subs[uri]++
+	return up.subs[uri] == 1
+}
+
+// dropSub counts one session less; it reports whether it was the last.
+func (up *Upstream) dropSub(uri string) bool {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if up.subs[uri] == 0 {
+		return false
+	}
+	up.subs[uri]--
+	if up.subs[uri] == 0 {
+		delete(up.subs, uri)
+		return true
+	}
+	return false
+}
+
+// resubscribeShared restores the counted subscriptions after the shared session was re-established.
+func (up *Upstream) resubscribeShared() {
+	up.mu.Lock()
+	uris := make([]string, 0, len(up.subs))
+	for uri := range up.subs {
+		uris = append(uris, uri)
+	}
+	up.mu.Unlock()
+	for _, uri := range uris {
+		up.sendSub(uri, true)
+	}
+}
+
+// sendSub (un)subscribes the shared session to uri in the background.
+func (up *Upstream) sendSub(uri string, on bool) { up.sendSubOn(up.main, uri, on) }
+
+func (up *Upstream) sendSubOn(l *link, uri string, on bool) {
+	method := "resources/unsubscribe"
+	if on {
+		method = "resources/subscribe"
+	}
+	params := append(append([]byte(`{"uri":`), jsonrpc.AppendQuote(nil, uri)...), '}')
+	go func() { // owned by the link: bounded by its context and a timeout
+		ctx, cancel := context.WithTimeout(l.ctx, 30*time.Second)
+		defer cancel()
+		if _, err := l.request(ctx, method, params); err != nil {
+			l.log.Debug(method+" failed", "uri", uri, "err", err)
+		}
+	}()
+}
+
+// updated delivers notifications/resources/updated to the sessions subscribed to its URI.
+func (l *link) updated(m jsonrpc.Message) {
+	uri, ok := stringParam(m.Params(), "uri")
+	if !ok {
+		return
+	}
+	if l.owner != nil {
+		if l.owner.subscribed(l.up, uri) {
+			l.owner.notify(clone(m.Raw()))
+		}
+		return
+	}
+	if l.up.template() {
+		return
+	}
+	l.r.eachSession(func(s *Session) {
+		if s.subscribed(l.up, uri) {
+			s.notify(clone(m.Raw()))
+		}
+	})
+}
+
+func notFound(out *Stream, id []byte, uri string) {
+	out.Push(jsonrpc.AppendError(nil, id, jsonrpc.CodeResourceNotFound, fmt.Sprintf("resource %q not found on any upstream", uri),
+		append(append([]byte(`{"uri":`), jsonrpc.AppendQuote(nil, uri)...), '}')), ClassFinal)
+}

@@ -1,0 +1,175 @@
+package routing
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+)
+
+// Tasks (2025-11-25, experimental). Task ids are minted by each upstream, so two upstreams can hand out the
+// same one: the gateway exposes "<upstream>:<id>" (an upstream name never holds ':'), translates it back on
+// tasks/get, tasks/result and tasks/cancel, and, on a shared upstream, lets a session see only the tasks it
+// created ("tasks MUST be bound to" the requestor's context).
+
+const relatedTask = "io.modelcontextprotocol/related-task"
+
+func exposeTask(up *Upstream) func(string) string {
+	return func(id string) string { return up.cfg.Name + ":" + id }
+}
+
+// taskTarget resolves an exposed task id to its upstream and the upstream's own id.
+func (r *Router) taskTarget(exposed string) (*Upstream, string, bool) {
+	name, id, ok := strings.Cut(exposed, ":")
+	if !ok {
+		return nil, "", false
+	}
+	up := r.byName[name]
+	return up, id, up != nil
+}
+
+// supportsTaskCalls reports whether the upstream declared tasks.requests.tools.call.
+func (up *Upstream) supportsTaskCalls() bool {
+	v, ok := up.capability("tasks")
+	if !ok {
+		return false
+	}
+	var t struct {
+		Requests struct {
+			Tools struct {
+				Call *struct{} `json:"call"`
+			} `json:"tools"`
+		} `json:"requests"`
+	}
+	return json.Unmarshal(v, &t) == nil && t.Requests.Tools.Call != nil
+}
+
+// taskCall prepares a task-augmented tools/call: refused with -32601 where the upstream has no task support
+// (the spec's answer for a tool that does not take tasks), otherwise its CreateTaskResult is translated.
+func (s *Session) taskCall(up *Upstream) (func([]byte) []byte, error) {
+	if !up.supportsTaskCalls() {
+		return nil, fmt.Errorf("upstream %q does not support task-augmented tools/call", up.cfg.Name)
+	}
+	expose := exposeTask(up)
+	return func(res []byte) []byte {
+		if id, ok := stringParam(res, "task", "taskId"); ok {
+			s.ownTask(expose(id))
+		}
+		res = editString(res, expose, "task", "taskId")
+		return editString(res, expose, "_meta", relatedTask, "taskId")
+	}, nil
+}
+
+func (s *Session) ownTask(id string) {
+	s.mu.Lock()
+	if len(s.tasks) >= maxTasksPerSession {
+		clear(s.tasks) // bounded: the oldest ownership records go first, all at once
+	}
+	s.tasks[id] = true
+	s.mu.Unlock()
+}
+
+func (s *Session) ownsTask(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tasks[id]
+}
+
+const maxTasksPerSession = 10000
+
+// taskRequest routes tasks/get, tasks/result and tasks/cancel by the task id.
+func (s *Session) taskRequest(m jsonrpc.Message, out *Stream) {
+	exposed, _ := stringParam(m.Params(), "taskId")
+	up, id, ok := s.r.taskTarget(exposed)
+	if !ok || (up.cfg.Mode == Shared && !s.ownsTask(exposed)) {
+		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown task %q", exposed))
+		return
+	}
+	s.forwardWith(up, m, out, "", func(res []byte) []byte {
+		expose := exposeTask(up)
+		res = editString(res, expose, "taskId")
+		return editString(res, expose, "_meta", relatedTask, "taskId")
+	}, jsonrpc.ParamEdit{Path: []string{"taskId"}, With: jsonrpc.AppendQuote(nil, id)})
+}
+
+// listTasks merges tasks/list across the upstreams this session has tasks with; on a shared upstream only the
+// session's own tasks are listed. The merged list is returned in one page.
+func (s *Session) listTasks(m jsonrpc.Message, out *Stream) {
+	ctx, cancel := context.WithTimeout(s.ctx, s.r.opts.RequestTimeout)
+	defer cancel()
+	b := []byte(`{"tasks":[`)
+	n := 0
+	for _, up := range s.r.ups {
+		var l *link
+		if up.cfg.Mode == Shared {
+			l = up.main
+		} else {
+			s.mu.Lock()
+			l = s.links[up]
+			s.mu.Unlock()
+		}
+		if l == nil || !up.supportsTaskCalls() {
+			continue
+		}
+		cursor := ""
+		for range maxPages {
+			var params []byte
+			if cursor != "" {
+				params = append(append([]byte(`{"cursor":`), jsonrpc.AppendQuote(nil, cursor)...), '}')
+			}
+			res, err := l.request(ctx, "tasks/list", params)
+			if err != nil {
+				s.r.log.Debug("tasks/list failed", "upstream", up.cfg.Name, "err", err)
+				break
+			}
+			var page struct {
+				Tasks      []json.RawMessage `json:"tasks"`
+				NextCursor string            `json:"nextCursor"`
+			}
+			if json.Unmarshal(res, &page) != nil {
+				break
+			}
+			for _, t := range page.Tasks {
+				id, _ := stringParam(t, "taskId")
+				exposed := exposeTask(up)(id)
+				if up.cfg.Mode == Shared && !s.ownsTask(exposed) {
+					continue
+				}
+				if n > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, editString(jsonrpc.Compact(nil, t), exposeTask(up), "taskId")...)
+				n++
+			}
+			if page.NextCursor == "" || page.NextCursor == cursor {
+				break
+			}
+			cursor = page.NextCursor
+		}
+	}
+	reply(out, m.ID(), append(b, "]}"...))
+}
+
+// taskStatus delivers notifications/tasks/status to the session the task belongs to.
+func (l *link) taskStatus(m jsonrpc.Message) {
+	id, ok := stringParam(m.Params(), "taskId")
+	if !ok {
+		return
+	}
+	exposed := exposeTask(l.up)(id)
+	msg := editString(editString(clone(m.Raw()), exposeTask(l.up), "params", "taskId"), exposeTask(l.up), "params", "_meta", relatedTask, "taskId")
+	if l.owner != nil {
+		l.owner.notify(msg)
+		return
+	}
+	if l.up.template() {
+		return
+	}
+	l.r.eachSession(func(s *Session) {
+		if s.ownsTask(exposed) {
+			s.notify(msg)
+		}
+	})
+}
