@@ -90,10 +90,10 @@ func buildCatalog(ups []*Upstream, prev *catalog) *catalog {
 		lists := up.snapshotLists()
 		for k := listKind(0); k < numKinds; k++ {
 			for _, it := range lists[k] {
-				raw, exposed := it.raw, it.id
+				raw := it.raw
 				switch k {
 				case kindTools, kindPrompts:
-					exposed = exposedName(up.cfg.Prefix, it.id)
+					exposed := exposedName(up.cfg.Prefix, it.id)
 					key := k.key() + "\x00" + exposed
 					if prevOwner, dup := owner[key]; dup {
 						c.conflicts = append(c.conflicts, fmt.Sprintf("%s %q of upstream %q collides with upstream %q; it is not exposed (set a prefix to tell them apart)",

@@ -518,10 +518,9 @@ func normalise(raw []byte, p *placeholders, paths ...[]string) string {
 }
 
 var (
-	pathID       = []string{"id"}
-	pathToken    = []string{"params", "_meta", "progressToken"}
-	pathProgress = []string{"params", "progressToken"}
-	pathReqID    = []string{"params", "requestId"}
+	pathID    = []string{"id"}
+	pathToken = []string{"params", "_meta", "progressToken"}
+	pathReqID = []string{"params", "requestId"}
 )
 
 func (x *exchange) upstreamTraffic() string {

@@ -58,7 +58,7 @@ type Session struct {
 	calls        map[string]*call
 	serverReqs   map[int64]*serverReq
 	nextServerID int64
-	logLevel     int // index into logLevels; -1 when the client set none
+	logLevel     int                  // index into logLevels; -1 when the client set none
 	subs         map[string]*Upstream // resource subscriptions: URI → upstream
 	seenURIs     map[string]*Upstream // URIs that upstreams' results named, for reads (bounded)
 	tasks        map[string]bool      // exposed ids of the tasks this session created

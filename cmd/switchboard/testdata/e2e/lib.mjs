@@ -186,3 +186,90 @@ export async function run(script, timeoutSeconds, body) {
     finish(1, `${kind}${err?.stack && !(err instanceof ExpectationError) ? err.stack : err?.message ?? err} (step: ${summary.step ?? "start"})`);
   }
 }
+
+/**
+ * Raw MCP over streamable HTTP, for scripts that need the wire (resumption,
+ * batches): POST one message (or an array) and get the fetch Response.
+ */
+export async function rawPost(url, body, { session, protocolVersion, signal, headers = {} } = {}) {
+  const h = { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers };
+  if (session) h["mcp-session-id"] = session;
+  if (protocolVersion) h["mcp-protocol-version"] = protocolVersion;
+  return fetch(url, { method: "POST", headers: h, body: JSON.stringify(body), signal });
+}
+
+/**
+ * Parses a text/event-stream body into events {id, event, data}; yields each
+ * event as soon as its blank line arrives.
+ */
+export async function* sseEvents(response) {
+  const decoder = new TextDecoder();
+  let buf = "";
+  let ev = { data: [] };
+  for await (const chunk of response.body) {
+    buf += decoder.decode(chunk, { stream: true });
+    let i;
+    while ((i = buf.search(/\r\n|\n|\r/)) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + (buf.startsWith("\r\n", i) ? 2 : 1));
+      if (line === "") {
+        if (ev.data.length > 0 || ev.id !== undefined) yield { id: ev.id, event: ev.event, data: ev.data.join("\n") };
+        ev = { data: [] };
+        continue;
+      }
+      if (line.startsWith(":")) continue;
+      const c = line.indexOf(":");
+      const field = c < 0 ? line : line.slice(0, c);
+      let value = c < 0 ? "" : line.slice(c + 1);
+      if (value.startsWith(" ")) value = value.slice(1);
+      if (field === "data") ev.data.push(value);
+      else if (field === "id") ev.id = value;
+      else if (field === "event") ev.event = value;
+    }
+  }
+}
+
+/**
+ * The JSON-RPC messages of a POST's answer, whether application/json (one
+ * message or an array) or text/event-stream (one message per event; events
+ * without data, such as priming events, are skipped).
+ */
+export async function rawMessages(response) {
+  const type = response.headers.get("content-type") ?? "";
+  if (type.includes("text/event-stream")) {
+    const out = [];
+    for await (const ev of sseEvents(response)) {
+      if (ev.data.trim() === "") continue;
+      const m = JSON.parse(ev.data);
+      out.push(...(Array.isArray(m) ? m : [m]));
+    }
+    return { kind: "sse", messages: out };
+  }
+  const text = await response.text();
+  if (text.trim() === "") return { kind: "empty", messages: [] };
+  const m = JSON.parse(text);
+  return { kind: Array.isArray(m) ? "json-array" : "json", messages: Array.isArray(m) ? m : [m], raw: m };
+}
+
+/**
+ * initialize + notifications/initialized over raw HTTP. Returns
+ * {session, protocolVersion, result}.
+ */
+export async function rawInitialize(url, protocolVersion = "2025-11-25", name = "switchboard-e2e-raw") {
+  const res = await rawPost(url, {
+    jsonrpc: "2.0",
+    id: 0,
+    method: "initialize",
+    params: { protocolVersion, capabilities: {}, clientInfo: { name, version: "0.0.0" } },
+  });
+  if (!res.ok) expect(false, `initialize: HTTP ${res.status} ${await res.text().catch(() => "")}`);
+  const session = res.headers.get("mcp-session-id") ?? undefined;
+  const { messages } = await rawMessages(res);
+  const init = messages.find((m) => m.id === 0);
+  expect(init?.result, `initialize: no result: ${JSON.stringify(messages)}`);
+  const negotiated = init.result.protocolVersion;
+  const ack = await rawPost(url, { jsonrpc: "2.0", method: "notifications/initialized" }, { session, protocolVersion: negotiated });
+  expect(ack.status === 202, `notifications/initialized: HTTP ${ack.status}, want 202`);
+  await ack.body?.cancel();
+  return { session, protocolVersion: negotiated, result: init.result };
+}
