@@ -21,7 +21,7 @@ type monoConn struct {
 }
 
 func newMonoConn(s *Server) *monoConn {
-	return &monoConn{s: s, pre: routing.NewStream(-1, 64)}
+	return &monoConn{s: s, pre: s.r.NewStream(-1, 64)}
 }
 
 func (c *monoConn) session() *routing.Session {
@@ -68,7 +68,7 @@ func (c *monoConn) handle(ctx context.Context, m jsonrpc.Message) error {
 	case jsonrpc.KindResponse:
 		sess.HandleResponse(m)
 	default:
-		sess.HandleRequest(m, sess.Standalone())
+		sess.HandleRequestContext(ctx, m, sess.Standalone())
 	}
 	return nil
 }

@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/switchboard-mcp/switchboard/routing"
 )
@@ -35,6 +38,12 @@ type Options struct {
 	InitWait time.Duration
 	// Logger receives the front end's logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Tracer, Meter and Propagator record traces and metrics; nil means none.
+	Tracer     trace.TracerProvider
+	Meter      metric.MeterProvider
+	Propagator propagation.TextMapPropagator
+	// Metrics, when set, is served at /metrics (the Prometheus exposition).
+	Metrics http.Handler
 }
 
 // Server is the HTTP front end.
@@ -45,6 +54,7 @@ type Server struct {
 	handler http.Handler
 	streams streamsRegistry
 	legacy  legacyConns
+	inst    instruments
 }
 
 // New returns a front end for the router.
@@ -65,9 +75,17 @@ func New(r *routing.Router, opts Options) *Server {
 		opts.Logger = slog.Default()
 	}
 	s := &Server{r: r, opts: opts, log: opts.Logger}
+	var err error
+	if s.inst, err = newInstruments(opts); err != nil {
+		// The instruments are still usable (they record nothing); a bad instrument must not stop the gateway.
+		s.log.Error("metrics unavailable", "err", err)
+	}
 	mux := chi.NewRouter()
 	mux.Get("/healthz", s.healthz)
 	mux.Get("/readyz", s.readyz)
+	if opts.Metrics != nil {
+		mux.Method(http.MethodGet, "/metrics", opts.Metrics)
+	}
 	mux.Group(func(mcp chi.Router) {
 		mcp.Use(s.checkOrigin)
 		mcp.Post("/mcp", s.post)

@@ -40,6 +40,10 @@ const (
 // post handles every client message: "Every JSON-RPC message sent from the client MUST be a new HTTP POST
 // request to the MCP endpoint."
 func (s *Server) post(w http.ResponseWriter, r *http.Request) {
+	start, label := time.Now(), "invalid"
+	sw := &statusWriter{ResponseWriter: w}
+	w = sw
+	defer func() { s.record(label, "streamable-http", sw.status, start) }()
 	if !accepts(r, "application/json") || !accepts(r, "text/event-stream") {
 		writeError(w, http.StatusNotAcceptable, nil, jsonrpc.CodeInvalidRequest, "the Accept header must list both application/json and text/event-stream")
 		return
@@ -60,6 +64,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if jsonrpc.IsBatch(body) {
+		label = "batch"
 		s.postBatch(w, r, body)
 		return
 	}
@@ -68,6 +73,9 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		writeParseError(w, err)
 		return
 	}
+	label = methodLabel(m)
+	ctx, span := s.startRequest(r, m, r.Header.Get(headerSession))
+	defer func() { endSpan(span, sw.status) }()
 	if m.Kind() == jsonrpc.KindRequest && m.MethodIs("initialize") {
 		s.initialize(w, r, m)
 		return
@@ -84,10 +92,28 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		sess.HandleResponse(m)
 		w.WriteHeader(http.StatusAccepted)
 	default:
-		out := routing.NewStream(1, 0)
-		sess.HandleRequest(m, out)
+		out := s.r.NewStream(1, 0)
+		sess.HandleRequestContext(ctx, m, out)
 		s.respond(w, r, sess, out, false)
 	}
+}
+
+// methodLabel names a message for metrics without letting clients mint label values: unknown methods are
+// "other".
+func methodLabel(m jsonrpc.Message) string {
+	switch m.Kind() {
+	case jsonrpc.KindNotification:
+		return "notification"
+	case jsonrpc.KindResponse:
+		return "response"
+	}
+	switch meth := m.Method(); meth {
+	case "initialize", "ping", "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list",
+		"resources/read", "resources/templates/list", "resources/subscribe", "resources/unsubscribe",
+		"completion/complete", "logging/setLevel", "tasks/get", "tasks/result", "tasks/list", "tasks/cancel":
+		return meth
+	}
+	return "other"
 }
 
 // readBody reads a request body within the size limit, answering 413 beyond it.
@@ -215,12 +241,12 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request, body []byte) 
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	out := routing.NewStream(len(requests)+len(errs), 0)
+	out := s.r.NewStream(len(requests)+len(errs), 0)
 	for _, e := range errs {
 		out.Push(e, routing.ClassFinal)
 	}
 	for _, m := range requests {
-		sess.HandleRequest(m, out)
+		sess.HandleRequestContext(r.Context(), m, out)
 	}
 	s.respond(w, r, sess, out, true)
 }

@@ -13,6 +13,13 @@ import (
 // first (progress, server→client requests), is pushed to out. It returns once the request is answered locally or
 // handed to an upstream; it never waits for an upstream's answer.
 func (s *Session) HandleRequest(m jsonrpc.Message, out *Stream) {
+	s.HandleRequestContext(context.Background(), m, out)
+}
+
+// HandleRequestContext is HandleRequest with the context of the client's request: its values (the trace span)
+// follow the request upstream. Its cancellation does not: a legacy client's disconnect is not a cancel.
+func (s *Session) HandleRequestContext(ctx context.Context, m jsonrpc.Message, out *Stream) {
+	ctx = context.WithoutCancel(ctx)
 	s.touch()
 	id := m.ID()
 	switch m.Method() {
@@ -21,31 +28,31 @@ func (s *Session) HandleRequest(m jsonrpc.Message, out *Stream) {
 	case "initialize":
 		replyError(out, id, jsonrpc.CodeInvalidRequest, "the session is already initialized; start a new session to initialize again")
 	case "tools/list":
-		s.list(m, out, kindTools)
+		s.list(ctx, m, out, kindTools)
 	case "prompts/list":
-		s.list(m, out, kindPrompts)
+		s.list(ctx, m, out, kindPrompts)
 	case "resources/list":
-		s.list(m, out, kindResources)
+		s.list(ctx, m, out, kindResources)
 	case "resources/templates/list":
-		s.list(m, out, kindTemplates)
+		s.list(ctx, m, out, kindTemplates)
 	case "tools/call":
-		s.callNamed(m, out, kindTools)
+		s.callNamed(ctx, m, out, kindTools)
 	case "prompts/get":
-		s.callNamed(m, out, kindPrompts)
+		s.callNamed(ctx, m, out, kindPrompts)
 	case "resources/read":
-		s.callURI(m, out)
+		s.callURI(ctx, m, out)
 	case "resources/subscribe":
-		s.subscribe(m, out, true)
+		s.subscribe(ctx, m, out, true)
 	case "resources/unsubscribe":
-		s.subscribe(m, out, false)
+		s.subscribe(ctx, m, out, false)
 	case "completion/complete":
-		s.complete(m, out)
+		s.complete(ctx, m, out)
 	case "logging/setLevel":
-		s.setLevel(m, out)
+		s.setLevel(ctx, m, out)
 	case "tasks/get", "tasks/result", "tasks/cancel":
-		s.taskRequest(m, out)
+		s.taskRequest(ctx, m, out)
 	case "tasks/list":
-		s.listTasks(m, out)
+		s.listTasks(ctx, m, out)
 	default:
 		replyError(out, id, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q is not supported by this gateway", m.Method()))
 	}
@@ -81,7 +88,7 @@ func stringParam(params []byte, path ...string) (string, bool) {
 	return v, err == nil
 }
 
-func (s *Session) list(m jsonrpc.Message, out *Stream, k listKind) {
+func (s *Session) list(ctx context.Context, m jsonrpc.Message, out *Stream, k listKind) {
 	cursor, _ := stringParam(m.Params(), "cursor")
 	page, err := s.r.cat.Load().page(k, cursor, s.r.opts.PageSize, s.r.cursors)
 	if err != nil {
@@ -92,7 +99,7 @@ func (s *Session) list(m jsonrpc.Message, out *Stream, k listKind) {
 }
 
 // callNamed routes tools/call and prompts/get by the exposed name, translated back to the upstream's own.
-func (s *Session) callNamed(m jsonrpc.Message, out *Stream, k listKind) {
+func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream, k listKind) {
 	name, ok := stringParam(m.Params(), "name")
 	if !ok {
 		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, m.Method()+" needs params.name")
@@ -124,11 +131,11 @@ func (s *Session) callNamed(m jsonrpc.Message, out *Stream, k listKind) {
 			}
 		}
 	}
-	s.forwardWith(t.up, m, out, tool, s.resultTransform(t.up, transform), edits...)
+	s.forwardWith(ctx, t.up, m, out, tool, s.resultTransform(t.up, transform), edits...)
 }
 
 // callURI routes resources/read by the resource URI (design §5).
-func (s *Session) callURI(m jsonrpc.Message, out *Stream) {
+func (s *Session) callURI(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	uri, ok := stringParam(m.Params(), "uri")
 	if !ok {
 		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, m.Method()+" needs params.uri")
@@ -139,7 +146,7 @@ func (s *Session) callURI(m jsonrpc.Message, out *Stream) {
 		notFound(out, m.ID(), uri)
 		return
 	}
-	s.forward(up, m, out, "")
+	s.forward(ctx, up, m, out, "")
 }
 
 // resourceUpstream finds the upstream that serves a URI: by exact URI in the catalog, by template, by the
@@ -159,7 +166,7 @@ func (s *Session) resourceUpstream(uri string) *Upstream {
 }
 
 // complete routes completion/complete by its reference: a prompt name or a resource template URI.
-func (s *Session) complete(m jsonrpc.Message, out *Stream) {
+func (s *Session) complete(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	params := m.Params()
 	typ, _ := stringParam(params, "ref", "type")
 	cat := s.r.cat.Load()
@@ -175,7 +182,7 @@ func (s *Session) complete(m jsonrpc.Message, out *Stream) {
 		if t.name != name {
 			edits = append(edits, jsonrpc.ParamEdit{Path: []string{"ref", "name"}, With: jsonrpc.AppendQuote(nil, t.name)})
 		}
-		s.forward(t.up, m, out, "", edits...)
+		s.forward(ctx, t.up, m, out, "", edits...)
 	case "ref/resource":
 		uri, _ := stringParam(params, "ref", "uri")
 		up := cat.templateUpstream(uri)
@@ -186,7 +193,7 @@ func (s *Session) complete(m jsonrpc.Message, out *Stream) {
 			replyError(out, m.ID(), jsonrpc.CodeInvalidParams, fmt.Sprintf("no upstream offers resource template %q", uri))
 			return
 		}
-		s.forward(up, m, out, "")
+		s.forward(ctx, up, m, out, "")
 	default:
 		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, `completion/complete needs params.ref of type "ref/prompt" or "ref/resource"`)
 	}
@@ -194,7 +201,7 @@ func (s *Session) complete(m jsonrpc.Message, out *Stream) {
 
 // setLevel records the client's log level and passes it to its upstream sessions that log (design §4: fan-out
 // where the session mode allows; a shared upstream's level is not one client's to set).
-func (s *Session) setLevel(m jsonrpc.Message, out *Stream) {
+func (s *Session) setLevel(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	level, _ := stringParam(m.Params(), "level")
 	i := levelIndex(level)
 	if i < 0 {

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/switchboard-mcp/switchboard/upstream"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
@@ -53,6 +55,7 @@ type call struct {
 	// transform, when set, rewrites a successful result before it goes to the client: cold-path translations
 	// (task ids, older protocol versions) that most calls never need.
 	transform func(result []byte) []byte
+	span      trace.Span // the upstream leg's client span; nil when not tracing
 
 	// One of the gateway's own requests: the raw response is delivered here.
 	internal chan jsonrpc.Message
@@ -293,7 +296,7 @@ func (l *link) lost(err error) {
 		reason = err.Error()
 	}
 	for _, c := range calls {
-		l.r.fail(c, jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q failed during %s: %s; retry the request", l.up.cfg.Name, c.method, reason))
+		l.r.fail(c, outcomeFailed, jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q failed during %s: %s; retry the request", l.up.cfg.Name, c.method, reason))
 	}
 	if l.owner != nil {
 		l.owner.serverRequestsLost(l)

@@ -15,6 +15,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
 
@@ -40,6 +44,10 @@ type Options struct {
 	Version string
 	// Logger receives the router's logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Tracer, Meter and Propagator record traces and metrics (design §10); nil means none.
+	Tracer     trace.TracerProvider
+	Meter      metric.MeterProvider
+	Propagator propagation.TextMapPropagator
 }
 
 // Router routes between client sessions and upstreams. Create it with New and start it with Run.
@@ -56,6 +64,7 @@ type Router struct {
 
 	buildMu sync.Mutex // serialises catalog rebuilds
 	elicits elicitations
+	inst    instruments
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -109,7 +118,21 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 		r.byName[c.Name] = up
 	}
 	r.cat.Store(buildCatalog(nil, nil))
+	var err error
+	if r.inst, err = newInstruments(r, opts); err != nil {
+		return nil, fmt.Errorf("routing instruments: %w", err)
+	}
 	return r, nil
+}
+
+// upstreams returns the configured upstreams in catalog order.
+func (r *Router) upstreams() []*Upstream { return r.ups }
+
+// NewStream returns an outbound stream (see NewStream) whose dropped notifications are counted in metrics.
+func (r *Router) NewStream(finals, maxQueued int) *Stream {
+	st := NewStream(finals, maxQueued)
+	st.onDrop = func() { r.inst.dropped.Add(context.Background(), 1) }
+	return st
 }
 
 // Run connects the upstreams and serves until ctx ends; then it closes every session and upstream and returns.
@@ -285,9 +308,11 @@ func (r *Router) complete(c *call, m jsonrpc.Message) {
 		c.internal <- m
 		return
 	}
-	if c.timer != nil {
-		c.timer.Stop()
+	outcome := outcomeOK
+	if m.Error() != nil {
+		outcome = outcomeError
 	}
+	r.endLeg(c, outcome)
 	c.session.removeCall(c)
 	if c.transform != nil && m.Result() != nil {
 		c.out.Push(jsonrpc.AppendResult(nil, c.clientID, c.transform(m.Result())), ClassFinal)
@@ -297,7 +322,7 @@ func (r *Router) complete(c *call, m jsonrpc.Message) {
 }
 
 // fail answers a taken call with an error of the gateway's own.
-func (r *Router) fail(c *call, code int, message string) {
+func (r *Router) fail(c *call, outcome string, code int, message string) {
 	if c.internal != nil {
 		raw := jsonrpc.AppendError(nil, jsonrpc.AppendInt(nil, c.upID), code, message, nil)
 		if m, err := jsonrpc.Parse(raw); err == nil {
@@ -305,9 +330,7 @@ func (r *Router) fail(c *call, code int, message string) {
 		}
 		return
 	}
-	if c.timer != nil {
-		c.timer.Stop()
-	}
+	r.endLeg(c, outcome)
 	c.session.removeCall(c)
 	c.out.Push(jsonrpc.AppendError(nil, c.clientID, code, message, nil), ClassFinal)
 }

@@ -70,7 +70,7 @@ func newSession(r *Router, p SessionParams) *Session {
 	rand.Read(idb[:])
 	s := &Session{
 		r: r, id: hex.EncodeToString(idb[:]), params: p,
-		standalone: NewStream(-1, 1024),
+		standalone: r.NewStream(-1, 1024),
 		links:      map[*Upstream]*link{},
 		calls:      map[string]*call{},
 		serverReqs: map[int64]*serverReq{},
@@ -234,12 +234,12 @@ func replyError(out *Stream, id []byte, code int, msg string) {
 
 // forward sends a client request to an upstream with a fresh id (and progress token), and registers it so the
 // response, progress and cancellation find their way back (design §4).
-func (s *Session) forward(up *Upstream, m jsonrpc.Message, out *Stream, tool string, edits ...jsonrpc.ParamEdit) {
-	s.forwardWith(up, m, out, tool, nil, edits...)
+func (s *Session) forward(ctx context.Context, up *Upstream, m jsonrpc.Message, out *Stream, tool string, edits ...jsonrpc.ParamEdit) {
+	s.forwardWith(ctx, up, m, out, tool, nil, edits...)
 }
 
 // forwardWith is forward with a transform of the successful result (see call.transform).
-func (s *Session) forwardWith(up *Upstream, m jsonrpc.Message, out *Stream, tool string, transform func([]byte) []byte, edits ...jsonrpc.ParamEdit) {
+func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Message, out *Stream, tool string, transform func([]byte) []byte, edits ...jsonrpc.ParamEdit) {
 	id := m.ID()
 	l, err := s.linkFor(up)
 	if err != nil {
@@ -275,16 +275,24 @@ func (s *Session) forwardWith(up *Upstream, m jsonrpc.Message, out *Stream, tool
 	// The timer is set before the call is published in the pending table, so every reader of c.timer (they all
 	// take the call from the table first) sees it.
 	c.timer = time.AfterFunc(up.timeout(), func() { s.timeout(c) })
+	ctx, traceparent := s.r.startLeg(ctx, c)
+	if traceparent != "" {
+		if tm, err := withTraceparent(m, traceparent); err == nil {
+			m = tm
+		}
+	}
 	if !l.add(c) {
-		c.timer.Stop()
+		s.r.endLeg(c, outcomeFailed)
 		s.removeCall(c)
 		replyError(out, id, jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q disconnected; retry the request", up.cfg.Name))
 		return
 	}
 	msg := m.AppendWith(make([]byte, 0, len(m.Raw())+32), upID, edits...)
+	wctx, cancelWrite := context.WithTimeout(ctx, up.timeout())
+	defer cancelWrite()
 	if err := l.write(wctx, msg); err != nil {
 		if l.take(c.upID) != nil {
-			s.r.fail(c, jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q: sending %s failed: %v", up.cfg.Name, c.method, err))
+			s.r.fail(c, outcomeFailed, jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q: sending %s failed: %v", up.cfg.Name, c.method, err))
 		}
 	}
 }
@@ -300,7 +308,7 @@ func (s *Session) timeout(c *call) {
 	if c.tool != "" {
 		what += " " + c.tool
 	}
-	s.r.fail(c, CodeRequestTimeout, fmt.Sprintf("upstream %q did not finish %s within its timeout of %s (after %s in all); the request was cancelled",
+	s.r.fail(c, outcomeTimeout, CodeRequestTimeout, fmt.Sprintf("upstream %q did not finish %s within its timeout of %s (after %s in all); the request was cancelled",
 		c.link.up.cfg.Name, what, c.link.up.timeout(), time.Since(c.started).Round(time.Millisecond)))
 }
 
@@ -317,9 +325,7 @@ func (s *Session) cancelCall(params []byte) {
 	if c == nil || c.link.take(c.upID) == nil {
 		return // unknown, finished, or crossing its response: ignored, as the spec allows
 	}
-	if c.timer != nil {
-		c.timer.Stop()
-	}
+	s.r.endLeg(c, outcomeCancelled)
 	reason := "cancelled by the client"
 	if rs, re, ok := jsonrpc.Lookup(params, "reason"); ok {
 		if r, err := jsonrpc.Unquote(params[rs:re]); err == nil {

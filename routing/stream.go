@@ -31,6 +31,7 @@ type Stream struct {
 	queued  int // non-final messages in q
 	closed  bool
 	dropped int
+	onDrop  func() // counts drops in metrics; set by Router.NewStream
 	wake    chan struct{}
 }
 
@@ -48,10 +49,14 @@ func NewStream(finals, maxQueued int) *Stream {
 func (s *Stream) Push(msg []byte, c Class) bool {
 	s.mu.Lock()
 	if s.closed || (c != ClassFinal && s.queued >= s.max) {
-		if !s.closed && c == ClassNotice {
+		drop := !s.closed && c == ClassNotice
+		if drop {
 			s.dropped++
 		}
 		s.mu.Unlock()
+		if drop && s.onDrop != nil {
+			s.onDrop()
+		}
 		return false
 	}
 	s.q = append(s.q, msg)

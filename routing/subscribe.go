@@ -14,7 +14,7 @@ import (
 // sessions subscribed to that URI.
 
 // subscribe handles resources/subscribe and resources/unsubscribe.
-func (s *Session) subscribe(m jsonrpc.Message, out *Stream, on bool) {
+func (s *Session) subscribe(ctx context.Context, m jsonrpc.Message, out *Stream, on bool) {
 	uri, ok := stringParam(m.Params(), "uri")
 	if !ok {
 		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, m.Method()+" needs params.uri")
@@ -55,7 +55,7 @@ func (s *Session) subscribe(m jsonrpc.Message, out *Stream, on bool) {
 			return
 		}
 	}
-	s.forward(up, m, out, "")
+	s.forward(ctx, up, m, out, "")
 }
 
 // subscribed reports whether the session wants updates of uri from up.

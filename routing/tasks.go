@@ -80,14 +80,14 @@ func (s *Session) ownsTask(id string) bool {
 const maxTasksPerSession = 10000
 
 // taskRequest routes tasks/get, tasks/result and tasks/cancel by the task id.
-func (s *Session) taskRequest(m jsonrpc.Message, out *Stream) {
+func (s *Session) taskRequest(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	exposed, _ := stringParam(m.Params(), "taskId")
 	up, id, ok := s.r.taskTarget(exposed)
 	if !ok || (up.cfg.Mode == Shared && !s.ownsTask(exposed)) {
 		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown task %q", exposed))
 		return
 	}
-	s.forwardWith(up, m, out, "", func(res []byte) []byte {
+	s.forwardWith(ctx, up, m, out, "", func(res []byte) []byte {
 		expose := exposeTask(up)
 		res = editString(res, expose, "taskId")
 		return editString(res, expose, "_meta", relatedTask, "taskId")
@@ -96,7 +96,7 @@ func (s *Session) taskRequest(m jsonrpc.Message, out *Stream) {
 
 // listTasks merges tasks/list across the upstreams this session has tasks with; on a shared upstream only the
 // session's own tasks are listed. The merged list is returned in one page.
-func (s *Session) listTasks(m jsonrpc.Message, out *Stream) {
+func (s *Session) listTasks(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.r.opts.RequestTimeout)
 	defer cancel()
 	b := []byte(`{"tasks":[`)

@@ -68,7 +68,8 @@ func (t *HTTPTransport) Connect(ctx context.Context) (Connection, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("upstream %s: %w", t.spec.Name, err)
 	}
-	cctx, cancel := context.WithCancel(context.Background())
+	// The connection outlives Connect's ctx but keeps its values (a session's identity for credentials).
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	return &httpConn{
 		t:      t,
 		name:   t.spec.Name,
@@ -192,7 +193,11 @@ func (c *httpConn) Write(ctx context.Context, raw []byte) error {
 	handed := make(chan struct{})
 	var once sync.Once
 	onHanded := func() { once.Do(func() { close(handed) }) }
-	if !c.spawn(func() { defer onHanded(); c.roundTrip(msg, onHanded) }) {
+	// The POST lives as long as the connection, not the caller's ctx, but carries the caller's values (trace
+	// context, identity) into RequestHeaders.
+	rctx, stop := c.bind(context.WithoutCancel(ctx))
+	if !c.spawn(func() { defer stop(); defer onHanded(); c.roundTrip(rctx, msg, onHanded) }) {
+		stop()
 		return fmt.Errorf("upstream %s: write: %w", c.name, errClosed)
 	}
 	select {
@@ -239,16 +244,16 @@ func (c *httpConn) bind(ctx context.Context) (context.Context, context.CancelFun
 
 // roundTrip POSTs a request and delivers its response, everything sent on
 // its response stream, or a synthesized error.
-func (c *httpConn) roundTrip(msg jsonrpc.Message, handed func()) {
+func (c *httpConn) roundTrip(ctx context.Context, msg jsonrpc.Message, handed func()) {
 	id := msg.ID()
 	if ls := c.legacySession(); ls != nil {
-		if err := ls.post(c.ctx, msg.Raw(), handed); err != nil {
+		if err := ls.post(ctx, msg.Raw(), handed); err != nil {
 			c.deliverError(id, err.Error())
 		}
 		return
 	}
 	isInit := msg.MethodIs(methodInitialize)
-	resp, err := c.post(c.ctx, msg.Raw(), handed)
+	resp, err := c.post(ctx, msg.Raw(), handed)
 	if err != nil {
 		c.deliverError(id, err.Error())
 		return
@@ -686,6 +691,11 @@ func (c *httpConn) newRequest(ctx context.Context, method, target string, body [
 	// Configured headers first, so that they cannot override the protocol's.
 	for k, v := range c.t.spec.Headers {
 		req.Header.Set(k, v)
+	}
+	if f := c.t.spec.RequestHeaders; f != nil {
+		if err := f(ctx, req.Header); err != nil {
+			return nil, fmt.Errorf("request headers: %w", err)
+		}
 	}
 	if body != nil {
 		req.ContentLength = int64(len(body))

@@ -51,6 +51,11 @@ type Spec struct {
 	URL     string
 	Headers map[string]string
 
+	// RequestHeaders, when set, adds headers to every HTTP request, from the context of the write that caused it
+	// (or of Connect, for the connection's own requests): W3C trace context, credentials that depend on the
+	// caller. It runs after Headers and before the protocol's own headers, which it cannot override.
+	RequestHeaders func(ctx context.Context, h http.Header) error
+
 	// HTTPClient sends the HTTP requests. Nil means a client of our own with
 	// no overall timeout, because SSE streams are long-lived.
 	HTTPClient *http.Client
