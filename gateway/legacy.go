@@ -63,7 +63,8 @@ func (s *Server) legacyGet(w http.ResponseWriter, r *http.Request) {
 	if sw.write() != nil {
 		return
 	}
-	ctx := r.Context()
+	ctx, stop := s.untilDrain(r.Context())
+	defer stop()
 	for {
 		nctx, cancel := context.WithTimeout(ctx, s.opts.KeepAlive)
 		msg, ok := c.next(nctx)

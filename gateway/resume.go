@@ -182,6 +182,12 @@ func (ss *sessionStreams) get(id int64) *replayStream {
 // stream completes (true) or the connection ends (false; the stream stays resumable). Standalone streams never
 // complete; keepAlive paces comments on them.
 func (s *Server) pump(ctx context.Context, sess *routing.Session, sw *sseWriter, rs *replayStream, after int64) bool {
+	if rs.id == standaloneStream {
+		// On shutdown the standalone stream ends with a reconnection hint; a POST stream runs until its answer.
+		var cancel context.CancelFunc
+		ctx, cancel = s.untilDrain(ctx)
+		defer cancel()
+	}
 	for _, e := range rs.since(after) {
 		if sw.event(eventID(rs.id, e.seq), e.data) != nil {
 			return false
@@ -197,6 +203,7 @@ func (s *Server) pump(ctx context.Context, sess *routing.Session, sw *sseWriter,
 				return false
 			}
 		case ctx.Err() != nil:
+			s.retryHint(sw)
 			return false
 		case rs.src.Closed() || rs.src.Pending() == 0:
 			return true
@@ -207,5 +214,29 @@ func (s *Server) pump(ctx context.Context, sess *routing.Session, sw *sseWriter,
 			sess.StreamOpened() // touch: a client that listens is not idle
 			sess.StreamClosed()
 		}
+	}
+}
+
+// untilDrain derives a context that also ends when the server starts shutting down.
+func (s *Server) untilDrain(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() { // owned by the stream: ends with ctx
+		select {
+		case <-s.draining:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// retryHint tells a client of a stream ended by shutdown when to reconnect: the SSE retry field, in a block with
+// no data, which dispatches no event.
+func (s *Server) retryHint(sw *sseWriter) {
+	select {
+	case <-s.draining:
+		sw.buf = append(sw.buf[:0], "retry: 1000\n\n"...)
+		_ = sw.write()
+	default:
 	}
 }

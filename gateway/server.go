@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -55,6 +56,9 @@ type Server struct {
 	streams streamsRegistry
 	legacy  legacyConns
 	inst    instruments
+
+	draining  chan struct{} // closed when shutdown begins
+	drainOnce sync.Once
 }
 
 // New returns a front end for the router.
@@ -74,7 +78,7 @@ func New(r *routing.Router, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{r: r, opts: opts, log: opts.Logger}
+	s := &Server{r: r, opts: opts, log: opts.Logger, draining: make(chan struct{})}
 	var err error
 	if s.inst, err = newInstruments(opts); err != nil {
 		// The instruments are still usable (they record nothing); a bad instrument must not stop the gateway.
@@ -102,16 +106,17 @@ func New(r *routing.Router, opts Options) *Server {
 // Handler returns the HTTP handler of every endpoint.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Serve serves HTTP on ln until ctx ends, then shuts down gracefully: it stops accepting, lets requests in
+// Serve serves HTTP on ln until ctx ends, then shuts down gracefully: it stops accepting, ends the long-lived
+// streams with a reconnection hint (a client reconnects, to another replica if there is one), lets requests in
 // flight finish for up to grace, then closes what is left.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
+	srv.RegisterOnShutdown(s.drain)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -119,12 +124,20 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		return err
 	case <-ctx.Done():
 	}
+	s.log.Info("shutting down: finishing requests in flight", "grace", grace)
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	err := srv.Shutdown(sctx)
 	if errors.Is(err, context.DeadlineExceeded) {
+		s.log.Warn("grace period over: closing the connections left")
 		err = srv.Close()
 	}
 	<-errc
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
 	return err
 }
+
+// drain ends the standalone and legacy streams, which would otherwise hold a shutdown until its deadline.
+func (s *Server) drain() { s.drainOnce.Do(func() { close(s.draining) }) }

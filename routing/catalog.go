@@ -87,6 +87,9 @@ func buildCatalog(ups []*Upstream, prev *catalog) *catalog {
 	}
 	owner := map[string]string{}
 	for _, up := range ups {
+		if up.drained.Load() {
+			continue
+		}
 		lists := up.snapshotLists()
 		for k := listKind(0); k < numKinds; k++ {
 			for _, it := range lists[k] {

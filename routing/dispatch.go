@@ -235,7 +235,7 @@ func (s *Session) setLevel(ctx context.Context, m jsonrpc.Message, out *Stream) 
 // soleProvider returns the only upstream that declared a capability, or nil.
 func (r *Router) soleProvider(capability string) *Upstream {
 	var found *Upstream
-	for _, up := range r.ups {
+	for _, up := range r.upstreams() {
 		if _, ok := up.capability(capability); ok {
 			if found != nil {
 				return nil

@@ -54,19 +54,20 @@ type Options struct {
 type Router struct {
 	opts    Options
 	log     *slog.Logger
-	ups     []*Upstream
-	byName  map[string]*Upstream
+	set     atomic.Pointer[upstreamSet] // replaced whole on reload
 	cat     atomic.Pointer[catalog]
 	cursors cursorCodec
 	// ctx lives from New until Run returns; sessions and links derive from it.
 	ctx  context.Context
 	stop context.CancelFunc
 
-	buildMu sync.Mutex // serialises catalog rebuilds
-	elicits elicitations
-	inst    instruments
+	buildMu  sync.Mutex // serialises catalog rebuilds
+	reloadMu sync.Mutex // serialises Reconfigure
+	elicits  elicitations
+	inst     instruments
 
 	mu       sync.Mutex
+	running  bool // Run has started the upstreams; reloads start new ones at once
 	sessions map[string]*Session
 	ready    bool
 	readyCh  chan struct{}
@@ -101,24 +102,16 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 		rand.Read(key)
 	}
 	r := &Router{
-		opts: opts, log: opts.Logger, byName: map[string]*Upstream{},
+		opts: opts, log: opts.Logger,
 		cursors: cursorCodec{key: key}, sessions: map[string]*Session{}, readyCh: make(chan struct{}),
 	}
 	r.ctx, r.stop = context.WithCancel(context.Background())
-	for _, c := range ups {
-		if c.Transport == nil {
-			return nil, fmt.Errorf("upstream %q: no transport", c.Name)
-		}
-		if _, dup := r.byName[c.Name]; dup {
-			return nil, fmt.Errorf("upstream %q is configured twice", c.Name)
-		}
-		up := &Upstream{cfg: c, r: r, transport: c.Transport, kick: make(chan struct{}, 1), subs: map[string]int{}}
-		up.newMainLink()
-		r.ups = append(r.ups, up)
-		r.byName[c.Name] = up
+	set, err := r.newSet(ups, nil)
+	if err != nil {
+		return nil, err
 	}
+	r.set.Store(set)
 	r.cat.Store(buildCatalog(nil, nil))
-	var err error
 	if r.inst, err = newInstruments(r, opts); err != nil {
 		return nil, fmt.Errorf("routing instruments: %w", err)
 	}
@@ -126,7 +119,10 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 }
 
 // upstreams returns the configured upstreams in catalog order.
-func (r *Router) upstreams() []*Upstream { return r.ups }
+func (r *Router) upstreams() []*Upstream { return r.set.Load().list }
+
+// upstream returns the upstream with the name, or nil.
+func (r *Router) upstream(name string) *Upstream { return r.set.Load().byName[name] }
 
 // NewStream returns an outbound stream (see NewStream) whose dropped notifications are counted in metrics.
 func (r *Router) NewStream(finals, maxQueued int) *Stream {
@@ -141,10 +137,12 @@ func (r *Router) Run(ctx context.Context) {
 	stop := context.AfterFunc(ctx, r.stop)
 	defer stop()
 	ctx = r.ctx
-	var wg sync.WaitGroup
-	for _, up := range r.ups {
-		up.start(ctx, &wg)
+	r.mu.Lock()
+	r.running = true
+	for _, up := range r.upstreams() {
+		up.start(ctx)
 	}
+	r.mu.Unlock()
 	r.readyChanged()
 	t := time.NewTicker(r.janitorInterval())
 	defer t.Stop()
@@ -154,7 +152,9 @@ func (r *Router) Run(ctx context.Context) {
 			for _, s := range r.allSessions() {
 				s.Close()
 			}
-			wg.Wait()
+			for _, up := range r.upstreams() {
+				up.stopAndWait()
+			}
 			return
 		case <-t.C:
 			r.expireSessions()
@@ -190,7 +190,7 @@ func (r *Router) readyChanged() {
 	if r.ready {
 		return
 	}
-	for _, up := range r.ups {
+	for _, up := range r.upstreams() {
 		up.mu.Lock()
 		tried := up.tried
 		up.mu.Unlock()
@@ -204,8 +204,8 @@ func (r *Router) readyChanged() {
 
 // Status reports every upstream's health, in configuration order.
 func (r *Router) Status() []UpstreamStatus {
-	out := make([]UpstreamStatus, 0, len(r.ups))
-	for _, up := range r.ups {
+	out := make([]UpstreamStatus, 0, len(r.upstreams()))
+	for _, up := range r.upstreams() {
 		out = append(out, up.status())
 	}
 	return out
@@ -218,7 +218,7 @@ func (r *Router) Conflicts() []string { return r.cat.Load().conflicts }
 func (r *Router) rebuild() {
 	r.buildMu.Lock()
 	prev := r.cat.Load()
-	next := buildCatalog(r.ups, prev)
+	next := buildCatalog(r.upstreams(), prev)
 	r.cat.Store(next)
 	r.buildMu.Unlock()
 	for _, c := range next.conflicts {
@@ -246,7 +246,7 @@ func (r *Router) ServerInfo() json.RawMessage {
 // Lists always announce listChanged, because upstreams come and go.
 func (r *Router) Capabilities() json.RawMessage {
 	subscribe, logging, completions, tasks, unknown := false, false, false, false, false
-	for _, up := range r.ups {
+	for _, up := range r.upstreams() {
 		up.mu.Lock()
 		caps := up.caps
 		up.mu.Unlock()
@@ -287,7 +287,7 @@ func (r *Router) Capabilities() json.RawMessage {
 // every server behind the gateway.
 func (r *Router) Instructions() string {
 	var b strings.Builder
-	for _, up := range r.ups {
+	for _, up := range r.upstreams() {
 		up.mu.Lock()
 		h := up.hello
 		up.mu.Unlock()
@@ -384,7 +384,7 @@ func (r *Router) eachSession(f func(*Session)) {
 // honoured within a quarter of itself, and at most once a minute.
 func (r *Router) janitorInterval() time.Duration {
 	d := r.opts.SessionIdleTimeout
-	for _, up := range r.ups {
+	for _, up := range r.upstreams() {
 		if t := up.cfg.IdleTimeout; t > 0 && t < d {
 			d = t
 		}

@@ -241,6 +241,10 @@ func (s *Session) forward(ctx context.Context, up *Upstream, m jsonrpc.Message, 
 // forwardWith is forward with a transform of the successful result (see call.transform).
 func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Message, out *Stream, tool string, transform func([]byte) []byte, edits ...jsonrpc.ParamEdit) {
 	id := m.ID()
+	if up.drained.Load() {
+		replyError(out, id, jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q is drained for maintenance; retry later", up.cfg.Name))
+		return
+	}
 	l, err := s.linkFor(up)
 	if err != nil {
 		replyError(out, id, jsonrpc.CodeInternalError, err.Error())

@@ -26,7 +26,7 @@ func (r *Router) taskTarget(exposed string) (*Upstream, string, bool) {
 	if !ok {
 		return nil, "", false
 	}
-	up := r.byName[name]
+	up := r.upstream(name)
 	return up, id, up != nil
 }
 
@@ -101,7 +101,7 @@ func (s *Session) listTasks(ctx context.Context, m jsonrpc.Message, out *Stream)
 	defer cancel()
 	b := []byte(`{"tasks":[`)
 	n := 0
-	for _, up := range s.r.ups {
+	for _, up := range s.r.upstreams() {
 		var l *link
 		if up.cfg.Mode == Shared {
 			l = up.main

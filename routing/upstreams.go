@@ -46,6 +46,9 @@ type UpstreamConfig struct {
 	IdleTimeout time.Duration
 	// Backoff paces reconnection attempts.
 	Backoff upstream.Backoff
+	// Fingerprint identifies the configuration this came from: a reload keeps an upstream whose fingerprint is
+	// unchanged (and its sessions), and replaces one whose fingerprint changed.
+	Fingerprint string
 }
 
 // templateCaps is what the catalog's template session of a per-client upstream declares: everything a client
@@ -75,6 +78,10 @@ type Upstream struct {
 	errors    int
 
 	instances atomic.Int32
+	drained   atomic.Bool
+
+	stop context.CancelFunc // set by start; ends the main link and the refresher
+	wg   sync.WaitGroup
 }
 
 func (up *Upstream) template() bool { return up.cfg.Mode == PerClient }
@@ -96,12 +103,22 @@ func (up *Upstream) newMainLink() {
 	up.main = newLink(up.r, up, nil, hello)
 }
 
-// start connects the main link and runs the list refresher until ctx ends.
-func (up *Upstream) start(ctx context.Context, wg *sync.WaitGroup) {
+// start connects the main link and runs the list refresher until stop.
+func (up *Upstream) start(ctx context.Context) {
+	ctx, up.stop = context.WithCancel(ctx)
 	up.main.start(ctx)
-	wg.Add(2)
-	go func() { defer wg.Done(); up.refresher(ctx) }()
-	go func() { defer wg.Done(); <-ctx.Done(); up.main.close() }()
+	up.wg.Add(1)
+	go func() { defer up.wg.Done(); up.refresher(ctx) }()
+}
+
+// stopAndWait ends the main link and the refresher.
+func (up *Upstream) stopAndWait() {
+	if up.stop == nil {
+		return
+	}
+	up.stop()
+	up.main.close()
+	up.wg.Wait()
 }
 
 // connected is called by a link once its handshake is done.
@@ -291,6 +308,7 @@ func (up *Upstream) capability(name string) (json.RawMessage, bool) {
 // UpstreamStatus is the health of one upstream, for /readyz and the admin API.
 type UpstreamStatus struct {
 	Name      string `json:"name"`
+	Drained   bool   `json:"drained,omitempty"`
 	Transport string `json:"transport"`
 	Session   string `json:"session"`
 	State     string `json:"state"`
@@ -306,7 +324,7 @@ type UpstreamStatus struct {
 }
 
 func (up *Upstream) status() UpstreamStatus {
-	st := UpstreamStatus{Name: up.cfg.Name, Transport: up.cfg.Kind, Session: up.cfg.Mode.String(), Instances: int(up.instances.Load())}
+	st := UpstreamStatus{Name: up.cfg.Name, Transport: up.cfg.Kind, Session: up.cfg.Mode.String(), Instances: int(up.instances.Load()), Drained: up.drained.Load()}
 	up.main.mu.Lock()
 	st.State = up.main.state.String()
 	if up.main.lastErr != nil && up.main.state != linkReady {

@@ -4,11 +4,14 @@
 //	switchboard serve --config FILE [--listen ADDR]
 //	switchboard stdio --config FILE
 //	switchboard check --config FILE
+//	switchboard status [--url URL | --config FILE]
 //	switchboard version
 package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,14 +19,19 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"sync"
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/gateway/config"
+	"github.com/switchboard-mcp/switchboard/gateway/telemetry"
 	"github.com/switchboard-mcp/switchboard/routing"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
@@ -48,6 +56,7 @@ Usage:
   switchboard serve --config FILE [--listen ADDR]   run the gateway
   switchboard stdio --config FILE                   serve one client over stdin/stdout (for desktop clients)
   switchboard check --config FILE                   validate a config file and print every problem
+  switchboard status [--url URL | --config FILE]    print the live state of a running gateway
   switchboard version                               print the version
 
 Run "switchboard COMMAND -h" for a command's flags.
@@ -65,6 +74,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return stdio(args[1:], os.Stdin, stdout, stderr)
 	case "check":
 		return check(args[1:], stdout, stderr)
+	case "status":
+		return status(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "switchboard", buildVersion())
 		return exitOK
@@ -132,6 +143,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	fl.SetOutput(stderr)
 	path := fl.String("config", "", "config file (YAML, or an mcpServers JSON file)")
 	listen := fl.String("listen", "", "address to listen on, overriding the config's listen (e.g. 127.0.0.1:8080)")
+	adminListen := fl.String("admin-listen", "", "loopback address for the admin API (e.g. 127.0.0.1:9090); off when empty")
 	grace := fl.Duration("shutdown-grace", 10*time.Second, "how long calls in flight may finish on shutdown")
 	if err := fl.Parse(args); err != nil {
 		return exitUsage
@@ -143,12 +155,29 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
+	if *adminListen != "" && !config.IsLoopback(*adminListen) {
+		fmt.Fprintf(stderr, "switchboard: --admin-listen %s is not a loopback address: the admin API has no authentication of its own\n", *adminListen)
+		return exitUsage
+	}
 	log := newLogger(cfg.Log, stderr)
 	for _, w := range cfg.Warnings {
 		log.Warn("config", "problem", w.String())
 	}
 
-	r, err := newRouter(cfg, log)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	tel, err := telemetry.New(ctx, telemetry.Options{ServiceName: "switchboard", ServiceVersion: buildVersion()})
+	if err != nil {
+		log.Error("cannot start telemetry", "err", err)
+		return exitFailure
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tel.Shutdown(sctx)
+	}()
+
+	r, err := newRouter(cfg, log, tel)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return exitFailure
@@ -163,13 +192,31 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		AllowHost:    cfg.HostAllowed,
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		Logger:       log,
+		Tracer:       tel.Tracer,
+		Meter:        tel.Meter,
+		Propagator:   tel.Propagator,
+		Metrics:      tel.Metrics,
 	})
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	rctx, stopRouter := context.WithCancel(context.Background())
 	routerDone := make(chan struct{})
 	go func() { defer close(routerDone); r.Run(rctx) }()
+
+	reload := reloader(*path, r, log)
+	go watchConfig(ctx, *path, reload, log)
+	if *adminListen != "" {
+		aln, err := net.Listen("tcp", *adminListen)
+		if err != nil {
+			log.Error("cannot listen for the admin API", "addr", *adminListen, "err", err)
+			stopRouter()
+			<-routerDone
+			return exitFailure
+		}
+		admin := &http.Server{Handler: srv.AdminHandler(reload), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = admin.Serve(aln) }()
+		defer admin.Close()
+		log.Info("admin API listening", "addr", aln.Addr().String())
+	}
 
 	log.Info("switchboard listening", "version", buildVersion(), "mcp", "http://"+ln.Addr().String()+"/mcp", "upstreams", len(r.Status()))
 	err = srv.Serve(ctx, ln, *grace)
@@ -181,6 +228,63 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	log.Info("switchboard stopped")
 	return exitOK
+}
+
+// reloader returns the function that reloads the config file into the router: a file with problems is
+// rejected, with its reasons, and the running configuration stays.
+func reloader(path string, r *routing.Router, log *slog.Logger) gateway.Reloader {
+	var mu sync.Mutex
+	return func() (routing.ReloadResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		cfg, err := config.Load(path)
+		if err != nil {
+			log.Error("config reload rejected; the running configuration stays", "err", err)
+			return routing.ReloadResult{}, fmt.Errorf("config rejected: %w", err)
+		}
+		ups, err := upstreamConfigs(cfg, log)
+		if err != nil {
+			log.Error("config reload rejected; the running configuration stays", "err", err)
+			return routing.ReloadResult{}, err
+		}
+		return r.Reconfigure(ups)
+	}
+}
+
+// watchConfig reloads on SIGHUP and whenever the config file's content changes (polled: it works the same on
+// every filesystem, a Kubernetes ConfigMap's symlink swap included).
+func watchConfig(ctx context.Context, path string, reload gateway.Reloader, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	last := fileDigest(path)
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			log.Info("SIGHUP: reloading the config")
+		case <-t.C:
+			d := fileDigest(path)
+			if d == last || d == "" {
+				continue
+			}
+			log.Info("config file changed: reloading")
+		}
+		last = fileDigest(path)
+		_, _ = reload()
+	}
+}
+
+func fileDigest(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // stdio serves one client over stdin/stdout: a desktop client (Claude Desktop, Cursor, VS Code) launches
@@ -197,7 +301,7 @@ func stdio(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	log := newLogger(cfg.Log, stderr)
-	r, err := newRouter(cfg, log)
+	r, err := newRouter(cfg, log, nil)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return exitFailure
@@ -219,7 +323,29 @@ func stdio(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // newRouter wires the configured upstreams into a router.
-func newRouter(cfg *config.Config, log *slog.Logger) (*routing.Router, error) {
+func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers) (*routing.Router, error) {
+	ups, err := upstreamConfigs(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	opts := routing.Options{
+		PageSize:           cfg.PageSize,
+		CursorSecret:       cfg.CursorSecret,
+		RequestTimeout:     cfg.RequestTimeout,
+		MaxRequestTimeout:  cfg.MaxRequestTimeout,
+		SessionIdleTimeout: cfg.SessionIdleTimeout,
+		Version:            buildVersion(),
+		Logger:             log,
+	}
+	if tel != nil {
+		opts.Tracer, opts.Meter, opts.Propagator = tel.Tracer, tel.Meter, tel.Propagator
+	}
+	return routing.New(opts, ups)
+}
+
+// upstreamConfigs turns the config's upstreams into routing's, each with a fingerprint of its configuration so
+// that a reload keeps the unchanged ones running.
+func upstreamConfigs(cfg *config.Config, log *slog.Logger) ([]routing.UpstreamConfig, error) {
 	var ups []routing.UpstreamConfig
 	for _, u := range cfg.Upstreams {
 		if u.Disabled {
@@ -228,6 +354,7 @@ func newRouter(cfg *config.Config, log *slog.Logger) (*routing.Router, error) {
 		t, err := upstream.NewTransport(upstream.Spec{
 			Name: u.Name, Command: u.Command, Args: u.Args, Env: u.Env, Dir: u.Cwd,
 			URL: u.URL, Headers: u.Headers, Logger: log,
+			RequestHeaders: injectTraceContext,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("upstream %q: %w", u.Name, err)
@@ -236,20 +363,20 @@ func newRouter(cfg *config.Config, log *slog.Logger) (*routing.Router, error) {
 		if u.Session == config.SessionShared {
 			mode = routing.Shared
 		}
+		sum := sha256.Sum256(fmt.Appendf(nil, "%#v", u))
 		ups = append(ups, routing.UpstreamConfig{
 			Name: u.Name, Prefix: u.Prefix, Mode: mode, Transport: t, Kind: u.Transport(),
 			Timeout: u.Timeout, MaxInstances: u.MaxInstances, IdleTimeout: u.IdleTimeout,
+			Fingerprint: hex.EncodeToString(sum[:]),
 		})
 	}
-	return routing.New(routing.Options{
-		PageSize:           cfg.PageSize,
-		CursorSecret:       cfg.CursorSecret,
-		RequestTimeout:     cfg.RequestTimeout,
-		MaxRequestTimeout:  cfg.MaxRequestTimeout,
-		SessionIdleTimeout: cfg.SessionIdleTimeout,
-		Version:            buildVersion(),
-		Logger:             log,
-	}, ups)
+	return ups, nil
+}
+
+// injectTraceContext sends the W3C trace context of the upstream leg to HTTP upstreams in headers.
+func injectTraceContext(ctx context.Context, h http.Header) error {
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(h))
+	return nil
 }
 
 func newLogger(c config.LogConfig, w io.Writer) *slog.Logger {

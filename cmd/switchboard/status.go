@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/routing"
+)
+
+// status prints the live state of a running gateway, from its /readyz.
+func status(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("status", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	url := fl.String("url", "", "base URL of the running gateway (default: from --config's listen, else http://127.0.0.1:8080)")
+	path := fl.String("config", "", "config file of the running gateway, to find its address")
+	if err := fl.Parse(args); err != nil {
+		return exitUsage
+	}
+	base := strings.TrimSuffix(*url, "/")
+	if base == "" {
+		base = "http://127.0.0.1:8080"
+		if *path != "" {
+			cfg, code := loadConfig(*path, stderr)
+			if cfg == nil {
+				return code
+			}
+			base = "http://" + cfg.Listen
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "switchboard status: %v\n", err)
+		return exitUsage
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintf(stderr, "switchboard status: no gateway answers at %s: %v\n", base, err)
+		return exitFailure
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Ready     bool                     `json:"ready"`
+		Sessions  int                      `json:"sessions"`
+		Upstreams []routing.UpstreamStatus `json:"upstreams"`
+		Conflicts []string                 `json:"conflicts"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&st); err != nil {
+		fmt.Fprintf(stderr, "switchboard status: %s/readyz did not answer as a Switchboard gateway does (HTTP %s): %v\n", base, resp.Status, err)
+		return exitFailure
+	}
+	ready := "ready"
+	if !st.Ready {
+		ready = "starting"
+	}
+	fmt.Fprintf(stdout, "%s: %s, %d session(s)\n\n", base, ready, st.Sessions)
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "UPSTREAM\tTRANSPORT\tSESSION\tSTATE\tTOOLS\tPROMPTS\tRESOURCES\tRESTARTS\tSERVER\tERROR")
+	for _, u := range st.Upstreams {
+		state := u.State
+		if u.Drained {
+			state += " (drained)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", u.Name, u.Transport, u.Session, state,
+			u.Tools, u.Prompts, u.Resources+u.Templates, u.Restarts, u.Server, u.Error)
+	}
+	tw.Flush()
+	for _, c := range st.Conflicts {
+		fmt.Fprintf(stdout, "\nconflict: %s", c)
+	}
+	if !st.Ready {
+		return exitFailure
+	}
+	return exitOK
+}

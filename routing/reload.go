@@ -1,0 +1,159 @@
+package routing
+
+import (
+	"fmt"
+	"sync"
+)
+
+// upstreamSet is the configured upstreams, replaced whole on reload so readers need no lock.
+type upstreamSet struct {
+	list   []*Upstream
+	byName map[string]*Upstream
+}
+
+// newSet builds a set from configurations, reusing the upstreams of prev whose fingerprint is unchanged.
+func (r *Router) newSet(cfgs []UpstreamConfig, prev *upstreamSet) (*upstreamSet, error) {
+	set := &upstreamSet{byName: map[string]*Upstream{}}
+	for _, c := range cfgs {
+		if c.Transport == nil {
+			return nil, fmt.Errorf("upstream %q: no transport", c.Name)
+		}
+		if _, dup := set.byName[c.Name]; dup {
+			return nil, fmt.Errorf("upstream %q is configured twice", c.Name)
+		}
+		if prev != nil {
+			if old := prev.byName[c.Name]; old != nil && old.cfg.Fingerprint == c.Fingerprint && c.Fingerprint != "" {
+				set.list = append(set.list, old)
+				set.byName[c.Name] = old
+				continue
+			}
+		}
+		up := &Upstream{cfg: c, r: r, transport: c.Transport, kick: make(chan struct{}, 1), subs: map[string]int{}}
+		up.newMainLink()
+		set.list = append(set.list, up)
+		set.byName[c.Name] = up
+	}
+	return set, nil
+}
+
+// ReloadResult says what a Reconfigure changed.
+type ReloadResult struct {
+	Added, Removed, Replaced, Kept []string
+}
+
+// Reconfigure applies a new list of upstreams without a restart (hot reload): upstreams whose configuration is
+// unchanged keep running, with their sessions and calls; removed ones are stopped (their calls in flight fail
+// with an error naming them, their per-client sessions close); added ones start; changed ones are replaced.
+// Client sessions that use none of the changed upstreams notice nothing but a list_changed.
+func (r *Router) Reconfigure(cfgs []UpstreamConfig) (ReloadResult, error) {
+	r.reloadMu.Lock()
+	defer r.reloadMu.Unlock()
+	prev := r.set.Load()
+	next, err := r.newSet(cfgs, prev)
+	if err != nil {
+		return ReloadResult{}, err
+	}
+	var res ReloadResult
+	var gone []*Upstream
+	for _, old := range prev.list {
+		switch nu := next.byName[old.cfg.Name]; {
+		case nu == old:
+			res.Kept = append(res.Kept, old.cfg.Name)
+		case nu != nil:
+			res.Replaced = append(res.Replaced, old.cfg.Name)
+			gone = append(gone, old)
+		default:
+			res.Removed = append(res.Removed, old.cfg.Name)
+			gone = append(gone, old)
+		}
+	}
+	for _, nu := range next.list {
+		if prev.byName[nu.cfg.Name] == nil {
+			res.Added = append(res.Added, nu.cfg.Name)
+		}
+	}
+	r.mu.Lock() // with Run's start-up, so every upstream is started exactly once
+	r.set.Store(next)
+	if r.running {
+		for _, nu := range next.list {
+			if nu.stop == nil {
+				nu.start(r.ctx)
+			}
+		}
+	}
+	r.mu.Unlock()
+	// Stop what left in parallel: a stdio child's shutdown takes up to two grace periods.
+	var wg sync.WaitGroup
+	for _, up := range gone {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.eachSession(func(s *Session) { s.dropUpstream(up) })
+			up.stopAndWait()
+		}()
+	}
+	wg.Wait()
+	r.rebuild()
+	r.log.Info("upstreams reconfigured", "added", res.Added, "removed", res.Removed, "replaced", res.Replaced, "kept", len(res.Kept))
+	return res, nil
+}
+
+// dropUpstream closes the session's per-client session of an upstream that is going away, and forgets its
+// subscriptions there.
+func (s *Session) dropUpstream(up *Upstream) {
+	s.mu.Lock()
+	l := s.links[up]
+	delete(s.links, up)
+	for uri, u := range s.subs {
+		if u == up {
+			delete(s.subs, uri)
+		}
+	}
+	s.mu.Unlock()
+	if l != nil {
+		l.close()
+		up.instances.Add(-1)
+	}
+}
+
+// RestartUpstream re-establishes an upstream's sessions: its main session and every per-client one. Calls in
+// flight on them fail with an error naming the upstream; the sessions come back at once.
+func (r *Router) RestartUpstream(name string) error {
+	up := r.upstream(name)
+	if up == nil {
+		return fmt.Errorf("no upstream named %q", name)
+	}
+	up.main.restart()
+	r.eachSession(func(s *Session) {
+		s.mu.Lock()
+		l := s.links[up]
+		s.mu.Unlock()
+		if l != nil {
+			l.restart()
+		}
+	})
+	return nil
+}
+
+// restart drops the link's current connection; the link redials at once.
+func (l *link) restart() {
+	l.mu.Lock()
+	conn := l.conn
+	l.mu.Unlock()
+	if conn != nil {
+		conn.Close()
+	}
+}
+
+// DrainUpstream takes an upstream out of service (on) or back in (off): while drained it leaves the catalog and
+// new calls to it are refused with an error naming it, while calls in flight finish.
+func (r *Router) DrainUpstream(name string, on bool) error {
+	up := r.upstream(name)
+	if up == nil {
+		return fmt.Errorf("no upstream named %q", name)
+	}
+	if up.drained.Swap(on) != on {
+		r.rebuild()
+	}
+	return nil
+}
