@@ -79,6 +79,8 @@ func (t *HTTPTransport) Connect(ctx context.Context) (Connection, error) {
 		cancel: cancel,
 		queue:  make(chan Incoming, queueLen),
 		done:   make(chan struct{}),
+
+		getAnswered: make(chan struct{}),
 	}, nil
 }
 
@@ -98,10 +100,13 @@ type httpConn struct {
 	cancel context.CancelFunc
 	queue  chan Incoming // bounded; producers block (back-pressure) until ctx ends
 
-	endOnce    sync.Once
-	done       chan struct{} // closed when the connection is finished
-	endErr     error         // set before done is closed
-	userClosed bool          // set before done is closed
+	endOnce sync.Once
+	done    chan struct{} // closed when the connection is finished
+
+	getOnce     sync.Once
+	getAnswered chan struct{} // closed when the first standalone GET has an answer (or failed)
+	endErr      error         // set before done is closed
+	userClosed  bool          // set before done is closed
 
 	spawnMu sync.Mutex
 	closing bool
@@ -468,15 +473,29 @@ func (c *httpConn) parseEvent(ev sse.Event) (jsonrpc.Message, bool) {
 // initialized: "The client MAY issue an HTTP GET to the MCP endpoint. This
 // can be used to open an SSE stream, allowing the server to communicate to
 // the client, without the client first sending data via HTTP POST."
+//
+// It waits (a bounded while) for the server's first answer to the GET, so that a server that sends requests
+// on the GET stream right after initialization (roots/list is typical) has the stream open before the caller's
+// first request: otherwise such a request can be lost between the two.
 func (c *httpConn) startGetStream() {
 	c.mu.Lock()
 	started := c.getLoop
 	c.getLoop = true
 	c.mu.Unlock()
-	if !started {
-		c.spawn(c.runGetStream)
+	if started || !c.spawn(c.runGetStream) {
+		return
+	}
+	t := time.NewTimer(getStreamWait)
+	defer t.Stop()
+	select {
+	case <-c.getAnswered:
+	case <-t.C:
+	case <-c.ctx.Done():
 	}
 }
+
+// getStreamWait bounds how long the handshake waits for the GET stream to open.
+const getStreamWait = 5 * time.Second
 
 // runGetStream keeps the standalone GET stream open, reconnecting with
 // backoff and Last-Event-ID until the connection ends.
@@ -492,6 +511,7 @@ func (c *httpConn) runGetStream() {
 			lastID, lastSession = "", sid // event ids are per session
 		}
 		resp, err := c.get(c.ctx, lastID)
+		c.getOnce.Do(func() { close(c.getAnswered) })
 		switch {
 		case err != nil:
 			if c.ctx.Err() != nil {

@@ -10,7 +10,7 @@
 // get-roots-list must show the new list (polled, bounded).
 import { randomUUID } from "node:crypto";
 import { ListRootsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
-import { connect, disconnect, expect, parseFlags, run, sleep, textOf, waitFor, waitForTool } from "./lib.mjs";
+import { ExpectationError, connect, disconnect, expect, parseFlags, run, sleep, textOf, waitFor, waitForTool } from "./lib.mjs";
 
 const flags = parseFlags();
 
@@ -21,12 +21,15 @@ await run("roots", flags.timeout, async (summary) => {
     { uri: `file:///tmp/switchboard-e2e-${id}/beta`, name: `beta-${id}` },
   ];
   let listCalls = 0;
+  const started = Date.now();
   summary.step = "connect";
   const client = await connect(flags.url, "switchboard-e2e-roots", {
     capabilities: { roots: { listChanged: true } },
     setup: (c) =>
-      c.setRequestHandler(ListRootsRequestSchema, async () => {
+      c.setRequestHandler(ListRootsRequestSchema, async (_req, extra) => {
         listCalls++;
+        // Kept in the summary, so a hang shows which roots/list requests arrived.
+        (summary.rootsRequests ??= []).push({ id: extra.requestId, atMs: Date.now() - started });
         return { roots };
       }),
   });
@@ -36,7 +39,15 @@ await run("roots", flags.timeout, async (summary) => {
     await waitForTool(client, tool);
 
     summary.step = `call ${tool} (first list)`;
-    const first = textOf(await client.callTool({ name: tool, arguments: {} }, undefined, { timeout: 15_000 }));
+    let first;
+    try {
+      first = textOf(await client.callTool({ name: tool, arguments: {} }, undefined, { timeout: 15_000 }));
+    } catch (err) {
+      // server-everything asks roots/list without tying it to the tool call (so
+      // on an HTTP upstream it goes on the standalone GET stream); a request
+      // that never reaches this client leaves the tool waiting.
+      throw new ExpectationError(`${tool} did not answer (${err?.message ?? err}); this client answered ${listCalls} roots/list request(s) meanwhile`);
+    }
     for (const r of roots) {
       expect(first.includes(r.uri) && first.includes(r.name), `first list: ${r.uri} (${r.name}) missing from ${JSON.stringify(first)}`);
     }
