@@ -13,8 +13,9 @@ import (
 // SSE stream) or a stdio client (stdout). Answers, notifications and server→client requests all go to the
 // session's standalone Stream; before initialize they go to pre.
 type monoConn struct {
-	s   *Server
-	pre *routing.Stream
+	s     *Server
+	pre   *routing.Stream
+	owner string // the identity that opened the connection; only it may post to it
 
 	mu   sync.Mutex
 	sess *routing.Session

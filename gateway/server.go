@@ -45,6 +45,10 @@ type Options struct {
 	Propagator propagation.TextMapPropagator
 	// Metrics, when set, is served at /metrics (the Prometheus exposition).
 	Metrics http.Handler
+	// Auth, when set, authenticates every request to the MCP endpoints (design §8); Identify then turns the
+	// request's context into the caller's identity and policy.
+	Auth     Authenticator
+	Identify func(context.Context) Identity
 }
 
 // Server is the HTTP front end.
@@ -90,8 +94,14 @@ func New(r *routing.Router, opts Options) *Server {
 	if opts.Metrics != nil {
 		mux.Method(http.MethodGet, "/metrics", opts.Metrics)
 	}
+	if opts.Auth != nil {
+		// RFC 9728: the metadata of the resource, at the well-known root and suffixed with the endpoint's path.
+		md := opts.Auth.MetadataHandler()
+		mux.Method(http.MethodGet, "/.well-known/oauth-protected-resource", md)
+		mux.Method(http.MethodGet, "/.well-known/oauth-protected-resource/mcp", md)
+	}
 	mux.Group(func(mcp chi.Router) {
-		mcp.Use(s.checkOrigin)
+		mcp.Use(s.checkOrigin, s.guard)
 		mcp.Post("/mcp", s.post)
 		mcp.Get("/mcp", s.get)
 		mcp.Delete("/mcp", s.delete)

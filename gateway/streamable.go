@@ -149,7 +149,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) (*routing.Sessi
 		return nil, false
 	}
 	sess := s.r.Session(id)
-	if sess == nil {
+	if sess == nil || !s.owns(r, sess) {
 		// "The server MAY terminate the session at any time, after which it MUST respond to requests containing
 		// that session ID with HTTP 404 Not Found."
 		writeError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest, "session not found: it ended or never existed; send initialize to start a new one")
@@ -187,7 +187,11 @@ func (s *Server) startSession(ctx context.Context, m jsonrpc.Message) (sess *rou
 	wctx, cancel := context.WithTimeout(ctx, s.opts.InitWait)
 	_ = s.r.WaitReady(wctx) // a slow upstream must not hold every client back for long
 	cancel()
-	sess = s.r.NewSession(routing.SessionParams{ProtocolVersion: version, Capabilities: p.Capabilities, ClientInfo: p.ClientInfo})
+	who := s.identify(ctx)
+	sess = s.r.NewSession(routing.SessionParams{
+		ProtocolVersion: version, Capabilities: p.Capabilities, ClientInfo: p.ClientInfo,
+		Principal: who.Key, Allow: who.Allow, Context: who.Context,
+	})
 	s.log.Debug("session started", "protocolVersion", version)
 	return sess, jsonrpc.AppendResult(nil, m.ID(), initializeResult(version, s.r.Capabilities(), s.r.ServerInfo(), s.r.Instructions()))
 }

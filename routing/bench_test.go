@@ -61,7 +61,7 @@ func BenchmarkCatalogPage(b *testing.B) {
 		b.Run(fmt.Sprintf("size=%d/first", size), func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				if _, err := c.page(kindTools, "", size, testCodec); err != nil {
+				if _, err := c.page(kindTools, "", size, testCodec, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -69,7 +69,7 @@ func BenchmarkCatalogPage(b *testing.B) {
 		b.Run(fmt.Sprintf("size=%d/cursor", size), func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				if _, err := c.page(kindTools, mid, size, testCodec); err != nil {
+				if _, err := c.page(kindTools, mid, size, testCodec, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -52,6 +52,17 @@ type item struct {
 	id  string
 }
 
+// itemRef says which upstream an item comes from and its name (or URI) there.
+type itemRef struct {
+	up   *Upstream
+	name string
+}
+
+// policyKind is the kind name policy rules use.
+func (k listKind) policyKind() string {
+	return [...]string{"tool", "prompt", "resource", "template"}[k]
+}
+
 // target is where an exposed name leads: an upstream and the name it knows the item by.
 type target struct {
 	up   *Upstream
@@ -70,6 +81,7 @@ type templateRoute struct {
 type catalog struct {
 	gen       [numKinds]uint64
 	items     [numKinds][][]byte // exposed items, in the stable merged order
+	refs      [numKinds][]itemRef // what each item is, for policy
 	tools     map[string]target  // exposed tool name → upstream
 	prompts   map[string]target  // exposed prompt name → upstream
 	resources map[string]*Upstream
@@ -87,9 +99,9 @@ func buildCatalog(ups []*Upstream, prev *catalog) *catalog {
 	}
 	owner := map[string]string{}
 	for _, up := range ups {
-		if up.drained.Load() {
-			continue
-		}
+		// A drained upstream leaves the lists but keeps its names routable, so that a call to it gets an error
+		// that says it is drained rather than that it does not exist.
+		drained := up.drained.Load()
 		lists := up.snapshotLists()
 		for k := listKind(0); k < numKinds; k++ {
 			for _, it := range lists[k] {
@@ -124,7 +136,11 @@ func buildCatalog(ups []*Upstream, prev *catalog) *catalog {
 						c.templates = append(c.templates, templateRoute{up: up, tmpl: it.id, re: re})
 					}
 				}
+				if drained {
+					continue
+				}
 				c.items[k] = append(c.items[k], raw)
+				c.refs[k] = append(c.refs[k], itemRef{up: up, name: it.id})
 			}
 		}
 	}
@@ -164,7 +180,9 @@ func replaceMember(obj []byte, key, v string) []byte {
 }
 
 // page renders one page of a list: the items from the cursor's offset and, when more remain, a nextCursor.
-func (c *catalog) page(k listKind, cursor string, size int, codec cursorCodec) ([]byte, error) {
+// allow, when set, hides what the principal may not see; offsets count every item, so a cursor stays valid for
+// as long as the catalog generation does, whatever the policy hides.
+func (c *catalog) page(k listKind, cursor string, size int, codec cursorCodec, allow Allow) ([]byte, error) {
 	off := 0
 	if cursor != "" {
 		var err error
@@ -176,25 +194,32 @@ func (c *catalog) page(k listKind, cursor string, size int, codec cursorCodec) (
 	if off > len(items) {
 		return nil, errBadCursor
 	}
-	end := min(off+size, len(items))
-	n := 16 + len(k.key())
-	for _, it := range items[off:end] {
-		n += len(it) + 1
+	visible := func(i int) bool {
+		return allow == nil || allow(c.refs[k][i].up.cfg.Name, k.policyKind(), c.refs[k][i].name)
 	}
-	b := make([]byte, 0, n+64)
+	b := make([]byte, 0, 256)
 	b = append(b, `{"`...)
 	b = append(b, k.key()...)
 	b = append(b, `":[`...)
-	for i, it := range items[off:end] {
-		if i > 0 {
+	n, i := 0, off
+	for ; i < len(items) && n < size; i++ {
+		if !visible(i) {
+			continue
+		}
+		if n > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, it...)
+		b = append(b, items[i]...)
+		n++
 	}
 	b = append(b, ']')
-	if end < len(items) {
+	more := false
+	for j := i; j < len(items) && !more; j++ {
+		more = visible(j)
+	}
+	if more {
 		b = append(b, `,"nextCursor":"`...)
-		b = append(b, codec.encode(k, c.gen[k], end)...)
+		b = append(b, codec.encode(k, c.gen[k], i)...)
 		b = append(b, '"')
 	}
 	return append(b, '}'), nil

@@ -313,7 +313,7 @@ func TestCatalogPage(t *testing.T) {
 			var all []string
 			cursor, pages := "", 0
 			for {
-				raw, err := c.page(kindTools, cursor, tc.size, testCodec)
+				raw, err := c.page(kindTools, cursor, tc.size, testCodec, nil)
 				if err != nil {
 					t.Fatalf("page %d: %v", pages+1, err)
 				}
@@ -363,7 +363,7 @@ func TestCatalogPageCursorErrors(t *testing.T) {
 	c1 := buildCatalog([]*Upstream{a}, nil)
 	next := func(c *catalog, k listKind, cursor string) string {
 		t.Helper()
-		raw, err := c.page(k, cursor, 1, testCodec)
+		raw, err := c.page(k, cursor, 1, testCodec, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -381,26 +381,26 @@ func TestCatalogPageCursorErrors(t *testing.T) {
 	// A rebuild that does not touch tools keeps tool cursors valid.
 	a.lists[kindPrompts] = a.lists[kindPrompts][:2]
 	c2 := buildCatalog([]*Upstream{a}, c1)
-	if _, err := c2.page(kindTools, toolCursor, 1, testCodec); err != nil {
+	if _, err := c2.page(kindTools, toolCursor, 1, testCodec, nil); err != nil {
 		t.Errorf("tool cursor rejected after a prompts-only change: %v", err)
 	}
-	if _, err := c2.page(kindPrompts, promptCursor, 1, testCodec); !errors.Is(err, errBadCursor) {
+	if _, err := c2.page(kindPrompts, promptCursor, 1, testCodec, nil); !errors.Is(err, errBadCursor) {
 		t.Errorf("stale prompt cursor: err = %v, want errBadCursor", err)
 	}
-	if _, err := c2.page(kindPrompts, toolCursor, 1, testCodec); !errors.Is(err, errBadCursor) {
+	if _, err := c2.page(kindPrompts, toolCursor, 1, testCodec, nil); !errors.Is(err, errBadCursor) {
 		t.Errorf("tool cursor used for prompts: err = %v, want errBadCursor", err)
 	}
-	if _, err := c2.page(kindTools, "not-a-cursor", 1, testCodec); !errors.Is(err, errBadCursor) {
+	if _, err := c2.page(kindTools, "not-a-cursor", 1, testCodec, nil); !errors.Is(err, errBadCursor) {
 		t.Errorf("garbage cursor: err = %v, want errBadCursor", err)
 	}
 	// A signed offset past the end (impossible to mint by paging, possible with a leaked key) is refused.
-	if _, err := c2.page(kindTools, testCodec.encode(kindTools, c2.gen[kindTools], 4), 1, testCodec); !errors.Is(err, errBadCursor) {
+	if _, err := c2.page(kindTools, testCodec.encode(kindTools, c2.gen[kindTools], 4), 1, testCodec, nil); !errors.Is(err, errBadCursor) {
 		t.Errorf("offset past the end: err = %v, want errBadCursor", err)
 	}
 	// The tools change: the old cursor is stale.
 	a.lists[kindTools] = a.lists[kindTools][:2]
 	c3 := buildCatalog([]*Upstream{a}, c2)
-	if _, err := c3.page(kindTools, toolCursor, 1, testCodec); !errors.Is(err, errBadCursor) {
+	if _, err := c3.page(kindTools, toolCursor, 1, testCodec, nil); !errors.Is(err, errBadCursor) {
 		t.Errorf("stale tool cursor: err = %v, want errBadCursor", err)
 	}
 }

@@ -90,7 +90,7 @@ func stringParam(params []byte, path ...string) (string, bool) {
 
 func (s *Session) list(ctx context.Context, m jsonrpc.Message, out *Stream, k listKind) {
 	cursor, _ := stringParam(m.Params(), "cursor")
-	page, err := s.r.cat.Load().page(k, cursor, s.r.opts.PageSize, s.r.cursors)
+	page, err := s.r.cat.Load().page(k, cursor, s.r.opts.PageSize, s.r.cursors, s.params.Allow)
 	if err != nil {
 		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, err.Error())
 		return
@@ -111,7 +111,8 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 		index, what = cat.prompts, "prompt"
 	}
 	t, ok := index[name]
-	if !ok {
+	if !ok || !s.allows(t.up, k, t.name) {
+		// What a principal may not use does not exist for it: the same answer as for a name nobody offers.
 		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown %s %q: list %ss to see what is available", what, name, what))
 		return
 	}
@@ -142,11 +143,30 @@ func (s *Session) callURI(ctx context.Context, m jsonrpc.Message, out *Stream) {
 		return
 	}
 	up := s.resourceUpstream(uri)
-	if up == nil {
+	if up == nil || !s.allowsURI(up, uri) {
 		notFound(out, m.ID(), uri)
 		return
 	}
 	s.forward(ctx, up, m, out, "")
+}
+
+// allows applies the session's policy to an item of an upstream.
+func (s *Session) allows(up *Upstream, k listKind, name string) bool {
+	return s.params.Allow == nil || s.params.Allow(up.cfg.Name, k.policyKind(), name)
+}
+
+// allowsURI applies the policy to a resource URI: allowed as a resource, or as an instance of an allowed
+// template of the same upstream.
+func (s *Session) allowsURI(up *Upstream, uri string) bool {
+	if s.params.Allow == nil || s.allows(up, kindResources, uri) {
+		return true
+	}
+	for _, t := range s.r.cat.Load().templates {
+		if t.up == up && t.re.MatchString(uri) && s.allows(up, kindTemplates, t.tmpl) {
+			return true
+		}
+	}
+	return false
 }
 
 // resourceUpstream finds the upstream that serves a URI: by exact URI in the catalog, by template, by the
@@ -174,7 +194,7 @@ func (s *Session) complete(ctx context.Context, m jsonrpc.Message, out *Stream) 
 	case "ref/prompt":
 		name, _ := stringParam(params, "ref", "name")
 		t, ok := cat.prompts[name]
-		if !ok {
+		if !ok || !s.allows(t.up, kindPrompts, t.name) {
 			replyError(out, m.ID(), jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown prompt %q", name))
 			return
 		}
@@ -189,7 +209,7 @@ func (s *Session) complete(ctx context.Context, m jsonrpc.Message, out *Stream) 
 		if up == nil {
 			up = cat.resourceUpstream(uri)
 		}
-		if up == nil {
+		if up == nil || !(s.allows(up, kindTemplates, uri) || s.allowsURI(up, uri)) {
 			replyError(out, m.ID(), jsonrpc.CodeInvalidParams, fmt.Sprintf("no upstream offers resource template %q", uri))
 			return
 		}

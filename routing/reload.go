@@ -135,14 +135,17 @@ func (r *Router) RestartUpstream(name string) error {
 	return nil
 }
 
-// restart drops the link's current connection; the link redials at once.
+// restart drops the link's current connection; the link redials at once. The state changes first, so that new
+// calls wait for the new connection instead of writing to the closing one.
 func (l *link) restart() {
 	l.mu.Lock()
 	conn := l.conn
 	l.mu.Unlock()
-	if conn != nil {
-		conn.Close()
+	if conn == nil {
+		return
 	}
+	l.setState(linkConnecting, nil, nil)
+	conn.Close()
 }
 
 // DrainUpstream takes an upstream out of service (on) or back in (off): while drained it leaves the catalog and

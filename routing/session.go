@@ -21,7 +21,17 @@ type SessionParams struct {
 	ClientInfo      json.RawMessage
 	// Principal is the authenticated subject the session is bound to ("" without auth).
 	Principal string
+	// Allow, when set, is the principal's policy: whether it may see and use an upstream's item (kind "tool",
+	// "prompt", "resource" or "template"; name as the upstream knows it). What it may not use is neither listed
+	// nor reachable (design §8). Routing declares it; auth implements it.
+	Allow Allow
+	// Context, when set, decorates the session's context, from which its upstream sessions' contexts derive:
+	// the principal travels that way to upstream credentials that depend on it.
+	Context func(context.Context) context.Context
 }
+
+// Allow is a policy decision: may the session see and use this item of this upstream?
+type Allow func(upstream, kind, name string) bool
 
 // clientCaps are the client capabilities routing acts on.
 type clientCaps struct {
@@ -80,7 +90,11 @@ func newSession(r *Router, p SessionParams) *Session {
 		logLevel:   -1,
 	}
 	_ = json.Unmarshal(p.Capabilities, &s.caps)
-	s.ctx, s.cancel = context.WithCancel(r.ctx)
+	ctx := r.ctx
+	if p.Context != nil {
+		ctx = p.Context(ctx)
+	}
+	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.touch()
 	return s
 }
@@ -250,9 +264,9 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 		replyError(out, id, jsonrpc.CodeInternalError, err.Error())
 		return
 	}
-	wctx, cancel := context.WithTimeout(s.ctx, up.timeout())
+	rctx, cancel := context.WithTimeout(s.ctx, up.timeout())
 	defer cancel()
-	if _, err := l.ready(wctx); err != nil {
+	if _, err := l.ready(rctx); err != nil {
 		replyError(out, id, jsonrpc.CodeInternalError, err.Error()+"; retry later")
 		return
 	}
@@ -285,11 +299,14 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 			m = tm
 		}
 	}
-	if !l.add(c) {
-		s.r.endLeg(c, outcomeFailed)
-		s.removeCall(c)
-		replyError(out, id, jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q disconnected; retry the request", up.cfg.Name))
-		return
+	for tries := 0; !l.add(c); tries++ {
+		// The connection went away since ready (a restart, a crash): wait for the next one, a few times at most.
+		if _, err := l.ready(rctx); err != nil || tries == 3 {
+			s.r.endLeg(c, outcomeFailed)
+			s.removeCall(c)
+			replyError(out, id, jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q disconnected; retry the request", up.cfg.Name))
+			return
+		}
 	}
 	msg := m.AppendWith(make([]byte, 0, len(m.Raw())+32), upID, edits...)
 	wctx, cancelWrite := context.WithTimeout(ctx, up.timeout())

@@ -25,7 +25,7 @@ func (s *Session) subscribe(ctx context.Context, m jsonrpc.Message, out *Stream,
 	s.mu.Unlock()
 	up := was
 	if !had {
-		if up = s.resourceUpstream(uri); up == nil {
+		if up = s.resourceUpstream(uri); up == nil || !s.allowsURI(up, uri) {
 			notFound(out, m.ID(), uri)
 			return
 		}
