@@ -50,6 +50,10 @@ func (k listKind) changedMethod() string {
 type item struct {
 	raw []byte
 	id  string
+	// exposed and exposedRaw are the client-facing name and the item with it spliced in (tools and prompts),
+	// computed once when the list is fetched rather than on every catalog merge.
+	exposed    string
+	exposedRaw []byte
 }
 
 // itemRef says which upstream an item comes from and its name (or URI) there.
@@ -108,7 +112,10 @@ func buildCatalog(ups []*Upstream, prev *catalog) *catalog {
 				raw := it.raw
 				switch k {
 				case kindTools, kindPrompts:
-					exposed := exposedName(up.cfg.Prefix, it.id)
+					exposed := it.exposed
+					if exposed == "" {
+						exposed = exposedName(up.cfg.Prefix, it.id)
+					}
 					key := k.key() + "\x00" + exposed
 					if prevOwner, dup := owner[key]; dup {
 						c.conflicts = append(c.conflicts, fmt.Sprintf("%s %q of upstream %q collides with upstream %q; it is not exposed (set a prefix to tell them apart)",
@@ -116,7 +123,10 @@ func buildCatalog(ups []*Upstream, prev *catalog) *catalog {
 						continue
 					}
 					owner[key] = up.cfg.Name
-					if exposed != it.id {
+					switch {
+					case it.exposedRaw != nil:
+						raw = it.exposedRaw
+					case exposed != it.id:
 						raw = replaceMember(it.raw, "name", exposed)
 					}
 					m := c.tools

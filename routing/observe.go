@@ -142,6 +142,12 @@ func (r *Router) endLeg(c *call, outcome string) {
 	r.inst.requests.Add(ctx, 1, attrs)
 	r.inst.duration.Record(ctx, time.Since(c.started).Seconds(), attrs)
 	r.inst.inflight.Add(ctx, -1, metric.WithAttributes(attribute.String("upstream", c.link.up.cfg.Name)))
+	if r.opts.Audit != nil {
+		r.opts.Audit(CallEvent{
+			Session: c.session.logID(), Principal: c.session.params.Principal, Upstream: c.link.up.cfg.Name,
+			Method: c.method, Tool: c.tool, Outcome: outcome, Duration: time.Since(c.started),
+		})
+	}
 	if c.span != nil {
 		c.span.SetAttributes(attribute.String("switchboard.outcome", outcome))
 		if outcome != outcomeOK {

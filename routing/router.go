@@ -44,10 +44,24 @@ type Options struct {
 	Version string
 	// Logger receives the router's logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Audit, when set, receives one event per forwarded call (design §10): who called what, where, and how it
+	// ended. It runs on the call's completion path and must not block.
+	Audit func(CallEvent)
 	// Tracer, Meter and Propagator record traces and metrics (design §10); nil means none.
 	Tracer     trace.TracerProvider
 	Meter      metric.MeterProvider
 	Propagator propagation.TextMapPropagator
+}
+
+// CallEvent describes one forwarded call, for the audit log. It never holds arguments.
+type CallEvent struct {
+	Session   string // the session's short log id
+	Principal string // the session's principal key ("" without auth)
+	Upstream  string
+	Method    string
+	Tool      string // the exposed tool name, for tools/call
+	Outcome   string // ok, error, timeout, cancelled, failed
+	Duration  time.Duration
 }
 
 // Router routes between client sessions and upstreams. Create it with New and start it with Run.
@@ -61,7 +75,9 @@ type Router struct {
 	ctx  context.Context
 	stop context.CancelFunc
 
-	buildMu  sync.Mutex // serialises catalog rebuilds
+	buildMu   sync.Mutex // serialises catalog rebuilds
+	buildReq  atomic.Uint64
+	buildSeen uint64 // the highest rebuild request the current catalog covers; under buildMu
 	reloadMu sync.Mutex // serialises Reconfigure
 	elicits  elicitations
 	inst     instruments
@@ -216,7 +232,15 @@ func (r *Router) Conflicts() []string { return r.cat.Load().conflicts }
 
 // rebuild merges the upstreams' lists anew and tells sessions about the lists that changed.
 func (r *Router) rebuild() {
+	// Coalesce: a rebuild that starts after this request was made covers it (a hundred upstreams coming up at
+	// once would otherwise merge the whole catalog a hundred times).
+	want := r.buildReq.Add(1)
 	r.buildMu.Lock()
+	if r.buildSeen >= want {
+		r.buildMu.Unlock()
+		return
+	}
+	r.buildSeen = r.buildReq.Load()
 	prev := r.cat.Load()
 	next := buildCatalog(r.upstreams(), prev)
 	r.cat.Store(next)

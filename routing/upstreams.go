@@ -227,12 +227,13 @@ func (up *Upstream) refresher(ctx context.Context) {
 			up.mu.Unlock()
 			changed = true
 		}
-		up.mu.Lock()
-		up.tried = true
-		up.mu.Unlock()
 		if changed {
 			up.r.rebuild()
 		}
+		// Tried only once the catalog holds the lists: readiness promises a complete first catalog.
+		up.mu.Lock()
+		up.tried = true
+		up.mu.Unlock()
 		up.r.readyChanged()
 	}
 }
@@ -277,7 +278,15 @@ func (up *Upstream) fetch(ctx context.Context, k listKind) ([]item, error) {
 			if err != nil || id == "" {
 				continue
 			}
-			items = append(items, item{raw: jsonrpc.Compact(nil, raw), id: id})
+			it := item{raw: jsonrpc.Compact(nil, raw), id: id}
+			if k == kindTools || k == kindPrompts {
+				it.exposed = exposedName(up.cfg.Prefix, id)
+				it.exposedRaw = it.raw
+				if it.exposed != id {
+					it.exposedRaw = replaceMember(it.raw, "name", it.exposed)
+				}
+			}
+			items = append(items, it)
 		}
 		if next == "" {
 			return items, nil

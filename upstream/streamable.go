@@ -53,7 +53,12 @@ func newHTTPTransport(spec Spec, u *url.URL) *HTTPTransport {
 	if t.client == nil {
 		// No overall timeout: SSE streams are long-lived. Every request is
 		// bound to the connection's context instead.
-		t.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		// Many calls run at once on one upstream: keep their connections for reuse (the default keeps two per
+		// host, so most requests would dial anew; the benchmark showed dialing at 15% of the gateway's CPU).
+		tr.MaxIdleConns = 0
+		tr.MaxIdleConnsPerHost = 1024
+		t.client = &http.Client{Transport: tr}
 		t.ownClient = true
 	}
 	return t

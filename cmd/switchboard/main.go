@@ -23,12 +23,14 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
 
+	"github.com/switchboard-mcp/switchboard/auth"
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/gateway/config"
 	"github.com/switchboard-mcp/switchboard/gateway/telemetry"
@@ -144,6 +146,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	path := fl.String("config", "", "config file (YAML, or an mcpServers JSON file)")
 	listen := fl.String("listen", "", "address to listen on, overriding the config's listen (e.g. 127.0.0.1:8080)")
 	adminListen := fl.String("admin-listen", "", "loopback address for the admin API (e.g. 127.0.0.1:9090); off when empty")
+	insecure := fl.Bool("insecure-no-auth", false, "allow listening on a non-loopback address without an auth: block (anyone who can reach it can use every tool)")
 	grace := fl.Duration("shutdown-grace", 10*time.Second, "how long calls in flight may finish on shutdown")
 	if err := fl.Parse(args); err != nil {
 		return exitUsage
@@ -162,6 +165,13 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	log := newLogger(cfg.Log, stderr)
 	for _, w := range cfg.Warnings {
 		log.Warn("config", "problem", w.String())
+	}
+	if cfg.NoAuthOnNetwork(cfg.Listen) {
+		if !*insecure {
+			fmt.Fprintf(stderr, "switchboard: refusing to listen on %s without authentication: add an auth: block (docs/auth.md), listen on a loopback address, or pass --insecure-no-auth if something in front of the gateway authenticates\n", cfg.Listen)
+			return exitFailure
+		}
+		log.Warn("listening without authentication on a non-loopback address (--insecure-no-auth): anyone who reaches it can use every tool", "listen", cfg.Listen)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -187,7 +197,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		log.Error("cannot listen", "addr", cfg.Listen, "err", err)
 		return exitFailure
 	}
-	srv := gateway.New(r, gateway.Options{
+	gopts := gateway.Options{
 		AllowOrigin:  cfg.OriginAllowed,
 		AllowHost:    cfg.HostAllowed,
 		MaxBodyBytes: cfg.MaxBodyBytes,
@@ -196,7 +206,12 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		Meter:        tel.Meter,
 		Propagator:   tel.Propagator,
 		Metrics:      tel.Metrics,
-	})
+	}
+	if err := wireAuth(ctx, cfg, &gopts, log); err != nil {
+		log.Error("cannot start authentication", "err", err)
+		return exitFailure
+	}
+	srv := gateway.New(r, gopts)
 
 	rctx, stopRouter := context.WithCancel(context.Background())
 	routerDone := make(chan struct{})
@@ -336,6 +351,7 @@ func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers) (
 		SessionIdleTimeout: cfg.SessionIdleTimeout,
 		Version:            buildVersion(),
 		Logger:             log,
+		Audit:              auditor(log),
 	}
 	if tel != nil {
 		opts.Tracer, opts.Meter, opts.Propagator = tel.Tracer, tel.Meter, tel.Propagator
@@ -351,11 +367,22 @@ func upstreamConfigs(cfg *config.Config, log *slog.Logger) ([]routing.UpstreamCo
 		if u.Disabled {
 			continue
 		}
-		t, err := upstream.NewTransport(upstream.Spec{
+		spec := upstream.Spec{
 			Name: u.Name, Command: u.Command, Args: u.Args, Env: u.Env, Dir: u.Cwd,
-			URL: u.URL, Headers: u.Headers, Logger: log,
-			RequestHeaders: injectTraceContext,
-		})
+			URL: u.URL, Logger: log, RequestHeaders: injectTraceContext,
+		}
+		if u.URL != "" {
+			// Upstream credentials come from the config, never from the client (design §8): static headers and
+			// header files, client credentials, or a per-user token exchange.
+			src, err := auth.NewCredentialSource(context.Background(), u, nil)
+			if err != nil {
+				return nil, fmt.Errorf("upstream %q: %w", u.Name, err)
+			}
+			if src != nil {
+				spec.RequestHeaders = credentialHeaders(src)
+			}
+		}
+		t, err := upstream.NewTransport(spec)
 		if err != nil {
 			return nil, fmt.Errorf("upstream %q: %w", u.Name, err)
 		}
@@ -371,6 +398,69 @@ func upstreamConfigs(cfg *config.Config, log *slog.Logger) ([]routing.UpstreamCo
 		})
 	}
 	return ups, nil
+}
+
+// credentialHeaders adds an upstream's credentials, and the trace context, to every request to it.
+func credentialHeaders(src auth.CredentialSource) func(context.Context, http.Header) error {
+	return func(ctx context.Context, h http.Header) error {
+		_ = injectTraceContext(ctx, h)
+		creds, err := src.Header(ctx, auth.PrincipalFrom(ctx))
+		if err != nil {
+			return err
+		}
+		for k, v := range creds {
+			h[k] = v
+		}
+		return nil
+	}
+}
+
+// wireAuth makes the gateway an OAuth resource server when the config has an auth: block: every request to the
+// MCP endpoints is verified, sessions are bound to their principal, and the policy decides what each principal
+// sees and calls.
+func wireAuth(ctx context.Context, cfg *config.Config, o *gateway.Options, log *slog.Logger) error {
+	rc, ok := auth.ResourceConfigFrom(cfg)
+	if !ok {
+		return nil
+	}
+	rc.Logger = log
+	rs, err := auth.NewResourceServer(ctx, rc, nil)
+	if err != nil {
+		return err
+	}
+	pol, err := auth.NewPolicy(cfg.Policy)
+	if err != nil {
+		return err
+	}
+	o.Auth = rs
+	o.Identify = func(ctx context.Context) gateway.Identity {
+		p := auth.PrincipalFrom(ctx)
+		if p == nil {
+			return gateway.Identity{}
+		}
+		id := gateway.Identity{Key: p.Key(), Context: func(c context.Context) context.Context { return auth.WithPrincipal(c, p) }}
+		if g := pol.For(p); g != nil {
+			id.Allow = g.Allows
+		}
+		return id
+	}
+	log.Info("authentication on", "issuer", rc.Issuer, "audience", rc.Audience, "policyRules", len(cfg.Policy))
+	return nil
+}
+
+// auditor turns routing's call events into audit log entries.
+func auditor(log *slog.Logger) func(routing.CallEvent) {
+	a := auth.NewAuditor(log)
+	return func(e routing.CallEvent) {
+		var p *auth.Principal
+		if iss, sub, ok := strings.Cut(e.Principal, "|"); ok {
+			p = &auth.Principal{Issuer: iss, Subject: sub}
+		}
+		a.Call(context.Background(), auth.AuditEvent{
+			Principal: p, Session: e.Session, Upstream: e.Upstream, Method: e.Method, Tool: e.Tool,
+			Outcome: e.Outcome, Duration: e.Duration,
+		})
+	}
 }
 
 // injectTraceContext sends the W3C trace context of the upstream leg to HTTP upstreams in headers.

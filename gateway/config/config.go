@@ -89,6 +89,12 @@ type Config struct {
 	CursorSecret []byte
 	// Log configures the gateway's own logging.
 	Log LogConfig
+	// Auth makes the gateway an OAuth 2.1 resource server; nil = clients are
+	// not authenticated (see NoAuthOnNetwork).
+	Auth *Auth
+	// Policy holds the access rules in file order. Nil means no policy (every
+	// principal may use everything); a non-nil empty list denies everything.
+	Policy []PolicyRule
 	// Upstreams are the MCP servers behind the gateway, in file order (sorted
 	// by name for the mcpServers form). Disabled ones are included, with
 	// Disabled set, so tools can still report on them.
@@ -140,7 +146,15 @@ type Upstream struct {
 	// URL is the streamable HTTP endpoint of a remote upstream ("" for stdio).
 	URL string
 	// Headers are sent with every request to URL (static credentials).
+	// Values written as "file:PATH" are not here but in HeaderFiles.
 	Headers map[string]string
+	// HeaderFiles maps a header name to the file its value is read from
+	// (written "file:PATH" in the file; ${VAR} is expanded in PATH). The auth
+	// package reads them at start and again when the file changes.
+	HeaderFiles map[string]string
+	// Auth is how the gateway obtains its own credentials for this upstream
+	// (nil = none beyond Headers).
+	Auth *UpstreamAuth
 	// Session is per-client or shared.
 	Session SessionMode
 	// Prefix is prepended to the upstream's tool and prompt names. It is

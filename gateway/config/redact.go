@@ -27,6 +27,19 @@ func (c *Config) Redacted() *Config {
 	if len(c.CursorSecret) > 0 {
 		r.CursorSecret = []byte(redactedValue)
 	}
+	if c.Auth != nil {
+		a := *c.Auth
+		a.Scopes = slices.Clone(c.Auth.Scopes)
+		a.Algorithms = slices.Clone(c.Auth.Algorithms)
+		if c.Auth.Introspection != nil {
+			in := *c.Auth.Introspection
+			in.URL = redactURL(in.URL)
+			in.ClientSecret = redactedValue
+			a.Introspection = &in
+		}
+		r.Auth = &a
+	}
+	r.Policy = slices.Clone(c.Policy)
 	r.Upstreams = make([]Upstream, len(c.Upstreams))
 	for i, u := range c.Upstreams {
 		ru := u
@@ -40,9 +53,29 @@ func (c *Config) Redacted() *Config {
 		ru.URL = redactURL(ru.URL)
 		ru.Env = redactMap(u.Env)
 		ru.Headers = redactMap(u.Headers)
+		ru.HeaderFiles = maps.Clone(u.HeaderFiles)
+		ru.Auth = redactUpstreamAuth(u.Auth)
 		r.Upstreams[i] = ru
 	}
 	return &r
+}
+
+func redactUpstreamAuth(ua *UpstreamAuth) *UpstreamAuth {
+	if ua == nil {
+		return nil
+	}
+	out := &UpstreamAuth{}
+	if cc := ua.ClientCredentials; cc != nil {
+		c := *cc
+		c.ClientSecret, c.TokenURL, c.Scopes = redactedValue, redactURL(c.TokenURL), slices.Clone(cc.Scopes)
+		out.ClientCredentials = &c
+	}
+	if te := ua.TokenExchange; te != nil {
+		t := *te
+		t.ClientSecret, t.TokenURL, t.Scopes = redactedValue, redactURL(t.TokenURL), slices.Clone(te.Scopes)
+		out.TokenExchange = &t
+	}
+	return out
 }
 
 func redactMap(m map[string]string) map[string]string {
@@ -105,6 +138,45 @@ func (c *Config) String() string {
 		line("cursorSecret: \"\"  # generated at start; single replica only")
 	}
 	line("log: {level: %s, format: %s}", strings.ToLower(r.Log.Level.String()), r.Log.Format)
+	if a := r.Auth; a != nil {
+		line("auth:")
+		line("  issuer: %s", strconv.Quote(a.Issuer))
+		line("  audience: %s", strconv.Quote(a.Audience))
+		if len(a.Scopes) > 0 {
+			line("  scopes: %s", list(a.Scopes))
+		}
+		if a.JWKSURL != "" {
+			line("  jwksURL: %s", strconv.Quote(a.JWKSURL))
+		}
+		if len(a.Algorithms) > 0 {
+			line("  algorithms: %s", list(a.Algorithms))
+		} else {
+			line("  algorithms: []  # default: %s", strings.Join(SupportedAlgorithms(), ", "))
+		}
+		line("  clockSkew: %s", a.ClockSkew)
+		if in := a.Introspection; in != nil {
+			line("  introspection: {url: %s, clientId: %s, clientSecret: %s, cacheTTL: %s}",
+				strconv.Quote(in.URL), strconv.Quote(in.ClientID), redactedValue, in.CacheTTL)
+		}
+	} else {
+		line("auth: none  # clients are not authenticated")
+	}
+	if r.Policy != nil {
+		line("policy:  # %d rules; deny wins, default deny", len(r.Policy))
+		for i, pr := range r.Policy {
+			name := pr.Name
+			if name == "" {
+				name = fmt.Sprintf("policy[%d]", i)
+			}
+			line("  - name: %s", strconv.Quote(name))
+			if len(pr.Allow) > 0 {
+				line("    allow: %s", list(pr.Allow))
+			}
+			if len(pr.Deny) > 0 {
+				line("    deny: %s", list(pr.Deny))
+			}
+		}
+	}
 	if len(r.Upstreams) == 0 {
 		line("upstreams: []")
 	} else {
@@ -129,6 +201,18 @@ func (c *Config) String() string {
 		}
 		if len(u.Headers) > 0 {
 			line("    headers: %s", keysOnly(u.Headers))
+		}
+		for _, k := range slices.Sorted(maps.Keys(u.HeaderFiles)) {
+			line("    headers.%s: %s", k, strconv.Quote(FileRefPrefix+u.HeaderFiles[k]))
+		}
+		if ua := u.Auth; ua != nil && ua.ClientCredentials != nil {
+			c := ua.ClientCredentials
+			line("    auth: {clientCredentials: {tokenURL: %s, clientId: %s, clientSecret: %s, resource: %s}}",
+				strconv.Quote(c.TokenURL), strconv.Quote(c.ClientID), redactedValue, strconv.Quote(c.Resource))
+		} else if ua != nil && ua.TokenExchange != nil {
+			t := ua.TokenExchange
+			line("    auth: {tokenExchange: {tokenURL: %s, clientId: %s, clientSecret: %s, resource: %s}}",
+				strconv.Quote(t.TokenURL), strconv.Quote(t.ClientID), redactedValue, strconv.Quote(t.Resource))
 		}
 		line("    session: %s", u.Session)
 		line("    prefix: %s", strconv.Quote(u.Prefix))

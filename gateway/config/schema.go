@@ -18,13 +18,13 @@ import (
 // the package is mutable.
 func topLevelKeys() []string {
 	return []string{"listen", "publicURL", "allowedOrigins", "allowedHosts", "maxBodyBytes", "pageSize",
-		"requestTimeout", "maxRequestTimeout", "sessionIdleTimeout", "cursorSecret", "log", "upstreams",
-		"mcpServers", "servers"}
+		"requestTimeout", "maxRequestTimeout", "sessionIdleTimeout", "cursorSecret", "log", "auth", "policy",
+		"upstreams", "mcpServers", "servers"}
 }
 
 func upstreamKeys() []string {
 	return []string{"name", "command", "args", "env", "cwd", "url", "headers", "session", "prefix",
-		"timeout", "maxInstances", "idleTimeout", "disabled"}
+		"timeout", "maxInstances", "idleTimeout", "disabled", "auth"}
 }
 
 // upstreamHints explain keys that people bring from other tools.
@@ -53,6 +53,7 @@ type upstreamSource struct {
 // the whole file (duplicates, defaults that depend on other keys).
 type upMeta struct {
 	path                        string
+	authNode, authzHeader       *yaml.Node
 	namePath                    string // path of the name: the key itself in the mcpServers form
 	urlNode                     *yaml.Node
 	node                        *yaml.Node
@@ -176,6 +177,14 @@ func (p *parser) config(doc *yaml.Node) *Config {
 	if f, ok := o.get("log"); ok {
 		p.logConfig(f.val, &cfg.Log)
 	}
+	if f, ok := o.get("auth"); ok {
+		p.authConfig(f.val, cfg)
+	}
+	var policyLists []*yaml.Node
+	policyField, hasPolicy := o.get("policy")
+	if hasPolicy {
+		policyLists = p.policy(policyField.val, cfg)
+	}
 
 	var metas []*upMeta
 	up, hasUp := o.fields["upstreams"]
@@ -207,6 +216,9 @@ func (p *parser) config(doc *yaml.Node) *Config {
 		}
 	}
 	p.checkUpstreams(cfg, metas)
+	if hasPolicy {
+		p.checkPolicy(cfg, policyLists, policyField.key)
+	}
 	return cfg
 }
 
@@ -340,6 +352,22 @@ func (p *parser) upstreamFields(o *object, u *Upstream, m *upMeta, imported bool
 			if strings.ContainsAny(v, "\r\n\x00") {
 				p.errorf(resolve(f.val), join(join(path, "headers"), k), "value contains a line break or NUL, which HTTP does not allow (check the variable it comes from)")
 			}
+			if strings.EqualFold(k, "Authorization") {
+				m.authzHeader = resolve(f.val)
+			}
+			if ref, ok := strings.CutPrefix(v, FileRefPrefix); ok {
+				if strings.TrimSpace(ref) == "" {
+					p.errorf(resolve(f.val), join(join(path, "headers"), k), "file: names no file; write file:/path/to/secret")
+				}
+				if u.HeaderFiles == nil {
+					u.HeaderFiles = map[string]string{}
+				}
+				u.HeaderFiles[k] = ref
+				delete(u.Headers, k)
+			}
+		}
+		if len(u.Headers) == 0 {
+			u.Headers = nil
 		}
 	}
 	if f, ok := o.get("session"); ok {
@@ -390,6 +418,17 @@ func (p *parser) upstreamFields(o *object, u *Upstream, m *upMeta, imported bool
 	}
 	if f, ok := o.get("disabled"); ok {
 		u.Disabled, _ = p.boolean(f.val, join(path, "disabled"))
+	}
+	if f, ok := o.get("auth"); ok {
+		m.authNode = f.key
+		if urlNode == nil && cmdNode != nil {
+			p.errorf(f.key, join(path, "auth"), "auth only applies to a url (HTTP) upstream; a local program gets its credentials from env")
+		} else {
+			u.Auth = p.upstreamAuth(f.val, join(path, "auth"), u.URL)
+			if u.Auth != nil && m.authzHeader != nil {
+				p.errorf(f.key, join(path, "auth"), "headers (at %s) already set Authorization, which auth would replace; keep one", pos(m.authzHeader))
+			}
+		}
 	}
 	return src
 }
@@ -624,7 +663,7 @@ func checkHeaderName(k string) string {
 // noExpandHint explains a ${ in a key that is not expanded.
 func noExpandHint(v string) string {
 	if strings.Contains(v, "${") {
-		return " (${VAR} is only expanded in upstream settings and cursorSecret)"
+		return " (${VAR} is only expanded in upstream settings, cursorSecret and auth.introspection's url, clientId and clientSecret)"
 	}
 	return ""
 }

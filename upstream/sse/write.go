@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 	"time"
@@ -105,10 +106,5 @@ func AppendComment(dst []byte, text string) []byte {
 
 // indexEOL returns the index of the first CR or LF in b, or -1.
 func indexEOL(b []byte) int {
-	for i, c := range b {
-		if c == '\n' || c == '\r' {
-			return i
-		}
-	}
-	return -1
+	return bytes.IndexAny(b, "\r\n")
 }

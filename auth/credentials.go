@@ -1,0 +1,382 @@
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/switchboard-mcp/switchboard/gateway/config"
+)
+
+// CredentialSource gives the headers the gateway sends with a request to
+// an upstream: the gateway's own credentials for that upstream. The
+// client's token is never among them. p is the caller (nil without auth);
+// only token exchange uses it.
+type CredentialSource interface {
+	Header(ctx context.Context, p *Principal) (http.Header, error)
+}
+
+// earlyRefresh is how long before expiry an upstream token is replaced.
+const earlyRefresh = 60 * time.Second
+
+// NewCredentialSource builds the source for one upstream: its static
+// headers, its file headers, and its OAuth credentials, merged. It returns
+// nil (and no error) for an upstream with none of them. The files are read
+// now; a file that cannot be read is an error. ctx only bounds that; the
+// source lives until the process ends.
+func NewCredentialSource(ctx context.Context, u config.Upstream, client *http.Client) (CredentialSource, error) {
+	var parts multiSource
+	if len(u.Headers) > 0 || len(u.HeaderFiles) > 0 {
+		s, err := NewStaticSource(u.Headers, u.HeaderFiles)
+		if err != nil {
+			return nil, fmt.Errorf("upstream %s: %w", u.Name, err)
+		}
+		parts = append(parts, s)
+	}
+	if a := u.Auth; a != nil && a.ClientCredentials != nil {
+		c := a.ClientCredentials
+		parts = append(parts, NewClientCredentialsSource(ctx, clientcredentials.Config{
+			ClientID: c.ClientID, ClientSecret: c.ClientSecret, TokenURL: c.TokenURL, Scopes: c.Scopes,
+			EndpointParams: url.Values{"resource": {c.Resource}},
+		}, client))
+	} else if a != nil && a.TokenExchange != nil {
+		t := a.TokenExchange
+		parts = append(parts, NewTokenExchangeSource(TokenExchangeConfig{
+			TokenURL: t.TokenURL, ClientID: t.ClientID, ClientSecret: t.ClientSecret,
+			Audience: t.Audience, Resource: t.Resource, Scopes: t.Scopes,
+		}, client))
+	}
+	switch len(parts) {
+	case 0:
+		return nil, nil
+	case 1:
+		return parts[0], nil
+	}
+	return parts, nil
+}
+
+// multiSource merges sources; later ones win on a shared header name.
+type multiSource []CredentialSource
+
+func (m multiSource) Header(ctx context.Context, p *Principal) (http.Header, error) {
+	out := http.Header{}
+	for _, s := range m {
+		h, err := s.Header(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range h {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// StaticSource sends fixed header values, some read from files. A file is
+// read at start and again, at most once a second, when its modification
+// time or size changes (a rotated Kubernetes secret); if a reread fails the
+// last good value is kept.
+type StaticSource struct {
+	fixed http.Header
+	files map[string]*fileValue
+}
+
+type fileValue struct {
+	header, path string
+
+	mu      sync.Mutex
+	value   string
+	mod     time.Time
+	size    int64
+	checked time.Time
+}
+
+// NewStaticSource reads the files: values maps header names to values,
+// files header names to paths. A file's content is trimmed of surrounding
+// white space; for Authorization, content without a space (a bare token) is
+// sent as "Bearer <content>".
+func NewStaticSource(values, files map[string]string) (*StaticSource, error) {
+	s := &StaticSource{fixed: http.Header{}, files: map[string]*fileValue{}}
+	for k, v := range values {
+		s.fixed.Set(k, v)
+	}
+	for _, k := range slices.Sorted(maps.Keys(files)) {
+		fv := &fileValue{header: k, path: files[k]}
+		if err := fv.load(); err != nil {
+			return nil, err
+		}
+		s.files[k] = fv
+	}
+	return s, nil
+}
+
+// Header implements CredentialSource.
+func (s *StaticSource) Header(context.Context, *Principal) (http.Header, error) {
+	h := s.fixed.Clone()
+	for k, fv := range s.files {
+		h.Set(k, fv.get())
+	}
+	return h, nil
+}
+
+func (fv *fileValue) load() error {
+	st, err := os.Stat(fv.path)
+	if err != nil {
+		return fmt.Errorf("header %s: %w", fv.header, err)
+	}
+	data, err := os.ReadFile(fv.path)
+	if err != nil {
+		return fmt.Errorf("header %s: %w", fv.header, err)
+	}
+	v := strings.TrimSpace(string(data))
+	if v == "" || strings.ContainsAny(v, "\r\n\x00") {
+		return fmt.Errorf("header %s: %s is empty or has more than one line", fv.header, fv.path)
+	}
+	if strings.EqualFold(fv.header, "Authorization") && !strings.Contains(v, " ") {
+		v = "Bearer " + v
+	}
+	fv.mu.Lock()
+	fv.value, fv.mod, fv.size, fv.checked = v, st.ModTime(), st.Size(), time.Now()
+	fv.mu.Unlock()
+	return nil
+}
+
+func (fv *fileValue) get() string {
+	fv.mu.Lock()
+	due := time.Since(fv.checked) >= time.Second
+	if due {
+		fv.checked = time.Now()
+	}
+	v, mod, size := fv.value, fv.mod, fv.size
+	fv.mu.Unlock()
+	if due {
+		if st, err := os.Stat(fv.path); err == nil && (!st.ModTime().Equal(mod) || st.Size() != size) {
+			if fv.load() == nil {
+				fv.mu.Lock()
+				v = fv.value
+				fv.mu.Unlock()
+			}
+		}
+	}
+	return v
+}
+
+// ClientCredentialsSource sends a token the gateway obtains for itself
+// with the client credentials grant. The token is reused until a minute
+// before it expires, then replaced.
+type ClientCredentialsSource struct {
+	ts oauth2.TokenSource
+}
+
+// NewClientCredentialsSource returns the source. Put the upstream's URL in
+// cfg.EndpointParams["resource"] (RFC 8707). client (nil = default) makes
+// the token requests; ctx only carries it, its cancellation is ignored.
+func NewClientCredentialsSource(ctx context.Context, cfg clientcredentials.Config, client *http.Client) *ClientCredentialsSource {
+	ctx = context.WithoutCancel(ctx)
+	if client != nil {
+		ctx = context.WithValue(ctx, oauth2.HTTPClient, client)
+	}
+	return &ClientCredentialsSource{ts: oauth2.ReuseTokenSourceWithExpiry(nil, cfg.TokenSource(ctx), earlyRefresh)}
+}
+
+// Header implements CredentialSource.
+func (s *ClientCredentialsSource) Header(context.Context, *Principal) (http.Header, error) {
+	t, err := s.ts.Token()
+	if err != nil {
+		return nil, fmt.Errorf("client credentials: %w", err)
+	}
+	return http.Header{"Authorization": {t.Type() + " " + t.AccessToken}}, nil
+}
+
+// TokenExchangeConfig configures RFC 8693 token exchange.
+type TokenExchangeConfig struct {
+	TokenURL, ClientID, ClientSecret string
+	// Audience and Resource name the upstream (either or both).
+	Audience, Resource string
+	Scopes             []string
+}
+
+// RFC 8693 identifiers.
+const (
+	grantTokenExchange  = "urn:ietf:params:oauth:grant-type:token-exchange"
+	tokenTypeAccess     = "urn:ietf:params:oauth:token-type:access_token"
+	maxExchangeCache    = 10000
+	defaultExchangedTTL = 5 * time.Minute
+)
+
+// TokenExchangeSource exchanges the caller's token for a token for the
+// upstream (RFC 8693), per principal, cached until shortly before the new
+// token (or the caller's) expires. The caller's token goes only to the
+// configured token endpoint.
+type TokenExchangeSource struct {
+	cfg    TokenExchangeConfig
+	client *http.Client
+	now    func() time.Time
+
+	mu       sync.Mutex
+	cache    map[[32]byte]exchanged
+	inflight map[[32]byte]*exchangeCall
+}
+
+type exchanged struct {
+	header  string
+	expires time.Time
+}
+
+type exchangeCall struct {
+	done chan struct{}
+	val  exchanged
+	err  error
+}
+
+// NewTokenExchangeSource returns the source; client nil = a client with a
+// 10s timeout.
+func NewTokenExchangeSource(cfg TokenExchangeConfig, client *http.Client) *TokenExchangeSource {
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Second}
+	}
+	return &TokenExchangeSource{cfg: cfg, client: client, now: time.Now,
+		cache: map[[32]byte]exchanged{}, inflight: map[[32]byte]*exchangeCall{}}
+}
+
+// ErrNoSubjectToken is returned by token exchange for a caller without a
+// token (no auth configured, or a Principal not made by Authenticate).
+var ErrNoSubjectToken = errors.New("auth: token exchange needs an authenticated caller")
+
+// Header implements CredentialSource.
+func (s *TokenExchangeSource) Header(ctx context.Context, p *Principal) (http.Header, error) {
+	if p == nil || p.token == "" {
+		return nil, ErrNoSubjectToken
+	}
+	key := sha256.Sum256([]byte(p.token))
+	now := s.now()
+	s.mu.Lock()
+	if e, ok := s.cache[key]; ok && now.Before(e.expires) {
+		s.mu.Unlock()
+		return http.Header{"Authorization": {e.header}}, nil
+	}
+	call, running := s.inflight[key]
+	if !running {
+		call = &exchangeCall{done: make(chan struct{})}
+		s.inflight[key] = call
+	}
+	s.mu.Unlock()
+	if !running {
+		call.val, call.err = s.exchange(ctx, p)
+		s.mu.Lock()
+		delete(s.inflight, key)
+		if call.err == nil {
+			if len(s.cache) >= maxExchangeCache {
+				for k, e := range s.cache {
+					if !now.Before(e.expires) {
+						delete(s.cache, k)
+					}
+				}
+				if len(s.cache) >= maxExchangeCache {
+					clear(s.cache)
+				}
+			}
+			s.cache[key] = call.val
+		}
+		s.mu.Unlock()
+		close(call.done)
+	} else {
+		select {
+		case <-call.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if call.err != nil {
+		return nil, call.err
+	}
+	return http.Header{"Authorization": {call.val.header}}, nil
+}
+
+func (s *TokenExchangeSource) exchange(ctx context.Context, p *Principal) (exchanged, error) {
+	form := url.Values{
+		"grant_type":           {grantTokenExchange},
+		"subject_token":        {p.token},
+		"subject_token_type":   {tokenTypeAccess},
+		"requested_token_type": {tokenTypeAccess},
+	}
+	if s.cfg.Audience != "" {
+		form.Set("audience", s.cfg.Audience)
+	}
+	if s.cfg.Resource != "" {
+		form.Set("resource", s.cfg.Resource)
+	}
+	if len(s.cfg.Scopes) > 0 {
+		form.Set("scope", strings.Join(s.cfg.Scopes, " "))
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.TokenURL, strings.NewReader(form.Encode()))
+	if err != nil {
+		return exchanged{}, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	if s.cfg.ClientID != "" {
+		req.SetBasicAuth(url.QueryEscape(s.cfg.ClientID), url.QueryEscape(s.cfg.ClientSecret))
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return exchanged{}, fmt.Errorf("token exchange: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err != nil {
+		return exchanged{}, fmt.Errorf("token exchange: %w", err)
+	}
+	var out struct {
+		AccessToken     string  `json:"access_token"`
+		TokenType       string  `json:"token_type"`
+		ExpiresIn       float64 `json:"expires_in"`
+		IssuedTokenType string  `json:"issued_token_type"`
+		Error           string  `json:"error"`
+	}
+	_ = json.Unmarshal(body, &out)
+	if resp.StatusCode != http.StatusOK {
+		if out.Error != "" {
+			return exchanged{}, fmt.Errorf("token exchange: %s: %s", resp.Status, sanitize(out.Error, 64))
+		}
+		return exchanged{}, fmt.Errorf("token exchange: %s", resp.Status)
+	}
+	if out.AccessToken == "" {
+		return exchanged{}, errors.New("token exchange: no access_token in the answer")
+	}
+	typ := out.TokenType
+	if typ == "" || strings.EqualFold(typ, "N_A") || strings.EqualFold(typ, "bearer") {
+		typ = "Bearer"
+	}
+	now := s.now()
+	ttl := defaultExchangedTTL
+	if out.ExpiresIn > 0 {
+		ttl = time.Duration(out.ExpiresIn) * time.Second
+	}
+	exp := now.Add(ttl)
+	if ttl > 2*earlyRefresh {
+		exp = exp.Add(-earlyRefresh)
+	} else {
+		exp = now.Add(ttl / 2)
+	}
+	if !p.Expiry.IsZero() && p.Expiry.Before(exp) {
+		exp = p.Expiry
+	}
+	return exchanged{header: typ + " " + out.AccessToken, expires: exp}, nil
+}

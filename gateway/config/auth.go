@@ -1,0 +1,613 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Defaults and limits of the auth settings.
+const (
+	// DefaultClockSkew is the leeway allowed on a token's exp and nbf.
+	DefaultClockSkew = 30 * time.Second
+	// MaxClockSkew bounds clockSkew: a larger leeway keeps expired tokens alive.
+	MaxClockSkew = 5 * time.Minute
+	// DefaultIntrospectionCacheTTL is how long an introspection answer is
+	// reused (never past the token's own expiry).
+	DefaultIntrospectionCacheTTL = 30 * time.Second
+	// MaxIntrospectionCacheTTL bounds cacheTTL: a revoked token stays usable
+	// for up to this long.
+	MaxIntrospectionCacheTTL = 10 * time.Minute
+	// FileRefPrefix marks a header value read from a file ("file:/path").
+	FileRefPrefix = "file:"
+)
+
+// Auth makes the gateway an OAuth 2.1 resource server (the auth: block). A
+// nil *Auth means the gateway does not authenticate clients.
+type Auth struct {
+	// Issuer is the authorization server's issuer URL, exactly as it appears
+	// in the tokens' iss claim. https, except on a loopback host.
+	Issuer string
+	// Audience is the gateway's canonical MCP URL (RFC 8707 resource); tokens
+	// must name it in aud. Defaulted to PublicURL + "/mcp" when left out.
+	Audience string
+	// Scopes are required on every request (and announced in challenges and
+	// the protected-resource metadata).
+	Scopes []string
+	// JWKSURL overrides the jwks_uri found by discovery ("" = discover).
+	JWKSURL string
+	// Algorithms are the accepted JWS algorithms ("" = every asymmetric one:
+	// RS*, PS*, ES*, EdDSA). HS* and none are never accepted.
+	Algorithms []string
+	// ClockSkew is the leeway on exp and nbf.
+	ClockSkew time.Duration
+	// Introspection verifies opaque (non-JWT) tokens by RFC 7662; nil = opaque
+	// tokens are refused.
+	Introspection *Introspection
+	// ResourceName and DocumentationURL go into the protected-resource
+	// metadata (resource_name, resource_documentation).
+	ResourceName     string
+	DocumentationURL string
+}
+
+// Introspection configures RFC 7662 token introspection.
+type Introspection struct {
+	// URL is the introspection endpoint.
+	URL string
+	// ClientID and ClientSecret authenticate the gateway to it (HTTP Basic).
+	ClientID, ClientSecret string
+	// CacheTTL is how long an answer is reused, capped by the token's exp.
+	CacheTTL time.Duration
+}
+
+// PolicyRule is one item of the policy: list. A rule applies to a principal
+// when every condition of Match holds; it then allows and denies upstreams
+// and items by pattern. See docs/auth.md.
+type PolicyRule struct {
+	// Name labels the rule in logs ("" = "policy[i]").
+	Name string
+	// Match holds the conditions; an empty Match applies to every principal.
+	Match PolicyMatch
+	// Allow and Deny are patterns "<upstream>" (the whole upstream) or
+	// "<upstream>/<item>", where both parts may use * and ?. Deny wins.
+	Allow, Deny []string
+}
+
+// PolicyMatch is the condition part of a rule. Every non-empty field must
+// hold; within one field, any listed value is enough. String values may use
+// the * and ? wildcards.
+type PolicyMatch struct {
+	// Sub lists accepted subjects (the sub claim).
+	Sub []string
+	// Groups lists groups; the principal must be in one of them.
+	Groups []string
+	// Scopes lists scopes; the token must carry one of them.
+	Scopes []string
+	// Claims maps a claim name (a dotted path reaches nested claims, such as
+	// realm_access.roles) to accepted values: string, bool or float64. A claim
+	// holding a list matches when one of its elements does.
+	Claims map[string][]any
+}
+
+// UpstreamAuth says how the gateway authenticates to a remote upstream with
+// its own credentials (never the client's token). Exactly one field is set.
+type UpstreamAuth struct {
+	ClientCredentials *ClientCredentials
+	TokenExchange     *TokenExchange
+}
+
+// ClientCredentials is the OAuth client credentials grant toward an upstream.
+type ClientCredentials struct {
+	TokenURL, ClientID, ClientSecret string
+	Scopes                           []string
+	// Resource is the RFC 8707 resource indicator sent to the token
+	// endpoint; defaulted to the upstream's url.
+	Resource string
+}
+
+// TokenExchange is RFC 8693 token exchange per user: the client's token is
+// exchanged (by the gateway, at the token endpoint) for a token for the
+// upstream.
+type TokenExchange struct {
+	TokenURL, ClientID, ClientSecret string
+	// Audience is the optional audience parameter.
+	Audience string
+	// Resource is the resource parameter; defaulted to the upstream's url.
+	Resource string
+	Scopes   []string
+}
+
+func authKeys() []string {
+	return []string{"issuer", "audience", "scopes", "jwksURL", "algorithms", "clockSkew", "introspection",
+		"resourceName", "documentationURL"}
+}
+
+// SupportedAlgorithms are the JWS algorithms auth.algorithms accepts.
+func SupportedAlgorithms() []string {
+	return []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+}
+
+// NoAuthOnNetwork reports whether serving on listen would expose the gateway
+// to the network without authentication: no auth block and a listen address
+// that is not loopback. The gateway then refuses to start unless told
+// --insecure-no-auth.
+func (c *Config) NoAuthOnNetwork(listen string) bool {
+	return c.Auth == nil && !IsLoopback(listen)
+}
+
+// checkSecureURL returns why v is not an https URL (http only on a loopback
+// host) usable as an OAuth endpoint or issuer.
+func checkSecureURL(v string, expanded bool) string {
+	if msg := checkHTTPURL(v, expanded); msg != "" {
+		return msg
+	}
+	u, _ := url.Parse(v)
+	switch {
+	case strings.EqualFold(u.Scheme, "http") && !isLoopbackHost(u.Hostname()):
+		return "must use https; http is accepted only on a loopback host (localhost, 127.0.0.1, ::1), for development"
+	case u.User != nil:
+		return "must not contain a user or password"
+	case u.Fragment != "":
+		return "must not have a fragment"
+	}
+	return ""
+}
+
+func (p *parser) authConfig(n *yaml.Node, cfg *Config) {
+	o, ok := p.object(n, "auth", keySpec{known: authKeys()})
+	if !ok {
+		return
+	}
+	a := &Auth{ClockSkew: DefaultClockSkew}
+	cfg.Auth = a
+	f, ok := o.get("issuer")
+	if !ok {
+		p.errorf(resolve(o.node), "auth", "missing issuer; give the authorization server's issuer URL, such as https://login.example.com/realms/eng")
+	} else if v, ok := p.scalar(f.val, "auth.issuer"); ok {
+		a.Issuer = v
+		if msg := checkSecureURL(v, false); msg != "" {
+			p.errorf(resolve(f.val), "auth.issuer", "%s", msg+noExpandHint(v))
+		} else if u, _ := url.Parse(v); u.RawQuery != "" {
+			p.errorf(resolve(f.val), "auth.issuer", "must not have a query")
+		}
+	}
+	if f, ok := o.get("audience"); ok {
+		if v, ok := p.scalar(f.val, "auth.audience"); ok {
+			a.Audience = v
+			if msg := checkAudience(v); msg != "" {
+				p.errorf(resolve(f.val), "auth.audience", "%s", msg+noExpandHint(v))
+			} else if cfg.PublicURL != "" && !sameOrigin(v, cfg.PublicURL) {
+				p.warnf(resolve(f.val), "auth.audience", "is not on publicURL's origin (%s); the protected-resource metadata is announced on the audience's origin", cfg.PublicURL)
+			}
+		}
+	} else if cfg.PublicURL != "" {
+		a.Audience = strings.TrimSuffix(cfg.PublicURL, "/") + "/mcp"
+		if msg := checkAudience(a.Audience); msg != "" {
+			p.errorf(resolve(o.node), "auth", "the audience defaults to publicURL + \"/mcp\" (%s), which %s; set auth.audience", a.Audience, msg)
+		}
+	} else {
+		p.errorf(resolve(o.node), "auth", "needs audience (the gateway's canonical MCP URL, such as https://mcp.example.com/mcp), or publicURL to derive it from")
+	}
+	if f, ok := o.get("scopes"); ok {
+		a.Scopes = p.scopeList(f.val, "auth.scopes")
+	}
+	if f, ok := o.get("jwksURL"); ok {
+		if v, ok := p.scalar(f.val, "auth.jwksURL"); ok && v != "" {
+			if msg := checkSecureURL(v, false); msg != "" {
+				p.errorf(resolve(f.val), "auth.jwksURL", "%s", msg)
+			}
+			a.JWKSURL = v
+		}
+	}
+	if f, ok := o.get("algorithms"); ok {
+		if vals, _, ok := p.stringList(f.val, "auth.algorithms", false); ok {
+			for i, v := range vals {
+				if !contains(SupportedAlgorithms(), v) {
+					msg := fmt.Sprintf("%q is not an accepted algorithm; use %s", v, strings.Join(SupportedAlgorithms(), ", "))
+					if strings.HasPrefix(strings.ToUpper(v), "HS") || strings.EqualFold(v, "none") {
+						msg = fmt.Sprintf("%q is refused: a resource server verifies with the issuer's public keys, so only asymmetric algorithms (%s) are safe", v, strings.Join(SupportedAlgorithms(), ", "))
+					}
+					p.errorf(resolve(f.val).Content[i], index("auth.algorithms", i), "%s", msg)
+					continue
+				}
+				a.Algorithms = append(a.Algorithms, v)
+			}
+		}
+	}
+	if f, ok := o.get("clockSkew"); ok {
+		if d, ok := p.duration(f.val, "auth.clockSkew", false); ok {
+			if d > MaxClockSkew {
+				p.errorf(resolve(f.val), "auth.clockSkew", "%s is too long; at most %s, or expired tokens stay accepted", d, MaxClockSkew)
+			}
+			a.ClockSkew = d
+		}
+	}
+	if f, ok := o.get("introspection"); ok {
+		a.Introspection = p.introspection(f.val)
+	}
+	if f, ok := o.get("resourceName"); ok {
+		a.ResourceName, _ = p.scalar(f.val, "auth.resourceName")
+	}
+	if f, ok := o.get("documentationURL"); ok {
+		if v, ok := p.scalar(f.val, "auth.documentationURL"); ok {
+			if msg := checkHTTPURL(v, false); msg != "" {
+				p.errorf(resolve(f.val), "auth.documentationURL", "%s", msg)
+			}
+			a.DocumentationURL = v
+		}
+	}
+}
+
+func checkAudience(v string) string {
+	if msg := checkHTTPURL(v, false); msg != "" {
+		return msg
+	}
+	u, _ := url.Parse(v)
+	switch {
+	case u.Fragment != "" || u.RawQuery != "":
+		return "must not have a query or fragment; it is the gateway's canonical URL, such as \"https://mcp.example.com/mcp\""
+	case u.Scheme != strings.ToLower(u.Scheme) || u.Host != strings.ToLower(u.Host):
+		return "must have a lowercase scheme and host (the canonical form of RFC 8707), as clients send it in resource"
+	case u.User != nil:
+		return "must not contain a user or password"
+	}
+	return ""
+}
+
+func sameOrigin(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	return err1 == nil && err2 == nil && strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Host, ub.Host)
+}
+
+// scopeList reads a list of OAuth scope tokens (RFC 6749 §3.3).
+func (p *parser) scopeList(n *yaml.Node, path string) []string {
+	vals, _, ok := p.stringList(n, path, false)
+	if !ok {
+		return nil
+	}
+	for i, v := range vals {
+		if msg := checkScope(v); msg != "" {
+			p.errorf(resolve(n).Content[i], index(path, i), "%s", msg)
+		}
+	}
+	return vals
+}
+
+func checkScope(v string) string {
+	if v == "" {
+		return "an empty scope is not allowed"
+	}
+	for _, r := range v {
+		if r < 0x21 || r > 0x7e || r == '"' || r == '\\' {
+			return fmt.Sprintf("%q is not a scope: scopes are printable ASCII without spaces, quotes or backslashes", v)
+		}
+	}
+	return ""
+}
+
+func (p *parser) introspection(n *yaml.Node) *Introspection {
+	const path = "auth.introspection"
+	o, ok := p.object(n, path, keySpec{known: []string{"url", "clientId", "clientSecret", "cacheTTL"}})
+	if !ok {
+		return nil
+	}
+	in := &Introspection{CacheTTL: DefaultIntrospectionCacheTTL}
+	if f, ok := o.get("url"); ok {
+		if v, raw, ok := p.expanded(f.val, join(path, "url")); ok {
+			if msg := checkSecureURL(v, raw != v); msg != "" {
+				p.errorf(resolve(f.val), join(path, "url"), "%s", msg)
+			}
+			in.URL = v
+		}
+	} else {
+		p.errorf(resolve(o.node), path, "missing url; give the RFC 7662 introspection endpoint")
+	}
+	in.ClientID, in.ClientSecret = p.clientCreds(o, path)
+	if f, ok := o.get("cacheTTL"); ok {
+		if d, ok := p.duration(f.val, join(path, "cacheTTL"), false); ok {
+			if d > MaxIntrospectionCacheTTL {
+				p.errorf(resolve(f.val), join(path, "cacheTTL"), "%s is too long; at most %s, since a revoked token stays accepted while cached", d, MaxIntrospectionCacheTTL)
+			}
+			in.CacheTTL = d
+		}
+	}
+	return in
+}
+
+// clientCreds reads the required clientId and clientSecret of an OAuth
+// client block, with ${VAR} expansion.
+func (p *parser) clientCreds(o *object, path string) (id, secret string) {
+	if f, ok := o.get("clientId"); ok {
+		id, _, _ = p.expanded(f.val, join(path, "clientId"))
+		if id == "" {
+			p.errorf(resolve(f.val), join(path, "clientId"), "is empty")
+		}
+	} else {
+		p.errorf(resolve(o.node), path, "missing clientId")
+	}
+	if f, ok := o.get("clientSecret"); ok {
+		secret, _, _ = p.expanded(f.val, join(path, "clientSecret"))
+		if secret == "" {
+			p.errorf(resolve(f.val), join(path, "clientSecret"), "is empty (check the variable it comes from)")
+		}
+	} else {
+		p.errorf(resolve(o.node), path, "missing clientSecret; take it from the environment, such as clientSecret: \"${CLIENT_SECRET}\"")
+	}
+	return id, secret
+}
+
+// upstreamAuth reads an upstream's auth block. hasAuthzHeader is the
+// position of a static Authorization header, which the block would replace.
+func (p *parser) upstreamAuth(n *yaml.Node, path, upstreamURL string) *UpstreamAuth {
+	o, ok := p.object(n, path, keySpec{known: []string{"clientCredentials", "tokenExchange"}})
+	if !ok {
+		return nil
+	}
+	ua := &UpstreamAuth{}
+	cc, hasCC := o.get("clientCredentials")
+	te, hasTE := o.get("tokenExchange")
+	switch {
+	case hasCC && hasTE:
+		p.errorf(te.key, join(path, "tokenExchange"), "clientCredentials (at %s) and tokenExchange are both set; choose exactly one kind of credential", pos(cc.key))
+		return nil
+	case !hasCC && !hasTE:
+		p.errorf(resolve(o.node), path, "needs exactly one of clientCredentials or tokenExchange")
+		return nil
+	}
+	if hasCC {
+		ccPath := join(path, "clientCredentials")
+		o2, ok := p.object(cc.val, ccPath, keySpec{known: []string{"tokenURL", "clientId", "clientSecret", "scopes", "resource"}})
+		if !ok {
+			return nil
+		}
+		c := &ClientCredentials{Resource: upstreamURL}
+		c.TokenURL = p.tokenURL(o2, ccPath)
+		c.ClientID, c.ClientSecret = p.clientCreds(o2, ccPath)
+		if f, ok := o2.get("scopes"); ok {
+			c.Scopes = p.scopeList(f.val, join(ccPath, "scopes"))
+		}
+		if f, ok := o2.get("resource"); ok {
+			c.Resource = p.resourceURL(f.val, join(ccPath, "resource"))
+		}
+		ua.ClientCredentials = c
+		return ua
+	}
+	tePath := join(path, "tokenExchange")
+	o2, ok := p.object(te.val, tePath, keySpec{known: []string{"tokenURL", "clientId", "clientSecret", "audience", "resource", "scopes"}})
+	if !ok {
+		return nil
+	}
+	t := &TokenExchange{Resource: upstreamURL}
+	t.TokenURL = p.tokenURL(o2, tePath)
+	t.ClientID, t.ClientSecret = p.clientCreds(o2, tePath)
+	if f, ok := o2.get("audience"); ok {
+		t.Audience, _, _ = p.expanded(f.val, join(tePath, "audience"))
+	}
+	if f, ok := o2.get("resource"); ok {
+		t.Resource = p.resourceURL(f.val, join(tePath, "resource"))
+	}
+	if f, ok := o2.get("scopes"); ok {
+		t.Scopes = p.scopeList(f.val, join(tePath, "scopes"))
+	}
+	ua.TokenExchange = t
+	return ua
+}
+
+func (p *parser) tokenURL(o *object, path string) string {
+	f, ok := o.get("tokenURL")
+	if !ok {
+		p.errorf(resolve(o.node), path, "missing tokenURL; give the authorization server's token endpoint")
+		return ""
+	}
+	v, raw, ok := p.expanded(f.val, join(path, "tokenURL"))
+	if ok {
+		if msg := checkSecureURL(v, raw != v); msg != "" {
+			p.errorf(resolve(f.val), join(path, "tokenURL"), "%s", msg)
+		}
+	}
+	return v
+}
+
+func (p *parser) resourceURL(n *yaml.Node, path string) string {
+	v, raw, ok := p.expanded(n, path)
+	if ok {
+		if msg := checkHTTPURL(v, raw != v); msg != "" {
+			p.errorf(resolve(n), path, "%s", msg)
+		} else if u, _ := url.Parse(v); u.Fragment != "" {
+			p.errorf(resolve(n), path, "must not have a fragment (RFC 8707)")
+		}
+	}
+	return v
+}
+
+// policy reads the policy: list. Patterns are checked against the upstream
+// names afterwards, by checkPolicy.
+func (p *parser) policy(n *yaml.Node, cfg *Config) []*yaml.Node {
+	n = resolve(n)
+	if n.Kind != yaml.SequenceNode {
+		p.errorf(n, "policy", "must be a list of rules (each item starts with \"- match:\" or \"- name:\"), not %s", kindName(n))
+		return nil
+	}
+	cfg.Policy = []PolicyRule{}
+	var nodes []*yaml.Node
+	for i, item := range n.Content {
+		path := index("policy", i)
+		o, ok := p.object(item, path, keySpec{known: []string{"name", "match", "allow", "deny"}})
+		if !ok {
+			continue
+		}
+		var r PolicyRule
+		if f, ok := o.get("name"); ok {
+			r.Name, _ = p.scalar(f.val, join(path, "name"))
+		}
+		if f, ok := o.get("match"); ok {
+			r.Match = p.policyMatch(f.val, join(path, "match"))
+		}
+		for _, k := range []struct {
+			key string
+			dst *[]string
+		}{{"allow", &r.Allow}, {"deny", &r.Deny}} {
+			if f, ok := o.get(k.key); ok {
+				if vals, _, ok := p.stringList(f.val, join(path, k.key), false); ok {
+					*k.dst = vals
+					nodes = append(nodes, resolve(f.val))
+				}
+			}
+		}
+		if len(r.Allow) == 0 && len(r.Deny) == 0 {
+			p.warnf(resolve(item), path, "has neither allow nor deny, so it has no effect")
+		}
+		cfg.Policy = append(cfg.Policy, r)
+	}
+	if len(n.Content) == 0 {
+		p.warnf(n, "policy", "is an empty list, which denies every upstream to everyone; remove the key to allow all")
+	}
+	return nodes
+}
+
+func (p *parser) policyMatch(n *yaml.Node, path string) PolicyMatch {
+	var m PolicyMatch
+	o, ok := p.object(n, path, keySpec{known: []string{"sub", "groups", "scopes", "claims"}})
+	if !ok {
+		return m
+	}
+	for _, k := range []struct {
+		key string
+		dst *[]string
+	}{{"sub", &m.Sub}, {"groups", &m.Groups}, {"scopes", &m.Scopes}} {
+		if f, ok := o.get(k.key); ok {
+			if vals, _, ok := p.stringList(f.val, join(path, k.key), false); ok {
+				if len(vals) == 0 {
+					p.errorf(resolve(f.val), join(path, k.key), "is an empty list, which no principal matches; remove it or list values")
+				}
+				*k.dst = vals
+			}
+		}
+	}
+	if f, ok := o.get("claims"); ok {
+		cn := resolve(f.val)
+		cpath := join(path, "claims")
+		if cn.Kind != yaml.MappingNode {
+			p.errorf(cn, cpath, "must be a mapping of claim names to values, not %s", kindName(cn))
+			return m
+		}
+		m.Claims = map[string][]any{}
+		for _, pr := range p.pairs(cn, cpath) {
+			kp := join(cpath, pr.key.Value)
+			if pr.key.Value == "" {
+				p.errorf(pr.key, kp, "claim name is empty")
+				continue
+			}
+			v := resolve(pr.val)
+			var items []*yaml.Node
+			if v.Kind == yaml.SequenceNode {
+				items = v.Content
+				if len(items) == 0 {
+					p.errorf(v, kp, "is an empty list, which no principal matches")
+				}
+			} else {
+				items = []*yaml.Node{v}
+			}
+			var vals []any
+			for _, it := range items {
+				if x, ok := p.claimValue(resolve(it), kp); ok {
+					vals = append(vals, x)
+				}
+			}
+			m.Claims[pr.key.Value] = vals
+		}
+	}
+	return m
+}
+
+// claimValue converts a scalar to the type a JSON claim would have.
+func (p *parser) claimValue(n *yaml.Node, path string) (any, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		p.errorf(n, path, "must be a string, number or boolean, not %s", kindName(n))
+		return nil, false
+	}
+	switch n.Tag {
+	case "!!bool":
+		b, err := strconv.ParseBool(strings.ToLower(n.Value))
+		return b, err == nil
+	case "!!int", "!!float":
+		f, err := strconv.ParseFloat(n.Value, 64)
+		if err != nil {
+			if i, err2 := strconv.ParseInt(n.Value, 0, 64); err2 == nil {
+				return float64(i), true
+			}
+			p.errorf(n, path, "%s is not a number", n.Value)
+			return nil, false
+		}
+		return f, true
+	}
+	return n.Value, true
+}
+
+// checkPolicy checks every pattern against the upstreams, once all are known.
+func (p *parser) checkPolicy(cfg *Config, lists []*yaml.Node, policyKey *yaml.Node) {
+	if cfg.Policy == nil {
+		return
+	}
+	if cfg.Auth == nil {
+		p.errorf(policyKey, "policy", "needs an auth block: rules match the claims of verified tokens, so without auth there is no one to match")
+	}
+	names := map[string]bool{}
+	for _, u := range cfg.Upstreams {
+		names[u.Name] = true
+	}
+	li := 0
+	for i, r := range cfg.Policy {
+		for _, k := range []struct {
+			key  string
+			vals []string
+		}{{"allow", r.Allow}, {"deny", r.Deny}} {
+			if k.vals == nil {
+				continue
+			}
+			node := lists[li]
+			li++
+			for j, pat := range k.vals {
+				path := index(join(index("policy", i), k.key), j)
+				if msg := checkPattern(pat, names); msg != "" {
+					p.errorf(node.Content[j], path, "%s", msg)
+				}
+			}
+		}
+	}
+}
+
+// checkPattern returns why a policy pattern is invalid, or "".
+func checkPattern(pat string, names map[string]bool) string {
+	up, item, hasItem := strings.Cut(pat, "/")
+	switch {
+	case pat == "":
+		return "pattern is empty; write \"<upstream>\" or \"<upstream>/<tool glob>\""
+	case up == "":
+		return fmt.Sprintf("%q has no upstream before '/'; write \"<upstream>/<item>\" (use \"*/<item>\" for every upstream)", pat)
+	case hasItem && item == "":
+		return fmt.Sprintf("%q has nothing after '/'; write %q for the whole upstream, or %q for every item", pat, up, up+"/*")
+	}
+	for _, r := range up {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '*' || r == '?') {
+			return fmt.Sprintf("upstream part %q may only contain upstream-name characters (a-z, 0-9, '-') and the wildcards * and ?", up)
+		}
+	}
+	if !strings.ContainsAny(up, "*?") && !names[up] {
+		msg := fmt.Sprintf("no upstream is named %q", up)
+		known := make([]string, 0, len(names))
+		for n := range names {
+			known = append(known, n)
+		}
+		if s := suggest(up, known); s != "" {
+			msg += fmt.Sprintf("; did you mean %q?", s)
+		}
+		return msg
+	}
+	return ""
+}
