@@ -226,6 +226,9 @@ type TokenExchangeSource struct {
 	cfg    TokenExchangeConfig
 	client *http.Client
 	now    func() time.Time
+	// own is the gateway's own identity (client credentials with the same client), used where no user is
+	// behind a request: the session that feeds the catalog, and a per-user session's own housekeeping.
+	own *ClientCredentialsSource
 
 	mu       sync.Mutex
 	cache    map[[32]byte]exchanged
@@ -249,7 +252,18 @@ func NewTokenExchangeSource(cfg TokenExchangeConfig, client *http.Client) *Token
 	if client == nil {
 		client = &http.Client{Timeout: 10 * time.Second}
 	}
-	return &TokenExchangeSource{cfg: cfg, client: client, now: time.Now,
+	params := url.Values{}
+	if cfg.Resource != "" {
+		params.Set("resource", cfg.Resource)
+	}
+	if cfg.Audience != "" {
+		params.Set("audience", cfg.Audience)
+	}
+	own := NewClientCredentialsSource(context.Background(), clientcredentials.Config{
+		ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, TokenURL: cfg.TokenURL, Scopes: cfg.Scopes,
+		EndpointParams: params,
+	}, client)
+	return &TokenExchangeSource{cfg: cfg, client: client, now: time.Now, own: own,
 		cache: map[[32]byte]exchanged{}, inflight: map[[32]byte]*exchangeCall{}}
 }
 
@@ -258,9 +272,16 @@ func NewTokenExchangeSource(cfg TokenExchangeConfig, client *http.Client) *Token
 var ErrNoSubjectToken = errors.New("auth: token exchange needs an authenticated caller")
 
 // Header implements CredentialSource.
+//
+// With no user behind the request (the catalog's session lists tools for everyone) it authenticates as the
+// gateway itself, by client credentials with the same client: the upstream can tell the two apart, and no
+// user's identity is borrowed for work done for all.
 func (s *TokenExchangeSource) Header(ctx context.Context, p *Principal) (http.Header, error) {
 	if p == nil || p.token == "" {
-		return nil, ErrNoSubjectToken
+		if s.own == nil {
+			return nil, ErrNoSubjectToken
+		}
+		return s.own.Header(ctx, nil)
 	}
 	key := sha256.Sum256([]byte(p.token))
 	now := s.now()

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
@@ -64,10 +65,22 @@ func (s *Server) legacyGet(w http.ResponseWriter, r *http.Request) {
 	if sw.write() != nil {
 		return
 	}
-	ctx, stop := s.untilDrain(r.Context())
+	ctx := r.Context()
+	dctx, stop := s.untilDrain(ctx) // wakes the wait below when shutdown begins
 	defer stop()
 	for {
-		nctx, cancel := context.WithTimeout(ctx, s.opts.KeepAlive)
+		// Everything of a legacy session travels on this one stream, answers included: on shutdown it stays
+		// open until the session's calls in flight are answered (or the grace period ends), then ends with a
+		// reconnection hint.
+		base, wait := dctx, s.opts.KeepAlive
+		if s.isDraining() {
+			if sess := c.session(); sess == nil || sess.InFlight() == 0 {
+				s.retryHint(sw)
+				return
+			}
+			base, wait = ctx, 100*time.Millisecond
+		}
+		nctx, cancel := context.WithTimeout(base, wait)
 		msg, ok := c.next(nctx)
 		cancel()
 		switch {
@@ -79,6 +92,8 @@ func (s *Server) legacyGet(w http.ResponseWriter, r *http.Request) {
 			return
 		case c.session() != nil && isDone(c.session().Done()):
 			return
+		case dctx.Err() != nil:
+			// shutdown began: the loop decides above
 		default:
 			if sw.comment("keep-alive") != nil {
 				return

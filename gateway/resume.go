@@ -230,13 +230,14 @@ func (s *Server) untilDrain(ctx context.Context) (context.Context, context.Cance
 	return ctx, cancel
 }
 
+// isDraining reports whether shutdown has begun.
+func (s *Server) isDraining() bool { return isDone(s.draining) }
+
 // retryHint tells a client of a stream ended by shutdown when to reconnect: the SSE retry field, in a block with
 // no data, which dispatches no event.
 func (s *Server) retryHint(sw *sseWriter) {
-	select {
-	case <-s.draining:
+	if s.isDraining() {
 		sw.buf = append(sw.buf[:0], "retry: 1000\n\n"...)
 		_ = sw.write()
-	default:
 	}
 }

@@ -84,10 +84,10 @@ type templateRoute struct {
 // path whenever an upstream's lists change and swapped in atomically, so the hot path reads it without locks.
 type catalog struct {
 	gen       [numKinds]uint64
-	items     [numKinds][][]byte // exposed items, in the stable merged order
+	items     [numKinds][][]byte  // exposed items, in the stable merged order
 	refs      [numKinds][]itemRef // what each item is, for policy
-	tools     map[string]target  // exposed tool name → upstream
-	prompts   map[string]target  // exposed prompt name → upstream
+	tools     map[string]target   // exposed tool name → upstream
+	prompts   map[string]target   // exposed prompt name → upstream
 	resources map[string]*Upstream
 	templates []templateRoute
 	conflicts []string

@@ -111,7 +111,11 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 		index, what = cat.prompts, "prompt"
 	}
 	t, ok := index[name]
-	if !ok || !s.allows(t.up, k, t.name) {
+	if ok && !s.allows(t.up, k, t.name) {
+		s.auditDenied(t.up, m.Method(), name)
+		ok = false
+	}
+	if !ok {
 		// What a principal may not use does not exist for it: the same answer as for a name nobody offers.
 		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown %s %q: list %ss to see what is available", what, name, what))
 		return
@@ -143,7 +147,11 @@ func (s *Session) callURI(ctx context.Context, m jsonrpc.Message, out *Stream) {
 		return
 	}
 	up := s.resourceUpstream(uri)
-	if up == nil || !s.allowsURI(up, uri) {
+	if up != nil && !s.allowsURI(up, uri) {
+		s.auditDenied(up, m.Method(), uri)
+		up = nil
+	}
+	if up == nil {
 		notFound(out, m.ID(), uri)
 		return
 	}
@@ -194,7 +202,11 @@ func (s *Session) complete(ctx context.Context, m jsonrpc.Message, out *Stream) 
 	case "ref/prompt":
 		name, _ := stringParam(params, "ref", "name")
 		t, ok := cat.prompts[name]
-		if !ok || !s.allows(t.up, kindPrompts, t.name) {
+		if ok && !s.allows(t.up, kindPrompts, t.name) {
+			s.auditDenied(t.up, m.Method(), name)
+			ok = false
+		}
+		if !ok {
 			replyError(out, m.ID(), jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown prompt %q", name))
 			return
 		}

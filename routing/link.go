@@ -56,6 +56,7 @@ type call struct {
 	// (task ids, older protocol versions) that most calls never need.
 	transform func(result []byte) []byte
 	span      trace.Span // the upstream leg's client span; nil when not tracing
+	code      int        // the JSON-RPC error code it ended with, for the audit log
 
 	// One of the gateway's own requests: the raw response is delivered here.
 	internal chan jsonrpc.Message

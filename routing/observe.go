@@ -145,7 +145,7 @@ func (r *Router) endLeg(c *call, outcome string) {
 	if r.opts.Audit != nil {
 		r.opts.Audit(CallEvent{
 			Session: c.session.logID(), Principal: c.session.params.Principal, Upstream: c.link.up.cfg.Name,
-			Method: c.method, Tool: c.tool, Outcome: outcome, Duration: time.Since(c.started),
+			Method: c.method, Tool: c.tool, Outcome: outcome, Code: c.code, Duration: time.Since(c.started),
 		})
 	}
 	if c.span != nil {
@@ -154,6 +154,15 @@ func (r *Router) endLeg(c *call, outcome string) {
 			c.span.SetStatus(codes.Error, outcome)
 		}
 		c.span.End()
+	}
+}
+
+// auditDenied records a request the policy refused: it is answered as if the item did not exist, but the audit
+// log says what happened.
+func (s *Session) auditDenied(up *Upstream, method, name string) {
+	if s.r.opts.Audit != nil {
+		s.r.opts.Audit(CallEvent{Session: s.logID(), Principal: s.params.Principal, Upstream: up.cfg.Name,
+			Method: method, Tool: name, Outcome: "denied"})
 	}
 }
 

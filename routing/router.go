@@ -60,7 +60,8 @@ type CallEvent struct {
 	Upstream  string
 	Method    string
 	Tool      string // the exposed tool name, for tools/call
-	Outcome   string // ok, error, timeout, cancelled, failed
+	Outcome   string // ok, error, timeout, cancelled, failed, denied
+	Code      int    // the JSON-RPC error code, when the call ended in one
 	Duration  time.Duration
 }
 
@@ -77,10 +78,10 @@ type Router struct {
 
 	buildMu   sync.Mutex // serialises catalog rebuilds
 	buildReq  atomic.Uint64
-	buildSeen uint64 // the highest rebuild request the current catalog covers; under buildMu
-	reloadMu sync.Mutex // serialises Reconfigure
-	elicits  elicitations
-	inst     instruments
+	buildSeen uint64     // the highest rebuild request the current catalog covers; under buildMu
+	reloadMu  sync.Mutex // serialises Reconfigure
+	elicits   elicitations
+	inst      instruments
 
 	mu       sync.Mutex
 	running  bool // Run has started the upstreams; reloads start new ones at once
@@ -335,6 +336,7 @@ func (r *Router) complete(c *call, m jsonrpc.Message) {
 	outcome := outcomeOK
 	if m.Error() != nil {
 		outcome = outcomeError
+		c.code, _ = m.ErrorCode()
 	}
 	r.endLeg(c, outcome)
 	c.session.removeCall(c)
@@ -354,6 +356,7 @@ func (r *Router) fail(c *call, outcome string, code int, message string) {
 		}
 		return
 	}
+	c.code = code
 	r.endLeg(c, outcome)
 	c.session.removeCall(c)
 	c.out.Push(jsonrpc.AppendError(nil, c.clientID, code, message, nil), ClassFinal)

@@ -507,3 +507,10 @@ func (s *Session) wantsLog(params []byte) bool {
 	}
 	return levelIndex(lv) >= min
 }
+
+// InFlight reports how many of the client's requests are with upstreams now.
+func (s *Session) InFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.calls)
+}

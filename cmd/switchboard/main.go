@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"reflect"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -217,7 +218,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	routerDone := make(chan struct{})
 	go func() { defer close(routerDone); r.Run(rctx) }()
 
-	reload := reloader(*path, r, log)
+	reload := reloader(*path, cfg, r, log)
 	go watchConfig(ctx, *path, reload, log)
 	if *adminListen != "" {
 		aln, err := net.Listen("tcp", *adminListen)
@@ -247,7 +248,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 
 // reloader returns the function that reloads the config file into the router: a file with problems is
 // rejected, with its reasons, and the running configuration stays.
-func reloader(path string, r *routing.Router, log *slog.Logger) gateway.Reloader {
+func reloader(path string, running *config.Config, r *routing.Router, log *slog.Logger) gateway.Reloader {
 	var mu sync.Mutex
 	return func() (routing.ReloadResult, error) {
 		mu.Lock()
@@ -262,8 +263,33 @@ func reloader(path string, r *routing.Router, log *slog.Logger) gateway.Reloader
 			log.Error("config reload rejected; the running configuration stays", "err", err)
 			return routing.ReloadResult{}, err
 		}
+		if keys := restartOnly(running, cfg); len(keys) > 0 {
+			log.Warn("config reload applies upstreams only; these changes take effect after a restart", "keys", keys)
+		}
+		running = cfg
 		return r.Reconfigure(ups)
 	}
+}
+
+// restartOnly lists the changed keys that a reload does not apply.
+func restartOnly(old, cur *config.Config) []string {
+	var keys []string
+	for _, f := range []struct {
+		key  string
+		a, b any
+	}{
+		{"listen", old.Listen, cur.Listen}, {"publicURL", old.PublicURL, cur.PublicURL},
+		{"allowedOrigins", old.AllowedOrigins, cur.AllowedOrigins}, {"allowedHosts", old.AllowedHosts, cur.AllowedHosts},
+		{"maxBodyBytes", old.MaxBodyBytes, cur.MaxBodyBytes}, {"pageSize", old.PageSize, cur.PageSize},
+		{"requestTimeout", old.RequestTimeout, cur.RequestTimeout}, {"maxRequestTimeout", old.MaxRequestTimeout, cur.MaxRequestTimeout},
+		{"sessionIdleTimeout", old.SessionIdleTimeout, cur.SessionIdleTimeout}, {"cursorSecret", old.CursorSecret, cur.CursorSecret},
+		{"log", old.Log, cur.Log}, {"auth", old.Auth, cur.Auth}, {"policy", old.Policy, cur.Policy},
+	} {
+		if !reflect.DeepEqual(f.a, f.b) {
+			keys = append(keys, f.key)
+		}
+	}
+	return keys
 }
 
 // watchConfig reloads on SIGHUP and whenever the config file's content changes (polled: it works the same on
@@ -458,7 +484,7 @@ func auditor(log *slog.Logger) func(routing.CallEvent) {
 		}
 		a.Call(context.Background(), auth.AuditEvent{
 			Principal: p, Session: e.Session, Upstream: e.Upstream, Method: e.Method, Tool: e.Tool,
-			Outcome: e.Outcome, Duration: e.Duration,
+			Outcome: e.Outcome, Code: e.Code, Duration: e.Duration,
 		})
 	}
 }

@@ -48,8 +48,10 @@ type Options struct {
 
 // New builds the providers.
 func New(ctx context.Context, o Options) (*Providers, error) {
-	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
-		semconv.ServiceName(o.ServiceName), semconv.ServiceVersion(o.ServiceVersion)))
+	// The environment (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES) comes last, so an operator's name wins.
+	res, err := resource.New(ctx,
+		resource.WithAttributes(semconv.ServiceName(o.ServiceName), semconv.ServiceVersion(o.ServiceVersion)),
+		resource.WithTelemetrySDK(), resource.WithFromEnv())
 	if err != nil {
 		return nil, fmt.Errorf("telemetry resource: %w", err)
 	}
@@ -62,10 +64,11 @@ func New(ctx context.Context, o Options) (*Providers, error) {
 		}
 	}
 	if exp != nil {
-		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+		processing := sdktrace.WithBatcher(exp)
 		if o.SpanExporter != nil {
-			tp = sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithResource(res))
+			processing = sdktrace.WithSyncer(exp) // a caller's exporter (tests) sees spans at once
 		}
+		tp := sdktrace.NewTracerProvider(processing, sdktrace.WithResource(res))
 		p.Tracer = tp
 		p.shutdown = append(p.shutdown, tp.Shutdown)
 	} else {
