@@ -218,7 +218,7 @@ func teeStdioUpstream(t *testing.T, name string) (routing.UpstreamConfig, string
 func attr(s tracetest.SpanStub, key string) (string, bool) {
 	for _, kv := range s.Attributes {
 		if string(kv.Key) == key {
-			return kv.Value.Emit(), true
+			return kv.Value.String(), true
 		}
 	}
 	return "", false

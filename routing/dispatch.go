@@ -247,7 +247,7 @@ func (s *Session) setLevel(ctx context.Context, m jsonrpc.Message, out *Stream) 
 		links = append(links, l)
 	}
 	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var errs []error
 	for _, l := range links {

@@ -97,7 +97,7 @@ func (s *Session) taskRequest(ctx context.Context, m jsonrpc.Message, out *Strea
 // listTasks merges tasks/list across the upstreams this session has tasks with; on a shared upstream only the
 // session's own tasks are listed. The merged list is returned in one page.
 func (s *Session) listTasks(ctx context.Context, m jsonrpc.Message, out *Stream) {
-	ctx, cancel := context.WithTimeout(s.ctx, s.r.opts.RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.r.opts.RequestTimeout)
 	defer cancel()
 	b := []byte(`{"tasks":[`)
 	n := 0
