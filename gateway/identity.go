@@ -39,7 +39,15 @@ func (s *Server) identify(ctx context.Context) Identity {
 // owns reports whether the caller of a request may use a session: "sessions MUST NOT be used for
 // authentication"; a session id presented with another principal's token is, for that principal, no session.
 func (s *Server) owns(r *http.Request, sess *routing.Session) bool {
-	return s.identify(r.Context()).Key == sess.Principal()
+	return s.key(r.Context()) == sess.Principal()
+}
+
+// key is the caller's identity key alone: cheaper than identify, which also evaluates the policy.
+func (s *Server) key(ctx context.Context) string {
+	if s.opts.Key != nil {
+		return s.opts.Key(ctx)
+	}
+	return s.identify(ctx).Key
 }
 
 // guard wraps the MCP endpoints with the authenticator, counting what it refuses.

@@ -54,7 +54,7 @@ func (s *Server) legacyGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := newMonoConn(s)
-	c.owner = s.identify(r.Context()).Key
+	c.owner = s.key(r.Context())
 	id := s.legacy.add(c)
 	defer func() {
 		s.legacy.remove(id)
@@ -114,7 +114,7 @@ func isDone(ch <-chan struct{}) bool {
 // legacyPost takes one message of an HTTP+SSE connection; its answer goes on the connection's stream.
 func (s *Server) legacyPost(w http.ResponseWriter, r *http.Request) {
 	c := s.legacy.get(r.URL.Query().Get("sessionId"))
-	if c == nil || s.identify(r.Context()).Key != c.owner {
+	if c == nil || s.key(r.Context()) != c.owner {
 		writeError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest, "unknown sessionId: open a new connection with GET /sse")
 		return
 	}

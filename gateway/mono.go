@@ -17,8 +17,9 @@ type monoConn struct {
 	pre   *routing.Stream
 	owner string // the identity that opened the connection; only it may post to it
 
-	mu   sync.Mutex
-	sess *routing.Session
+	mu           sync.Mutex
+	sess         *routing.Session
+	initializing bool // an initialize is being answered: a second one is refused, not raced
 }
 
 func newMonoConn(s *Server) *monoConn {
@@ -38,16 +39,20 @@ var errNotInitialized = errors.New("the session is not initialized: send initial
 func (c *monoConn) handle(ctx context.Context, m jsonrpc.Message) error {
 	sess := c.session()
 	if m.Kind() == jsonrpc.KindRequest && m.MethodIs("initialize") {
-		if sess != nil {
-			c.pre.Push(jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidRequest, "the session is already initialized", nil), routing.ClassFinal)
+		c.mu.Lock()
+		busy := c.sess != nil || c.initializing
+		c.initializing = !busy
+		c.mu.Unlock()
+		if busy {
+			c.reply(jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidRequest, "the session is already initialized", nil))
 			return nil
 		}
 		newSess, answer := c.s.startSession(ctx, m)
 		c.pre.Push(answer, routing.ClassFinal)
+		c.mu.Lock()
+		c.sess, c.initializing = newSess, false
+		c.mu.Unlock()
 		if newSess != nil {
-			c.mu.Lock()
-			c.sess = newSess
-			c.mu.Unlock()
 			c.pre.Close() // the writer drains what pre holds, then moves on to the session's stream
 		}
 		return nil

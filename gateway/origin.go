@@ -13,12 +13,19 @@ import (
 // host name.
 func (s *Server) checkOrigin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.opts.AllowHost != nil && !s.opts.AllowHost(r.Host) {
-			writeError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, "Host "+quote(r.Host)+" is not allowed; add it to allowedHosts")
-			return
-		}
 		if o := r.Header.Get("Origin"); o != "" && s.opts.AllowOrigin != nil && !s.opts.AllowOrigin(o) {
 			writeError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, "Origin "+quote(o)+" is not allowed; add it to allowedOrigins")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// checkHost refuses requests whose Host header is not allowed.
+func (s *Server) checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.AllowHost != nil && !s.opts.AllowHost(r.Host) {
+			writeError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, "Host "+quote(r.Host)+" is not allowed; add it to allowedHosts")
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -34,6 +34,7 @@ type replayStream struct {
 	seq      int64
 	claimed  bool
 	finished time.Time
+	released time.Time // when the last connection left it, for streams nobody came back for
 }
 
 type loggedEvent struct {
@@ -55,6 +56,7 @@ func (rs *replayStream) claim() bool {
 func (rs *replayStream) release(finished bool) {
 	rs.mu.Lock()
 	rs.claimed = false
+	rs.released = time.Now()
 	if finished && rs.finished.IsZero() {
 		rs.finished = time.Now()
 	}
@@ -159,10 +161,17 @@ func (ss *sessionStreams) add(src *routing.Stream) *replayStream {
 	defer ss.mu.Unlock()
 	now := time.Now()
 	for id, rs := range ss.streams {
+		if id == standaloneStream {
+			continue
+		}
 		rs.mu.Lock()
-		old := !rs.finished.IsZero() && now.Sub(rs.finished) > keepFinished
+		// Forget finished streams after a while, and streams their client left and never came back for: their
+		// calls' late answers have nowhere to go.
+		old := !rs.finished.IsZero() && now.Sub(rs.finished) > keepFinished ||
+			!rs.claimed && !rs.released.IsZero() && now.Sub(rs.released) > keepFinished
 		rs.mu.Unlock()
 		if old {
+			rs.src.Close()
 			delete(ss.streams, id)
 		}
 	}

@@ -49,6 +49,9 @@ type Options struct {
 	// request's context into the caller's identity and policy.
 	Auth     Authenticator
 	Identify func(context.Context) Identity
+	// Key, when set, returns the caller's identity key alone (checked on every request); it must agree with
+	// Identify's Key.
+	Key func(context.Context) string
 }
 
 // Server is the HTTP front end.
@@ -89,6 +92,9 @@ func New(r *routing.Router, opts Options) *Server {
 		s.log.Error("metrics unavailable", "err", err)
 	}
 	mux := chi.NewRouter()
+	// Every endpoint checks Host (DNS rebinding could otherwise read /readyz or /metrics of a loopback
+	// gateway); the MCP endpoints also check Origin, inside checkOrigin.
+	mux.Use(s.checkHost)
 	mux.Get("/healthz", s.healthz)
 	mux.Get("/readyz", s.readyz)
 	if opts.Metrics != nil {

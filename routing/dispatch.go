@@ -136,7 +136,7 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 			}
 		}
 	}
-	s.forwardWith(ctx, t.up, m, out, tool, s.resultTransform(t.up, transform), edits...)
+	s.forwardWith(ctx, t.up, m, out, tool, s.resultTransform(transform), edits...)
 }
 
 // callURI routes resources/read by the resource URI (design §5).
@@ -156,6 +156,11 @@ func (s *Session) callURI(ctx context.Context, m jsonrpc.Message, out *Stream) {
 		return
 	}
 	s.forward(ctx, up, m, out, "")
+}
+
+// allowsUpstream reports whether the session's policy lets it use the upstream at all.
+func (s *Session) allowsUpstream(up *Upstream) bool {
+	return s.params.Allow == nil || s.params.Allow(up.cfg.Name, "upstream", "")
 }
 
 // allows applies the session's policy to an item of an upstream.
@@ -249,6 +254,7 @@ func (s *Session) setLevel(ctx context.Context, m jsonrpc.Message, out *Stream) 
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	defer context.AfterFunc(s.ctx, cancel)() // the session's end stops it too
 	var errs []error
 	for _, l := range links {
 		if _, ok := l.up.capability("logging"); !ok {

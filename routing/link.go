@@ -521,7 +521,7 @@ func (l *link) forwardNotice(m jsonrpc.Message, related []byte, want func(*Sessi
 		return // the template session serves the catalog only; its per-client twins speak to the clients
 	}
 	l.r.eachSession(func(s *Session) {
-		if want(s) {
+		if s.allowsUpstream(l.up) && want(s) {
 			s.notify(clone(m.Raw()))
 		}
 	})

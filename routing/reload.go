@@ -83,6 +83,9 @@ func (r *Router) Reconfigure(cfgs []UpstreamConfig) (ReloadResult, error) {
 	}
 	r.mu.Unlock()
 	// Stop what left in parallel: a stdio child's shutdown takes up to two grace periods.
+	for _, up := range gone {
+		up.removed.Store(true) // before dropUpstream: linkFor refuses from now on, so no session gets a new link
+	}
 	var wg sync.WaitGroup
 	for _, up := range gone {
 		wg.Add(1)

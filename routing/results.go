@@ -13,22 +13,24 @@ import (
 const maxSeenURIs = 1000
 
 // resultTransform composes what a tools/call or prompts/get result needs on its way back: the inner transform
-// (task ids), noting the resource URIs it names so that reads of them find their upstream (a resource_link
-// "need not appear in resources/list"), and translation for clients of older protocol versions.
-func (s *Session) resultTransform(up *Upstream, inner func([]byte) []byte) func([]byte) []byte {
-	old := s.params.ProtocolVersion < "2025-06-18"
+// (task ids) and translation for clients of older protocol versions. It is nil when there is nothing to do, so
+// the common answer is spliced, not rebuilt.
+func (s *Session) resultTransform(inner func([]byte) []byte) func([]byte) []byte {
+	if s.params.ProtocolVersion >= "2025-06-18" {
+		return inner
+	}
 	return func(res []byte) []byte {
 		if inner != nil {
 			res = inner(res)
 		}
-		if bytes.Contains(res, []byte(`"uri"`)) {
-			s.noteURIs(up, res)
-		}
-		if old {
-			res = downgradeResult(res, s.params.ProtocolVersion)
-		}
-		return res
+		return downgradeResult(res, s.params.ProtocolVersion)
 	}
+}
+
+// mayNameResources is a cheap test for results that carry resource links or embedded resources, whose URIs are
+// worth remembering (a resource_link "need not appear in resources/list").
+func mayNameResources(res []byte) bool {
+	return bytes.Contains(res, []byte(`"resource_link"`)) || bytes.Contains(res, []byte(`"resource"`))
 }
 
 // noteURIs remembers the resource URIs a result names.
@@ -120,7 +122,13 @@ func str(v any) string {
 // elicitation").
 type elicitations struct {
 	mu sync.Mutex
-	m  map[string]elicitation
+	m  map[elicitationKey]elicitation
+}
+
+// elicitationKey scopes an elicitation id to the upstream session that chose it.
+type elicitationKey struct {
+	l  *link
+	id string
 }
 
 type elicitation struct {
@@ -131,20 +139,32 @@ type elicitation struct {
 // elicitationTTL bounds how long an unfinished elicitation is remembered.
 const elicitationTTL = time.Hour
 
-func (r *Router) noteElicitation(id string, s *Session) {
+func (r *Router) noteElicitation(l *link, id string, s *Session) {
 	e := &r.elicits
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.m == nil {
-		e.m = map[string]elicitation{}
+		e.m = map[elicitationKey]elicitation{}
 	}
-	now := time.Now()
+	e.m[elicitationKey{l, id}] = elicitation{s: s, when: time.Now()}
+}
+
+// expireElicitations forgets elicitations older than elicitationTTL, or of a session that ended.
+func (r *Router) expireElicitations(now time.Time) {
+	e := &r.elicits
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	for k, v := range e.m {
-		if now.Sub(v.when) > elicitationTTL {
+		if now.Sub(v.when) > elicitationTTL || isClosed(v.s) {
 			delete(e.m, k)
 		}
 	}
-	e.m[id] = elicitation{s: s, when: now}
+}
+
+func isClosed(s *Session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // elicitationComplete routes notifications/elicitation/complete by its elicitationId.
@@ -152,8 +172,8 @@ func (l *link) elicitationComplete(m jsonrpc.Message) {
 	id, _ := stringParam(m.Params(), "elicitationId")
 	e := &l.r.elicits
 	e.mu.Lock()
-	rec, ok := e.m[id]
-	delete(e.m, id)
+	rec, ok := e.m[elicitationKey{l, id}]
+	delete(e.m, elicitationKey{l, id})
 	e.mu.Unlock()
 	switch {
 	case ok:

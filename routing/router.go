@@ -340,6 +340,9 @@ func (r *Router) complete(c *call, m jsonrpc.Message) {
 	}
 	r.endLeg(c, outcome)
 	c.session.removeCall(c)
+	if res := m.Result(); res != nil && (c.method == "tools/call" || c.method == "prompts/get") && mayNameResources(res) {
+		c.session.noteURIs(c.link.up, res)
+	}
 	if c.transform != nil && m.Result() != nil {
 		c.out.Push(jsonrpc.AppendResult(nil, c.clientID, c.transform(m.Result())), ClassFinal)
 		return
@@ -421,6 +424,7 @@ func (r *Router) janitorInterval() time.Duration {
 
 func (r *Router) expireSessions() {
 	now := time.Now()
+	r.expireElicitations(now)
 	cutoff := now.Add(-r.opts.SessionIdleTimeout).UnixNano()
 	for _, s := range r.allSessions() {
 		if s.lastUsed.Load() < cutoff && s.streams.Load() == 0 {

@@ -157,14 +157,25 @@ func (s *Session) Close() {
 // are the classic leak of gateways, and a client that went quiet should not keep one alive (design §3).
 func (s *Session) closeIdleLinks(now time.Time) {
 	s.mu.Lock()
-	var idle []*link
+	links := make(map[*Upstream]*link, len(s.links))
 	for up, l := range s.links {
-		if t := up.cfg.IdleTimeout; t > 0 && l.idle(now.Add(-t).UnixNano()) {
-			idle = append(idle, l)
-			delete(s.links, up)
+		if up.cfg.IdleTimeout > 0 {
+			links[up] = l
 		}
 	}
 	s.mu.Unlock()
+	var idle []*link
+	for up, l := range links { // a link's lock is never taken under the session's
+		if !l.idle(now.Add(-up.cfg.IdleTimeout).UnixNano()) {
+			continue
+		}
+		s.mu.Lock()
+		if s.links[up] == l {
+			delete(s.links, up)
+			idle = append(idle, l)
+		}
+		s.mu.Unlock()
+	}
 	for _, l := range idle {
 		l.log.Info("closing idle per-client upstream session")
 		l.close()
@@ -183,10 +194,14 @@ func (s *Session) linkFor(up *Upstream) (*link, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if l := s.links[up]; l != nil {
+		l.lastUsed.Store(time.Now().UnixNano()) // in use: not idle, whatever the janitor is about to decide
 		return l, nil
 	}
 	if s.closed {
 		return nil, fmt.Errorf("session closed")
+	}
+	if up.removed.Load() {
+		return nil, fmt.Errorf("upstream %q was removed from the configuration", up.cfg.Name)
 	}
 	if n := up.cfg.MaxInstances; n > 0 && int(up.instances.Load()) >= n {
 		return nil, fmt.Errorf("upstream %q has reached its limit of %d per-client sessions; try again later or raise maxInstances", up.cfg.Name, n)
@@ -277,9 +292,15 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	var idBuf [20]byte
 	upID := jsonrpc.AppendInt(idBuf[:0], c.upID)
 	if params := m.Params(); params != nil {
-		if st, e, ok := jsonrpc.Lookup(params, "_meta", "progressToken"); ok {
+		switch st, e, status := jsonrpc.LookupStatus(params, "_meta", "progressToken"); status {
+		case jsonrpc.Found:
 			c.token = clone(params[st:e])
 			edits = append(edits, jsonrpc.ParamEdit{Path: []string{"_meta", "progressToken"}, With: upID})
+		case jsonrpc.Ambiguous:
+			// A duplicated or case-variant token would reach the upstream unrewritten, in the gateway's own token
+			// space, where it could name another client's call.
+			replyError(out, id, jsonrpc.CodeInvalidParams, "params._meta.progressToken appears more than once (or in two spellings); send it once")
+			return
 		}
 	}
 	s.mu.Lock()
@@ -379,7 +400,7 @@ func (s *Session) forwardServerRequest(l *link, m jsonrpc.Message, rel *call) {
 	}
 	if m.MethodIs("elicitation/create") {
 		if eid, ok := stringParam(m.Params(), "elicitationId"); ok {
-			s.r.noteElicitation(eid, s)
+			s.r.noteElicitation(l, eid, s)
 		}
 	}
 	if !out.Push(msg, ClassRequest) && (out == s.standalone || !s.standalone.Push(msg, ClassRequest)) {

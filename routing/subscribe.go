@@ -21,9 +21,8 @@ func (s *Session) subscribe(ctx context.Context, m jsonrpc.Message, out *Stream,
 		return
 	}
 	s.mu.Lock()
-	was, had := s.subs[uri]
+	up, had := s.subs[uri]
 	s.mu.Unlock()
-	up := was
 	if !had {
 		if up = s.resourceUpstream(uri); up == nil || !s.allowsURI(up, uri) {
 			notFound(out, m.ID(), uri)
@@ -34,24 +33,23 @@ func (s *Session) subscribe(ctx context.Context, m jsonrpc.Message, out *Stream,
 		replyError(out, m.ID(), jsonrpc.CodeMethodNotFound, fmt.Sprintf("upstream %q does not support resource subscriptions", up.cfg.Name))
 		return
 	}
-	switch {
-	case on && had, !on && !had:
+	// The check and the change happen under one lock, so that concurrent requests of one session count once.
+	s.mu.Lock()
+	_, had = s.subs[uri]
+	changed := on != had
+	if changed && on {
+		s.subs[uri] = up
+	} else if changed {
+		delete(s.subs, uri)
+	}
+	s.mu.Unlock()
+	if !changed {
 		reply(out, m.ID(), []byte("{}")) // already so: both are idempotent
 		return
-	case on:
-		s.mu.Lock()
-		s.subs[uri] = up
-		s.mu.Unlock()
-		if up.cfg.Mode == Shared && !up.addSub(uri) {
-			reply(out, m.ID(), []byte("{}")) // the upstream already sends this URI's updates
-			return
-		}
-	default:
-		s.mu.Lock()
-		delete(s.subs, uri)
-		s.mu.Unlock()
-		if up.cfg.Mode == Shared && !up.dropSub(uri) {
-			reply(out, m.ID(), []byte("{}")) // other sessions still want it
+	}
+	if up.cfg.Mode == Shared {
+		if on && !up.addSub(uri) || !on && !up.dropSub(uri) {
+			reply(out, m.ID(), []byte("{}")) // the shared session's subscription stays as it is for the others
 			return
 		}
 	}

@@ -83,7 +83,7 @@ const maxTasksPerSession = 10000
 func (s *Session) taskRequest(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	exposed, _ := stringParam(m.Params(), "taskId")
 	up, id, ok := s.r.taskTarget(exposed)
-	if !ok || (up.cfg.Mode == Shared && !s.ownsTask(exposed)) {
+	if !ok || !s.allowsUpstream(up) || (up.cfg.Mode == Shared && !s.ownsTask(exposed)) {
 		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown task %q", exposed))
 		return
 	}
@@ -99,6 +99,7 @@ func (s *Session) taskRequest(ctx context.Context, m jsonrpc.Message, out *Strea
 func (s *Session) listTasks(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	ctx, cancel := context.WithTimeout(ctx, s.r.opts.RequestTimeout)
 	defer cancel()
+	defer context.AfterFunc(s.ctx, cancel)() // the session's end stops it too
 	b := []byte(`{"tasks":[`)
 	n := 0
 	for _, up := range s.r.upstreams() {
@@ -110,7 +111,7 @@ func (s *Session) listTasks(ctx context.Context, m jsonrpc.Message, out *Stream)
 			l = s.links[up]
 			s.mu.Unlock()
 		}
-		if l == nil || !up.supportsTaskCalls() {
+		if l == nil || !up.supportsTaskCalls() || !s.allowsUpstream(up) {
 			continue
 		}
 		cursor := ""

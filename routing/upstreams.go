@@ -79,6 +79,7 @@ type Upstream struct {
 
 	instances atomic.Int32
 	drained   atomic.Bool
+	removed   atomic.Bool // taken out by a reload
 
 	stop context.CancelFunc // set by start; ends the main link and the refresher
 	wg   sync.WaitGroup

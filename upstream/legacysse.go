@@ -30,7 +30,7 @@ func (c *httpConn) startLegacy(initRaw []byte) error {
 		return err
 	}
 	req.Header.Set("Accept", mediaEventStream)
-	resp, err := c.t.client.Do(req)
+	resp, err := c.t.do(req)
 	if err != nil {
 		return fmt.Errorf("GET for the SSE stream: %w", err)
 	}
@@ -132,7 +132,7 @@ func (ls *legacySession) post(ctx context.Context, body []byte, handed func()) e
 	if err != nil {
 		return err
 	}
-	resp, err := c.t.client.Do(req)
+	resp, err := c.t.do(req)
 	if handed != nil {
 		handed()
 	}

@@ -42,10 +42,23 @@ const (
 // (2025-11-25), falling back to the legacy HTTP+SSE transport (2024-11-05)
 // when the server rejects the initialize POST.
 type HTTPTransport struct {
-	spec      Spec
-	url       *url.URL
-	client    *http.Client
-	ownClient bool // the client is ours: close its idle connections on Close
+	spec   Spec
+	url    *url.URL
+	client *http.Client
+}
+
+// do sends a request, keeping the URL's query string (where API keys often live) out of the error: errors
+// travel to logs, /readyz and clients' error messages.
+func (t *HTTPTransport) do(req *http.Request) (*http.Response, error) {
+	resp, err := t.client.Do(req)
+	var ue *url.Error
+	if err != nil && errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			u.RawQuery, u.User, u.Fragment = "", nil, ""
+			ue.URL = u.String()
+		}
+	}
+	return resp, err
 }
 
 func newHTTPTransport(spec Spec, u *url.URL) *HTTPTransport {
@@ -59,7 +72,6 @@ func newHTTPTransport(spec Spec, u *url.URL) *HTTPTransport {
 		tr.MaxIdleConns = 0
 		tr.MaxIdleConnsPerHost = 1024
 		t.client = &http.Client{Transport: tr}
-		t.ownClient = true
 	}
 	return t
 }
@@ -685,7 +697,7 @@ func (c *httpConn) get(ctx context.Context, lastEventID string) (*http.Response,
 	if lastEventID != "" {
 		req.Header.Set(headerLastEventID, lastEventID)
 	}
-	return c.t.client.Do(req)
+	return c.t.do(req)
 }
 
 // do sends one request to url with the MCP headers. withSession adds the
@@ -697,7 +709,7 @@ func (c *httpConn) do(ctx context.Context, method, target string, body []byte, h
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.t.client.Do(req)
+	resp, err := c.t.do(req)
 	if handed != nil {
 		handed() // the request is as handed over as it will ever be
 	}
@@ -874,9 +886,6 @@ func (c *httpConn) Close() error {
 		if sid, _ := c.headers(); sid != "" && c.legacySession() == nil {
 			c.deleteSession()
 		}
-		if c.t.ownClient {
-			c.t.client.CloseIdleConnections()
-		}
 	})
 	return nil
 }
@@ -888,7 +897,7 @@ func (c *httpConn) deleteSession() {
 	if err != nil {
 		return
 	}
-	resp, err := c.t.client.Do(req)
+	resp, err := c.t.do(req)
 	if err != nil {
 		c.log.Debug("session DELETE failed", "error", err)
 		return

@@ -12,6 +12,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -188,7 +189,8 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		_ = tel.Shutdown(sctx)
 	}()
 
-	r, err := newRouter(cfg, log, tel)
+	latest := &principals{}
+	r, err := newRouter(cfg, log, tel, latest)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return exitFailure
@@ -208,7 +210,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		Propagator:   tel.Propagator,
 		Metrics:      tel.Metrics,
 	}
-	if err := wireAuth(ctx, cfg, &gopts, log); err != nil {
+	if err := wireAuth(ctx, cfg, &gopts, latest, log); err != nil {
 		log.Error("cannot start authentication", "err", err)
 		return exitFailure
 	}
@@ -218,7 +220,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	routerDone := make(chan struct{})
 	go func() { defer close(routerDone); r.Run(rctx) }()
 
-	reload := reloader(*path, cfg, r, log)
+	reload := reloader(*path, cfg, r, latest, log)
 	go watchConfig(ctx, *path, reload, log)
 	if *adminListen != "" {
 		aln, err := net.Listen("tcp", *adminListen)
@@ -248,7 +250,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 
 // reloader returns the function that reloads the config file into the router: a file with problems is
 // rejected, with its reasons, and the running configuration stays.
-func reloader(path string, running *config.Config, r *routing.Router, log *slog.Logger) gateway.Reloader {
+func reloader(path string, running *config.Config, r *routing.Router, latest *principals, log *slog.Logger) gateway.Reloader {
 	var mu sync.Mutex
 	return func() (routing.ReloadResult, error) {
 		mu.Lock()
@@ -258,7 +260,7 @@ func reloader(path string, running *config.Config, r *routing.Router, log *slog.
 			log.Error("config reload rejected; the running configuration stays", "err", err)
 			return routing.ReloadResult{}, fmt.Errorf("config rejected: %w", err)
 		}
-		ups, err := upstreamConfigs(cfg, log)
+		ups, err := upstreamConfigs(cfg, log, latest)
 		if err != nil {
 			log.Error("config reload rejected; the running configuration stays", "err", err)
 			return routing.ReloadResult{}, err
@@ -342,7 +344,7 @@ func stdio(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	log := newLogger(cfg.Log, stderr)
-	r, err := newRouter(cfg, log, nil)
+	r, err := newRouter(cfg, log, nil, nil)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return exitFailure
@@ -364,8 +366,8 @@ func stdio(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // newRouter wires the configured upstreams into a router.
-func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers) (*routing.Router, error) {
-	ups, err := upstreamConfigs(cfg, log)
+func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers, latest *principals) (*routing.Router, error) {
+	ups, err := upstreamConfigs(cfg, log, latest)
 	if err != nil {
 		return nil, err
 	}
@@ -387,7 +389,7 @@ func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers) (
 
 // upstreamConfigs turns the config's upstreams into routing's, each with a fingerprint of its configuration so
 // that a reload keeps the unchanged ones running.
-func upstreamConfigs(cfg *config.Config, log *slog.Logger) ([]routing.UpstreamConfig, error) {
+func upstreamConfigs(cfg *config.Config, log *slog.Logger, latest *principals) ([]routing.UpstreamConfig, error) {
 	var ups []routing.UpstreamConfig
 	for _, u := range cfg.Upstreams {
 		if u.Disabled {
@@ -405,7 +407,7 @@ func upstreamConfigs(cfg *config.Config, log *slog.Logger) ([]routing.UpstreamCo
 				return nil, fmt.Errorf("upstream %q: %w", u.Name, err)
 			}
 			if src != nil {
-				spec.RequestHeaders = credentialHeaders(src)
+				spec.RequestHeaders = credentialHeaders(src, latest)
 			}
 		}
 		t, err := upstream.NewTransport(spec)
@@ -416,7 +418,13 @@ func upstreamConfigs(cfg *config.Config, log *slog.Logger) ([]routing.UpstreamCo
 		if u.Session == config.SessionShared {
 			mode = routing.Shared
 		}
-		sum := sha256.Sum256(fmt.Appendf(nil, "%#v", u))
+		// A canonical encoding (pointers followed, maps sorted): %#v would print pointers as addresses and
+		// make every reload look like a change.
+		canon, err := json.Marshal(u)
+		if err != nil {
+			return nil, fmt.Errorf("upstream %q: %w", u.Name, err)
+		}
+		sum := sha256.Sum256(canon)
 		ups = append(ups, routing.UpstreamConfig{
 			Name: u.Name, Prefix: u.Prefix, Mode: mode, Transport: t, Kind: u.Transport(),
 			Timeout: u.Timeout, MaxInstances: u.MaxInstances, IdleTimeout: u.IdleTimeout,
@@ -427,10 +435,10 @@ func upstreamConfigs(cfg *config.Config, log *slog.Logger) ([]routing.UpstreamCo
 }
 
 // credentialHeaders adds an upstream's credentials, and the trace context, to every request to it.
-func credentialHeaders(src auth.CredentialSource) func(context.Context, http.Header) error {
+func credentialHeaders(src auth.CredentialSource, latest *principals) func(context.Context, http.Header) error {
 	return func(ctx context.Context, h http.Header) error {
 		_ = injectTraceContext(ctx, h)
-		creds, err := src.Header(ctx, auth.PrincipalFrom(ctx))
+		creds, err := src.Header(ctx, latest.freshest(auth.PrincipalFrom(ctx)))
 		if err != nil {
 			return err
 		}
@@ -441,10 +449,60 @@ func credentialHeaders(src auth.CredentialSource) func(context.Context, http.Hea
 	}
 }
 
+// principals remembers the freshest verified principal of each identity. A per-client upstream session keeps
+// the principal of the request that created it, whose token expires; its own requests (reconnects, the GET
+// stream) use the identity's latest token instead, so token exchange keeps working for as long as the client
+// keeps sending fresh tokens.
+type principals struct {
+	mu sync.Mutex
+	m  map[string]*auth.Principal
+}
+
+// maxPrincipals bounds the memory; expired entries go first.
+const maxPrincipals = 100000
+
+func (ps *principals) note(p *auth.Principal) {
+	if ps == nil || p == nil {
+		return
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.m == nil {
+		ps.m = map[string]*auth.Principal{}
+	}
+	if len(ps.m) >= maxPrincipals {
+		now := time.Now()
+		for k, q := range ps.m {
+			if q.Expiry.Before(now) {
+				delete(ps.m, k)
+			}
+		}
+		if len(ps.m) >= maxPrincipals {
+			clear(ps.m)
+		}
+	}
+	if q := ps.m[p.Key()]; q == nil || p.Expiry.After(q.Expiry) {
+		ps.m[p.Key()] = p
+	}
+}
+
+// freshest returns the latest principal of p's identity (p itself if it is the latest).
+func (ps *principals) freshest(p *auth.Principal) *auth.Principal {
+	if ps == nil || p == nil {
+		return p
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if q := ps.m[p.Key()]; q != nil && q.Expiry.After(p.Expiry) {
+		return q
+	}
+	return p
+}
+
 // wireAuth makes the gateway an OAuth resource server when the config has an auth: block: every request to the
 // MCP endpoints is verified, sessions are bound to their principal, and the policy decides what each principal
 // sees and calls.
-func wireAuth(ctx context.Context, cfg *config.Config, o *gateway.Options, log *slog.Logger) error {
+func wireAuth(ctx context.Context, cfg *config.Config, o *gateway.Options, latest *principals, log *slog.Logger) error {
 	rc, ok := auth.ResourceConfigFrom(cfg)
 	if !ok {
 		return nil
@@ -459,11 +517,20 @@ func wireAuth(ctx context.Context, cfg *config.Config, o *gateway.Options, log *
 		return err
 	}
 	o.Auth = rs
+	o.Key = func(ctx context.Context) string {
+		p := auth.PrincipalFrom(ctx)
+		if p == nil {
+			return ""
+		}
+		latest.note(p) // every verified request refreshes its identity's token
+		return p.Key()
+	}
 	o.Identify = func(ctx context.Context) gateway.Identity {
 		p := auth.PrincipalFrom(ctx)
 		if p == nil {
 			return gateway.Identity{}
 		}
+		latest.note(p)
 		id := gateway.Identity{Key: p.Key(), Context: func(c context.Context) context.Context { return auth.WithPrincipal(c, p) }}
 		if g := pol.For(p); g != nil {
 			id.Allow = g.Allows

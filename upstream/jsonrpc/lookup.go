@@ -13,52 +13,73 @@ package jsonrpc
 // or case-insensitive decoder upstream could act on another member than the
 // one the caller inspected or rewrote.
 func Lookup(obj []byte, path ...string) (start, end int, ok bool) {
+	start, end, st := LookupStatus(obj, path...)
+	return start, end, st == Found
+}
+
+// Status is the outcome of LookupStatus.
+type Status uint8
+
+const (
+	// Found: the path leads to exactly one value.
+	Found Status = iota
+	// Absent: some member along the path is missing.
+	Absent
+	// Ambiguous: some member along the path appears twice or has a case-variant twin. Callers that rewrite a
+	// member before forwarding must refuse such input: a downstream decoder could act on the twin they left.
+	Ambiguous
+	// Malformed: obj is not a valid object along the path.
+	Malformed
+)
+
+// LookupStatus is Lookup telling apart why nothing was found.
+func LookupStatus(obj []byte, path ...string) (start, end int, st Status) {
 	start = skipWS(obj, 0)
 	if len(path) == 0 {
 		e, err := scanValue(obj, start, 0)
 		if err != nil {
-			return 0, 0, false
+			return 0, 0, Malformed
 		}
-		return start, e, true
+		return start, e, Found
 	}
 	for _, name := range path {
-		s, e, found := member(obj, start, name)
-		if !found {
-			return 0, 0, false
+		s, e, st := member(obj, start, name)
+		if st != Found {
+			return 0, 0, st
 		}
 		start, end = s, e
 	}
-	return start, end, true
+	return start, end, Found
 }
 
 // member scans the object at obj[i] and returns the span of the unique value
 // for key name.
-func member(obj []byte, i int, name string) (start, end int, ok bool) {
+func member(obj []byte, i int, name string) (start, end int, st Status) {
 	if i >= len(obj) || obj[i] != '{' {
-		return 0, 0, false
+		return 0, 0, Malformed
 	}
 	i = skipWS(obj, i+1)
 	if i < len(obj) && obj[i] == '}' {
-		return 0, 0, false
+		return 0, 0, Absent
 	}
 	found, ambiguous := false, false
 	for {
 		if i >= len(obj) || obj[i] != '"' {
-			return 0, 0, false
+			return 0, 0, Malformed
 		}
 		ke, _, err := scanString(obj, i)
 		if err != nil {
-			return 0, 0, false
+			return 0, 0, Malformed
 		}
 		exact, fold := keyMatch(obj[i+1:ke-1], name)
 		i = skipWS(obj, ke)
 		if i >= len(obj) || obj[i] != ':' {
-			return 0, 0, false
+			return 0, 0, Malformed
 		}
 		vs := skipWS(obj, i+1)
 		ve, err := scanValue(obj, vs, 0)
 		if err != nil {
-			return 0, 0, false
+			return 0, 0, Malformed
 		}
 		if exact {
 			ambiguous = ambiguous || found
@@ -68,18 +89,21 @@ func member(obj []byte, i int, name string) (start, end int, ok bool) {
 		}
 		i = skipWS(obj, ve)
 		if i >= len(obj) {
-			return 0, 0, false
+			return 0, 0, Malformed
 		}
 		if obj[i] == '}' {
 			break
 		}
 		if obj[i] != ',' {
-			return 0, 0, false
+			return 0, 0, Malformed
 		}
 		i = skipWS(obj, i+1)
 	}
-	if !found || ambiguous {
-		return 0, 0, false
+	switch {
+	case ambiguous:
+		return 0, 0, Ambiguous
+	case !found:
+		return 0, 0, Absent
 	}
-	return start, end, true
+	return start, end, Found
 }
