@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/switchboard-mcp/switchboard/routing"
+
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
 
@@ -67,28 +69,81 @@ func (s *Server) stdioMessage(ctx context.Context, c *monoConn, line []byte) {
 	if len(line) == 0 {
 		return
 	}
-	parts := [][]byte{line}
 	if jsonrpc.IsBatch(line) {
-		var err error
-		if parts, err = jsonrpc.SplitBatch(line); err != nil {
-			c.reply(jsonrpc.AppendError(nil, nil, jsonrpc.CodeParseError, "parse error: "+err.Error(), nil))
+		s.stdioBatch(ctx, c, line)
+		return
+	}
+	m, err := jsonrpc.Parse(bytes.Clone(line))
+	if err != nil {
+		c.reply(parseErrorMessage(err))
+		return
+	}
+	if err := c.handle(ctx, m); err != nil {
+		s.log.Debug("stdio message dropped", "err", err)
+	}
+}
+
+// parseErrorMessage is the answer to a message that does not parse: -32700 for bytes that are not JSON, -32600
+// for JSON that is not a valid request.
+func parseErrorMessage(err error) []byte {
+	code := jsonrpc.CodeInvalidRequest
+	if errors.Is(err, jsonrpc.ErrParse) {
+		code = jsonrpc.CodeParseError
+	}
+	return jsonrpc.AppendError(nil, nil, code, err.Error(), nil)
+}
+
+// stdioBatch handles a JSON-RPC batch, which only 2025-03-26 allows; its answers go out as one array, as
+// JSON-RPC 2.0 asks, while what precedes them (progress, server requests) goes out as it comes.
+func (s *Server) stdioBatch(ctx context.Context, c *monoConn, line []byte) {
+	parts, err := jsonrpc.SplitBatch(bytes.Clone(line))
+	if err != nil {
+		c.reply(parseErrorMessage(err))
+		return
+	}
+	sess := c.session()
+	if sess == nil || sess.ProtocolVersion() != v20250326 {
+		c.reply(jsonrpc.AppendError(nil, nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are only allowed in protocol version 2025-03-26, after initialize", nil))
+		return
+	}
+	var requests []jsonrpc.Message
+	var answers [][]byte
+	for _, p := range parts {
+		m, err := jsonrpc.Parse(p)
+		switch {
+		case err != nil:
+			answers = append(answers, parseErrorMessage(err))
+		case m.MethodIs("initialize"):
+			answers = append(answers, jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidRequest, "initialize must not be part of a batch", nil))
+		case m.Kind() == jsonrpc.KindRequest:
+			requests = append(requests, m)
+		default:
+			_ = c.handle(ctx, m)
+		}
+	}
+	out := s.r.NewStream(len(requests), 0)
+	for _, m := range requests {
+		sess.HandleRequestContext(ctx, m, out)
+	}
+	// Gather the answers without holding up the reader: the requests may take a while.
+	go func() { // owned by the connection: ends when the batch is answered or the connection ends
+		for {
+			msg, final, ok := out.Next(ctx)
+			if !ok {
+				break
+			}
+			if final {
+				answers = append(answers, msg)
+			} else {
+				sess.Standalone().Push(msg, routing.ClassNotice)
+			}
+		}
+		if len(answers) == 0 || ctx.Err() != nil {
 			return
 		}
-	}
-	for _, p := range parts {
-		m, err := jsonrpc.Parse(bytes.Clone(p))
-		if err != nil {
-			code := jsonrpc.CodeInvalidRequest
-			if errors.Is(err, jsonrpc.ErrParse) {
-				code = jsonrpc.CodeParseError
-			}
-			c.reply(jsonrpc.AppendError(nil, nil, code, err.Error(), nil))
-			continue
-		}
-		if err := c.handle(ctx, m); err != nil {
-			s.log.Debug("stdio message dropped", "err", err)
-		}
-	}
+		b := append([]byte{'['}, bytes.Join(answers, []byte{','})...)
+		sess.Standalone().Push(append(b, ']'), routing.ClassFinal)
+	}()
 }
 
 // writeStdio writes every outbound message as one line.
