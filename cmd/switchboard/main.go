@@ -216,9 +216,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	srv := gateway.New(r, gopts)
 
-	rctx, stopRouter := context.WithCancel(context.Background())
-	routerDone := make(chan struct{})
-	go func() { defer close(routerDone); r.Run(rctx) }()
+	stopRouter := startRouter(r)
 
 	reload := reloader(*path, cfg, r, latest, log)
 	go watchConfig(ctx, *path, reload, log)
@@ -227,7 +225,6 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			log.Error("cannot listen for the admin API", "addr", *adminListen, "err", err)
 			stopRouter()
-			<-routerDone
 			return exitFailure
 		}
 		admin := &http.Server{Handler: srv.AdminHandler(reload), ReadHeaderTimeout: 10 * time.Second}
@@ -238,8 +235,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 
 	log.Info("switchboard listening", "version", buildVersion(), "mcp", "http://"+ln.Addr().String()+"/mcp", "upstreams", len(r.Status()))
 	err = srv.Serve(ctx, ln, *grace)
-	stopRouter()
-	<-routerDone // stdio children are stopped per spec before we exit
+	stopRouter() // stdio children are stopped per spec before we exit
 	if err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("server stopped", "err", err)
 		return exitFailure
@@ -352,17 +348,23 @@ func stdio(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	srv := gateway.New(r, gateway.Options{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rctx, stopRouter := context.WithCancel(context.Background())
-	routerDone := make(chan struct{})
-	go func() { defer close(routerDone); r.Run(rctx) }()
+	stopRouter := startRouter(r)
 	err = srv.ServeStdio(ctx, stdin, stdout)
 	stopRouter()
-	<-routerDone
 	if err != nil {
 		log.Error("stdio session ended", "err", err)
 		return exitFailure
 	}
 	return exitOK
+}
+
+// startRouter runs r until the returned stop is called; stop waits until every upstream session is closed (stdio
+// children stopped per spec).
+func startRouter(r *routing.Router) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	return func() { cancel(); <-done }
 }
 
 // newRouter wires the configured upstreams into a router.
