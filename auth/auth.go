@@ -154,6 +154,7 @@ type InvalidTokenError struct {
 	Reason string
 }
 
+// Error says why the token was refused.
 func (e *InvalidTokenError) Error() string { return "auth: invalid token: " + e.Reason }
 
 // Is makes errors.Is(err, ErrInvalidToken) true.
@@ -174,6 +175,7 @@ type InsufficientScopeError struct {
 	Missing []string
 }
 
+// Error names the missing scopes.
 func (e *InsufficientScopeError) Error() string {
 	return "auth: insufficient scope: missing " + strings.Join(e.Missing, " ")
 }
@@ -203,6 +205,7 @@ type UnavailableError struct {
 	Err error
 }
 
+// Error says what could not be reached.
 func (e *UnavailableError) Error() string {
 	return "auth: authorization server unavailable: " + e.Err.Error()
 }

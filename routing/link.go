@@ -268,7 +268,8 @@ func (l *link) peek(id int64) *call {
 	return l.pending[id]
 }
 
-// soleCaller returns the one session with calls in flight on this link, or nil when there are none or several:
+// soleCaller returns a call in flight on this link when all of them belong to one session, or nil when there are
+// none or they belong to several:
 // the last resort for routing a server→client request that arrived with no stream association (design §3).
 func (l *link) soleCaller() *call {
 	l.mu.Lock()

@@ -354,7 +354,7 @@ func (s *Session) timeout(c *call) {
 		c.link.up.cfg.Name, what, c.link.up.timeout(), time.Since(c.started).Round(time.Millisecond)))
 }
 
-// cancel handles the client's notifications/cancelled for one of its requests.
+// cancelCall handles the client's notifications/cancelled for one of its requests.
 func (s *Session) cancelCall(params []byte) {
 	st, e, ok := jsonrpc.Lookup(params, "requestId")
 	if !ok {

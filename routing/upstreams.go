@@ -22,6 +22,7 @@ const (
 	Shared
 )
 
+// String names the mode as the config file does.
 func (m SessionMode) String() string {
 	if m == Shared {
 		return "shared"
@@ -70,12 +71,12 @@ type Upstream struct {
 	caps  map[string]json.RawMessage
 	// subscribe: the upstream declared resources.subscribe; subs counts the sessions subscribed to each URI
 	// through the shared session.
-	subscribe bool
-	subs      map[string]int
-	tried     bool // the first connection attempt and listing have finished, either way
-	dirty     [numKinds]bool
-	kick      chan struct{}
-	errors    int
+	subscribe  bool
+	subs       map[string]int
+	tried      bool // the first connection attempt and listing have finished, either way
+	dirty      [numKinds]bool
+	kick       chan struct{}
+	listErrors int // failed list fetches, reported in Status
 
 	instances atomic.Int32
 	drained   atomic.Bool
@@ -218,7 +219,7 @@ func (up *Upstream) refresher(ctx context.Context) {
 					}
 					up.r.log.Warn("listing failed", "upstream", up.cfg.Name, "method", k.method(), "err", err)
 					up.mu.Lock()
-					up.errors++
+					up.listErrors++
 					up.mu.Unlock()
 					continue
 				}
@@ -317,20 +318,21 @@ func (up *Upstream) capability(name string) (json.RawMessage, bool) {
 
 // UpstreamStatus is the health of one upstream, for /readyz and the admin API.
 type UpstreamStatus struct {
-	Name      string `json:"name"`
-	Drained   bool   `json:"drained,omitempty"`
-	Transport string `json:"transport"`
-	Session   string `json:"session"`
-	State     string `json:"state"`
-	Error     string `json:"error,omitempty"`
-	Server    string `json:"server,omitempty"`
-	Protocol  string `json:"protocolVersion,omitempty"`
-	Tools     int    `json:"tools"`
-	Prompts   int    `json:"prompts"`
-	Resources int    `json:"resources"`
-	Templates int    `json:"resourceTemplates"`
-	Restarts  int    `json:"restarts"`
-	Instances int    `json:"instances,omitempty"`
+	Name       string `json:"name"`
+	Drained    bool   `json:"drained,omitempty"`
+	Transport  string `json:"transport"`
+	Session    string `json:"session"`
+	State      string `json:"state"`
+	Error      string `json:"error,omitempty"`
+	Server     string `json:"server,omitempty"`
+	Protocol   string `json:"protocolVersion,omitempty"`
+	Tools      int    `json:"tools"`
+	Prompts    int    `json:"prompts"`
+	Resources  int    `json:"resources"`
+	Templates  int    `json:"resourceTemplates"`
+	Restarts   int    `json:"restarts"`
+	ListErrors int    `json:"listErrors,omitempty"`
+	Instances  int    `json:"instances,omitempty"`
 }
 
 func (up *Upstream) status() UpstreamStatus {
@@ -354,6 +356,7 @@ func (up *Upstream) status() UpstreamStatus {
 			st.Server = info.Name + " " + info.Version
 		}
 	}
+	st.ListErrors = up.listErrors
 	st.Tools, st.Prompts = len(up.lists[kindTools]), len(up.lists[kindPrompts])
 	st.Resources, st.Templates = len(up.lists[kindResources]), len(up.lists[kindTemplates])
 	return st
