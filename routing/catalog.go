@@ -95,7 +95,11 @@ type catalog struct {
 
 // buildCatalog merges the upstreams' lists in configuration order. prev supplies the generations, which advance
 // only for the kinds whose content changed, so that cursors over an unchanged list stay valid.
-func buildCatalog(ups []*Upstream, prev *catalog) *catalog {
+//
+// profile selects the view: for a per-client upstream, the lists its template session of that capability
+// profile sees (see profile.go), when it has them; "" (or a profile with no lists yet) uses the default
+// template's.
+func buildCatalog(ups []*Upstream, prev *catalog, profile string) *catalog {
 	c := &catalog{
 		tools:     map[string]target{},
 		prompts:   map[string]target{},
@@ -106,7 +110,7 @@ func buildCatalog(ups []*Upstream, prev *catalog) *catalog {
 		// A drained upstream leaves the lists but keeps its names routable, so that a call to it gets an error
 		// that says it is drained rather than that it does not exist.
 		drained := up.drained.Load()
-		lists := up.snapshotLists()
+		lists := up.listsFor(profile)
 		for k := listKind(0); k < numKinds; k++ {
 			for _, it := range lists[k] {
 				raw := it.raw

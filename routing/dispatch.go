@@ -90,7 +90,7 @@ func stringParam(params []byte, path ...string) (string, bool) {
 
 func (s *Session) list(ctx context.Context, m jsonrpc.Message, out *Stream, k listKind) {
 	cursor, _ := stringParam(m.Params(), "cursor")
-	page, err := s.r.cat.Load().page(k, cursor, s.r.opts.PageSize, s.r.cursors, s.params.Allow)
+	page, err := s.catalog().page(k, cursor, s.r.opts.PageSize, s.r.cursors, s.params.Allow)
 	if err != nil {
 		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, err.Error())
 		return
@@ -105,7 +105,7 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, m.Method()+" needs params.name")
 		return
 	}
-	cat := s.r.cat.Load()
+	cat := s.catalog()
 	index, what := cat.tools, "tool"
 	if k == kindPrompts {
 		index, what = cat.prompts, "prompt"
@@ -174,7 +174,7 @@ func (s *Session) allowsURI(up *Upstream, uri string) bool {
 	if s.params.Allow == nil || s.allows(up, kindResources, uri) {
 		return true
 	}
-	for _, t := range s.r.cat.Load().templates {
+	for _, t := range s.catalog().templates {
 		if t.up == up && t.re.MatchString(uri) && s.allows(up, kindTemplates, t.tmpl) {
 			return true
 		}
@@ -186,7 +186,7 @@ func (s *Session) allowsURI(up *Upstream, uri string) bool {
 // upstream whose results named it (a resource_link or an embedded resource need not be listed), and finally the
 // only upstream that offers resources at all.
 func (s *Session) resourceUpstream(uri string) *Upstream {
-	if up := s.r.cat.Load().resourceUpstream(uri); up != nil {
+	if up := s.catalog().resourceUpstream(uri); up != nil {
 		return up
 	}
 	s.mu.Lock()
@@ -202,7 +202,7 @@ func (s *Session) resourceUpstream(uri string) *Upstream {
 func (s *Session) complete(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	params := m.Params()
 	typ, _ := stringParam(params, "ref", "type")
-	cat := s.r.cat.Load()
+	cat := s.catalog()
 	switch typ {
 	case "ref/prompt":
 		name, _ := stringParam(params, "ref", "name")

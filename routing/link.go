@@ -219,6 +219,13 @@ func (l *link) ready(ctx context.Context) (*upstream.Conn, error) {
 	}
 }
 
+// isReady reports whether the link is connected.
+func (l *link) isReady() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state == linkReady
+}
+
 // close ends the link and waits for its goroutine.
 func (l *link) close() {
 	l.cancel()
@@ -415,6 +422,11 @@ func (l *link) serverRequest(m jsonrpc.Message, related []byte) {
 	s := l.owner
 	if s == nil && rel != nil {
 		s = rel.session
+	}
+	if s == nil && l.up.template() && m.MethodIs("roots/list") {
+		// A template session lists tools for everyone and works in no one's roots.
+		l.reply(jsonrpc.AppendResult(nil, m.ID(), []byte(`{"roots":[]}`)))
+		return
 	}
 	if s == nil {
 		l.reply(jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidRequest,

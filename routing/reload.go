@@ -76,12 +76,18 @@ func (r *Router) Reconfigure(cfgs []UpstreamConfig) (ReloadResult, error) {
 	r.set.Store(next)
 	if r.running {
 		for _, nu := range next.list {
-			if nu.stop == nil {
+			if !nu.started() {
 				nu.start(r.ctx)
 			}
 		}
 	}
 	r.mu.Unlock()
+	for _, p := range r.profileNames() { // new per-client upstreams list for the profiles in use too
+		caps := r.profileCaps(p)
+		for _, nu := range next.list {
+			nu.ensureShadow(p, caps)
+		}
+	}
 	// Stop what left in parallel: a stdio child's shutdown takes up to two grace periods.
 	for _, up := range gone {
 		up.removed.Store(true) // before dropUpstream: linkFor refuses from now on, so no session gets a new link

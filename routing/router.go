@@ -77,6 +77,7 @@ type Router struct {
 	stop context.CancelFunc
 
 	buildMu   sync.Mutex // serialises catalog rebuilds
+	profiles  profiles   // catalogs of the capability profiles in use (profile.go)
 	buildReq  atomic.Uint64
 	buildSeen uint64     // the highest rebuild request the current catalog covers; under buildMu
 	reloadMu  sync.Mutex // serialises Reconfigure
@@ -128,7 +129,7 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 		return nil, err
 	}
 	r.set.Store(set)
-	r.cat.Store(buildCatalog(nil, nil))
+	r.cat.Store(buildCatalog(nil, nil, ""))
 	if r.inst, err = newInstruments(r, opts); err != nil {
 		return nil, fmt.Errorf("routing instruments: %w", err)
 	}
@@ -242,19 +243,39 @@ func (r *Router) rebuild() {
 		return
 	}
 	r.buildSeen = r.buildReq.Load()
-	prev := r.cat.Load()
-	next := buildCatalog(r.upstreams(), prev)
-	r.cat.Store(next)
+	type change struct {
+		profile    string
+		prev, next *catalog
+	}
+	changes := []change{{"", r.cat.Load(), nil}}
+	changes[0].next = buildCatalog(r.upstreams(), changes[0].prev, "")
+	r.cat.Store(changes[0].next)
+	for _, p := range r.profileNames() {
+		ptr := r.profileCatalog(p)
+		ch := change{profile: p, prev: ptr.Load()}
+		ch.next = buildCatalog(r.upstreams(), ch.prev, p)
+		ptr.Store(ch.next)
+		changes = append(changes, ch)
+	}
 	r.buildMu.Unlock()
-	for _, c := range next.conflicts {
+	for _, c := range changes[0].next.conflicts {
 		r.log.Warn("catalog conflict", "detail", c)
 	}
-	for k := listKind(0); k < numKinds; k++ {
-		if next.gen[k] == prev.gen[k] || k == kindTemplates && next.gen[kindResources] != prev.gen[kindResources] {
-			continue
+	for _, ch := range changes {
+		if ch.prev == nil {
+			continue // a new profile's first catalog: nobody has listed it yet
 		}
-		msg := jsonrpc.AppendNotification(nil, k.changedMethod(), nil)
-		r.eachSession(func(s *Session) { s.notify(msg) })
+		for k := listKind(0); k < numKinds; k++ {
+			if ch.next.gen[k] == ch.prev.gen[k] || k == kindTemplates && ch.next.gen[kindResources] != ch.prev.gen[kindResources] {
+				continue
+			}
+			msg := jsonrpc.AppendNotification(nil, k.changedMethod(), nil)
+			r.eachSession(func(s *Session) {
+				if s.profile == ch.profile {
+					s.notify(msg)
+				}
+			})
+		}
 	}
 }
 

@@ -124,9 +124,20 @@ func TestPerClientSessionLifecycle(t *testing.T) {
 		t.Fatalf("second session beyond MaxInstances got %s", m.Raw())
 	}
 
+	// The session's own upstream session is the one whose tools/call arrived (others are template sessions
+	// that list tools for capability profiles).
 	ft.mu.Lock()
-	own := ft.conns[1]
+	var own *fakeConn
+	for _, rec := range ft.log {
+		if rec.msg.MethodIs("tools/call") {
+			own = ft.conns[rec.conn-1] // connections are numbered from 1
+			break
+		}
+	}
 	ft.mu.Unlock()
+	if own == nil {
+		t.Fatal("no upstream session received the call")
+	}
 	s1.Close()
 	ft.mu.Lock()
 	closed := own.closed

@@ -58,6 +58,7 @@ type Session struct {
 	params     SessionParams
 	caps       clientCaps
 	standalone *Stream
+	profile    string // capability profile: which catalog view the session sees (profile.go)
 	ctx        context.Context
 	cancel     context.CancelFunc
 	lastUsed   atomic.Int64
@@ -90,6 +91,7 @@ func newSession(r *Router, p SessionParams) *Session {
 		logLevel:   -1,
 	}
 	_ = json.Unmarshal(p.Capabilities, &s.caps)
+	s.profile = r.useProfile(capsProfile(s.caps))
 	ctx := r.ctx
 	if p.Context != nil {
 		ctx = p.Context(ctx)

@@ -74,6 +74,7 @@ type Upstream struct {
 	subscribe  bool
 	subs       map[string]int
 	tried      bool // the first connection attempt and listing have finished, either way
+	listed     bool // some list was fetched (set before the catalog is rebuilt with it)
 	dirty      [numKinds]bool
 	kick       chan struct{}
 	listErrors int // failed list fetches, reported in Status
@@ -84,6 +85,12 @@ type Upstream struct {
 
 	stop context.CancelFunc // set by start; ends the main link and the refresher
 	wg   sync.WaitGroup
+
+	// shadows are the template sessions of capability profiles (profile.go), by profile; shadowOf is set on a
+	// shadow and names the upstream it lists for. shadowCtx is what shadows started later run under.
+	shadows   map[string]*Upstream
+	shadowOf  *Upstream
+	shadowCtx context.Context
 }
 
 func (up *Upstream) template() bool { return up.cfg.Mode == PerClient }
@@ -107,18 +114,26 @@ func (up *Upstream) newMainLink() {
 
 // start connects the main link and runs the list refresher until stop.
 func (up *Upstream) start(ctx context.Context) {
-	ctx, up.stop = context.WithCancel(ctx)
+	ctx, stop := context.WithCancel(ctx)
+	up.mu.Lock()
+	up.stop = stop
+	up.mu.Unlock()
 	up.main.start(ctx)
 	up.wg.Add(1)
 	go func() { defer up.wg.Done(); up.refresher(ctx) }()
+	up.startShadows(ctx)
 }
 
 // stopAndWait ends the main link and the refresher.
 func (up *Upstream) stopAndWait() {
-	if up.stop == nil {
+	up.mu.Lock()
+	stop := up.stop
+	up.mu.Unlock()
+	if stop == nil {
 		return
 	}
-	up.stop()
+	up.stopShadows()
+	stop()
 	up.main.close()
 	up.wg.Wait()
 }
@@ -226,6 +241,7 @@ func (up *Upstream) refresher(ctx context.Context) {
 			}
 			up.mu.Lock()
 			up.lists[k] = items
+			up.listed = true
 			up.mu.Unlock()
 			changed = true
 		}

@@ -1,0 +1,237 @@
+package routing
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/upstream"
+)
+
+// Capability profiles. Servers offer some tools only to clients that declared a capability (server-everything
+// registers its sampling tool only for clients with sampling, and so on), so the catalog of a per-client
+// upstream depends on what the client declared (design §3: "a per-client session whose list differs gets its own
+// view"). Sessions are grouped by the capabilities that can matter (roots, sampling, form and URL elicitation);
+// each group other than "everything" gets template sessions of its own at the per-client upstreams, and a
+// catalog built from their lists. A client therefore sees what it would see connected directly.
+
+// maxProfiles bounds the catalogs and template sessions kept per per-client upstream; clients beyond it share
+// the full view.
+const maxProfiles = 8
+
+// profiles holds the catalog of each profile in use.
+type profiles struct {
+	mu    sync.Mutex
+	m     map[string]*profileView
+	order []string
+}
+
+// profileView is one profile's catalog and the capabilities its template sessions declare.
+type profileView struct {
+	cat  atomic.Pointer[catalog]
+	caps json.RawMessage
+}
+
+// capsProfile names the capability-dependent part of what a client declared, and the capabilities a template
+// session declares for it. The full profile (everything declared) is "": the default catalog serves it.
+func capsProfile(c clientCaps) (name string, caps json.RawMessage) {
+	var parts, names []string
+	if c.Roots != nil {
+		parts, names = append(parts, `"roots":{"listChanged":true}`), append(names, "roots")
+	}
+	if c.Sampling != nil {
+		parts, names = append(parts, `"sampling":{}`), append(names, "sampling")
+	}
+	if e := c.Elicitation; e != nil {
+		form := e.Form != nil || e.URL == nil // {} means form only
+		var modes []string
+		if form {
+			modes, names = append(modes, `"form":{}`), append(names, "form")
+		}
+		if e.URL != nil {
+			modes, names = append(modes, `"url":{}`), append(names, "url")
+		}
+		parts = append(parts, `"elicitation":{`+strings.Join(modes, ",")+`}`)
+	}
+	if len(names) == 4 {
+		return "", json.RawMessage(templateCaps)
+	}
+	name = strings.Join(names, "+")
+	if name == "" {
+		name = "none"
+	}
+	return name, json.RawMessage("{" + strings.Join(parts, ",") + "}")
+}
+
+// useProfile makes sure a profile has its catalog and template sessions, and waits (briefly) for their first
+// lists, so that a session's first tools/list is already its own. It returns the profile the session gets: ""
+// when there is no per-client upstream or too many profiles are in use.
+func (r *Router) useProfile(name string, caps json.RawMessage) string {
+	if name == "" || !r.hasPerClient() {
+		return ""
+	}
+	r.profiles.mu.Lock()
+	_, known := r.profiles.m[name]
+	if !known {
+		if len(r.profiles.order) >= maxProfiles {
+			r.profiles.mu.Unlock()
+			return ""
+		}
+		if r.profiles.m == nil {
+			r.profiles.m = map[string]*profileView{}
+		}
+		r.profiles.m[name] = &profileView{caps: caps}
+		r.profiles.order = append(r.profiles.order, name)
+	}
+	r.profiles.mu.Unlock()
+	var fresh []*Upstream
+	for _, up := range r.upstreams() {
+		if sh, created := up.ensureShadow(name, caps); created {
+			fresh = append(fresh, sh)
+		}
+	}
+	if !known {
+		r.rebuild() // the profile's catalog exists from now on, from the default lists until its own arrive
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, sh := range fresh {
+		for !sh.triedOnce() && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return name
+}
+
+func (r *Router) hasPerClient() bool {
+	for _, up := range r.upstreams() {
+		if up.template() {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Router) profileNames() []string {
+	r.profiles.mu.Lock()
+	defer r.profiles.mu.Unlock()
+	return append([]string(nil), r.profiles.order...)
+}
+
+func (r *Router) profileCatalog(name string) *atomic.Pointer[catalog] {
+	r.profiles.mu.Lock()
+	defer r.profiles.mu.Unlock()
+	if v := r.profiles.m[name]; v != nil {
+		return &v.cat
+	}
+	return nil
+}
+
+// profileCaps returns the capabilities a profile's template sessions declare.
+func (r *Router) profileCaps(name string) json.RawMessage {
+	r.profiles.mu.Lock()
+	defer r.profiles.mu.Unlock()
+	if v := r.profiles.m[name]; v != nil {
+		return v.caps
+	}
+	return nil
+}
+
+// catalog returns the catalog this session sees.
+func (s *Session) catalog() *catalog {
+	if s.profile != "" {
+		if p := s.r.profileCatalog(s.profile); p != nil {
+			if c := p.Load(); c != nil {
+				return c
+			}
+		}
+	}
+	return s.r.cat.Load()
+}
+
+// ensureShadow starts the template session of a per-client upstream for a profile: a hidden upstream with the
+// same configuration whose only job is to list what clients of that profile see.
+func (up *Upstream) ensureShadow(profile string, caps json.RawMessage) (*Upstream, bool) {
+	if !up.template() {
+		return nil, false
+	}
+	up.mu.Lock()
+	if sh := up.shadows[profile]; sh != nil {
+		up.mu.Unlock()
+		return sh, false
+	}
+	sh := &Upstream{cfg: up.cfg, r: up.r, transport: up.transport, kick: make(chan struct{}, 1), subs: map[string]int{}, shadowOf: up}
+	sh.main = newLink(up.r, sh, nil, upstream.ClientHello{ProtocolVersion: latestVersion, Capabilities: caps, ClientInfo: up.r.clientInfo()})
+	if up.shadows == nil {
+		up.shadows = map[string]*Upstream{}
+	}
+	up.shadows[profile] = sh
+	ctx := up.shadowCtx // set once the upstream runs; until then startShadows starts it
+	up.mu.Unlock()
+	if ctx != nil {
+		sh.start(ctx)
+	}
+	return sh, true
+}
+
+// started reports whether start has run.
+func (up *Upstream) started() bool {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	return up.stop != nil
+}
+
+// startShadows starts the shadows made before the upstream itself started.
+func (up *Upstream) startShadows(ctx context.Context) {
+	up.mu.Lock()
+	up.shadowCtx = ctx
+	var waiting []*Upstream
+	for _, sh := range up.shadows {
+		if !sh.started() {
+			waiting = append(waiting, sh)
+		}
+	}
+	up.mu.Unlock()
+	for _, sh := range waiting {
+		sh.start(ctx)
+	}
+}
+
+// stopShadows ends the upstream's template sessions of every profile.
+func (up *Upstream) stopShadows() {
+	up.mu.Lock()
+	shadows := up.shadows
+	up.shadows = nil
+	up.mu.Unlock()
+	for _, sh := range shadows {
+		sh.stopAndWait()
+	}
+}
+
+func (up *Upstream) hasListed() bool {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	return up.listed
+}
+
+func (up *Upstream) triedOnce() bool {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	return up.tried
+}
+
+// listsFor returns the lists the catalog of a profile uses for this upstream: its profile's template session's
+// once it has listed them (and is up), the default template's otherwise.
+func (up *Upstream) listsFor(profile string) [numKinds][]item {
+	if profile != "" && up.template() {
+		up.mu.Lock()
+		sh := up.shadows[profile]
+		up.mu.Unlock()
+		if sh != nil && sh.hasListed() && sh.main.isReady() {
+			return sh.snapshotLists()
+		}
+	}
+	return up.snapshotLists()
+}
