@@ -19,6 +19,7 @@ import (
 
 // instruments are the front end's metrics and tracer (design §10).
 type instruments struct {
+	tracing    bool // a real tracer provider: spans are worth their lookups
 	tracer     trace.Tracer
 	propagator propagation.TextMapPropagator
 	requests   metric.Int64Counter
@@ -28,6 +29,8 @@ type instruments struct {
 
 func newInstruments(o Options) (instruments, error) {
 	tp, mp, prop := o.Tracer, o.Meter, o.Propagator
+	_, noopTracer := tp.(tracenoop.TracerProvider)
+	tracing := tp != nil && !noopTracer
 	if tp == nil {
 		tp = tracenoop.NewTracerProvider()
 	}
@@ -37,7 +40,7 @@ func newInstruments(o Options) (instruments, error) {
 	if prop == nil {
 		prop = propagation.TraceContext{}
 	}
-	in := instruments{tracer: tp.Tracer("github.com/switchboard-mcp/switchboard/gateway"), propagator: prop}
+	in := instruments{tracing: tracing, tracer: tp.Tracer("github.com/switchboard-mcp/switchboard/gateway"), propagator: prop}
 	m := mp.Meter("github.com/switchboard-mcp/switchboard/gateway")
 	var err error
 	if in.requests, err = m.Int64Counter("switchboard.requests",
@@ -59,6 +62,9 @@ func newInstruments(o Options) (instruments, error) {
 // startRequest opens the server span of one client message, continuing the client's trace from the
 // traceparent header or, failing that, from params._meta.traceparent.
 func (s *Server) startRequest(r *http.Request, m jsonrpc.Message, sessionID string) (context.Context, trace.Span) {
+	if !s.inst.tracing {
+		return r.Context(), trace.SpanFromContext(r.Context()) // a no-op span: nothing to look up
+	}
 	ctx := s.inst.propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		if tp, ok := stringAt(m.Params(), "_meta", "traceparent"); ok {
