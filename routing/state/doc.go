@@ -1,0 +1,35 @@
+// Package state is the shared state that lets any replica of the gateway serve any session (design §7): client
+// session records, per-stream SSE event logs for Last-Event-ID resumption, cross-replica message delivery, and
+// per-principal rate and concurrency limits.
+//
+// Each concern is a small interface (SessionStore, EventLog, Bus, RateLimiter); Store is all four. Two
+// implementations satisfy every one of them and pass the same conformance suite:
+//
+//   - Memory (NewMemory): the single-replica default. Nothing to run, nothing shared.
+//   - Redis (NewRedis): go-redis v9 over a redis.UniversalClient, so a single node, Sentinel (failover) and
+//     Cluster options all work.
+//
+// # Keys in Redis
+//
+// Every key and pub/sub channel starts with a prefix (default "switchboard:"). A session's keys carry its id as a
+// hash tag, so that in Cluster they land in one slot and the scripts and transactions that touch them are legal:
+//
+//	<prefix>session:{<session id>}            hash: "rec" (the SessionRecord as JSON), "touched" (Unix ms);
+//	                                           PEXPIRE = the session TTL, refreshed by Create, Update, Touch
+//	<prefix>events:{<session id>}:<stream>    stream: entries {"d": <event data>} and a last {"end": "1"} written
+//	                                           by Close; XADD MAXLEN ~ <max>; PEXPIRE = event TTL, refreshed on
+//	                                           Append and Close
+//	<prefix>rate:{<key>}                      hash: "tokens" (float), "ts" (µs, Redis TIME): a token bucket
+//	<prefix>lease:{<key>}                     sorted set: lease id → expiry (ms, Redis TIME)
+//	<prefix>bus:<channel>                     pub/sub channel (not a key; PUBLISH reaches every Cluster node)
+//
+// Scripts run by EVALSHA and fall back to EVAL when the server does not know them (after a restart or failover).
+// Time in the limiter scripts is the server's (TIME), so replicas with skewed clocks share one notion of now.
+//
+// # Errors
+//
+// ErrNotFound, ErrExists, ErrClosed and ErrInvalid report what the data says. Any failure to reach or use Redis
+// (refused connection, timeout, failover in progress, a cancelled context) is returned wrapped in ErrUnavailable,
+// together with the underlying error, so callers can test errors.Is(err, ErrUnavailable) and degrade. go-redis
+// redials on its own: once Redis is back, the same Redis value works again, with no restart.
+package state

@@ -1,0 +1,105 @@
+package state
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock is Memory's clock in tests: it moves only when told.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func newMemoryHarness(t *testing.T, opts ...Option) *harness {
+	clock := &fakeClock{now: time.Now()}
+	const ttl = time.Minute
+	m := NewMemory(append([]Option{WithSessionTTL(ttl), WithEventLog(0, ttl), withClock(clock.Now)}, opts...)...)
+	t.Cleanup(m.Shutdown)
+	return &harness{Store: m, advance: clock.Advance, ttl: ttl}
+}
+
+func TestMemory(t *testing.T) {
+	t.Parallel()
+	runSuite(t, newMemoryHarness)
+}
+
+// TestMemorySweeps checks that expired entries do not pile up in a Memory that is only written to.
+func TestMemorySweeps(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{now: time.Now()}
+	m := NewMemory(WithSessionTTL(time.Minute), WithEventLog(0, time.Minute), withClock(clock.Now))
+	ctx := t.Context()
+	for i := range 100 {
+		id := string(rune('a'+i%26)) + time.Duration(i).String()
+		if err := m.Create(ctx, SessionRecord{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Append(ctx, id, 1, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := m.Allow(ctx, id, 10, 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := m.Acquire(ctx, id, 1, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Advance(2 * time.Minute)
+	if err := m.Create(ctx, SessionRecord{ID: "last"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Append(ctx, "last", 1, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := m.Allow(ctx, "last", 10, 1); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	sessions := len(m.sessions)
+	m.mu.Unlock()
+	m.evMu.Lock()
+	logs := len(m.logs)
+	m.evMu.Unlock()
+	m.limMu.Lock()
+	buckets, leases := len(m.buckets), len(m.leases)
+	m.limMu.Unlock()
+	if sessions != 1 || logs != 1 || buckets != 1 || leases != 0 {
+		t.Errorf("after the sweep: %d sessions, %d logs, %d buckets, %d lease sets; want 1, 1, 1, 0",
+			sessions, logs, buckets, leases)
+	}
+}
+
+func TestEventIDs(t *testing.T) {
+	t.Parallel()
+	id := FormatEventID(3, "1700000000000-5")
+	if id != "3_1700000000000-5" {
+		t.Fatalf("FormatEventID = %q", id)
+	}
+	stream, pos, ok := ParseEventID(id)
+	if !ok || stream != 3 || pos != "1700000000000-5" {
+		t.Fatalf("ParseEventID(%q) = %d, %q, %v", id, stream, pos, ok)
+	}
+	for _, bad := range []string{"", "3", "3_", "3_17", "x_1-0", "-1_1-0", "3_1-x", "3_a-0", "3-1_0"} {
+		if _, _, ok := ParseEventID(bad); ok {
+			t.Errorf("ParseEventID(%q) accepted", bad)
+		}
+	}
+	p := position{ms: 5, seq: ^uint64(0)}
+	if n := p.next(); n != (position{ms: 6}) {
+		t.Errorf("next of %v = %v", p, n)
+	}
+}

@@ -1,0 +1,84 @@
+package state
+
+import "github.com/redis/go-redis/v9"
+
+// The Lua scripts. Each touches one key (KEYS[1]), so each is legal in Cluster. Run by EVALSHA, falling back to
+// EVAL when the server does not have them (redis.Script.Run).
+
+// createSession: ARGV = record JSON, touched (ms), ttl (ms). 1 if created, 0 if the id exists.
+var createSession = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'rec', ARGV[1], 'touched', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+`)
+
+// touchSession: ARGV = ttl (ms), touched (ms). 1 if touched, 0 if there is no such session.
+var touchSession = redis.NewScript(`
+if redis.call('PEXPIRE', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'touched', ARGV[2])
+return 1
+`)
+
+// appendEvent: ARGV = data, maxlen, ttl (ms). The new entry's id, or false when the stream was closed (its last
+// entry is the "end" marker).
+var appendEvent = redis.NewScript(`
+local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+if #last > 0 and last[1][2][1] == 'end' then return false end
+local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'd', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return id
+`)
+
+// closeEvents: ARGV = maxlen, ttl (ms). Writes the "end" marker unless it is there already.
+var closeEvents = redis.NewScript(`
+local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+if not (#last > 0 and last[1][2][1] == 'end') then
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'end', '1')
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+`)
+
+// tokenBucket: ARGV = rate (tokens/s), burst. Returns {1, 0} when a token was taken, else {0, µs to wait}.
+// Time is the server's. The key lives as long as the bucket takes to fill up, then a full bucket is implied.
+var tokenBucket = redis.NewScript(`
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local v = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+local tokens = tonumber(v[1])
+local ts = tonumber(v[2])
+if tokens == nil or ts == nil then
+  tokens = burst
+  ts = now
+end
+if now > ts then tokens = tokens + (now - ts) * rate / 1000000 end
+if tokens > burst then tokens = burst end
+local ok = 0
+local wait = 0
+if tokens >= 1 then
+  tokens = tokens - 1
+  ok = 1
+else
+  wait = math.ceil((1 - tokens) * 1000000 / rate)
+  if wait < 1 then wait = 1 end
+end
+redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'ts', string.format('%d', now))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
+return {ok, wait}
+`)
+
+// acquireLease: ARGV = limit, ttl (ms), lease id. 1 when the lease was taken, 0 when limit leases are out.
+// Lapsed leases are dropped first; the key outlives its longest lease.
+var acquireLease = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[3])
+if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+return 1
+`)

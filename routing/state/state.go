@@ -1,0 +1,149 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Errors. Implementations wrap them (test with errors.Is), adding what and where.
+var (
+	// ErrNotFound: no session with that id (never created, deleted, or expired).
+	ErrNotFound = errors.New("state: not found")
+	// ErrExists: Create with an id already in use.
+	ErrExists = errors.New("state: already exists")
+	// ErrClosed: the event stream was closed. Tail returns it once every event before Close has been read;
+	// Append returns it for a closed stream.
+	ErrClosed = errors.New("state: stream closed")
+	// ErrInvalid: a malformed argument (an empty id, an event id of another stream, a rate of zero, ...).
+	ErrInvalid = errors.New("state: invalid argument")
+	// ErrUnavailable: the backing store could not be reached or could not answer in time. The error also wraps
+	// the cause. Callers degrade (refuse, or serve what they hold locally); the store recovers by itself.
+	ErrUnavailable = errors.New("state: store unavailable")
+)
+
+// SessionRecord is what any replica needs to serve a client session it did not create (design §3): the routing
+// session's parameters and the state the client changed since.
+type SessionRecord struct {
+	// ID is the session id (the Mcp-Session-Id header).
+	ID string `json:"id"`
+	// Principal is the authenticated subject the session is bound to ("" without auth).
+	Principal string `json:"principal,omitempty"`
+	// ProtocolVersion is the negotiated protocol version.
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	// Capabilities and ClientInfo are the client's, from initialize, verbatim.
+	Capabilities json.RawMessage `json:"capabilities,omitempty"`
+	ClientInfo   json.RawMessage `json:"clientInfo,omitempty"`
+	// LogLevel is the level the client set with logging/setLevel ("" for none).
+	LogLevel string `json:"logLevel,omitempty"`
+	// Subscriptions are the resource URIs the client subscribed to.
+	Subscriptions []string `json:"subscriptions,omitempty"`
+	// UpstreamSessions maps an upstream's name to its Mcp-Session-Id for this client, for per-client HTTP
+	// upstreams, so another replica can go on using the same upstream session.
+	UpstreamSessions map[string]string `json:"upstreamSessions,omitempty"`
+	// Created is set by Create when zero. Touched is set by Create, Update and Touch: the record expires a
+	// session TTL after it.
+	Created time.Time `json:"created"`
+	Touched time.Time `json:"touched"`
+}
+
+// Clone returns a deep copy of r: nothing in it is shared with r.
+func (r SessionRecord) Clone() SessionRecord {
+	r.Capabilities = slices.Clone(r.Capabilities)
+	r.ClientInfo = slices.Clone(r.ClientInfo)
+	r.Subscriptions = slices.Clone(r.Subscriptions)
+	r.UpstreamSessions = maps.Clone(r.UpstreamSessions)
+	return r
+}
+
+// SessionStore holds session records so that any replica can serve any session. A record lives a session TTL
+// (the idle timeout, WithSessionTTL) after it was last created, updated or touched.
+type SessionStore interface {
+	// Create stores a new record; ErrExists if rec.ID is taken.
+	Create(ctx context.Context, rec SessionRecord) error
+	// Get returns the record; ErrNotFound if there is none.
+	Get(ctx context.Context, id string) (SessionRecord, error)
+	// Update is an atomic read-modify-write: fn gets a copy of the current record and changes it in place; the
+	// result is stored unless fn returns an error, which Update returns as is. fn may run more than once
+	// (optimistic concurrency) and must not call the store. Changes to ID are ignored.
+	Update(ctx context.Context, id string, fn func(*SessionRecord) error) error
+	// Touch marks the session used now and restarts its TTL; ErrNotFound if there is none.
+	Touch(ctx context.Context, id string) error
+	// Delete removes the record. Deleting a missing record is not an error. The session's event logs are
+	// left to expire.
+	Delete(ctx context.Context, id string) error
+}
+
+// Event is one logged SSE event.
+type Event struct {
+	// ID is the event's SSE id, "<stream>_<position>" (see FormatEventID).
+	ID string
+	// Data is the event's payload. Do not modify it.
+	Data []byte
+}
+
+// EventLog keeps the recent events of each SSE stream of each session, so that a client can resume a stream with
+// Last-Event-ID on any replica and get what it missed from that stream only. Logs are bounded in length
+// (WithEventLog's maxLen; Redis trims approximately, keeping at least the last maxLen) and in age (a log is
+// dropped a TTL after its last Append or Close).
+type EventLog interface {
+	// Append logs data as the next event of the stream and returns its id; ErrClosed after Close.
+	Append(ctx context.Context, session string, stream int64, data []byte) (id string, err error)
+	// After returns up to max (all retained when max <= 0) events logged after afterID ("" for the start of
+	// the log), oldest first. Events already trimmed are gone: resumption is best effort.
+	After(ctx context.Context, session string, stream int64, afterID string, max int) ([]Event, error)
+	// Tail is After that waits: when nothing follows afterID it waits up to block (not at all when block <= 0,
+	// never beyond ctx's deadline) for an Append, and returns nil, nil if none came. Once the stream is closed
+	// and every event before Close has been returned, Tail returns ErrClosed at once.
+	Tail(ctx context.Context, session string, stream int64, afterID string, block time.Duration) ([]Event, error)
+	// Close marks the stream finished: tailers stop (ErrClosed) and Append refuses. Closing twice is harmless.
+	Close(ctx context.Context, session string, stream int64) error
+}
+
+// Bus delivers messages between replicas: per-session control ("session:<id>"), per-replica inboxes
+// ("replica:<id>"). Delivery is at most once, to the subscribers present when the message arrives: a message
+// published while a Redis connection is down is lost.
+type Bus interface {
+	// Publish sends msg to every current subscriber of channel, on every replica.
+	Publish(ctx context.Context, channel string, msg []byte) error
+	// Subscribe returns a channel of the messages published on channel from now on, and a function that ends
+	// the subscription and closes the channel (call it exactly when done; calling it again is harmless). The
+	// channel is bounded (WithBusBuffer): a subscriber that falls behind loses messages (counted by Dropped)
+	// rather than holding up others. Received messages are shared: do not modify them.
+	Subscribe(ctx context.Context, channel string) (<-chan []byte, func(), error)
+	// Dropped counts the messages lost to full subscriber channels since the bus was made.
+	Dropped() uint64
+}
+
+// RateLimiter enforces per-principal limits across replicas.
+type RateLimiter interface {
+	// Allow takes a token from key's bucket (rate tokens a second, at most burst of them, full at first). When
+	// the bucket is empty it returns false and how long until a token is there.
+	Allow(ctx context.Context, key string, rate float64, burst int) (ok bool, retryAfter time.Duration, err error)
+	// Acquire takes one of limit concurrent leases on key, for at most ttl: release gives it back, and a lease
+	// nobody released (a crashed replica) lapses after ttl. ok is false, with a nil release, when limit leases
+	// are out. Choose ttl above the longest call it guards.
+	Acquire(ctx context.Context, key string, limit int, ttl time.Duration) (release func(), ok bool, err error)
+}
+
+// Store is every part of the shared state, as Memory and Redis provide it.
+type Store interface {
+	SessionStore
+	EventLog
+	Bus
+	RateLimiter
+	// Ping reports whether the store can be used (for /readyz); an error wraps ErrUnavailable.
+	Ping(ctx context.Context) error
+	// Shutdown ends subscriptions (closing their channels) and background work. It does not close a Redis
+	// client, which belongs to the caller.
+	Shutdown()
+}
+
+// Both implementations are complete.
+var (
+	_ Store = (*Memory)(nil)
+	_ Store = (*Redis)(nil)
+)
