@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/routing"
 )
@@ -15,13 +17,24 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 // readyz reports whether the gateway is ready for clients: every upstream has been tried once, so the catalog is
 // as complete as it can be. An upstream that is down does not make the gateway unready (it is retried and shown
 // here); only a gateway still starting up is.
-func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	body := struct {
 		Ready     bool                     `json:"ready"`
 		Sessions  int                      `json:"sessions"`
 		Upstreams []routing.UpstreamStatus `json:"upstreams"`
 		Conflicts []string                 `json:"conflicts,omitempty"`
-	}{s.r.Ready(), s.r.SessionCount(), s.r.Status(), s.r.Conflicts()}
+		Store     string                   `json:"sharedState,omitempty"`
+	}{s.r.Ready(), s.r.SessionCount(), s.r.Status(), s.r.Conflicts(), ""}
+	if s.opts.Ready != nil {
+		// Without its shared state a replica still serves the sessions it holds, but should get no new ones.
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		if err := s.opts.Ready(ctx); err != nil {
+			body.Ready, body.Store = false, "unavailable: "+err.Error()
+		} else {
+			body.Store = "ok"
+		}
+		cancel()
+	}
 	b, _ := json.MarshalIndent(body, "", "  ")
 	status := http.StatusOK
 	if !body.Ready {

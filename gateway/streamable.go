@@ -149,6 +149,11 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) (*routing.Sessi
 		return nil, false
 	}
 	sess := s.r.Session(id)
+	if sess == nil {
+		// Not held here: with shared state, a session made on another replica is served where it lands.
+		who := s.identify(r.Context())
+		sess = s.r.RestoreSession(r.Context(), id, who.Key, who.Allow, who.Context)
+	}
 	if sess == nil || !s.owns(r, sess) {
 		// "The server MAY terminate the session at any time, after which it MUST respond to requests containing
 		// that session ID with HTTP 404 Not Found."
@@ -356,7 +361,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	sess.Close()
+	sess.End()
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/routing/state"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
 
@@ -245,6 +246,7 @@ func (s *Session) setLevel(ctx context.Context, m jsonrpc.Message, out *Stream) 
 		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, fmt.Sprintf("invalid log level %q: use one of debug, info, notice, warning, error, critical, alert, emergency", level))
 		return
 	}
+	s.storeUpdate(func(rec *state.SessionRecord) { rec.LogLevel = level })
 	s.mu.Lock()
 	s.logLevel = i
 	links := make([]*link, 0, len(s.links))

@@ -44,6 +44,9 @@ type Options struct {
 	Version string
 	// Logger receives the router's logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Store and Bus, when set, share sessions across replicas (design §7); nil means this replica alone.
+	Store SessionStore
+	Bus   Bus
 	// Audit, when set, receives one event per forwarded call (design §10): who called what, where, and how it
 	// ended. It runs on the call's completion path and must not block.
 	Audit func(CallEvent)
@@ -162,6 +165,7 @@ func (r *Router) Run(ctx context.Context) {
 	}
 	r.mu.Unlock()
 	r.readyChanged()
+	go r.followEnded(ctx) // ends with ctx
 	t := time.NewTicker(r.janitorInterval())
 	defer t.Stop()
 	for {
@@ -389,6 +393,7 @@ func (r *Router) fail(c *call, outcome string, code int, message string) {
 // NewSession starts a client session for a client that sent initialize. The caller has negotiated version.
 func (r *Router) NewSession(p SessionParams) *Session {
 	s := newSession(r, p)
+	r.storeCreate(s)
 	r.mu.Lock()
 	r.sessions[s.id] = s
 	r.mu.Unlock()

@@ -63,6 +63,8 @@ type Session struct {
 	cancel     context.CancelFunc
 	lastUsed   atomic.Int64
 	streams    atomic.Int32
+	// storeTouched is when the shared record's TTL was last refreshed (unix ns).
+	storeTouched atomic.Int64
 
 	mu           sync.Mutex
 	links        map[*Upstream]*link
@@ -79,8 +81,12 @@ type Session struct {
 func newSession(r *Router, p SessionParams) *Session {
 	var idb [16]byte
 	rand.Read(idb[:])
+	return newSessionWithID(r, p, hex.EncodeToString(idb[:]))
+}
+
+func newSessionWithID(r *Router, p SessionParams, id string) *Session {
 	s := &Session{
-		r: r, id: hex.EncodeToString(idb[:]), params: p,
+		r: r, id: id, params: p,
 		standalone: r.NewStream(-1, 1024),
 		links:      map[*Upstream]*link{},
 		calls:      map[string]*call{},
@@ -97,6 +103,7 @@ func newSession(r *Router, p SessionParams) *Session {
 		ctx = p.Context(ctx)
 	}
 	s.ctx, s.cancel = context.WithCancel(ctx)
+	s.storeTouched.Store(time.Now().UnixNano()) // the record is written fresh
 	s.touch()
 	return s
 }
@@ -122,7 +129,10 @@ func (s *Session) StreamOpened() { s.streams.Add(1); s.touch() }
 // StreamClosed is the counterpart of StreamOpened.
 func (s *Session) StreamClosed() { s.streams.Add(-1); s.touch() }
 
-func (s *Session) touch() { s.lastUsed.Store(time.Now().UnixNano()) }
+func (s *Session) touch() {
+	s.lastUsed.Store(time.Now().UnixNano())
+	s.storeTouch()
+}
 
 // logID is a short, non-secret form of the id for logs: the session id is a bearer of state and stays out of logs.
 func (s *Session) logID() string { return s.id[:8] }

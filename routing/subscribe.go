@@ -3,8 +3,10 @@ package routing
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/routing/state"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
 
@@ -47,6 +49,12 @@ func (s *Session) subscribe(ctx context.Context, m jsonrpc.Message, out *Stream,
 		reply(out, m.ID(), []byte("{}")) // already so: both are idempotent
 		return
 	}
+	s.storeUpdate(func(rec *state.SessionRecord) {
+		rec.Subscriptions = slices.DeleteFunc(rec.Subscriptions, func(u string) bool { return u == uri })
+		if on {
+			rec.Subscriptions = append(rec.Subscriptions, uri)
+		}
+	})
 	if up.cfg.Mode == Shared {
 		if on && !up.addSub(uri) || !on && !up.dropSub(uri) {
 			reply(out, m.ID(), []byte("{}")) // the shared session's subscription stays as it is for the others

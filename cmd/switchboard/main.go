@@ -11,6 +11,7 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -30,6 +31,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/switchboard-mcp/switchboard/auth"
@@ -37,6 +39,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/gateway/config"
 	"github.com/switchboard-mcp/switchboard/gateway/telemetry"
 	"github.com/switchboard-mcp/switchboard/routing"
+	"github.com/switchboard-mcp/switchboard/routing/state"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -190,7 +193,13 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}()
 
 	latest := &principals{}
-	r, err := newRouter(cfg, log, tel, latest)
+	store, closeStore, err := sharedState(cfg)
+	if err != nil {
+		log.Error("cannot set up shared state", "err", err)
+		return exitFailure
+	}
+	defer closeStore()
+	r, err := newRouter(cfg, log, tel, latest, store)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return exitFailure
@@ -209,6 +218,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		Meter:        tel.Meter,
 		Propagator:   tel.Propagator,
 		Metrics:      tel.Metrics,
+	}
+	if store != nil {
+		gopts.Ready = store.Ping
 	}
 	if err := wireAuth(ctx, cfg, &gopts, latest, log); err != nil {
 		log.Error("cannot start authentication", "err", err)
@@ -340,7 +352,7 @@ func stdio(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	log := newLogger(cfg.Log, stderr)
-	r, err := newRouter(cfg, log, nil, nil)
+	r, err := newRouter(cfg, log, nil, nil, nil)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return exitFailure
@@ -358,6 +370,30 @@ func stdio(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// sharedState connects to Redis when the config has a redis: block (design §7). The client fails fast, so that
+// a Redis outage makes requests degrade (sessions stay local) instead of hang.
+func sharedState(cfg *config.Config) (*state.Redis, func(), error) {
+	if cfg.Redis == nil {
+		return nil, func() {}, nil
+	}
+	opt, err := redis.ParseURL(cfg.Redis.URL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("redis.url: %w", err)
+	}
+	if cfg.Redis.Password != "" {
+		opt.Password = cfg.Redis.Password
+	}
+	if cfg.Redis.TLS && opt.TLSConfig == nil {
+		opt.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	opt.DialTimeout = time.Second
+	opt.MaxRetries = 1
+	opt.ContextTimeoutEnabled = true
+	client := redis.NewClient(opt)
+	store := state.NewRedis(client, cfg.Redis.KeyPrefix, state.WithSessionTTL(cfg.SessionIdleTimeout))
+	return store, func() { store.Shutdown(); client.Close() }, nil
+}
+
 // startRouter runs r until the returned stop is called; stop waits until every upstream session is closed (stdio
 // children stopped per spec).
 func startRouter(r *routing.Router) (stop func()) {
@@ -368,7 +404,7 @@ func startRouter(r *routing.Router) (stop func()) {
 }
 
 // newRouter wires the configured upstreams into a router.
-func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers, latest *principals) (*routing.Router, error) {
+func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers, latest *principals, store *state.Redis) (*routing.Router, error) {
 	ups, err := upstreamConfigs(cfg, log, latest)
 	if err != nil {
 		return nil, err
@@ -385,6 +421,9 @@ func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers, l
 	}
 	if tel != nil {
 		opts.Tracer, opts.Meter, opts.Propagator = tel.Tracer, tel.Meter, tel.Propagator
+	}
+	if store != nil {
+		opts.Store, opts.Bus = store, store
 	}
 	return routing.New(opts, ups)
 }

@@ -95,6 +95,8 @@ type Config struct {
 	// Policy holds the access rules in file order. Nil means no policy (every
 	// principal may use everything); a non-nil empty list denies everything.
 	Policy []PolicyRule
+	// Redis, when set, shares sessions across replicas (nil: one replica, in-memory state).
+	Redis *Redis
 	// Upstreams are the MCP servers behind the gateway, in file order (sorted
 	// by name for the mcpServers form). Disabled ones are included, with
 	// Disabled set, so tools can still report on them.

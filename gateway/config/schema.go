@@ -18,7 +18,7 @@ import (
 // the package is mutable.
 func topLevelKeys() []string {
 	return []string{"listen", "publicURL", "allowedOrigins", "allowedHosts", "maxBodyBytes", "pageSize",
-		"requestTimeout", "maxRequestTimeout", "sessionIdleTimeout", "cursorSecret", "log", "auth", "policy",
+		"requestTimeout", "maxRequestTimeout", "sessionIdleTimeout", "cursorSecret", "log", "auth", "policy", "redis",
 		"upstreams", "mcpServers", "servers"}
 }
 
@@ -179,6 +179,12 @@ func (p *parser) config(doc *yaml.Node) *Config {
 	}
 	if f, ok := o.get("auth"); ok {
 		p.authConfig(f.val, cfg)
+	}
+	if f, ok := o.get("redis"); ok {
+		p.redisConfig(f.val, cfg)
+		if cfg.CursorSecret == nil {
+			p.errorf(f.key, "redis", "several replicas need one cursorSecret (at least %d bytes, e.g. \"${SWITCHBOARD_CURSOR_SECRET}\"), or each rejects the others' pagination cursors", MinCursorSecretBytes)
+		}
 	}
 	var policyLists []*yaml.Node
 	policyField, hasPolicy := o.get("policy")

@@ -1,0 +1,62 @@
+package config
+
+import (
+	"net/url"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Redis configures the shared state that lets several replicas serve the same sessions (docs/scaling.md).
+type Redis struct {
+	// URL is redis://[user@]host:port[/db] or rediss:// for TLS; go-redis options may be given as query
+	// parameters (for example ?dial_timeout=1s).
+	URL string
+	// Password, usually "${SWITCHBOARD_REDIS_PASSWORD}"; it overrides one in the URL.
+	Password string
+	// TLS forces TLS even for a redis:// URL.
+	TLS bool
+	// KeyPrefix prefixes every key, so several gateways can share one Redis; default "switchboard:".
+	KeyPrefix string
+}
+
+func redisKeys() []string { return []string{"url", "password", "tls", "keyPrefix"} }
+
+func (p *parser) redisConfig(n *yaml.Node, cfg *Config) {
+	o, ok := p.object(n, "redis", keySpec{known: redisKeys()})
+	if !ok {
+		return
+	}
+	r := &Redis{KeyPrefix: "switchboard:"}
+	cfg.Redis = r
+	if f, ok := o.get("url"); !ok {
+		p.errorf(resolve(o.node), "redis", "missing url, such as redis://redis:6379/0 (or rediss:// for TLS)")
+	} else if v, raw, ok := p.expanded(f.val, "redis.url"); ok {
+		r.URL = v
+		u, err := url.Parse(v)
+		switch {
+		case err != nil || u.Host == "":
+			p.errorf(resolve(f.val), "redis.url", "%q is not a Redis URL; use redis://host:port[/db] or rediss://host:port[/db]", raw)
+		case u.Scheme != "redis" && u.Scheme != "rediss":
+			p.errorf(resolve(f.val), "redis.url", "scheme %q is not redis or rediss", u.Scheme)
+		}
+	}
+	if f, ok := o.get("password"); ok {
+		if v, _, ok := p.expanded(f.val, "redis.password"); ok {
+			r.Password = v
+		}
+	}
+	if f, ok := o.get("tls"); ok {
+		if v, ok := p.boolean(f.val, "redis.tls"); ok {
+			r.TLS = v
+		}
+	}
+	if f, ok := o.get("keyPrefix"); ok {
+		if v, ok := p.scalar(f.val, "redis.keyPrefix"); ok {
+			if strings.ContainsAny(v, " {}") {
+				p.errorf(resolve(f.val), "redis.keyPrefix", "must not contain spaces or braces")
+			}
+			r.KeyPrefix = v
+		}
+	}
+}

@@ -1,0 +1,139 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchboard-mcp/switchboard/gateway"
+	"github.com/switchboard-mcp/switchboard/routing"
+	"github.com/switchboard-mcp/switchboard/routing/state"
+)
+
+// realRedis starts a redis-server on a free loopback port for the test; it skips without one unless
+// SWITCHBOARD_E2E=require (CI), where a missing peer is a failure.
+func realRedis(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("SWITCHBOARD_E2E") == "require" {
+			t.Fatal("redis-server not found on PATH (SWITCHBOARD_E2E=require); .ci/setup installs it")
+		}
+		t.Skip("redis-server not found on PATH; .ci/setup installs it")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	for deadline := time.Now().Add(10 * time.Second); c.Ping(context.Background()).Err() != nil; {
+		if time.Now().After(deadline) {
+			t.Fatal("redis-server did not answer within 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return addr
+}
+
+// TestReplicasShareSessions runs two gateway replicas on one real Redis: a session initialized on A is served
+// by B (its per-client upstream session is started there), cursors minted by A are accepted by B, the client is
+// told on B that its session moved, and a DELETE on B ends the session on A as well.
+func TestReplicasShareSessions(t *testing.T) {
+	addr := realRedis(t)
+	secret := []byte(strings.Repeat("k", 32))
+	replica := func(name string) *harness {
+		client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: 1})
+		store := state.NewRedis(client, "test:", state.WithSessionTTL(time.Minute))
+		t.Cleanup(func() { store.Shutdown(); client.Close() })
+		return startGateway(t,
+			routing.Options{CursorSecret: secret, PageSize: 1, Store: store, Bus: store},
+			gateway.Options{Ready: store.Ping},
+			stdioUpstream(t, "alpha", routing.PerClient, markerDir(t)))
+	}
+	a, b := replica("a"), replica("b")
+
+	ca := a.raw(t)
+	init := ca.do(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
+	sid := init.header.Get("Mcp-Session-Id")
+	if init.status != http.StatusOK || sid == "" {
+		t.Fatalf("initialize on A: %d %s", init.status, init.body)
+	}
+	ca.session, ca.version = sid, "2025-11-25"
+	page := ca.do(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, nil).final(t)
+	var cursor struct {
+		NextCursor string `json:"nextCursor"`
+	}
+	if page.Error != nil || decodeJSON(page.Result, &cursor) != nil || cursor.NextCursor == "" {
+		t.Fatalf("tools/list on A: %+v", page)
+	}
+
+	cb := b.raw(t)
+	cb.session, cb.version = sid, "2025-11-25"
+	call := cb.do(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"on B"}}}`, nil)
+	if m := call.final(t); m.Error != nil || !strings.Contains(string(m.Result), "on B") {
+		t.Fatalf("a call on B for A's session: HTTP %d %s", call.status, call.body)
+	}
+	next := cb.do(`{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"cursor":"`+cursor.NextCursor+`"}}`, nil).final(t)
+	if next.Error != nil {
+		t.Fatalf("A's cursor on B: %+v", next.Error)
+	}
+	if b.r.Session(sid) == nil {
+		t.Fatal("B does not hold the session after serving it")
+	}
+
+	// DELETE on B ends it everywhere: A drops its copy (through the bus) and answers 404.
+	req, _ := http.NewRequestWithContext(ctxGuard(t), http.MethodDelete, b.url, nil)
+	req.Header.Set("Mcp-Session-Id", sid)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE on B: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	waitFor(t, "A to drop the ended session", func() bool { return a.r.Session(sid) == nil })
+	if got := ca.do(`{"jsonrpc":"2.0","id":5,"method":"ping"}`, nil); got.status != http.StatusNotFound {
+		t.Fatalf("A after DELETE on B: HTTP %d %s, want 404", got.status, got.body)
+	}
+	if got := cb.do(`{"jsonrpc":"2.0","id":6,"method":"ping"}`, nil); got.status != http.StatusNotFound {
+		t.Fatalf("B after DELETE: HTTP %d %s, want 404", got.status, got.body)
+	}
+}
+
+// TestReplicaUnknownSession: a session id that no replica ever issued is still a 404 with a store.
+func TestReplicaUnknownSession(t *testing.T) {
+	addr := realRedis(t)
+	client := redis.NewClient(&redis.Options{Addr: addr})
+	store := state.NewRedis(client, "test:")
+	t.Cleanup(func() { store.Shutdown(); client.Close() })
+	h := startGateway(t, routing.Options{Store: store, Bus: store}, gateway.Options{Ready: store.Ping},
+		stdioUpstream(t, "alpha", routing.Shared, markerDir(t)))
+	c := h.raw(t)
+	c.session = "0123456789abcdef0123456789abcdef"
+	if got := c.do(`{"jsonrpc":"2.0","id":1,"method":"ping"}`, nil); got.status != http.StatusNotFound {
+		t.Fatalf("unknown session: HTTP %d %s", got.status, got.body)
+	}
+	resp, err := http.Get(h.ts.URL + "/readyz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/readyz with Redis up: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
+
+func decodeJSON(raw []byte, v any) error { return json.Unmarshal(raw, v) }

@@ -1,0 +1,203 @@
+package routing
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/routing/state"
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+)
+
+// Shared sessions (design §7). With a SessionStore, a session's record lives where every replica sees it, so a
+// request for a session created on another replica is served where it lands: the session is restored from its
+// record, its per-client upstream sessions are started afresh here (stdio children are replica-local), and the
+// client is told through a log notification. A session ended by its client is ended on every replica through the
+// Bus.
+
+// SessionStore keeps session records for every replica; routing/state implements it (in Redis).
+type SessionStore interface {
+	Create(ctx context.Context, rec state.SessionRecord) error
+	Get(ctx context.Context, id string) (state.SessionRecord, error)
+	Update(ctx context.Context, id string, fn func(*state.SessionRecord) error) error
+	Touch(ctx context.Context, id string) error
+	Delete(ctx context.Context, id string) error
+}
+
+// Bus carries messages between replicas; routing/state implements it.
+type Bus interface {
+	Publish(ctx context.Context, channel string, msg []byte) error
+	Subscribe(ctx context.Context, channel string) (<-chan []byte, func(), error)
+}
+
+// endedChannel carries the ids of sessions their clients ended.
+const endedChannel = "sessions:ended"
+
+// storeTimeout bounds one store operation on the request path; a slow or absent Redis must not hold clients.
+const storeTimeout = 2 * time.Second
+
+// touchEvery throttles refreshing a session record's TTL.
+const touchEvery = 30 * time.Second
+
+func (r *Router) record(s *Session) state.SessionRecord {
+	return state.SessionRecord{
+		ID: s.id, Principal: s.params.Principal, ProtocolVersion: s.params.ProtocolVersion,
+		Capabilities: s.params.Capabilities, ClientInfo: s.params.ClientInfo,
+	}
+}
+
+// storeCreate records a new session; without the store the session still works on this replica.
+func (r *Router) storeCreate(s *Session) {
+	if r.opts.Store == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if err := r.opts.Store.Create(ctx, r.record(s)); err != nil {
+		r.log.Warn("session not shared with other replicas: the store failed", "session", s.logID(), "err", err)
+	}
+}
+
+// RestoreSession serves a session this replica does not hold: it loads its record and builds the session here,
+// if the record's principal is the caller's (principal "" without auth). allow and decorate are the caller's
+// policy and context decoration, as for NewSession. It returns nil when there is no such session for this
+// caller.
+func (r *Router) RestoreSession(ctx context.Context, id, principal string, allow Allow, decorate func(context.Context) context.Context) *Session {
+	if s := r.Session(id); s != nil || r.opts.Store == nil {
+		return s
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	rec, err := r.opts.Store.Get(ctx, id)
+	if err != nil {
+		if !errors.Is(err, state.ErrNotFound) {
+			r.log.Warn("session lookup in the store failed", "err", err)
+		}
+		return nil
+	}
+	if rec.Principal != principal {
+		return nil // another principal's session is, for this caller, no session
+	}
+	s := newSessionWithID(r, SessionParams{
+		ProtocolVersion: rec.ProtocolVersion, Capabilities: rec.Capabilities, ClientInfo: rec.ClientInfo,
+		Principal: rec.Principal, Allow: allow, Context: decorate,
+	}, id)
+	if i := levelIndex(rec.LogLevel); i >= 0 {
+		s.logLevel = i
+	}
+	for _, uri := range rec.Subscriptions {
+		if up := s.resourceUpstream(uri); up != nil {
+			s.subs[uri] = up
+			if up.cfg.Mode == Shared && up.addSub(uri) {
+				up.sendSub(uri, true)
+			}
+		}
+	}
+	r.mu.Lock()
+	if other := r.sessions[id]; other != nil { // a concurrent request restored it first
+		r.mu.Unlock()
+		s.Close()
+		return other
+	}
+	r.sessions[id] = s
+	r.mu.Unlock()
+	r.log.Info("session restored from the store", "session", s.logID())
+	s.notify(notice("this session moved to another gateway replica; its per-client upstream sessions start afresh (their in-memory state, such as a stdio server's, is not carried over)"))
+	return s
+}
+
+// notice is a notifications/message of the gateway's own.
+func notice(text string) []byte {
+	b := []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"notice","logger":"switchboard","data":`)
+	b = jsonrpc.AppendQuote(b, text)
+	return append(b, "}}"...)
+}
+
+// storeTouch refreshes the record's TTL, at most every touchEvery.
+func (s *Session) storeTouch() {
+	st := s.r.opts.Store
+	if st == nil {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := s.storeTouched.Load()
+	if now-last < int64(touchEvery) || !s.storeTouched.CompareAndSwap(last, now) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if err := st.Touch(ctx, s.id); err != nil && !errors.Is(err, state.ErrNotFound) {
+		s.r.log.Debug("session record not refreshed", "session", s.logID(), "err", err)
+	}
+}
+
+// storeUpdate changes the session's record, in the background (bounded by storeTimeout).
+func (s *Session) storeUpdate(fn func(*state.SessionRecord)) {
+	st := s.r.opts.Store
+	if st == nil {
+		return
+	}
+	go func() { // owned by the session's store updates: bounded by storeTimeout
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		defer cancel()
+		err := st.Update(ctx, s.id, func(rec *state.SessionRecord) error { fn(rec); return nil })
+		if err != nil && !errors.Is(err, state.ErrNotFound) {
+			s.r.log.Debug("session record not updated", "session", s.logID(), "err", err)
+		}
+	}()
+}
+
+// End ends the session at its client's request, on every replica: the record goes, and the other replicas
+// close their copy.
+func (s *Session) End() {
+	if st := s.r.opts.Store; st != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		if err := st.Delete(ctx, s.id); err != nil {
+			s.r.log.Warn("session record not deleted", "session", s.logID(), "err", err)
+		}
+		if b := s.r.opts.Bus; b != nil {
+			if err := b.Publish(ctx, endedChannel, []byte(s.id)); err != nil {
+				s.r.log.Warn("other replicas not told the session ended", "session", s.logID(), "err", err)
+			}
+		}
+		cancel()
+	}
+	s.Close()
+}
+
+// followEnded closes local copies of sessions ended on other replicas, until ctx ends.
+func (r *Router) followEnded(ctx context.Context) {
+	if r.opts.Bus == nil {
+		return
+	}
+	for ctx.Err() == nil {
+		ch, stop, err := r.opts.Bus.Subscribe(ctx, endedChannel)
+		if err != nil {
+			r.log.Warn("cannot follow sessions ended on other replicas; retrying", "err", err)
+			t := time.NewTimer(5 * time.Second)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			continue
+		}
+		for done := false; !done; {
+			select {
+			case <-ctx.Done():
+				stop()
+				return
+			case id, ok := <-ch:
+				if !ok {
+					done = true
+					break
+				}
+				if s := r.Session(string(id)); s != nil {
+					s.Close()
+				}
+			}
+		}
+		stop()
+	}
+}
