@@ -116,6 +116,40 @@ func TestReplicasShareSessions(t *testing.T) {
 	}
 }
 
+// TestReplicasRelayCancel: a client's cancellation posted to replica B reaches the call running on replica A
+// (relayed through the bus), and the upstream stops working on it.
+func TestReplicasRelayCancel(t *testing.T) {
+	addr := realRedis(t)
+	secret := []byte(strings.Repeat("k", 32))
+	markers := markerDir(t)
+	replica := func() *harness {
+		client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: 1})
+		store := state.NewRedis(client, "test:")
+		t.Cleanup(func() { store.Shutdown(); client.Close() })
+		return startGateway(t, routing.Options{CursorSecret: secret, Store: store, Bus: store}, gateway.Options{},
+			stdioUpstream(t, "alpha", routing.PerClient, markers))
+	}
+	a, b := replica(), replica()
+	ca := a.raw(t)
+	init := ca.do(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
+	ca.session, ca.version = init.header.Get("Mcp-Session-Id"), "2025-11-25"
+	done := make(chan rawResp, 1)
+	go func() {
+		done <- ca.do(`{"jsonrpc":"2.0","id":"slow-1","method":"tools/call","params":{"name":"alpha__slow","arguments":{"tag":"relay"}}}`, nil)
+	}()
+	waitFor(t, "the call to be in flight on A", func() bool {
+		s := a.r.Session(ca.session)
+		return s != nil && s.InFlight() == 1
+	})
+	cb := b.raw(t)
+	cb.session, cb.version = ca.session, "2025-11-25"
+	if got := cb.do(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow-1","reason":"changed my mind"}}`, nil); got.status != http.StatusAccepted {
+		t.Fatalf("cancel on B: HTTP %d %s", got.status, got.body)
+	}
+	waitMarker(t, markers, "cancel-relay")
+	<-done // the cancelled call's stream ends without an answer
+}
+
 // TestReplicaUnknownSession: a session id that no replica ever issued is still a 404 with a store.
 func TestReplicaUnknownSession(t *testing.T) {
 	addr := realRedis(t)

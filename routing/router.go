@@ -166,6 +166,7 @@ func (r *Router) Run(ctx context.Context) {
 	r.mu.Unlock()
 	r.readyChanged()
 	go r.followEnded(ctx) // ends with ctx
+	go r.followRelay(ctx) // ends with ctx
 	t := time.NewTicker(r.janitorInterval())
 	defer t.Stop()
 	for {

@@ -376,6 +376,9 @@ func (s *Session) cancelCall(params []byte) {
 	c := s.calls[string(params[st:e])]
 	delete(s.calls, string(params[st:e]))
 	s.mu.Unlock()
+	if c == nil {
+		s.relayCancel(params) // the call may run on another replica (handleRelayed never relays again)
+	}
 	if c == nil || c.link.take(c.upID) == nil {
 		return // unknown, finished, or crossing its response: ignored, as the spec allows
 	}
@@ -459,6 +462,7 @@ func (s *Session) HandleResponse(m jsonrpc.Message) {
 	delete(s.serverReqs, gid)
 	s.mu.Unlock()
 	if req == nil {
+		s.relay(m) // the upstream that asked may be held by another replica
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"time"
@@ -167,13 +168,22 @@ func (s *Session) End() {
 
 // followEnded closes local copies of sessions ended on other replicas, until ctx ends.
 func (r *Router) followEnded(ctx context.Context) {
+	r.follow(ctx, endedChannel, func(id []byte) {
+		if s := r.Session(string(id)); s != nil {
+			s.Close()
+		}
+	})
+}
+
+// follow hands every message of a bus channel to handle until ctx ends, resubscribing after failures.
+func (r *Router) follow(ctx context.Context, channel string, handle func([]byte)) {
 	if r.opts.Bus == nil {
 		return
 	}
 	for ctx.Err() == nil {
-		ch, stop, err := r.opts.Bus.Subscribe(ctx, endedChannel)
+		ch, stop, err := r.opts.Bus.Subscribe(ctx, channel)
 		if err != nil {
-			r.log.Warn("cannot follow sessions ended on other replicas; retrying", "err", err)
+			r.log.Warn("cannot follow the other replicas; retrying", "channel", channel, "err", err)
 			t := time.NewTimer(5 * time.Second)
 			select {
 			case <-ctx.Done():
@@ -183,21 +193,99 @@ func (r *Router) followEnded(ctx context.Context) {
 			}
 			continue
 		}
-		for done := false; !done; {
+		for open := true; open; {
 			select {
 			case <-ctx.Done():
 				stop()
 				return
-			case id, ok := <-ch:
-				if !ok {
-					done = true
-					break
-				}
-				if s := r.Session(string(id)); s != nil {
-					s.Close()
+			case msg, ok := <-ch:
+				if open = ok; ok {
+					handle(msg)
 				}
 			}
 		}
 		stop()
+	}
+}
+
+// relayChannel carries client messages that reached a replica other than the one holding what they answer or
+// cancel: an answer to a server→client request, a cancellation of a call in flight.
+const relayChannel = "sessions:relay"
+
+// relay publishes a client's answer that no local request awaits, for the replica that asked.
+func (s *Session) relay(m jsonrpc.Message) {
+	if s.r.opts.Bus == nil {
+		return
+	}
+	s.publishRelay(m.Raw())
+}
+
+// relayCancel publishes a client's cancellation of a call this replica does not run.
+func (s *Session) relayCancel(params []byte) {
+	if s.r.opts.Bus == nil {
+		return
+	}
+	s.publishRelay(jsonrpc.AppendNotification(nil, "notifications/cancelled", params))
+}
+
+func (s *Session) publishRelay(msg []byte) {
+	b := make([]byte, 0, len(s.id)+1+len(msg))
+	b = append(append(append(b, s.id...), '\n'), msg...)
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if err := s.r.opts.Bus.Publish(ctx, relayChannel, b); err != nil {
+		s.r.log.Debug("client message not relayed to other replicas", "session", s.logID(), "err", err)
+	}
+}
+
+// followRelay delivers relayed client messages to the sessions held here, until ctx ends.
+func (r *Router) followRelay(ctx context.Context) {
+	r.follow(ctx, relayChannel, func(msg []byte) {
+		sid, raw, ok := bytes.Cut(msg, []byte{'\n'})
+		if !ok {
+			return
+		}
+		s := r.Session(string(sid))
+		if s == nil {
+			return
+		}
+		m, err := jsonrpc.Parse(raw)
+		if err != nil {
+			return
+		}
+		s.handleRelayed(m)
+	})
+}
+
+// handleRelayed acts on a message relayed from another replica, without relaying it again.
+func (s *Session) handleRelayed(m jsonrpc.Message) {
+	switch m.Kind() {
+	case jsonrpc.KindResponse:
+		gid, ok := jsonrpc.ParseInt(m.ID())
+		if !ok {
+			return
+		}
+		s.mu.Lock()
+		req := s.serverReqs[gid]
+		delete(s.serverReqs, gid)
+		s.mu.Unlock()
+		if req != nil {
+			ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+			defer cancel()
+			_ = req.link.write(ctx, m.AppendWithID(nil, req.upID))
+		}
+	case jsonrpc.KindNotification:
+		if m.MethodIs("notifications/cancelled") {
+			st, e, ok := jsonrpc.Lookup(m.Params(), "requestId")
+			if !ok {
+				return
+			}
+			s.mu.Lock()
+			c := s.calls[string(m.Params()[st:e])]
+			s.mu.Unlock()
+			if c != nil {
+				s.cancelCall(m.Params())
+			}
+		}
 	}
 }
