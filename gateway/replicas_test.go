@@ -171,3 +171,75 @@ func TestReplicaUnknownSession(t *testing.T) {
 }
 
 func decodeJSON(raw []byte, v any) error { return json.Unmarshal(raw, v) }
+
+// TestRateLimits: a principal's requests beyond the bucket get HTTP 429 with Retry-After and a JSON-RPC error
+// carrying retryAfterMs, on one replica (memory) and across two (Redis, one bucket for both); calls beyond the
+// concurrency bound are refused while one is in flight.
+func TestRateLimits(t *testing.T) {
+	markers := markerDir(t)
+	limited := func(t *testing.T, got rawResp) {
+		t.Helper()
+		m := decodeMsg(t, got.body)
+		if got.status != http.StatusTooManyRequests || got.header.Get("Retry-After") == "" || m.Error == nil || m.Error.Code != -32000 ||
+			!strings.Contains(string(m.Error.Data), "retryAfterMs") {
+			t.Fatalf("want 429 + Retry-After + -32000 with retryAfterMs; got HTTP %d %s", got.status, got.body)
+		}
+	}
+	initialize := func(h *harness) *rawClient {
+		c := h.raw(t)
+		init := c.do(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
+		c.session, c.version = init.header.Get("Mcp-Session-Id"), "2025-11-25"
+		return c
+	}
+	t.Run("rate, one replica", func(t *testing.T) {
+		mem := state.NewMemory()
+		t.Cleanup(mem.Shutdown)
+		h := startGateway(t, routing.Options{}, gateway.Options{Limits: gateway.Limits{Limiter: mem, RequestsPerSecond: 0.01, Burst: 2}},
+			stdioUpstream(t, "alpha", routing.Shared, markers))
+		c := initialize(h)
+		for i := range 2 {
+			if got := c.do(`{"jsonrpc":"2.0","id":2,"method":"ping"}`, nil); got.status != http.StatusOK {
+				t.Fatalf("request %d within the burst: HTTP %d %s", i, got.status, got.body)
+			}
+		}
+		limited(t, c.do(`{"jsonrpc":"2.0","id":3,"method":"ping"}`, nil))
+	})
+	t.Run("rate, two replicas share the bucket", func(t *testing.T) {
+		addr := realRedis(t)
+		replica := func() *harness {
+			client := redis.NewClient(&redis.Options{Addr: addr})
+			store := state.NewRedis(client, "rl:")
+			t.Cleanup(func() { store.Shutdown(); client.Close() })
+			return startGateway(t, routing.Options{CursorSecret: []byte(strings.Repeat("k", 32)), Store: store, Bus: store},
+				gateway.Options{Limits: gateway.Limits{Limiter: store, RequestsPerSecond: 0.01, Burst: 2}},
+				stdioUpstream(t, "alpha", routing.Shared, markers))
+		}
+		a, b := replica(), replica()
+		ca := initialize(a)
+		cb := b.raw(t)
+		cb.session, cb.version = ca.session, ca.version
+		if got := ca.do(`{"jsonrpc":"2.0","id":2,"method":"ping"}`, nil); got.status != http.StatusOK {
+			t.Fatalf("first request, on A: HTTP %d %s", got.status, got.body)
+		}
+		if got := cb.do(`{"jsonrpc":"2.0","id":3,"method":"ping"}`, nil); got.status != http.StatusOK {
+			t.Fatalf("second request, on B: HTTP %d %s", got.status, got.body)
+		}
+		limited(t, ca.do(`{"jsonrpc":"2.0","id":4,"method":"ping"}`, nil))
+	})
+	t.Run("concurrent calls", func(t *testing.T) {
+		mem := state.NewMemory()
+		t.Cleanup(mem.Shutdown)
+		h := startGateway(t, routing.Options{}, gateway.Options{Limits: gateway.Limits{Limiter: mem, ConcurrentCalls: 1, CallTTL: time.Minute}},
+			stdioUpstream(t, "alpha", routing.Shared, markers))
+		c := initialize(h)
+		go c.do(`{"jsonrpc":"2.0","id":"hold","method":"tools/call","params":{"name":"alpha__slow","arguments":{"tag":"held","ms":3000}}}`, nil)
+		waitFor(t, "the first call to be in flight", func() bool {
+			s := h.r.Session(c.session)
+			return s != nil && s.InFlight() == 1
+		})
+		limited(t, c.do(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"x"}}}`, nil))
+		if got := c.do(`{"jsonrpc":"2.0","id":5,"method":"ping"}`, nil); got.status != http.StatusOK {
+			t.Fatalf("a ping is not a call and is not bounded: HTTP %d %s", got.status, got.body)
+		}
+	})
+}

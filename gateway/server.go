@@ -49,6 +49,8 @@ type Options struct {
 	// request's context into the caller's identity and policy.
 	Auth     Authenticator
 	Identify func(context.Context) Identity
+	// Limits, when Limits.Limiter is set, bound each caller's requests.
+	Limits Limits
 	// Ready, when set, is an extra readiness check for /readyz (the shared-state store's ping).
 	Ready func(context.Context) error
 	// Key, when set, returns the caller's identity key alone (checked on every request); it must agree with

@@ -92,6 +92,11 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		sess.HandleResponse(m)
 		w.WriteHeader(http.StatusAccepted)
 	default:
+		release, ok := s.admit(w, r, m)
+		if !ok {
+			return
+		}
+		defer release()
 		out := s.r.NewStream(1, 0)
 		sess.HandleRequestContext(ctx, m, out)
 		s.respond(w, r, sess, out, false)

@@ -222,6 +222,19 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if store != nil {
 		gopts.Ready = store.Ping
 	}
+	if rl := cfg.RateLimit; rl != nil {
+		gopts.Limits = gateway.Limits{
+			RequestsPerSecond: rl.RequestsPerSecond, Burst: rl.Burst, ConcurrentCalls: rl.ConcurrentCalls,
+			CallTTL: cfg.MaxRequestTimeout + 30*time.Second,
+		}
+		if store != nil {
+			gopts.Limits.Limiter = store // shared by every replica
+		} else {
+			mem := state.NewMemory()
+			defer mem.Shutdown()
+			gopts.Limits.Limiter = mem
+		}
+	}
 	if err := wireAuth(ctx, cfg, &gopts, latest, log); err != nil {
 		log.Error("cannot start authentication", "err", err)
 		return exitFailure

@@ -97,6 +97,8 @@ type Config struct {
 	Policy []PolicyRule
 	// Redis, when set, shares sessions across replicas (nil: one replica, in-memory state).
 	Redis *Redis
+	// RateLimit, when set, limits each principal's requests.
+	RateLimit *RateLimit
 	// Upstreams are the MCP servers behind the gateway, in file order (sorted
 	// by name for the mcpServers form). Disabled ones are included, with
 	// Disabled set, so tools can still report on them.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/url"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -58,5 +59,52 @@ func (p *parser) redisConfig(n *yaml.Node, cfg *Config) {
 			}
 			r.KeyPrefix = v
 		}
+	}
+}
+
+// RateLimit bounds what one principal (or, without auth, one client address) may ask of the gateway, across
+// every replica when Redis is configured.
+type RateLimit struct {
+	// RequestsPerSecond is the sustained rate of requests; Burst how many may come at once. 0 = no rate limit.
+	RequestsPerSecond float64
+	Burst             int
+	// ConcurrentCalls bounds the requests in flight at once; 0 = no bound.
+	ConcurrentCalls int
+}
+
+func rateLimitKeys() []string { return []string{"requestsPerSecond", "burst", "concurrentCalls"} }
+
+func (p *parser) rateLimitConfig(n *yaml.Node, cfg *Config) {
+	o, ok := p.object(n, "rateLimit", keySpec{known: rateLimitKeys()})
+	if !ok {
+		return
+	}
+	rl := &RateLimit{}
+	cfg.RateLimit = rl
+	if f, ok := o.get("requestsPerSecond"); ok {
+		v, err := strconv.ParseFloat(resolve(f.val).Value, 64)
+		if err != nil || v < 0 {
+			p.errorf(resolve(f.val), "rateLimit.requestsPerSecond", "must be a number ≥ 0, not %q", resolve(f.val).Value)
+		}
+		rl.RequestsPerSecond = v
+	}
+	if f, ok := o.get("burst"); ok {
+		if v, ok := p.integer(f.val, "rateLimit.burst"); ok {
+			if v < 1 {
+				p.errorf(resolve(f.val), "rateLimit.burst", "must be at least 1")
+			}
+			rl.Burst = int(v)
+		}
+	}
+	if f, ok := o.get("concurrentCalls"); ok {
+		if v, ok := p.integer(f.val, "rateLimit.concurrentCalls"); ok {
+			if v < 0 {
+				p.errorf(resolve(f.val), "rateLimit.concurrentCalls", "must be ≥ 0")
+			}
+			rl.ConcurrentCalls = int(v)
+		}
+	}
+	if rl.RequestsPerSecond > 0 && rl.Burst == 0 {
+		rl.Burst = max(1, int(rl.RequestsPerSecond))
 	}
 }

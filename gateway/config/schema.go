@@ -18,7 +18,7 @@ import (
 // the package is mutable.
 func topLevelKeys() []string {
 	return []string{"listen", "publicURL", "allowedOrigins", "allowedHosts", "maxBodyBytes", "pageSize",
-		"requestTimeout", "maxRequestTimeout", "sessionIdleTimeout", "cursorSecret", "log", "auth", "policy", "redis",
+		"requestTimeout", "maxRequestTimeout", "sessionIdleTimeout", "cursorSecret", "log", "auth", "policy", "redis", "rateLimit",
 		"upstreams", "mcpServers", "servers"}
 }
 
@@ -179,6 +179,9 @@ func (p *parser) config(doc *yaml.Node) *Config {
 	}
 	if f, ok := o.get("auth"); ok {
 		p.authConfig(f.val, cfg)
+	}
+	if f, ok := o.get("rateLimit"); ok {
+		p.rateLimitConfig(f.val, cfg)
 	}
 	if f, ok := o.get("redis"); ok {
 		p.redisConfig(f.val, cfg)

@@ -1,0 +1,98 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+)
+
+// Limiter enforces per-caller limits, across replicas when it is backed by Redis (routing/state implements it).
+type Limiter interface {
+	Allow(ctx context.Context, key string, rate float64, burst int) (ok bool, retryAfter time.Duration, err error)
+	Acquire(ctx context.Context, key string, limit int, ttl time.Duration) (release func(), ok bool, err error)
+}
+
+// Limits configure the limiter: a token bucket of requests and a bound on calls in flight, per principal (per
+// client address without auth).
+type Limits struct {
+	Limiter Limiter
+	// RequestsPerSecond and Burst shape the request rate; 0 turns it off.
+	RequestsPerSecond float64
+	Burst             int
+	// ConcurrentCalls bounds calls in flight (tools/call, prompts/get, resources/read, completion/complete);
+	// 0 turns it off. CallTTL is how long a lease lives if a replica dies holding it.
+	ConcurrentCalls int
+	CallTTL         time.Duration
+}
+
+// codeRateLimited answers a limited request; data.retryAfterMs says when to try again.
+const codeRateLimited = -32000
+
+// limitKey identifies the caller for limits: its principal, or its address without auth.
+func (s *Server) limitKey(r *http.Request) string {
+	if k := s.key(r.Context()); k != "" {
+		return "p:" + k
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return "a:" + host
+}
+
+// admit applies the limits to one request. It answers a refused request itself (HTTP 429 with a JSON-RPC error
+// and Retry-After: "a limited request gets a JSON-RPC error with a retry hint, never a dropped connection") and
+// returns ok false; otherwise release ends the request's hold on the concurrency bound. A limiter that cannot be
+// reached lets requests through: limits protect the gateway, an outage of theirs must not stop it.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, m jsonrpc.Message) (release func(), ok bool) {
+	l := s.opts.Limits
+	release = func() {}
+	if l.Limiter == nil {
+		return release, true
+	}
+	key := s.limitKey(r)
+	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+	defer cancel()
+	if l.RequestsPerSecond > 0 {
+		allowed, retry, err := l.Limiter.Allow(ctx, key, l.RequestsPerSecond, l.Burst)
+		if err == nil && !allowed {
+			refuse(w, m, retry, fmt.Sprintf("rate limit exceeded (%g requests per second, bursts of %d); retry in %s", l.RequestsPerSecond, l.Burst, retry.Round(time.Millisecond)))
+			return nil, false
+		}
+		if err != nil {
+			s.log.Debug("rate limiter unavailable; request let through", "err", err)
+		}
+	}
+	if l.ConcurrentCalls > 0 && isCall(m) {
+		rel, allowed, err := l.Limiter.Acquire(ctx, key, l.ConcurrentCalls, l.CallTTL)
+		switch {
+		case err != nil:
+			s.log.Debug("concurrency limiter unavailable; request let through", "err", err)
+		case !allowed:
+			refuse(w, m, time.Second, fmt.Sprintf("too many calls in flight (at most %d at once); retry when one finishes", l.ConcurrentCalls))
+			return nil, false
+		default:
+			release = rel
+		}
+	}
+	return release, true
+}
+
+func isCall(m jsonrpc.Message) bool {
+	switch m.Method() {
+	case "tools/call", "prompts/get", "resources/read", "completion/complete":
+		return true
+	}
+	return false
+}
+
+func refuse(w http.ResponseWriter, m jsonrpc.Message, retry time.Duration, msg string) {
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int((retry+time.Second-1)/time.Second))))
+	data := []byte(`{"retryAfterMs":` + strconv.FormatInt(retry.Milliseconds(), 10) + `}`)
+	writeJSON(w, http.StatusTooManyRequests, jsonrpc.AppendError(nil, m.ID(), codeRateLimited, msg, data))
+}
