@@ -133,10 +133,7 @@ func TestReplicasRelayCancel(t *testing.T) {
 	ca := a.raw(t)
 	init := ca.do(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
 	ca.session, ca.version = init.header.Get("Mcp-Session-Id"), "2025-11-25"
-	done := make(chan rawResp, 1)
-	go func() {
-		done <- ca.do(`{"jsonrpc":"2.0","id":"slow-1","method":"tools/call","params":{"name":"alpha__slow","arguments":{"tag":"relay"}}}`, nil)
-	}()
+	done := postAsync(ca, `{"jsonrpc":"2.0","id":"slow-1","method":"tools/call","params":{"name":"alpha__slow","arguments":{"tag":"relay"}}}`)
 	waitFor(t, "the call to be in flight on A", func() bool {
 		s := a.r.Session(ca.session)
 		return s != nil && s.InFlight() == 1
@@ -232,7 +229,8 @@ func TestRateLimits(t *testing.T) {
 		h := startGateway(t, routing.Options{}, gateway.Options{Limits: gateway.Limits{Limiter: mem, ConcurrentCalls: 1, CallTTL: time.Minute}},
 			stdioUpstream(t, "alpha", routing.Shared, markers))
 		c := initialize(h)
-		go c.do(`{"jsonrpc":"2.0","id":"hold","method":"tools/call","params":{"name":"alpha__slow","arguments":{"tag":"held","ms":3000}}}`, nil)
+		held := postAsync(c, `{"jsonrpc":"2.0","id":"hold","method":"tools/call","params":{"name":"alpha__slow","arguments":{"tag":"held","ms":3000}}}`)
+		defer func() { <-held }()
 		waitFor(t, "the first call to be in flight", func() bool {
 			s := h.r.Session(c.session)
 			return s != nil && s.InFlight() == 1
