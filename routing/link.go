@@ -81,8 +81,11 @@ type link struct {
 	lastErr   error
 	everReady bool
 	changed   chan struct{}
-	pending   map[int64]*call
-	restarts  int
+	// prep is closed once a fresh connection is brought up to the client's state (its log level): calls wait
+	// for it, so that the upstream does not drop logs of the first call for want of a level.
+	prep     chan struct{}
+	pending  map[int64]*call
+	restarts int
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -187,6 +190,9 @@ func (l *link) setState(s linkState, conn *upstream.Conn, err error) {
 		l.lastErr = nil
 	}
 	l.state, l.conn = s, conn
+	if s == linkReady {
+		l.prep = make(chan struct{})
+	}
 	if err != nil {
 		l.lastErr = err
 	}
@@ -215,6 +221,30 @@ func (l *link) ready(ctx context.Context) (*upstream.Conn, error) {
 		case <-ch:
 		case <-ctx.Done():
 			return nil, fmt.Errorf("upstream %q is not ready: %w", l.up.cfg.Name, ctx.Err())
+		}
+	}
+}
+
+// prepared returns the channel closed once the current connection is set up (see prep).
+func (l *link) prepared() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.prep == nil {
+		l.prep = make(chan struct{})
+		close(l.prep)
+	}
+	return l.prep
+}
+
+// setUp marks the current connection as brought up to the client's state.
+func (l *link) setUp(ch <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.prep != nil && (<-chan struct{})(l.prep) == ch {
+		select {
+		case <-l.prep:
+		default:
+			close(l.prep)
 		}
 	}
 }

@@ -235,18 +235,20 @@ func (s *Session) linkFor(up *Upstream) (*link, error) {
 
 // linkConnected brings a fresh per-client upstream session up to the client's state.
 func (s *Session) linkConnected(l *link) {
+	prep := l.prepared()
 	s.resubscribe(l)
 	s.mu.Lock()
 	level := s.logLevel
 	s.mu.Unlock()
-	if level < 0 {
-		return
-	}
-	if _, ok := l.up.capability("logging"); !ok {
+	if _, ok := l.up.capability("logging"); level < 0 || !ok {
+		l.setUp(prep)
 		return
 	}
 	params := append(append([]byte(`{"level":"`), logLevels[level]...), `"}`...)
+	// The reader runs once connected returns, so the answer is awaited here, in the background; calls wait on
+	// prep meanwhile (bounded by their own timeout).
 	go func() { // owned by the link: bounded by its context and the request timeout
+		defer l.setUp(prep)
 		ctx, cancel := context.WithTimeout(l.ctx, l.up.timeout())
 		defer cancel()
 		if _, err := l.request(ctx, "logging/setLevel", params); err != nil {
@@ -296,6 +298,10 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	if _, err := l.ready(rctx); err != nil {
 		replyError(out, id, jsonrpc.CodeInternalError, err.Error()+"; retry later")
 		return
+	}
+	select { // a fresh upstream session is first brought up to the client's state (log level)
+	case <-l.prepared():
+	case <-rctx.Done():
 	}
 	c := &call{
 		link: l, upID: l.mint(), method: m.Method(), session: s,

@@ -143,9 +143,12 @@ func (up *Upstream) connected(l *link, conn *upstream.Conn) {
 	if l != up.main {
 		if s := l.owner; s != nil {
 			s.linkConnected(l)
+		} else {
+			l.setUp(l.prepared())
 		}
 		return
 	}
+	l.setUp(l.prepared())
 	caps := map[string]json.RawMessage{}
 	_ = json.Unmarshal(conn.Server.Capabilities, &caps)
 	var res struct{ Subscribe bool }
