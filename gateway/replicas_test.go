@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -60,7 +61,7 @@ func TestReplicasShareSessions(t *testing.T) {
 	addr := realRedis(t)
 	secret := []byte(strings.Repeat("k", 32))
 	replica := func(name string) *harness {
-		client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: 1})
+		client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: 1, ContextTimeoutEnabled: true})
 		store := state.NewRedis(client, "test:", state.WithSessionTTL(time.Minute))
 		t.Cleanup(func() { store.Shutdown(); client.Close() })
 		return startGateway(t,
@@ -123,7 +124,7 @@ func TestReplicasRelayCancel(t *testing.T) {
 	secret := []byte(strings.Repeat("k", 32))
 	markers := markerDir(t)
 	replica := func() *harness {
-		client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: 1})
+		client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: 1, ContextTimeoutEnabled: true})
 		store := state.NewRedis(client, "test:")
 		t.Cleanup(func() { store.Shutdown(); client.Close() })
 		return startGateway(t, routing.Options{CursorSecret: secret, Store: store, Bus: store}, gateway.Options{},
@@ -240,4 +241,91 @@ func TestRateLimits(t *testing.T) {
 			t.Fatalf("a ping is not a call and is not bounded: HTTP %d %s", got.status, got.body)
 		}
 	})
+}
+
+// TestReplicasShareStreams: with the shared event log, a POST stream that drops mid-call on replica A is resumed
+// with GET and Last-Event-ID on replica B, which delivers the rest, answer included; and a standalone GET stream
+// on B carries a message produced on A (A's notice that the session moved there).
+func TestReplicasShareStreams(t *testing.T) {
+	addr := realRedis(t)
+	secret := []byte(strings.Repeat("k", 32))
+	markers := markerDir(t)
+	replica := func() *harness {
+		client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: 1, ContextTimeoutEnabled: true})
+		store := state.NewRedis(client, "streams:")
+		t.Cleanup(func() { store.Shutdown(); client.Close() })
+		return startGateway(t, routing.Options{CursorSecret: secret, Store: store, Bus: store},
+			gateway.Options{Events: store}, stdioUpstream(t, "alpha", routing.PerClient, markers))
+	}
+	a, b := replica(), replica()
+	cb := b.raw(t)
+	init := cb.do(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
+	cb.session, cb.version = init.header.Get("Mcp-Session-Id"), "2025-11-25"
+
+	// A POST on A whose stream the client drops after the first event (the progress notification).
+	req, _ := http.NewRequestWithContext(ctxGuard(t), http.MethodPost, a.url, strings.NewReader(
+		`{"jsonrpc":"2.0","id":"slow-2","method":"tools/call","params":{"name":"alpha__slow","arguments":{"tag":"resume","ms":1500},"_meta":{"progressToken":"p"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream, application/json")
+	req.Header.Set("Mcp-Session-Id", cb.session)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST on A: %v %v", resp, err)
+	}
+	lastID := ""
+	buf := make([]byte, 0, 4096)
+	chunk := make([]byte, 1024)
+	for !strings.Contains(string(buf), `"progress"`) {
+		n, err := resp.Body.Read(chunk)
+		buf = append(buf, chunk[:n]...)
+		if err != nil {
+			t.Fatalf("reading A's stream: %v (%s)", err, buf)
+		}
+	}
+	for _, line := range strings.Split(string(buf), "\n") {
+		if id, ok := strings.CutPrefix(line, "id: "); ok {
+			lastID = id
+		}
+	}
+	resp.Body.Close() // the connection drops mid-call
+	if lastID == "" {
+		t.Fatalf("no event id on A's stream: %s", buf)
+	}
+
+	// Resume on B.
+	get, _ := http.NewRequestWithContext(ctxGuard(t), http.MethodGet, b.url, nil)
+	get.Header.Set("Accept", "text/event-stream")
+	get.Header.Set("Mcp-Session-Id", cb.session)
+	get.Header.Set("Last-Event-ID", lastID)
+	gresp, err := http.DefaultClient.Do(get)
+	if err != nil || gresp.StatusCode != http.StatusOK {
+		t.Fatalf("GET with Last-Event-ID on B: %v %v", gresp, err)
+	}
+	rest, _ := io.ReadAll(gresp.Body) // the stream ends once the answer is delivered
+	gresp.Body.Close()
+	if !strings.Contains(string(rest), `"id":"slow-2"`) || !strings.Contains(string(rest), "slow done resume") {
+		t.Fatalf("resumed stream on B lacks the answer:\n%s", rest)
+	}
+	if strings.Contains(string(rest), `"progress":1`) {
+		t.Fatalf("resumed stream on B replays what the client had seen:\n%s", rest)
+	}
+
+	// The standalone stream, read on B, carries A's notice (A restored the session to serve the POST).
+	sget, _ := http.NewRequestWithContext(ctxGuard(t), http.MethodGet, b.url, nil)
+	sget.Header.Set("Accept", "text/event-stream")
+	sget.Header.Set("Mcp-Session-Id", cb.session)
+	sresp, err := http.DefaultClient.Do(sget)
+	if err != nil || sresp.StatusCode != http.StatusOK {
+		t.Fatalf("standalone GET on B: %v %v", sresp, err)
+	}
+	defer sresp.Body.Close()
+	got := make([]byte, 0, 4096)
+	for !strings.Contains(string(got), "moved to another gateway replica") {
+		n, err := sresp.Body.Read(chunk)
+		got = append(got, chunk[:n]...)
+		if err != nil {
+			t.Fatalf("standalone stream on B ended without A's notice: %v\n%s", err, got)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/routing"
+	"github.com/switchboard-mcp/switchboard/upstream/sse"
 )
 
 const (
@@ -249,4 +250,9 @@ func (s *Server) retryHint(sw *sseWriter) {
 		sw.buf = append(sw.buf[:0], "retry: 1000\n\n"...)
 		_ = sw.write()
 	}
+}
+
+// appendPriming appends the priming event: an id and empty data, so that the client can resume from it.
+func appendPriming(dst []byte, id string) []byte {
+	return sse.AppendEvent(dst, sse.Event{ID: id, Retry: primingRetry})
 }

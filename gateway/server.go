@@ -51,6 +51,9 @@ type Options struct {
 	Identify func(context.Context) Identity
 	// Limits, when Limits.Limiter is set, bound each caller's requests.
 	Limits Limits
+	// Events, when set, is the shared SSE event log: streams resume, and standalone streams are read, on any
+	// replica (design §7).
+	Events EventLog
 	// Ready, when set, is an extra readiness check for /readyz (the shared-state store's ping).
 	Ready func(context.Context) error
 	// Key, when set, returns the caller's identity key alone (checked on every request); it must agree with
@@ -66,6 +69,7 @@ type Server struct {
 	handler http.Handler
 	streams streamsRegistry
 	legacy  legacyConns
+	fwd     forwarders
 	inst    instruments
 
 	draining  chan struct{} // closed when shutdown begins

@@ -157,7 +157,9 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) (*routing.Sessi
 	if sess == nil {
 		// Not held here: with shared state, a session made on another replica is served where it lands.
 		who := s.identify(r.Context())
-		sess = s.r.RestoreSession(r.Context(), id, who.Key, who.Allow, who.Context)
+		if sess = s.r.RestoreSession(r.Context(), id, who.Key, who.Allow, who.Context); sess != nil {
+			s.shareSession(sess)
+		}
 	}
 	if sess == nil || !s.owns(r, sess) {
 		// "The server MAY terminate the session at any time, after which it MUST respond to requests containing
@@ -173,6 +175,7 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, m jsonrpc.Me
 	sess, answer := s.startSession(r.Context(), m)
 	if sess != nil {
 		w.Header().Set(headerSession, sess.ID())
+		s.shareSession(sess)
 	}
 	writeJSON(w, http.StatusOK, answer)
 }
@@ -285,6 +288,13 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, sess *routing.S
 				continue
 			}
 		}
+		if s.opts.Events != nil {
+			if msg != nil {
+				held = append(held, msg)
+			}
+			s.respondShared(ctx, w, sess, out, held)
+			return
+		}
 		// Something precedes the answer, or the client prefers a stream: switch to SSE. The stream becomes resumable: if the connection drops,
 		// the call goes on ("Disconnection SHOULD NOT be interpreted as the client cancelling its request") and
 		// the client can pick up the rest with GET and Last-Event-ID.
@@ -337,6 +347,10 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	}
 	sess, ok := s.session(w, r)
 	if !ok {
+		return
+	}
+	if s.opts.Events != nil {
+		s.getShared(w, r, sess)
 		return
 	}
 	ss := s.streams.of(sess)

@@ -220,7 +220,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		Metrics:      tel.Metrics,
 	}
 	if store != nil {
-		gopts.Ready = store.Ping
+		gopts.Ready, gopts.Events = store.Ping, store
 	}
 	if rl := cfg.RateLimit; rl != nil {
 		gopts.Limits = gateway.Limits{

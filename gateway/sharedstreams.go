@@ -1,0 +1,237 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/routing"
+	"github.com/switchboard-mcp/switchboard/routing/state"
+)
+
+// Shared streams (design §7). With an EventLog (Redis Streams), every SSE event a session's streams carry is
+// logged where every replica reads it: a client whose POST stream dropped resumes it with GET and Last-Event-ID on
+// any replica, and a session's standalone stream can be read on any replica, whichever replica produced the
+// message. Each replica that holds a copy of a session forwards that copy's standalone messages into the log.
+
+// EventLog is the shared SSE event log; routing/state implements it.
+type EventLog interface {
+	Append(ctx context.Context, session string, stream int64, data []byte) (id string, err error)
+	After(ctx context.Context, session string, stream int64, afterID string, max int) ([]state.Event, error)
+	Tail(ctx context.Context, session string, stream int64, afterID string, block time.Duration) ([]state.Event, error)
+	Close(ctx context.Context, session string, stream int64) error
+}
+
+const logTimeout = 2 * time.Second
+
+// forwarders records the sessions whose standalone messages this replica forwards into the log.
+type forwarders struct {
+	mu sync.Mutex
+	m  map[string]bool
+}
+
+// shareSession starts forwarding a session's standalone messages into the shared log, once per session per
+// replica; the forwarder ends with the session.
+func (s *Server) shareSession(sess *routing.Session) {
+	if s.opts.Events == nil {
+		return
+	}
+	s.fwd.mu.Lock()
+	if s.fwd.m == nil {
+		s.fwd.m = map[string]bool{}
+	}
+	started := s.fwd.m[sess.ID()]
+	s.fwd.m[sess.ID()] = true
+	s.fwd.mu.Unlock()
+	if started {
+		return
+	}
+	go func() { // owned by the session: ends when it does
+		defer func() {
+			s.fwd.mu.Lock()
+			delete(s.fwd.m, sess.ID())
+			s.fwd.mu.Unlock()
+		}()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() { // owned by the forwarder: ends with the session or the forwarder
+			select {
+			case <-sess.Done():
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		for {
+			msg, _, ok := sess.Standalone().Next(ctx)
+			if !ok {
+				return
+			}
+			actx, acancel := context.WithTimeout(ctx, logTimeout)
+			_, err := s.opts.Events.Append(actx, sess.ID(), standaloneStream, msg)
+			acancel()
+			if err != nil {
+				s.log.Warn("a session message could not be shared with other replicas; it is lost for streams read there", "err", err)
+			}
+		}
+	}()
+}
+
+// sharedStreamID picks a stream number unique across replicas (a session's streams are numbered by whichever
+// replica serves each POST).
+func sharedStreamID() int64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return int64(binary.BigEndian.Uint64(b[:])>>2) + 1
+}
+
+// respondShared writes a request's SSE stream through the shared log: every event is logged before it is
+// written, with the log's id, so any replica can resume the stream. held are messages already taken from out.
+// If the client goes away before the answer, the rest of the stream still goes into the log.
+func (s *Server) respondShared(ctx context.Context, w http.ResponseWriter, sess *routing.Session, out *routing.Stream, held [][]byte) {
+	n := sharedStreamID()
+	sw := s.startSSE(w, sess, nil)
+	if sess.ProtocolVersion() >= v20251125 {
+		if id, err := s.logAppend(sess, n, nil); err == nil {
+			sw.buf = appendPriming(sw.buf[:0], id)
+			_ = sw.write()
+		}
+	}
+	write := func(msg []byte) bool {
+		id, err := s.logAppend(sess, n, msg)
+		if err != nil {
+			id = "" // unlogged: still delivered, just not resumable
+		}
+		return sw.event(id, msg) == nil
+	}
+	for _, m := range held {
+		if !write(m) {
+			go s.drainToLog(sess, out, n)
+			return
+		}
+	}
+	for {
+		msg, _, ok := out.Next(ctx)
+		if !ok {
+			break
+		}
+		if !write(msg) {
+			go s.drainToLog(sess, out, n)
+			return
+		}
+	}
+	if ctx.Err() != nil && !(out.Closed() || out.Pending() == 0) {
+		go s.drainToLog(sess, out, n)
+		return
+	}
+	s.logClose(sess, n)
+}
+
+// drainToLog logs the rest of a stream whose client left, so that it can resume it anywhere; it ends with the
+// stream or the session.
+func (s *Server) drainToLog(sess *routing.Session, out *routing.Stream, n int64) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // owned by the drain: ends with the session or the drain
+		select {
+		case <-sess.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		msg, _, ok := out.Next(ctx)
+		if !ok {
+			break
+		}
+		if _, err := s.logAppend(sess, n, msg); err != nil {
+			s.log.Debug("stream event not logged", "err", err)
+		}
+	}
+	s.logClose(sess, n)
+}
+
+func (s *Server) logAppend(sess *routing.Session, n int64, msg []byte) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), logTimeout)
+	defer cancel()
+	return s.opts.Events.Append(ctx, sess.ID(), n, msg)
+}
+
+func (s *Server) logClose(sess *routing.Session, n int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), logTimeout)
+	defer cancel()
+	_ = s.opts.Events.Close(ctx, sess.ID(), n)
+}
+
+// getShared serves a GET from the shared log: the stream Last-Event-ID names (from after that event), or the
+// session's standalone stream.
+func (s *Server) getShared(w http.ResponseWriter, r *http.Request, sess *routing.Session) {
+	stream, after := int64(standaloneStream), ""
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		if n, _, ok := state.ParseEventID(last); ok {
+			stream, after = n, last
+		}
+	}
+	sess.StreamOpened()
+	defer sess.StreamClosed()
+	sw := s.startSSE(w, sess, nil)
+	base, stop := context.WithCancel(r.Context())
+	defer stop()
+	go func() { // owned by this stream: ends with it or with the session
+		select {
+		case <-sess.Done():
+			stop()
+		case <-base.Done():
+		}
+	}()
+	ctx := base
+	if stream == standaloneStream {
+		var cancel context.CancelFunc
+		ctx, cancel = s.untilDrain(ctx)
+		defer cancel()
+	}
+	// Short blocking reads: a blocked read of the log cannot be interrupted, so its length bounds how long a
+	// closed stream lingers; keep-alives still go out only every KeepAlive.
+	block := min(s.opts.KeepAlive, 2*time.Second)
+	lastWrite := time.Now()
+	for {
+		events, err := s.opts.Events.Tail(ctx, sess.ID(), stream, after, block)
+		for _, e := range events {
+			after = e.ID
+			if len(e.Data) == 0 {
+				continue // a priming event: nothing to deliver
+			}
+			if sw.event(e.ID, e.Data) != nil {
+				return
+			}
+			lastWrite = time.Now()
+		}
+		switch {
+		case errors.Is(err, state.ErrClosed):
+			return // the stream is complete
+		case ctx.Err() != nil:
+			s.retryHint(sw)
+			return
+		case err != nil:
+			s.log.Debug("shared stream read failed", "err", err)
+			if sw.comment("keep-alive") != nil {
+				return
+			}
+			t := time.NewTimer(time.Second)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		case len(events) == 0 && time.Since(lastWrite) >= s.opts.KeepAlive:
+			if sw.comment("keep-alive") != nil {
+				return
+			}
+			lastWrite = time.Now()
+		}
+	}
+}
