@@ -22,7 +22,19 @@ import (
 
 // realRedis starts a redis-server on a free loopback port for the test; it skips without one unless
 // SWITCHBOARD_E2E=require (CI), where a missing peer is a failure.
-func realRedis(t *testing.T) string {
+func realRedis(t *testing.T) string { return startRedis(t).addr }
+
+// redisProc is a redis-server the test can stop and start again on the same port.
+type redisProc struct {
+	t    *testing.T
+	bin  string
+	addr string
+	port int
+	dir  string
+	cmd  *exec.Cmd
+}
+
+func startRedis(t *testing.T) *redisProc {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -35,23 +47,36 @@ func realRedis(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
+	p := &redisProc{t: t, bin: bin, port: l.Addr().(*net.TCPAddr).Port, dir: t.TempDir()}
 	l.Close()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	p.addr = "127.0.0.1:" + strconv.Itoa(p.port)
+	p.start()
+	t.Cleanup(p.stop)
+	return p
+}
+
+func (p *redisProc) start() {
+	p.t.Helper()
+	p.cmd = exec.Command(p.bin, "--port", strconv.Itoa(p.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", p.dir)
+	if err := p.cmd.Start(); err != nil {
+		p.t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	c := redis.NewClient(&redis.Options{Addr: addr})
+	c := redis.NewClient(&redis.Options{Addr: p.addr})
 	defer c.Close()
 	for deadline := time.Now().Add(10 * time.Second); c.Ping(context.Background()).Err() != nil; {
 		if time.Now().After(deadline) {
-			t.Fatal("redis-server did not answer within 10s")
+			p.t.Fatal("redis-server did not answer within 10s")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return addr
+}
+
+func (p *redisProc) stop() {
+	if p.cmd != nil {
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+		p.cmd = nil
+	}
 }
 
 // TestReplicasShareSessions runs two gateway replicas on one real Redis: a session initialized on A is served
@@ -327,5 +352,50 @@ func TestReplicasShareStreams(t *testing.T) {
 		if err != nil {
 			t.Fatalf("standalone stream on B ended without A's notice: %v\n%s", err, got)
 		}
+	}
+}
+
+// TestReplicaRedisRestart: while Redis is down a replica keeps serving the sessions it holds and reports not
+// ready; when Redis is back it is ready again without a restart, and new sessions are shared again.
+func TestReplicaRedisRestart(t *testing.T) {
+	rp := startRedis(t)
+	secret := []byte(strings.Repeat("k", 32))
+	replica := func() *harness {
+		client := redis.NewClient(&redis.Options{Addr: rp.addr, DialTimeout: 300 * time.Millisecond, MaxRetries: 1, ContextTimeoutEnabled: true})
+		store := state.NewRedis(client, "restart:")
+		t.Cleanup(func() { store.Shutdown(); client.Close() })
+		return startGateway(t, routing.Options{CursorSecret: secret, Store: store, Bus: store},
+			gateway.Options{Ready: store.Ping, Events: store}, stdioUpstream(t, "alpha", routing.Shared, markerDir(t)))
+	}
+	a, b := replica(), replica()
+	ready := func(h *harness) int {
+		resp, err := http.Get(h.ts.URL + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	ca := a.raw(t)
+	init := ca.do(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
+	ca.session, ca.version = init.header.Get("Mcp-Session-Id"), "2025-11-25"
+
+	rp.stop()
+	if got := ca.do(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"still here"}}}`, nil).final(t); got.Error != nil {
+		t.Fatalf("a held session's call while Redis is down: %+v", got.Error)
+	}
+	if code := ready(a); code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz while Redis is down = %d, want 503", code)
+	}
+
+	rp.start()
+	waitFor(t, "readiness after Redis returns", func() bool { return ready(a) == http.StatusOK && ready(b) == http.StatusOK })
+	cb := b.raw(t)
+	init = cb.do(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
+	cb.session, cb.version = init.header.Get("Mcp-Session-Id"), "2025-11-25"
+	ca2 := a.raw(t)
+	ca2.session, ca2.version = cb.session, cb.version
+	if got := ca2.do(`{"jsonrpc":"2.0","id":2,"method":"ping"}`, nil); got.status != http.StatusOK {
+		t.Fatalf("a session made on B after Redis returned, used on A: HTTP %d %s", got.status, got.body)
 	}
 }
