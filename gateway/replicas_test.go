@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/routing"
 	"github.com/switchboard-mcp/switchboard/routing/state"
+	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
 // realRedis starts a redis-server on a free loopback port for the test; it skips without one unless
@@ -397,5 +398,51 @@ func TestReplicaRedisRestart(t *testing.T) {
 	ca2.session, ca2.version = cb.session, cb.version
 	if got := ca2.do(`{"jsonrpc":"2.0","id":2,"method":"ping"}`, nil); got.status != http.StatusOK {
 		t.Fatalf("a session made on B after Redis returned, used on A: HTTP %d %s", got.status, got.body)
+	}
+}
+
+// TestReplicasResumeUpstreamSession: a per-client HTTP upstream session started on replica A is resumed by
+// replica B from the id A recorded, not started anew: the upstream serves B's call in the same session.
+func TestReplicasResumeUpstreamSession(t *testing.T) {
+	addr := realRedis(t)
+	secret := []byte(strings.Repeat("k", 32))
+	up, srv := httpUpstream(t, "web", routing.PerClient, markerDir(t))
+	replica := func(cfg routing.UpstreamConfig) *harness {
+		client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: 1, ContextTimeoutEnabled: true})
+		store := state.NewRedis(client, "resume:")
+		t.Cleanup(func() { store.Shutdown(); client.Close() })
+		return startGateway(t, routing.Options{CursorSecret: secret, Store: store, Bus: store}, gateway.Options{Events: store}, cfg)
+	}
+	a := replica(up)
+	trB, err := upstream.NewTransport(upstream.Spec{Name: "web", URL: srv.ts.URL, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upB := up
+	upB.Transport = trB
+	b := replica(upB)
+
+	ca := a.raw(t)
+	init := ca.do(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
+	ca.session, ca.version = init.header.Get("Mcp-Session-Id"), "2025-11-25"
+	if got := ca.do(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"web__echo","arguments":{"text":"on A"}}}`, nil).final(t); got.Error != nil {
+		t.Fatalf("call on A: %+v", got.Error)
+	}
+	first := srv.lastSession()
+	// The record of A's upstream session is written in the background: wait until the store has it.
+	probeClient := redis.NewClient(&redis.Options{Addr: addr})
+	probe := state.NewRedis(probeClient, "resume:")
+	t.Cleanup(func() { probe.Shutdown(); probeClient.Close() })
+	waitFor(t, "A's upstream session in the session record", func() bool {
+		rec, err := probe.Get(context.Background(), ca.session)
+		return err == nil && rec.UpstreamSessions["web"] != ""
+	})
+	cb := b.raw(t)
+	cb.session, cb.version = ca.session, ca.version
+	if got := cb.do(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"web__echo","arguments":{"text":"on B"}}}`, nil).final(t); got.Error != nil {
+		t.Fatalf("call on B: %+v", got.Error)
+	}
+	if srv.lastSession() != first {
+		t.Fatal("B started a new upstream session instead of resuming A's")
 	}
 }

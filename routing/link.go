@@ -72,6 +72,10 @@ type link struct {
 	hello upstream.ClientHello
 	log   *slog.Logger
 
+	// resumeSID and resumeProto, when set, are an upstream session recorded by another replica: the first dial
+	// attaches to it instead of starting a new one (HTTP upstreams only).
+	resumeSID, resumeProto string
+
 	nextID   atomic.Int64
 	lastUsed atomic.Int64 // unix nanoseconds of the last call, for the idle timeout of per-client sessions
 
@@ -128,7 +132,7 @@ func (l *link) run() {
 	failures := 0
 	for {
 		dctx, cancel := context.WithTimeout(l.ctx, dialTimeout)
-		conn, err := upstream.Dial(dctx, l.up.transport, l.hello)
+		conn, err := l.dial(dctx)
 		cancel()
 		if err != nil {
 			if l.ctx.Err() != nil {
@@ -167,6 +171,24 @@ func (l *link) run() {
 			failures = 0
 		}
 	}
+}
+
+// dial connects: by resuming a recorded upstream session the first time, when there is one, else afresh.
+func (l *link) dial(ctx context.Context) (*upstream.Conn, error) {
+	if sid := l.resumeSID; sid != "" {
+		l.resumeSID = "" // once: a reconnect after a failure starts afresh
+		l.up.mu.Lock()
+		hello := l.up.hello
+		l.up.mu.Unlock()
+		if hello != nil {
+			conn, err := upstream.Resume(ctx, l.up.transport, l.hello, sid, l.resumeProto, *hello)
+			if err == nil {
+				return conn, nil
+			}
+			l.log.Info("upstream session not resumed; starting a new one", "err", err)
+		}
+	}
+	return upstream.Dial(ctx, l.up.transport, l.hello)
 }
 
 func (l *link) sleep(d time.Duration) bool {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,6 +76,7 @@ type Session struct {
 	subs         map[string]*Upstream // resource subscriptions: URI → upstream
 	seenURIs     map[string]*Upstream // URIs that upstreams' results named, for reads (bounded)
 	tasks        map[string]bool      // exposed ids of the tasks this session created
+	resumable    map[string]string    // upstream name → "<protocol> <session id>" recorded by another replica
 	closed       bool
 }
 
@@ -228,6 +230,10 @@ func (s *Session) linkFor(up *Upstream) (*link, error) {
 		Capabilities:    caps,
 		ClientInfo:      s.r.clientInfo(),
 	})
+	if v, ok := s.resumable[up.cfg.Name]; ok {
+		delete(s.resumable, up.cfg.Name)
+		l.resumeProto, l.resumeSID, _ = strings.Cut(v, " ")
+	}
 	l.start(s.ctx)
 	s.links[up] = l
 	return l, nil
@@ -236,6 +242,7 @@ func (s *Session) linkFor(up *Upstream) (*link, error) {
 // linkConnected brings a fresh per-client upstream session up to the client's state.
 func (s *Session) linkConnected(l *link) {
 	prep := l.prepared()
+	s.recordUpstreamSession(l)
 	s.resubscribe(l)
 	s.mu.Lock()
 	level := s.logLevel

@@ -86,6 +86,7 @@ func (r *Router) RestoreSession(ctx context.Context, id, principal string, allow
 	if i := levelIndex(rec.LogLevel); i >= 0 {
 		s.logLevel = i
 	}
+	s.resumable = rec.UpstreamSessions
 	for _, uri := range rec.Subscriptions {
 		if up := s.resourceUpstream(uri); up != nil {
 			s.subs[uri] = up
@@ -103,7 +104,7 @@ func (r *Router) RestoreSession(ctx context.Context, id, principal string, allow
 	r.sessions[id] = s
 	r.mu.Unlock()
 	r.log.Info("session restored from the store", "session", s.logID())
-	s.notify(notice("this session moved to another gateway replica; its per-client upstream sessions start afresh (their in-memory state, such as a stdio server's, is not carried over)"))
+	s.notify(notice("this session moved to another gateway replica: its HTTP upstream sessions are resumed, its stdio upstream sessions start afresh (a local server's in-memory state is not carried over)"))
 	return s
 }
 
@@ -288,4 +289,30 @@ func (s *Session) handleRelayed(m jsonrpc.Message) {
 			}
 		}
 	}
+}
+
+// recordUpstreamSession keeps a per-client HTTP upstream session's id in the session's record, so that another
+// replica serving this session resumes it rather than starting a new one.
+func (s *Session) recordUpstreamSession(l *link) {
+	if s.r.opts.Store == nil {
+		return
+	}
+	l.mu.Lock()
+	conn := l.conn
+	l.mu.Unlock()
+	if conn == nil {
+		return
+	}
+	sid := conn.SessionID()
+	if sid == "" {
+		return
+	}
+	v := conn.Server.ProtocolVersion + " " + sid
+	name := l.up.cfg.Name
+	s.storeUpdate(func(rec *state.SessionRecord) {
+		if rec.UpstreamSessions == nil {
+			rec.UpstreamSessions = map[string]string{}
+		}
+		rec.UpstreamSessions[name] = v
+	})
 }
