@@ -383,27 +383,36 @@ func stdio(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// sharedState connects to Redis when the config has a redis: block (design §7). The client fails fast, so that
-// a Redis outage makes requests degrade (sessions stay local) instead of hang.
+// sharedState connects to Redis when the config has a redis: block (design §7): a single server from the URL,
+// or Sentinel or Cluster. The client fails fast, so that a Redis outage makes requests degrade (sessions stay
+// local) instead of hang.
 func sharedState(cfg *config.Config) (*state.Redis, func(), error) {
-	if cfg.Redis == nil {
+	rc := cfg.Redis
+	if rc == nil {
 		return nil, func() {}, nil
 	}
-	opt, err := redis.ParseURL(cfg.Redis.URL)
+	opt, err := redis.ParseURL(rc.URL)
 	if err != nil {
 		return nil, nil, fmt.Errorf("redis.url: %w", err)
 	}
-	if cfg.Redis.Password != "" {
-		opt.Password = cfg.Redis.Password
+	u := &redis.UniversalOptions{
+		Addrs: []string{opt.Addr}, DB: opt.DB, Username: opt.Username, Password: opt.Password, TLSConfig: opt.TLSConfig,
+		DialTimeout: time.Second, MaxRetries: 1, ContextTimeoutEnabled: true,
 	}
-	if cfg.Redis.TLS && opt.TLSConfig == nil {
-		opt.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	if rc.Password != "" {
+		u.Password = rc.Password
 	}
-	opt.DialTimeout = time.Second
-	opt.MaxRetries = 1
-	opt.ContextTimeoutEnabled = true
-	client := redis.NewClient(opt)
-	store := state.NewRedis(client, cfg.Redis.KeyPrefix, state.WithSessionTTL(cfg.SessionIdleTimeout))
+	if rc.TLS && u.TLSConfig == nil {
+		u.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	switch {
+	case rc.SentinelMaster != "":
+		u.MasterName, u.Addrs = rc.SentinelMaster, rc.SentinelAddrs
+	case len(rc.ClusterAddrs) > 0:
+		u.Addrs, u.IsClusterMode = rc.ClusterAddrs, true
+	}
+	client := redis.NewUniversalClient(u)
+	store := state.NewRedis(client, rc.KeyPrefix, state.WithSessionTTL(cfg.SessionIdleTimeout))
 	return store, func() { store.Shutdown(); client.Close() }, nil
 }
 

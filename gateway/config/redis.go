@@ -19,9 +19,16 @@ type Redis struct {
 	TLS bool
 	// KeyPrefix prefixes every key, so several gateways can share one Redis; default "switchboard:".
 	KeyPrefix string
+	// SentinelMaster and SentinelAddrs select Redis Sentinel: the URL's password and database still apply, its
+	// host is ignored. ClusterAddrs selects Redis Cluster. At most one of the two.
+	SentinelMaster string
+	SentinelAddrs  []string
+	ClusterAddrs   []string
 }
 
-func redisKeys() []string { return []string{"url", "password", "tls", "keyPrefix"} }
+func redisKeys() []string {
+	return []string{"url", "password", "tls", "keyPrefix", "sentinel", "cluster"}
+}
 
 func (p *parser) redisConfig(n *yaml.Node, cfg *Config) {
 	o, ok := p.object(n, "redis", keySpec{known: redisKeys()})
@@ -50,6 +57,32 @@ func (p *parser) redisConfig(n *yaml.Node, cfg *Config) {
 	if f, ok := o.get("tls"); ok {
 		if v, ok := p.boolean(f.val, "redis.tls"); ok {
 			r.TLS = v
+		}
+	}
+	if f, ok := o.get("sentinel"); ok {
+		if so, ok := p.object(f.val, "redis.sentinel", keySpec{known: []string{"masterName", "addrs"}}); ok {
+			if mf, ok := so.get("masterName"); ok {
+				r.SentinelMaster, _ = p.scalar(mf.val, "redis.sentinel.masterName")
+			}
+			if af, ok := so.get("addrs"); ok {
+				r.SentinelAddrs, _, _ = p.stringList(af.val, "redis.sentinel.addrs", true)
+			}
+			if r.SentinelMaster == "" || len(r.SentinelAddrs) == 0 {
+				p.errorf(resolve(f.val), "redis.sentinel", "needs masterName and addrs (host:port of each sentinel)")
+			}
+		}
+	}
+	if f, ok := o.get("cluster"); ok {
+		if co, ok := p.object(f.val, "redis.cluster", keySpec{known: []string{"addrs"}}); ok {
+			if af, ok := co.get("addrs"); ok {
+				r.ClusterAddrs, _, _ = p.stringList(af.val, "redis.cluster.addrs", true)
+			}
+			if len(r.ClusterAddrs) == 0 {
+				p.errorf(resolve(f.val), "redis.cluster", "needs addrs (host:port of some cluster nodes)")
+			}
+			if r.SentinelMaster != "" {
+				p.errorf(resolve(f.val), "redis.cluster", "cannot be combined with redis.sentinel; choose one")
+			}
 		}
 	}
 	if f, ok := o.get("keyPrefix"); ok {
