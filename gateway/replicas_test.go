@@ -446,3 +446,47 @@ func TestReplicasResumeUpstreamSession(t *testing.T) {
 		t.Fatal("B started a new upstream session instead of resuming A's")
 	}
 }
+
+// TestThreeReplicas: a session initialized on A, its standalone GET stream open on C, and a call posted to B:
+// the call is served on B, and C's stream carries what B produced for the session (B's notice that it took the
+// session over).
+func TestThreeReplicas(t *testing.T) {
+	addr := realRedis(t)
+	secret := []byte(strings.Repeat("k", 32))
+	markers := markerDir(t)
+	replica := func() *harness {
+		client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: 1, ContextTimeoutEnabled: true})
+		store := state.NewRedis(client, "three:")
+		t.Cleanup(func() { store.Shutdown(); client.Close() })
+		return startGateway(t, routing.Options{CursorSecret: secret, Store: store, Bus: store},
+			gateway.Options{Events: store, KeepAlive: time.Second}, stdioUpstream(t, "alpha", routing.PerClient, markers))
+	}
+	a, b, c := replica(), replica(), replica()
+	ca := a.raw(t)
+	init := ca.do(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
+	sid := init.header.Get("Mcp-Session-Id")
+
+	get, _ := http.NewRequestWithContext(ctxGuard(t), http.MethodGet, c.url, nil)
+	get.Header.Set("Accept", "text/event-stream")
+	get.Header.Set("Mcp-Session-Id", sid)
+	sresp, err := http.DefaultClient.Do(get)
+	if err != nil || sresp.StatusCode != http.StatusOK {
+		t.Fatalf("GET on C: %v %v", sresp, err)
+	}
+	defer sresp.Body.Close()
+
+	cb := b.raw(t)
+	cb.session, cb.version = sid, "2025-11-25"
+	if got := cb.do(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"via B"}}}`, nil).final(t); got.Error != nil || !strings.Contains(string(got.Result), "via B") {
+		t.Fatalf("call on B: %+v %s", got.Error, got.Result)
+	}
+	var seen []byte
+	chunk := make([]byte, 1024)
+	for strings.Count(string(seen), "moved to another gateway replica") < 2 { // C's own notice, then B's
+		n, err := sresp.Body.Read(chunk)
+		seen = append(seen, chunk[:n]...)
+		if err != nil {
+			t.Fatalf("C's stream ended before B's notice: %v\n%s", err, seen)
+		}
+	}
+}
