@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -70,7 +71,9 @@ type Server struct {
 	streams streamsRegistry
 	legacy  legacyConns
 	fwd     forwarders
-	inst    instruments
+	// logDownUntil (unix ns) skips event-log appends for a while after one failed.
+	logDownUntil atomic.Int64
+	inst         instruments
 
 	draining  chan struct{} // closed when shutdown begins
 	drainOnce sync.Once

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -28,10 +29,17 @@ type EventLog interface {
 
 const logTimeout = 2 * time.Second
 
+// freshReplay is how far back a standalone stream opened without Last-Event-ID reads the log.
+const freshReplay = 30 * time.Second
+
+// staleStream ends a resumed stream that stays silent longer than an event log lives (routing/state keeps a
+// stream's log 5 minutes after its last event).
+const staleStream = 5 * time.Minute
+
 // forwarders records the sessions whose standalone messages this replica forwards into the log.
 type forwarders struct {
 	mu sync.Mutex
-	m  map[string]bool
+	m  map[*routing.Session]bool
 }
 
 // shareSession starts forwarding a session's standalone messages into the shared log, once per session per
@@ -42,10 +50,10 @@ func (s *Server) shareSession(sess *routing.Session) {
 	}
 	s.fwd.mu.Lock()
 	if s.fwd.m == nil {
-		s.fwd.m = map[string]bool{}
+		s.fwd.m = map[*routing.Session]bool{}
 	}
-	started := s.fwd.m[sess.ID()]
-	s.fwd.m[sess.ID()] = true
+	started := s.fwd.m[sess]
+	s.fwd.m[sess] = true
 	s.fwd.mu.Unlock()
 	if started {
 		return
@@ -53,7 +61,7 @@ func (s *Server) shareSession(sess *routing.Session) {
 	go func() { // owned by the session: ends when it does
 		defer func() {
 			s.fwd.mu.Lock()
-			delete(s.fwd.m, sess.ID())
+			delete(s.fwd.m, sess)
 			s.fwd.mu.Unlock()
 		}()
 		ctx, cancel := context.WithCancel(context.Background())
@@ -70,10 +78,7 @@ func (s *Server) shareSession(sess *routing.Session) {
 			if !ok {
 				return
 			}
-			actx, acancel := context.WithTimeout(ctx, logTimeout)
-			_, err := s.opts.Events.Append(actx, sess.ID(), standaloneStream, msg)
-			acancel()
-			if err != nil {
+			if _, err := s.logAppend(sess, standaloneStream, msg); err != nil {
 				s.log.Warn("a session message could not be shared with other replicas; it is lost for streams read there", "err", err)
 			}
 		}
@@ -154,10 +159,23 @@ func (s *Server) drainToLog(sess *routing.Session, out *routing.Stream, n int64)
 	s.logClose(sess, n)
 }
 
+// errLogDown is what logAppend answers while the breaker is open.
+var errLogDown = errors.New("the shared event log is unavailable")
+
+// logBackoff is how long appends are skipped after one failed: an outage must not cost every event a timeout.
+const logBackoff = 5 * time.Second
+
 func (s *Server) logAppend(sess *routing.Session, n int64, msg []byte) (string, error) {
+	if time.Now().UnixNano() < s.logDownUntil.Load() {
+		return "", errLogDown
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), logTimeout)
 	defer cancel()
-	return s.opts.Events.Append(ctx, sess.ID(), n, msg)
+	id, err := s.opts.Events.Append(ctx, sess.ID(), n, msg)
+	if err != nil && !errors.Is(err, state.ErrClosed) {
+		s.logDownUntil.Store(time.Now().Add(logBackoff).UnixNano())
+	}
+	return id, err
 }
 
 func (s *Server) logClose(sess *routing.Session, n int64) {
@@ -174,6 +192,14 @@ func (s *Server) getShared(w http.ResponseWriter, r *http.Request, sess *routing
 		if n, _, ok := state.ParseEventID(last); ok {
 			stream, after = n, last
 		}
+	}
+	if after == "" {
+		// A fresh standalone stream gets what was logged in the last moments (messages queued just before the
+		// client opened it, as a local stream would hold them), not the whole log: older messages went to an
+		// earlier stream, and a server→client request answered long ago must not be asked again. (Log
+		// positions are Redis stream ids, milliseconds first.)
+		since := time.Now().Add(-freshReplay).UnixMilli()
+		after = state.FormatEventID(standaloneStream, strconv.FormatInt(since, 10)+"-0")
 	}
 	sess.StreamOpened()
 	defer sess.StreamClosed()
@@ -196,8 +222,11 @@ func (s *Server) getShared(w http.ResponseWriter, r *http.Request, sess *routing
 	// Short blocking reads: a blocked read of the log cannot be interrupted, so its length bounds how long a
 	// closed stream lingers; keep-alives still go out only every KeepAlive.
 	block := min(s.opts.KeepAlive, 2*time.Second)
-	lastWrite := time.Now()
+	lastWrite, lastEvent := time.Now(), time.Now()
 	for {
+		if stream != standaloneStream && time.Since(lastEvent) > staleStream {
+			return // nothing came for longer than a log lives: whoever produced this stream is gone
+		}
 		events, err := s.opts.Events.Tail(ctx, sess.ID(), stream, after, block)
 		for _, e := range events {
 			after = e.ID
@@ -207,7 +236,7 @@ func (s *Server) getShared(w http.ResponseWriter, r *http.Request, sess *routing
 			if sw.event(e.ID, e.Data) != nil {
 				return
 			}
-			lastWrite = time.Now()
+			lastWrite, lastEvent = time.Now(), time.Now()
 		}
 		switch {
 		case errors.Is(err, state.ErrClosed):

@@ -77,6 +77,13 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	ctx, span := s.startRequest(r, m, r.Header.Get(headerSession))
 	defer func() { endSpan(span, sw.status) }()
 	if m.Kind() == jsonrpc.KindRequest && m.MethodIs("initialize") {
+		// Starting sessions counts against the caller's rate like any request: sessions cost memory here and
+		// records in Redis.
+		release, ok := s.admit(w, r, m)
+		if !ok {
+			return
+		}
+		defer release()
 		s.initialize(w, r, m)
 		return
 	}

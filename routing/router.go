@@ -417,7 +417,9 @@ func (r *Router) SessionCount() int {
 
 func (r *Router) dropSession(s *Session) {
 	r.mu.Lock()
-	delete(r.sessions, s.id)
+	if r.sessions[s.id] == s { // a copy that lost a restore race must not drop the one that won
+		delete(r.sessions, s.id)
+	}
 	r.mu.Unlock()
 }
 

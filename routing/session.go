@@ -3,6 +3,7 @@ package routing
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -105,6 +106,11 @@ func newSessionWithID(r *Router, p SessionParams, id string) *Session {
 		ctx = p.Context(ctx)
 	}
 	s.ctx, s.cancel = context.WithCancel(ctx)
+	if r.opts.Store != nil {
+		// Copies of a session on several replicas share the client's streams: their server→client request ids
+		// must not collide, so each copy counts from its own random start.
+		s.nextServerID = randomBelow(1 << 50)
+	}
 	s.storeTouched.Store(time.Now().UnixNano()) // the record is written fresh
 	s.touch()
 	return s
@@ -233,6 +239,8 @@ func (s *Session) linkFor(up *Upstream) (*link, error) {
 	if v, ok := s.resumable[up.cfg.Name]; ok {
 		delete(s.resumable, up.cfg.Name)
 		l.resumeProto, l.resumeSID, _ = strings.Cut(v, " ")
+		// Another replica may use the same upstream session: ids from a random start keep the two apart.
+		l.nextID.Store(randomBelow(1 << 50))
 	}
 	l.start(s.ctx)
 	s.links[up] = l
@@ -556,6 +564,13 @@ func (s *Session) wantsLog(params []byte) bool {
 		return true
 	}
 	return levelIndex(lv) >= min
+}
+
+// randomBelow returns a random number in [0, n).
+func randomBelow(n int64) int64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return int64(binary.BigEndian.Uint64(b[:]) % uint64(n))
 }
 
 // InFlight reports how many of the client's requests are with upstreams now.
