@@ -383,6 +383,28 @@ func TestReplicaRedisRestart(t *testing.T) {
 	if code := ready(a); code != http.StatusServiceUnavailable {
 		t.Fatalf("/readyz while Redis is down = %d, want 503", code)
 	}
+	// The standalone stream of the held session still carries what A produces (served from A's local stream).
+	get, _ := http.NewRequestWithContext(ctxGuard(t), http.MethodGet, a.url, nil)
+	get.Header.Set("Accept", "text/event-stream")
+	get.Header.Set("Mcp-Session-Id", ca.session)
+	sresp, err := http.DefaultClient.Do(get)
+	if err != nil || sresp.StatusCode != http.StatusOK {
+		t.Fatalf("GET on A while Redis is down: %v %v", sresp, err)
+	}
+	if err := a.r.DrainUpstream("alpha", true); err != nil { // announces tools/list_changed to the session
+		t.Fatal(err)
+	}
+	var seen []byte
+	chunk := make([]byte, 1024)
+	for !strings.Contains(string(seen), "notifications/tools/list_changed") {
+		n, err := sresp.Body.Read(chunk)
+		seen = append(seen, chunk[:n]...)
+		if err != nil {
+			t.Fatalf("A's stream while Redis is down ended without the list change: %v\n%s", err, seen)
+		}
+	}
+	sresp.Body.Close()
+	_ = a.r.DrainUpstream("alpha", false)
 
 	rp.start()
 	waitFor(t, "readiness after Redis returns", func() bool { return ready(a) == http.StatusOK && ready(b) == http.StatusOK })

@@ -74,12 +74,24 @@ func (s *Server) shareSession(sess *routing.Session) {
 			}
 		}()
 		for {
+			// While the log is down, leave the messages in the local stream: a GET served here reads them there
+			// (getShared), so a held session keeps being served during an outage.
+			for s.logIsDown() {
+				t := time.NewTimer(250 * time.Millisecond)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			}
 			msg, _, ok := sess.Standalone().Next(ctx)
 			if !ok {
 				return
 			}
 			if _, err := s.logAppend(sess, standaloneStream, msg); err != nil {
-				s.log.Warn("a session message could not be shared with other replicas; it is lost for streams read there", "err", err)
+				// Not lost: back to the local stream, where a GET served here finds it while the log is down.
+				sess.Standalone().Push(msg, routing.ClassNotice)
 			}
 		}
 	}()
@@ -165,8 +177,11 @@ var errLogDown = errors.New("the shared event log is unavailable")
 // logBackoff is how long appends are skipped after one failed: an outage must not cost every event a timeout.
 const logBackoff = 5 * time.Second
 
+// logIsDown reports whether the breaker is open.
+func (s *Server) logIsDown() bool { return time.Now().UnixNano() < s.logDownUntil.Load() }
+
 func (s *Server) logAppend(sess *routing.Session, n int64, msg []byte) (string, error) {
-	if time.Now().UnixNano() < s.logDownUntil.Load() {
+	if s.logIsDown() {
 		return "", errLogDown
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), logTimeout)
@@ -227,6 +242,22 @@ func (s *Server) getShared(w http.ResponseWriter, r *http.Request, sess *routing
 		if stream != standaloneStream && time.Since(lastEvent) > staleStream {
 			return // nothing came for longer than a log lives: whoever produced this stream is gone
 		}
+		if stream == standaloneStream && s.logIsDown() {
+			// The log is unavailable: serve this replica's copy of the session from its local stream meanwhile.
+			lctx, lcancel := context.WithTimeout(ctx, block)
+			msg, _, ok := sess.Standalone().Next(lctx)
+			lcancel()
+			if ok {
+				if sw.event("", msg) != nil {
+					return
+				}
+				lastWrite = time.Now()
+			} else if ctx.Err() != nil {
+				s.retryHint(sw)
+				return
+			}
+			continue
+		}
 		events, err := s.opts.Events.Tail(ctx, sess.ID(), stream, after, block)
 		for _, e := range events {
 			after = e.ID
@@ -246,6 +277,7 @@ func (s *Server) getShared(w http.ResponseWriter, r *http.Request, sess *routing
 			return
 		case err != nil:
 			s.log.Debug("shared stream read failed", "err", err)
+			s.logDownUntil.Store(time.Now().Add(logBackoff).UnixNano())
 			if sw.comment("keep-alive") != nil {
 				return
 			}
