@@ -357,7 +357,7 @@ func TestReplicaRedisRestart(t *testing.T) {
 	rp := startRedis(t)
 	secret := []byte(strings.Repeat("k", 32))
 	replica := func() *harness {
-		client := redis.NewClient(&redis.Options{Addr: rp.addr, DialTimeout: 300 * time.Millisecond, MaxRetries: 1, ContextTimeoutEnabled: true})
+		client := redis.NewClient(&redis.Options{Addr: rp.addr, DialTimeout: 300 * time.Millisecond, DialerRetries: 1, MaxRetries: 1, ContextTimeoutEnabled: true})
 		store := state.NewRedis(client, "restart:")
 		t.Cleanup(func() { store.Shutdown(); client.Close() })
 		return startGateway(t, routing.Options{CursorSecret: secret, Store: store, Bus: store},

@@ -258,7 +258,11 @@ func (s *Server) getShared(w http.ResponseWriter, r *http.Request, sess *routing
 			}
 			continue
 		}
-		events, err := s.opts.Events.Tail(ctx, sess.ID(), stream, after, block)
+		// A deadline on every read: with Redis down, a read without one can wait out the client's reconnection
+		// attempts instead of failing fast.
+		tctx, tcancel := context.WithTimeout(ctx, block+logTimeout)
+		events, err := s.opts.Events.Tail(tctx, sess.ID(), stream, after, block)
+		tcancel()
 		for _, e := range events {
 			after = e.ID
 			if len(e.Data) == 0 {

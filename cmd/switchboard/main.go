@@ -397,7 +397,7 @@ func sharedState(cfg *config.Config) (*state.Redis, func(), error) {
 	}
 	u := &redis.UniversalOptions{
 		Addrs: []string{opt.Addr}, DB: opt.DB, Username: opt.Username, Password: opt.Password, TLSConfig: opt.TLSConfig,
-		DialTimeout: time.Second, MaxRetries: 1, ContextTimeoutEnabled: true,
+		DialTimeout: time.Second, DialerRetries: 1, MaxRetries: 1, ContextTimeoutEnabled: true,
 	}
 	if rc.Password != "" {
 		u.Password = rc.Password
