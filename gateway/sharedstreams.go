@@ -297,6 +297,8 @@ func (s *Server) getShared(w http.ResponseWriter, r *http.Request, sess *routing
 				return
 			}
 			lastWrite = time.Now()
+			sess.StreamOpened() // touch: a client that listens is not idle, here or in the shared record
+			sess.StreamClosed()
 		}
 	}
 }
