@@ -34,8 +34,10 @@ type replayStream struct {
 	log      []loggedEvent
 	seq      int64
 	claimed  bool
+	stop     context.CancelFunc // ends the claiming connection's writing, for a takeover
+	released chan struct{}      // closed when the current claim is released
 	finished time.Time
-	released time.Time // when the last connection left it, for streams nobody came back for
+	left     time.Time // when the last connection left it, for streams nobody came back for
 }
 
 type loggedEvent struct {
@@ -44,20 +46,47 @@ type loggedEvent struct {
 }
 
 // claim makes the caller the one connection writing the stream; a stream is written by one connection at a time.
-func (rs *replayStream) claim() bool {
+// stop, when set, lets a resuming client take the stream over (see takeover).
+func (rs *replayStream) claim(stop context.CancelFunc) bool {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if rs.claimed {
 		return false
 	}
-	rs.claimed = true
+	rs.claimed, rs.stop, rs.released = true, stop, make(chan struct{})
 	return true
+}
+
+// takeover claims a stream another connection still holds: a client resuming with Last-Event-ID has left that
+// connection, though the server may not have noticed yet. The old writer is stopped and its release awaited
+// (briefly).
+func (rs *replayStream) takeover(stop context.CancelFunc) bool {
+	if rs.claim(stop) {
+		return true
+	}
+	rs.mu.Lock()
+	old, released := rs.stop, rs.released
+	rs.mu.Unlock()
+	if old != nil {
+		old()
+	}
+	t := time.NewTimer(2 * time.Second)
+	defer t.Stop()
+	select {
+	case <-released:
+	case <-t.C:
+	}
+	return rs.claim(stop)
 }
 
 func (rs *replayStream) release(finished bool) {
 	rs.mu.Lock()
 	rs.claimed = false
-	rs.released = time.Now()
+	if rs.released != nil {
+		close(rs.released)
+		rs.released = nil
+	}
+	rs.left = time.Now()
 	if finished && rs.finished.IsZero() {
 		rs.finished = time.Now()
 	}
@@ -169,7 +198,7 @@ func (ss *sessionStreams) add(src *routing.Stream) *replayStream {
 		// Forget finished streams after a while, and streams their client left and never came back for: their
 		// calls' late answers have nowhere to go.
 		old := !rs.finished.IsZero() && now.Sub(rs.finished) > keepFinished ||
-			!rs.claimed && !rs.released.IsZero() && now.Sub(rs.released) > keepFinished
+			!rs.claimed && !rs.left.IsZero() && now.Sub(rs.left) > keepFinished
 		rs.mu.Unlock()
 		if old {
 			rs.src.Close()

@@ -306,7 +306,10 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, sess *routing.S
 		// the call goes on ("Disconnection SHOULD NOT be interpreted as the client cancelling its request") and
 		// the client can pick up the rest with GET and Last-Event-ID.
 		rs := s.streams.of(sess).add(out)
-		rs.claim()
+		pctx, stop := context.WithCancel(ctx)
+		defer stop()
+		rs.claim(stop)
+		ctx = pctx
 		sw := s.startSSE(w, sess, rs)
 		if msg != nil {
 			held = append(held, msg)
@@ -371,14 +374,20 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	if !rs.claim() {
+	ctx, stop := context.WithCancel(r.Context())
+	defer stop()
+	claimed := rs.claim(stop)
+	if !claimed && rs.id != standaloneStream {
+		claimed = rs.takeover(stop) // the client resumes a stream whose old connection the server has not seen drop
+	}
+	if !claimed {
 		writeError(w, http.StatusConflict, nil, jsonrpc.CodeInvalidRequest, "this stream is already being read by another connection")
 		return
 	}
 	sess.StreamOpened()
 	defer sess.StreamClosed()
 	sw := s.startSSE(w, sess, nil)
-	rs.release(s.pump(r.Context(), sess, sw, rs, after) && rs.id != standaloneStream)
+	rs.release(s.pump(ctx, sess, sw, rs, after) && rs.id != standaloneStream)
 }
 
 // delete ends a session at the client's request.
