@@ -67,7 +67,7 @@ func (s *Server) startRequest(r *http.Request, m jsonrpc.Message, sessionID stri
 	}
 	ctx := s.inst.propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 	if !trace.SpanContextFromContext(ctx).IsValid() {
-		if tp, ok := stringAt(m.Params(), "_meta", "traceparent"); ok {
+		if tp, ok := jsonrpc.LookupString(m.Params(), "_meta", "traceparent"); ok {
 			ctx = s.inst.propagator.Extract(ctx, propagation.MapCarrier{"traceparent": tp})
 		}
 	}
@@ -75,7 +75,7 @@ func (s *Server) startRequest(r *http.Request, m jsonrpc.Message, sessionID stri
 	name := method
 	attrs := []attribute.KeyValue{attribute.String("mcp.method.name", method)}
 	if method == "tools/call" {
-		if tool, ok := stringAt(m.Params(), "name"); ok {
+		if tool, ok := jsonrpc.LookupString(m.Params(), "name"); ok {
 			name += " " + tool
 			attrs = append(attrs, attribute.String("gen_ai.tool.name", tool))
 		}
@@ -99,16 +99,6 @@ func endSpan(span trace.Span, status int) {
 		span.SetStatus(codes.Error, http.StatusText(status))
 	}
 	span.End()
-}
-
-// stringAt returns the unquoted string at path inside a raw JSON object.
-func stringAt(obj []byte, path ...string) (string, bool) {
-	st, e, ok := jsonrpc.Lookup(obj, path...)
-	if !ok {
-		return "", false
-	}
-	v, err := jsonrpc.Unquote(obj[st:e])
-	return v, err == nil
 }
 
 // statusWriter remembers the status a handler wrote; Unwrap keeps http.ResponseController (flushes, write

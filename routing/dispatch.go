@@ -79,18 +79,8 @@ func (s *Session) HandleNotification(m jsonrpc.Message) {
 	}
 }
 
-// stringParam returns the unquoted string at path inside params.
-func stringParam(params []byte, path ...string) (string, bool) {
-	st, e, ok := jsonrpc.Lookup(params, path...)
-	if !ok {
-		return "", false
-	}
-	v, err := jsonrpc.Unquote(params[st:e])
-	return v, err == nil
-}
-
 func (s *Session) list(ctx context.Context, m jsonrpc.Message, out *Stream, k listKind) {
-	cursor, _ := stringParam(m.Params(), "cursor")
+	cursor, _ := jsonrpc.LookupString(m.Params(), "cursor")
 	page, err := s.catalog().page(k, cursor, s.r.opts.PageSize, s.r.cursors, s.params.Allow)
 	if err != nil {
 		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, err.Error())
@@ -101,7 +91,7 @@ func (s *Session) list(ctx context.Context, m jsonrpc.Message, out *Stream, k li
 
 // callNamed routes tools/call and prompts/get by the exposed name, translated back to the upstream's own.
 func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream, k listKind) {
-	name, ok := stringParam(m.Params(), "name")
+	name, ok := jsonrpc.LookupString(m.Params(), "name")
 	if !ok {
 		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, m.Method()+" needs params.name")
 		return
@@ -142,7 +132,7 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 
 // callURI routes resources/read by the resource URI (design §5).
 func (s *Session) callURI(ctx context.Context, m jsonrpc.Message, out *Stream) {
-	uri, ok := stringParam(m.Params(), "uri")
+	uri, ok := jsonrpc.LookupString(m.Params(), "uri")
 	if !ok {
 		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, m.Method()+" needs params.uri")
 		return
@@ -202,11 +192,11 @@ func (s *Session) resourceUpstream(uri string) *Upstream {
 // complete routes completion/complete by its reference: a prompt name or a resource template URI.
 func (s *Session) complete(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	params := m.Params()
-	typ, _ := stringParam(params, "ref", "type")
+	typ, _ := jsonrpc.LookupString(params, "ref", "type")
 	cat := s.catalog()
 	switch typ {
 	case "ref/prompt":
-		name, _ := stringParam(params, "ref", "name")
+		name, _ := jsonrpc.LookupString(params, "ref", "name")
 		t, ok := cat.prompts[name]
 		if ok && !s.allows(t.up, kindPrompts, t.name) {
 			s.auditDenied(t.up, m.Method(), name)
@@ -222,7 +212,7 @@ func (s *Session) complete(ctx context.Context, m jsonrpc.Message, out *Stream) 
 		}
 		s.forward(ctx, t.up, m, out, "", edits...)
 	case "ref/resource":
-		uri, _ := stringParam(params, "ref", "uri")
+		uri, _ := jsonrpc.LookupString(params, "ref", "uri")
 		up := cat.templateUpstream(uri)
 		if up == nil {
 			up = cat.resourceUpstream(uri)
@@ -240,7 +230,7 @@ func (s *Session) complete(ctx context.Context, m jsonrpc.Message, out *Stream) 
 // setLevel records the client's log level and passes it to its upstream sessions that log (design §4: fan-out
 // where the session mode allows; a shared upstream's level is not one client's to set).
 func (s *Session) setLevel(ctx context.Context, m jsonrpc.Message, out *Stream) {
-	level, _ := stringParam(m.Params(), "level")
+	level, _ := jsonrpc.LookupString(m.Params(), "level")
 	i := levelIndex(level)
 	if i < 0 {
 		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, fmt.Sprintf("invalid log level %q: use one of debug, info, notice, warning, error, critical, alert, emergency", level))

@@ -407,12 +407,7 @@ func (l *link) request(ctx context.Context, method string, params []byte) ([]byt
 
 // sendCancel tells the upstream to stop working on a request; best effort.
 func (l *link) sendCancel(upID int64, reason string) {
-	p := make([]byte, 0, 64)
-	p = append(p, `{"requestId":`...)
-	p = jsonrpc.AppendInt(p, upID)
-	p = append(p, `,"reason":`...)
-	p = jsonrpc.AppendQuote(p, reason)
-	p = append(p, '}')
+	p := cancelledParams(jsonrpc.AppendInt(nil, upID), reason)
 	ctx, cancel := context.WithTimeout(l.ctx, 5*time.Second)
 	defer cancel()
 	if err := l.write(ctx, jsonrpc.AppendNotification(nil, "notifications/cancelled", p)); err != nil {
@@ -547,7 +542,7 @@ func (l *link) notification(m jsonrpc.Message, related []byte) {
 func (l *link) forwardLog(m jsonrpc.Message, related []byte) {
 	params := m.Params()
 	name := l.up.cfg.Name
-	if lg, ok := stringParam(params, "logger"); ok && lg != "" {
+	if lg, ok := jsonrpc.LookupString(params, "logger"); ok && lg != "" {
 		name += "/" + lg
 	}
 	params = setMember(params, "logger", jsonrpc.AppendQuote(nil, name))
@@ -603,6 +598,13 @@ func (c *call) progressed(r *Router) {
 		return
 	}
 	c.timer.Reset(min(c.link.up.timeout(), left))
+}
+
+// cancelledParams builds the params of notifications/cancelled for a request id (raw JSON).
+func cancelledParams(id []byte, reason string) []byte {
+	p := make([]byte, 0, 48+len(id)+len(reason))
+	p = append(append(append(p, `{"requestId":`...), id...), `,"reason":`...)
+	return append(jsonrpc.AppendQuote(p, reason), '}')
 }
 
 func clone(b []byte) []byte { return append([]byte(nil), b...) }

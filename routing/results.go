@@ -169,7 +169,7 @@ func isClosed(s *Session) bool {
 
 // elicitationComplete routes notifications/elicitation/complete by its elicitationId.
 func (l *link) elicitationComplete(m jsonrpc.Message) {
-	id, _ := stringParam(m.Params(), "elicitationId")
+	id, _ := jsonrpc.LookupString(m.Params(), "elicitationId")
 	e := &l.r.elicits
 	e.mu.Lock()
 	rec, ok := e.m[elicitationKey{l, id}]

@@ -435,7 +435,7 @@ func (s *Session) forwardServerRequest(l *link, m jsonrpc.Message, rel *call) {
 		msg = editString(msg, exposeTask(l.up), "params", "_meta", relatedTask, "taskId")
 	}
 	if m.MethodIs("elicitation/create") {
-		if eid, ok := stringParam(m.Params(), "elicitationId"); ok {
+		if eid, ok := jsonrpc.LookupString(m.Params(), "elicitationId"); ok {
 			s.r.noteElicitation(l, eid, s)
 		}
 	}
@@ -530,7 +530,7 @@ func (s *Session) serverRequestsLost(l *link) {
 	}
 	s.mu.Unlock()
 	for i, id := range lost {
-		p := append(jsonrpc.AppendInt([]byte(`{"requestId":`), id), `,"reason":"upstream disconnected"}`...)
+		p := cancelledParams(jsonrpc.AppendInt(nil, id), "upstream disconnected")
 		outs[i].Push(jsonrpc.AppendNotification(nil, "notifications/cancelled", p), ClassNotice)
 	}
 }

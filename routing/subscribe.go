@@ -17,7 +17,7 @@ import (
 
 // subscribe handles resources/subscribe and resources/unsubscribe.
 func (s *Session) subscribe(ctx context.Context, m jsonrpc.Message, out *Stream, on bool) {
-	uri, ok := stringParam(m.Params(), "uri")
+	uri, ok := jsonrpc.LookupString(m.Params(), "uri")
 	if !ok {
 		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, m.Method()+" needs params.uri")
 		return
@@ -162,7 +162,7 @@ func (up *Upstream) sendSubOn(l *link, uri string, on bool) {
 
 // updated delivers notifications/resources/updated to the sessions subscribed to its URI.
 func (l *link) updated(m jsonrpc.Message) {
-	uri, ok := stringParam(m.Params(), "uri")
+	uri, ok := jsonrpc.LookupString(m.Params(), "uri")
 	if !ok {
 		return
 	}

@@ -54,7 +54,7 @@ func (s *Session) taskCall(up *Upstream) (func([]byte) []byte, error) {
 	}
 	expose := exposeTask(up)
 	return func(res []byte) []byte {
-		if id, ok := stringParam(res, "task", "taskId"); ok {
+		if id, ok := jsonrpc.LookupString(res, "task", "taskId"); ok {
 			s.ownTask(expose(id))
 		}
 		res = editString(res, expose, "task", "taskId")
@@ -81,7 +81,7 @@ const maxTasksPerSession = 10000
 
 // taskRequest routes tasks/get, tasks/result and tasks/cancel by the task id.
 func (s *Session) taskRequest(ctx context.Context, m jsonrpc.Message, out *Stream) {
-	exposed, _ := stringParam(m.Params(), "taskId")
+	exposed, _ := jsonrpc.LookupString(m.Params(), "taskId")
 	up, id, ok := s.r.taskTarget(exposed)
 	if !ok || !s.allowsUpstream(up) || (up.cfg.Mode == Shared && !s.ownsTask(exposed)) {
 		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown task %q", exposed))
@@ -133,7 +133,7 @@ func (s *Session) listTasks(ctx context.Context, m jsonrpc.Message, out *Stream)
 				break
 			}
 			for _, t := range page.Tasks {
-				id, _ := stringParam(t, "taskId")
+				id, _ := jsonrpc.LookupString(t, "taskId")
 				exposed := exposeTask(up)(id)
 				if up.cfg.Mode == Shared && !s.ownsTask(exposed) {
 					continue
@@ -155,7 +155,7 @@ func (s *Session) listTasks(ctx context.Context, m jsonrpc.Message, out *Stream)
 
 // taskStatus delivers notifications/tasks/status to the session the task belongs to.
 func (l *link) taskStatus(m jsonrpc.Message) {
-	id, ok := stringParam(m.Params(), "taskId")
+	id, ok := jsonrpc.LookupString(m.Params(), "taskId")
 	if !ok {
 		return
 	}

@@ -107,3 +107,14 @@ func member(obj []byte, i int, name string) (start, end int, st Status) {
 	}
 	return start, end, Found
 }
+
+// LookupString returns the unquoted string at path inside obj; ok is false when the member is absent,
+// ambiguous or not a string.
+func LookupString(obj []byte, path ...string) (string, bool) {
+	s, e, ok := Lookup(obj, path...)
+	if !ok {
+		return "", false
+	}
+	v, err := Unquote(obj[s:e])
+	return v, err == nil
+}
