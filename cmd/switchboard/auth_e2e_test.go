@@ -98,21 +98,7 @@ func node22(root string) (string, error) {
 }
 
 func TestE2EAuth(t *testing.T) {
-	mode := os.Getenv("SWITCHBOARD_E2E")
-	if mode == "off" {
-		t.Skip("SWITCHBOARD_E2E=off")
-	}
-	if testing.Short() {
-		t.Skip("end-to-end test skipped in -short mode")
-	}
-	missing := func(format string, args ...any) {
-		t.Helper()
-		msg := fmt.Sprintf(format, args...)
-		if mode == "require" {
-			t.Fatalf("%s (SWITCHBOARD_E2E=require)", msg)
-		}
-		t.Skipf("%s; set SWITCHBOARD_E2E=require to make this a failure", msg)
-	}
+	missing := e2eGate(t)
 	root := repoRoot(t)
 	nm := filepath.Join(root, "node_modules")
 	everythingJS := filepath.Join(nm, "@modelcontextprotocol", "server-everything", "dist", "index.js")

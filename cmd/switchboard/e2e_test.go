@@ -39,7 +39,10 @@ const (
 	e2eScriptLimit  = 90 * time.Second // per script, enforced from Go; the script's own limit is lower
 )
 
-func TestE2E(t *testing.T) {
+// e2eGate skips end-to-end tests when SWITCHBOARD_E2E=off or in -short mode, and returns how to report a
+// missing peer: a skip, or a failure under SWITCHBOARD_E2E=require (as in CI).
+func e2eGate(t *testing.T) (missing func(format string, args ...any)) {
+	t.Helper()
 	mode := os.Getenv("SWITCHBOARD_E2E")
 	if mode == "off" {
 		t.Skip("SWITCHBOARD_E2E=off")
@@ -47,7 +50,7 @@ func TestE2E(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test skipped in -short mode")
 	}
-	missing := func(format string, args ...any) {
+	return func(format string, args ...any) {
 		t.Helper()
 		msg := fmt.Sprintf(format, args...)
 		if mode == "require" {
@@ -55,6 +58,10 @@ func TestE2E(t *testing.T) {
 		}
 		t.Skipf("%s; set SWITCHBOARD_E2E=require to make this a failure", msg)
 	}
+}
+
+func TestE2E(t *testing.T) {
+	missing := e2eGate(t)
 
 	if !hasMainPackage(t) {
 		// Transitional: the gateway's main.go is not written yet, so there is
