@@ -103,15 +103,15 @@ func TestInteropCatalogAndRouting(t *testing.T) {
 	}
 }
 
-// TestInteropDefaultVersionClient: the SDK client's default handshake (it tries the 2026-07-28 server/discover
-// first and falls back to initialize) ends in a working legacy session.
+// TestInteropDefaultVersionClient: the SDK client's default handshake tries the 2026-07-28 server/discover first;
+// the gateway answers it, and the client then works statelessly.
 func TestInteropDefaultVersionClient(t *testing.T) {
 	md := markerDir(t)
 	up, _ := httpUpstream(t, "alpha", routing.Shared, md)
 	h := startGateway(t, routing.Options{}, gateway.Options{}, up)
 	cs := h.connectVersion(t, "default", nil, "")
-	if v := cs.InitializeResult().ProtocolVersion; v != legacyVersion {
-		t.Errorf("negotiated %q, want %q", v, legacyVersion)
+	if v := cs.InitializeResult().ProtocolVersion; v != routing.ModernVersion {
+		t.Errorf("negotiated %q, want %q", v, routing.ModernVersion)
 	}
 	if got := call(t, cs, "alpha__echo", map[string]any{"text": "x"}); got != "x" {
 		t.Errorf("echo answered %q", got)

@@ -58,12 +58,12 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if v := r.Header.Get(headerProtocol); v != "" && !supportedVersion(v) {
-		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest,
-			fmt.Sprintf("unsupported MCP-Protocol-Version %q; supported: %s, %s, %s, %s", v, v20251125, v20250618, v20250326, v20241105))
-		return
-	}
+	hv := r.Header.Get(headerProtocol)
 	if jsonrpc.IsBatch(body) {
+		if hv != "" && !supportedVersion(hv) {
+			unsupportedVersion(w, nil, hv)
+			return
+		}
 		label = "batch"
 		s.postBatch(w, r, body)
 		return
@@ -76,6 +76,14 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	label = methodLabel(m)
 	ctx, span := s.startRequest(r, m, r.Header.Get(headerSession))
 	defer func() { endSpan(span, sw.status) }()
+	if isModern(r, m) {
+		s.postModern(ctx, w, r, m)
+		return
+	}
+	if hv != "" && !supportedVersion(hv) {
+		unsupportedVersion(w, m.ID(), hv)
+		return
+	}
 	if m.Kind() == jsonrpc.KindRequest && m.MethodIs("initialize") {
 		// Starting sessions counts against the caller's rate like any request: sessions cost memory here and
 		// records in Redis.
@@ -122,7 +130,8 @@ func methodLabel(m jsonrpc.Message) string {
 	switch meth := m.Method(); meth {
 	case "initialize", "ping", "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list",
 		"resources/read", "resources/templates/list", "resources/subscribe", "resources/unsubscribe",
-		"completion/complete", "logging/setLevel", "tasks/get", "tasks/result", "tasks/list", "tasks/cancel":
+		"completion/complete", "logging/setLevel", "tasks/get", "tasks/result", "tasks/list", "tasks/cancel",
+		"server/discover", "subscriptions/listen":
 		return meth
 	}
 	return "other"

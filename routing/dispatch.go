@@ -23,6 +23,9 @@ func (s *Session) HandleRequestContext(ctx context.Context, m jsonrpc.Message, o
 	ctx = context.WithoutCancel(ctx)
 	s.touch()
 	id := m.ID()
+	if s.params.Stateless && s.statelessRequest(ctx, m, out) {
+		return
+	}
 	switch m.Method() {
 	case "ping":
 		reply(out, id, []byte("{}"))
@@ -143,6 +146,10 @@ func (s *Session) callURI(ctx context.Context, m jsonrpc.Message, out *Stream) {
 		up = nil
 	}
 	if up == nil {
+		if s.params.Stateless {
+			notFoundCode(out, m.ID(), uri, jsonrpc.CodeInvalidParams)
+			return
+		}
 		notFound(out, m.ID(), uri)
 		return
 	}

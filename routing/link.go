@@ -57,6 +57,10 @@ type call struct {
 	transform func(result []byte) []byte
 	span      trace.Span // the upstream leg's client span; nil when not tracing
 	code      int        // the JSON-RPC error code it ended with, for the audit log
+	// park, when set, is the multi round-trip this call serves a 2026-07-28 client through (mrtr.go); name is
+	// the tool or prompt name a retry must repeat (stateless sessions only).
+	park *park
+	name string
 
 	// One of the gateway's own requests: the raw response is delivered here.
 	internal chan jsonrpc.Message
@@ -319,6 +323,30 @@ func (l *link) take(id int64) *call {
 	delete(l.pending, id)
 	l.mu.Unlock()
 	return c
+}
+
+// takeIf removes c if it is still the call pending under its id: a parked call (modern.go) is replaced under the
+// same id, and the timer or cancellation of the replaced one must not take its successor.
+func (l *link) takeIf(c *call) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pending[c.upID] != c {
+		return false
+	}
+	delete(l.pending, c.upID)
+	return true
+}
+
+// swap puts next in the place of prev under their shared upstream id, reporting false when prev is no longer
+// pending (its answer, timeout or cancellation won the race).
+func (l *link) swap(prev, next *call) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pending[prev.upID] != prev {
+		return false
+	}
+	l.pending[prev.upID] = next
+	return true
 }
 
 func (l *link) peek(id int64) *call {

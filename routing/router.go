@@ -86,6 +86,8 @@ type Router struct {
 	reloadMu  sync.Mutex // serialises Reconfigure
 	elicits   elicitations
 	inst      instruments
+	pool      statelessPool // sessions of 2026-07-28 clients (modern.go)
+	parks     parkTable     // upstream calls waiting for a 2026-07-28 client's input (mrtr.go)
 
 	mu       sync.Mutex
 	running  bool // Run has started the upstreams; reloads start new ones at once
@@ -173,6 +175,9 @@ func (r *Router) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			for _, s := range r.allSessions() {
+				s.Close()
+			}
+			for _, s := range r.statelessSessions() {
 				s.Close()
 			}
 			for _, up := range r.upstreams() {
@@ -366,6 +371,9 @@ func (r *Router) complete(c *call, m jsonrpc.Message) {
 	}
 	r.endLeg(c, outcome)
 	c.session.removeCall(c)
+	if c.park != nil {
+		c.park.finished()
+	}
 	if res := m.Result(); res != nil && (c.method == "tools/call" || c.method == "prompts/get") && mayNameResources(res) {
 		c.session.noteURIs(c.link.up, res)
 	}
@@ -388,6 +396,9 @@ func (r *Router) fail(c *call, outcome string, code int, message string) {
 	c.code = code
 	r.endLeg(c, outcome)
 	c.session.removeCall(c)
+	if c.park != nil {
+		c.park.finished()
+	}
 	c.out.Push(jsonrpc.AppendError(nil, c.clientID, code, message, nil), ClassFinal)
 }
 
@@ -454,6 +465,7 @@ func (r *Router) janitorInterval() time.Duration {
 func (r *Router) expireSessions() {
 	now := time.Now()
 	r.expireElicitations(now)
+	r.expireStateless(now)
 	cutoff := now.Add(-r.opts.SessionIdleTimeout).UnixNano()
 	for _, s := range r.allSessions() {
 		if s.lastUsed.Load() < cutoff && s.streams.Load() == 0 {

@@ -30,6 +30,12 @@ type SessionParams struct {
 	// Context, when set, decorates the session's context, from which its upstream sessions' contexts derive:
 	// the principal travels that way to upstream credentials that depend on it.
 	Context func(context.Context) context.Context
+	// Stateless marks a session the gateway keeps for clients of the 2026-07-28 era, which have none of their
+	// own (modern.go): it is never stored or listed, its server→client requests become input_required results,
+	// and it hears no notification that is not related to a request.
+	Stateless bool
+	// LogLevel is the level a stateless session's requests asked for ("" for none: no log messages at all).
+	LogLevel string
 }
 
 // Allow is a policy decision: may the session see and use this item of this upstream?
@@ -79,6 +85,10 @@ type Session struct {
 	tasks        map[string]bool      // exposed ids of the tasks this session created
 	resumable    map[string]string    // upstream name → "<protocol> <session id>" recorded by another replica
 	closed       bool
+
+	listener bool   // a stateless session serving one subscriptions/listen stream (modern.go)
+	poolKey  string // where the router's pool of stateless sessions keeps it
+	minted   atomic.Int64
 }
 
 func newSession(r *Router, p SessionParams) *Session {
@@ -97,7 +107,7 @@ func newSessionWithID(r *Router, p SessionParams, id string) *Session {
 		subs:       map[string]*Upstream{},
 		seenURIs:   map[string]*Upstream{},
 		tasks:      map[string]bool{},
-		logLevel:   -1,
+		logLevel:   levelIndex(p.LogLevel),
 	}
 	_ = json.Unmarshal(p.Capabilities, &s.caps)
 	s.profile = r.useProfile(capsProfile(s.caps))
@@ -158,6 +168,9 @@ func (s *Session) Close() {
 	s.links = map[*Upstream]*link{}
 	s.mu.Unlock()
 	s.r.dropSession(s)
+	if s.params.Stateless && !s.listener {
+		s.r.unpool(s)
+	}
 	s.dropSubscriptions()
 	s.cancel()
 	var wg sync.WaitGroup
@@ -203,8 +216,14 @@ func (s *Session) closeIdleLinks(now time.Time) {
 	}
 }
 
-// notify queues a notification on the standalone stream; dropped when the client does not keep up.
-func (s *Session) notify(msg []byte) { s.standalone.Push(msg, ClassNotice) }
+// notify queues a notification on the standalone stream; dropped when the client does not keep up. A stateless
+// session has no standalone stream unless it serves a subscriptions/listen request.
+func (s *Session) notify(msg []byte) {
+	if s.params.Stateless && !s.listener {
+		return
+	}
+	s.standalone.Push(msg, ClassNotice)
+}
 
 // linkFor returns the upstream session that serves this client for up, starting a per-client one on first use.
 func (s *Session) linkFor(up *Upstream) (*link, error) {
@@ -308,6 +327,9 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 		replyError(out, id, jsonrpc.CodeInternalError, err.Error())
 		return
 	}
+	if s.params.Stateless || up.stateless() {
+		m = s.adaptMeta(up, m) // the request's _meta speaks the upstream's era (modern.go)
+	}
 	rctx, cancel := context.WithTimeout(s.ctx, up.timeout())
 	defer cancel()
 	if _, err := l.ready(rctx); err != nil {
@@ -321,6 +343,9 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	c := &call{
 		link: l, upID: l.mint(), method: m.Method(), session: s,
 		clientID: clone(id), out: out, started: time.Now(), tool: tool, transform: transform,
+	}
+	if s.params.Stateless {
+		c.name = requestName(m)
 	}
 	var idBuf [20]byte
 	upID := jsonrpc.AppendInt(idBuf[:0], c.upID)
@@ -366,7 +391,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	wctx, cancelWrite := context.WithTimeout(ctx, up.timeout())
 	defer cancelWrite()
 	if err := l.write(wctx, msg); err != nil {
-		if l.take(c.upID) != nil {
+		if l.takeIf(c) {
 			s.r.fail(c, outcomeFailed, jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q: sending %s failed: %v", up.cfg.Name, c.method, err))
 		}
 	}
@@ -375,7 +400,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 // timeout ends a call the upstream did not finish in time: the upstream is told to stop, the client gets an
 // error it can act on.
 func (s *Session) timeout(c *call) {
-	if c.link.take(c.upID) == nil {
+	if !c.link.takeIf(c) {
 		return
 	}
 	c.link.sendCancel(c.upID, "switchboard: request timed out")
@@ -400,10 +425,13 @@ func (s *Session) cancelCall(params []byte) {
 	if c == nil {
 		s.relayCancel(params) // the call may run on another replica (handleRelayed never relays again)
 	}
-	if c == nil || c.link.take(c.upID) == nil {
+	if c == nil || !c.link.takeIf(c) {
 		return // unknown, finished, or crossing its response: ignored, as the spec allows
 	}
 	s.r.endLeg(c, outcomeCancelled)
+	if c.park != nil {
+		c.park.finished()
+	}
 	reason := "cancelled by the client"
 	if rs, re, ok := jsonrpc.Lookup(params, "reason"); ok {
 		if r, err := jsonrpc.Unquote(params[rs:re]); err == nil {
@@ -419,6 +447,10 @@ func (s *Session) cancelCall(params []byte) {
 func (s *Session) forwardServerRequest(l *link, m jsonrpc.Message, rel *call) {
 	if why := s.refuses(m); why != "" {
 		l.reply(jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeMethodNotFound, why, nil))
+		return
+	}
+	if s.params.Stateless {
+		s.r.park(s, l, m, rel) // a 2026-07-28 client is asked through an input_required result (modern.go)
 		return
 	}
 	out := s.standalone
@@ -553,7 +585,8 @@ func (s *Session) wantsLog(params []byte) bool {
 	min := s.logLevel
 	s.mu.Unlock()
 	if min < 0 {
-		return true
+		// "No notifications/message for requests that didn't set _meta.../logLevel" (2026-07-28).
+		return !s.params.Stateless
 	}
 	st, e, ok := jsonrpc.Lookup(params, "level")
 	if !ok {

@@ -118,7 +118,7 @@ func notice(text string) []byte {
 // storeTouch refreshes the record's TTL, at most every touchEvery.
 func (s *Session) storeTouch() {
 	st := s.r.opts.Store
-	if st == nil {
+	if st == nil || s.params.Stateless { // a stateless session has no record
 		return
 	}
 	now := time.Now().UnixNano()
@@ -136,7 +136,7 @@ func (s *Session) storeTouch() {
 // storeUpdate changes the session's record, in the background (bounded by storeTimeout).
 func (s *Session) storeUpdate(fn func(*state.SessionRecord)) {
 	st := s.r.opts.Store
-	if st == nil {
+	if st == nil || s.params.Stateless { // a stateless session has no record
 		return
 	}
 	go func() { // owned by the session's store updates: bounded by storeTimeout
@@ -215,7 +215,7 @@ const relayChannel = "sessions:relay"
 
 // relay publishes a client's answer that no local request awaits, for the replica that asked.
 func (s *Session) relay(m jsonrpc.Message) {
-	if s.r.opts.Bus == nil {
+	if s.r.opts.Bus == nil || s.params.Stateless {
 		return
 	}
 	s.publishRelay(m.Raw())
@@ -223,7 +223,7 @@ func (s *Session) relay(m jsonrpc.Message) {
 
 // relayCancel publishes a client's cancellation of a call this replica does not run.
 func (s *Session) relayCancel(params []byte) {
-	if s.r.opts.Bus == nil {
+	if s.r.opts.Bus == nil || s.params.Stateless {
 		return
 	}
 	s.publishRelay(jsonrpc.AppendNotification(nil, "notifications/cancelled", params))

@@ -183,6 +183,11 @@ func (l *link) updated(m jsonrpc.Message) {
 }
 
 func notFound(out *Stream, id []byte, uri string) {
-	out.Push(jsonrpc.AppendError(nil, id, jsonrpc.CodeResourceNotFound, fmt.Sprintf("resource %q not found on any upstream", uri),
+	notFoundCode(out, id, uri, jsonrpc.CodeResourceNotFound)
+}
+
+// notFoundCode is notFound with the code of the client's era: 2026-07-28 retired -32002 for -32602.
+func notFoundCode(out *Stream, id []byte, uri string, code int) {
+	out.Push(jsonrpc.AppendError(nil, id, code, fmt.Sprintf("resource %q not found on any upstream", uri),
 		append(append([]byte(`{"uri":`), jsonrpc.AppendQuote(nil, uri)...), '}')), ClassFinal)
 }

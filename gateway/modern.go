@@ -1,0 +1,478 @@
+package gateway
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/switchboard-mcp/switchboard/routing"
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+)
+
+// The 2026-07-28 front end (design §6): the same /mcp endpoint serves stateless clients beside the legacy ones. A
+// request is modern when it says so in the MCP-Protocol-Version header, or carries the era's _meta without a
+// session. Each request stands alone: its version, capabilities and log level travel in params._meta, its SSE
+// stream carries only what relates to it, and closing that stream is its cancellation.
+
+// vModern is the protocol version of the stateless era.
+const vModern = routing.ModernVersion
+
+// Error codes of 2026-07-28 (-32020..-32099 are reserved for the spec).
+const (
+	codeHeaderMismatch      = -32020
+	codeMissingCapability   = -32021
+	codeUnsupportedProtocol = -32022
+)
+
+const (
+	headerMethod = "Mcp-Method"
+	headerName   = "Mcp-Name"
+)
+
+// supportedVersions lists every version the front end speaks, newest first, for server/discover and -32022.
+var supportedVersions = []string{vModern, v20251125, v20250618, v20250326, v20241105}
+
+// isModern reports whether a request belongs to the stateless era.
+func isModern(r *http.Request, m jsonrpc.Message) bool {
+	if r.Header.Get(headerProtocol) == vModern {
+		return true
+	}
+	if r.Header.Get(headerSession) != "" || m.Kind() != jsonrpc.KindRequest {
+		return false
+	}
+	_, _, ok := jsonrpc.Lookup(m.Params(), "_meta", routing.MetaProtocolVersion)
+	return ok
+}
+
+// unsupportedVersion answers a request for a protocol version the gateway does not speak: "400 Bad Request and an
+// UnsupportedProtocolVersionError listing its supported versions".
+func unsupportedVersion(w http.ResponseWriter, id []byte, requested string) {
+	data, _ := json.Marshal(map[string]any{"supported": supportedVersions, "requested": requested})
+	writeJSON(w, http.StatusBadRequest, jsonrpc.AppendError(nil, id, codeUnsupportedProtocol,
+		fmt.Sprintf("unsupported protocol version %q; supported: %s", requested, strings.Join(supportedVersions, ", ")), data))
+}
+
+// modernMeta is what a stateless request declares in params._meta.
+type modernMeta struct {
+	version    string
+	caps       json.RawMessage
+	clientInfo json.RawMessage
+	logLevel   string
+}
+
+// checkModern validates a stateless request's headers against its body. It answers the request itself, and
+// reports false, when they are missing or disagree.
+func checkModern(w http.ResponseWriter, r *http.Request, m jsonrpc.Message) (modernMeta, bool) {
+	id, params := m.ID(), m.Params()
+	var meta modernMeta
+	hv := r.Header.Get(headerProtocol)
+	if hv == "" {
+		writeError(w, http.StatusBadRequest, id, codeHeaderMismatch, "the MCP-Protocol-Version header is required and must equal params._meta[\""+routing.MetaProtocolVersion+"\"]")
+		return meta, false
+	}
+	var raw struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if len(params) > 0 {
+		if err := json.Unmarshal(params, &raw); err != nil {
+			writeError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidParams, "params must be an object")
+			return meta, false
+		}
+	}
+	v, okV := raw.Meta[routing.MetaProtocolVersion]
+	caps, okC := raw.Meta[routing.MetaClientCapabilities]
+	if raw.Meta == nil || !okV || !okC {
+		writeError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidParams, fmt.Sprintf("params._meta must carry %q and %q in protocol version %s",
+			routing.MetaProtocolVersion, routing.MetaClientCapabilities, vModern))
+		return meta, false
+	}
+	if json.Unmarshal(v, &meta.version) != nil || !isObject(caps) {
+		writeError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidParams, fmt.Sprintf("params._meta[%q] must be a string and params._meta[%q] an object",
+			routing.MetaProtocolVersion, routing.MetaClientCapabilities))
+		return meta, false
+	}
+	meta.caps, meta.clientInfo = caps, raw.Meta[routing.MetaClientInfo]
+	if lv, ok := raw.Meta[routing.MetaLogLevel]; ok {
+		if json.Unmarshal(lv, &meta.logLevel) != nil || !validLogLevel(meta.logLevel) {
+			writeError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidParams, fmt.Sprintf("params._meta[%q] must be one of debug, info, notice, warning, error, critical, alert, emergency", routing.MetaLogLevel))
+			return meta, false
+		}
+	}
+	if meta.version != hv {
+		writeError(w, http.StatusBadRequest, id, codeHeaderMismatch, fmt.Sprintf("the MCP-Protocol-Version header (%q) does not match params._meta[%q] (%q)", hv, routing.MetaProtocolVersion, meta.version))
+		return meta, false
+	}
+	if hv != vModern {
+		unsupportedVersion(w, id, hv)
+		return meta, false
+	}
+	if got := r.Header.Get(headerMethod); got != m.Method() {
+		writeError(w, http.StatusBadRequest, id, codeHeaderMismatch, fmt.Sprintf("the Mcp-Method header (%q) must equal the request's method (%q)", got, m.Method()))
+		return meta, false
+	}
+	var want string
+	var named bool
+	switch m.Method() {
+	case "tools/call", "prompts/get":
+		want, named = jsonrpc.LookupString(params, "name")
+	case "resources/read":
+		want, named = jsonrpc.LookupString(params, "uri")
+	}
+	if named {
+		got, ok := decodeHeaderValue(r.Header.Get(headerName))
+		if !ok || got != want {
+			writeError(w, http.StatusBadRequest, id, codeHeaderMismatch, fmt.Sprintf("the Mcp-Name header must equal the request's name or uri (%q)", want))
+			return meta, false
+		}
+	}
+	return meta, true
+}
+
+// decodeHeaderValue undoes the spec's encoding of values that are not header-safe: "=?base64?…?=".
+func decodeHeaderValue(v string) (string, bool) {
+	if v == "" {
+		return "", false
+	}
+	inner, ok := strings.CutPrefix(v, "=?base64?")
+	if !ok {
+		return v, true
+	}
+	inner, ok = strings.CutSuffix(inner, "?=")
+	if !ok {
+		return "", false
+	}
+	b, err := base64.StdEncoding.DecodeString(inner)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+func isObject(raw json.RawMessage) bool {
+	s := strings.TrimSpace(string(raw))
+	return strings.HasPrefix(s, "{")
+}
+
+func validLogLevel(v string) bool {
+	switch v {
+	case "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency":
+		return true
+	}
+	return false
+}
+
+// postModern serves one request of a stateless client.
+func (s *Server) postModern(ctx context.Context, w http.ResponseWriter, r *http.Request, m jsonrpc.Message) {
+	switch m.Kind() {
+	case jsonrpc.KindNotification:
+		// Over HTTP a stateless client cancels by closing the stream; there is nothing else it may notify.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	case jsonrpc.KindResponse:
+		writeError(w, http.StatusBadRequest, m.ID(), jsonrpc.CodeInvalidRequest, "a "+vModern+" client does not send responses: the server asks for input in input_required results")
+		return
+	}
+	meta, ok := checkModern(w, r, m)
+	if !ok {
+		return
+	}
+	release, ok := s.admit(w, r, m)
+	if !ok {
+		return
+	}
+	defer release()
+	who := s.identify(ctx)
+	params := routing.SessionParams{
+		Capabilities: meta.caps, ClientInfo: meta.clientInfo, LogLevel: meta.logLevel,
+		Principal: who.Key, Allow: who.Allow, Context: who.Context,
+	}
+	switch m.Method() {
+	case "server/discover":
+		wctx, cancel := context.WithTimeout(ctx, s.opts.InitWait)
+		_ = s.r.WaitReady(wctx) // as for initialize: the first client sees the whole catalog
+		cancel()
+		writeJSON(w, http.StatusOK, jsonrpc.AppendResult(nil, m.ID(), s.decorate(s.discoverResult(), "server/discover")))
+		return
+	case "subscriptions/listen":
+		s.listen(ctx, w, r, m, params)
+		return
+	}
+	sess := s.r.StatelessSession(params)
+	clientID := m.ID()
+	internal := sess.MintID()
+	fwd, err := jsonrpc.Parse(m.AppendWithID(nil, internal))
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, clientID, jsonrpc.CodeInternalError, "switchboard: rewriting the request id failed")
+		return
+	}
+	out := s.r.NewStream(1, 0)
+	sess.HandleRequestContext(ctx, fwd, out)
+	s.respondModern(w, r, sess, out, clientID, internal, m.Method())
+}
+
+// discoverResult is the gateway's DiscoverResult: every version it speaks and the capabilities it can honour.
+func (s *Server) discoverResult() []byte {
+	var caps map[string]json.RawMessage
+	_ = json.Unmarshal(s.r.Capabilities(), &caps)
+	delete(caps, "tasks") // 2026-07-28 moved tasks to an extension the gateway does not offer yet
+	c, _ := json.Marshal(caps)
+	res := map[string]any{"supportedVersions": supportedVersions, "capabilities": json.RawMessage(c)}
+	if in := s.r.Instructions(); in != "" {
+		res["instructions"] = in
+	}
+	b, _ := json.Marshal(res)
+	return b
+}
+
+// cacheable are the methods whose complete results carry ttlMs and cacheScope (server/utilities/caching.mdx).
+func cacheable(method string) bool {
+	switch method {
+	case "server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read":
+		return true
+	}
+	return false
+}
+
+// decorate adds what a 2026-07-28 result carries: resultType, the caching fields, and the server's identity in
+// _meta. With auth on, every result is private: lists follow the caller's policy and upstream credentials may be
+// the caller's own, so a result must never be shared across principals.
+func (s *Server) decorate(result []byte, method string) []byte {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(result, &obj) != nil || obj == nil {
+		return result
+	}
+	if _, ok := obj["resultType"]; !ok {
+		if _, asks := obj["inputRequests"]; asks {
+			// A legacy upstream that speaks MRTR in-band answers with inputRequests but no resultType.
+			obj["resultType"] = json.RawMessage(`"input_required"`)
+		} else {
+			obj["resultType"] = json.RawMessage(`"complete"`)
+		}
+	}
+	if string(obj["resultType"]) == `"complete"` && cacheable(method) {
+		if _, ok := obj["ttlMs"]; !ok {
+			obj["ttlMs"] = json.RawMessage(`0`)
+		}
+		if _, ok := obj["cacheScope"]; !ok || s.opts.Auth != nil {
+			scope := `"public"`
+			if s.opts.Auth != nil || ok && string(obj["cacheScope"]) == `"private"` {
+				scope = `"private"`
+			}
+			obj["cacheScope"] = json.RawMessage(scope)
+		}
+	}
+	var meta map[string]json.RawMessage
+	_ = json.Unmarshal(obj["_meta"], &meta)
+	if meta == nil {
+		meta = map[string]json.RawMessage{}
+	}
+	meta[routing.MetaServerInfo] = s.r.ServerInfo()
+	obj["_meta"], _ = json.Marshal(meta)
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return result
+	}
+	return out
+}
+
+// modernFinal turns routing's answer into the client's: its own id, the era's error codes and result fields,
+// and the HTTP status the error calls for.
+func (s *Server) modernFinal(msg, clientID []byte, method string) ([]byte, int) {
+	m, err := jsonrpc.Parse(msg)
+	if err != nil {
+		return jsonrpc.AppendError(nil, clientID, jsonrpc.CodeInternalError, "switchboard: malformed answer", nil), http.StatusOK
+	}
+	if e := m.Error(); e != nil {
+		code, _ := m.ErrorCode()
+		if code == jsonrpc.CodeResourceNotFound {
+			// "-32002 is retired: resource-not-found becomes -32602".
+			var v struct {
+				Message string          `json:"message"`
+				Data    json.RawMessage `json:"data"`
+			}
+			_ = json.Unmarshal(e, &v)
+			return jsonrpc.AppendError(nil, clientID, jsonrpc.CodeInvalidParams, v.Message, v.Data), http.StatusBadRequest
+		}
+		return m.AppendWithID(nil, clientID), errorStatus(code)
+	}
+	return jsonrpc.AppendResult(nil, clientID, s.decorate(m.Result(), method)), http.StatusOK
+}
+
+// errorStatus is the HTTP status of a 2026-07-28 error answered as JSON: "unknown method → 404", "missing
+// capability → 400", "unsupported version → 400", "malformed _meta → 400".
+func errorStatus(code int) int {
+	switch code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.CodeInvalidParams, jsonrpc.CodeInvalidRequest, codeHeaderMismatch, codeMissingCapability, codeUnsupportedProtocol:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
+
+// respondModern writes a stateless request's answer: JSON when the answer is all there is, else an SSE stream of
+// the notifications that relate to the request, then the answer. The stream is not resumable, and closing it
+// cancels the request.
+func (s *Server) respondModern(w http.ResponseWriter, r *http.Request, sess *routing.Session, out *routing.Stream, clientID, internal []byte, method string) {
+	ctx := r.Context()
+	var sw *sseWriter
+	for first := true; ; first = false {
+		msg, final, ok := out.Next(ctx)
+		if !ok {
+			if ctx.Err() != nil {
+				// "Closing the SSE response stream is cancellation, and the server MUST treat it that way."
+				sess.Cancel(internal, "the client closed the request's stream")
+				out.Close()
+				return
+			}
+			if sw == nil {
+				s.startSSE(w, sess, nil)
+			}
+			return
+		}
+		if final {
+			answer, status := s.modernFinal(msg, clientID, method)
+			if sw == nil {
+				writeJSON(w, status, answer)
+				return
+			}
+			_ = sw.event("", answer)
+			return
+		}
+		if kindOf(msg) == jsonrpc.KindRequest {
+			continue // never on a 2026-07-28 stream; routing turns them into input_required results
+		}
+		if first || sw == nil {
+			sw = s.startSSE(w, sess, nil)
+		}
+		if sw.event("", msg) != nil {
+			sess.Cancel(internal, "the client's stream failed")
+			out.Close()
+			return
+		}
+	}
+}
+
+func kindOf(msg []byte) jsonrpc.Kind {
+	m, err := jsonrpc.Parse(msg)
+	if err != nil {
+		return jsonrpc.KindInvalid
+	}
+	return m.Kind()
+}
+
+// listen serves subscriptions/listen: a long-lived stream of the notifications the client asked for, each tagged
+// with the subscription id (the listen request's id), after an acknowledgement of what the gateway honours.
+func (s *Server) listen(ctx context.Context, w http.ResponseWriter, r *http.Request, m jsonrpc.Message, params routing.SessionParams) {
+	var p struct {
+		Notifications *struct {
+			ToolsListChanged      bool     `json:"toolsListChanged"`
+			PromptsListChanged    bool     `json:"promptsListChanged"`
+			ResourcesListChanged  bool     `json:"resourcesListChanged"`
+			ResourceSubscriptions []string `json:"resourceSubscriptions"`
+		} `json:"notifications"`
+	}
+	if err := json.Unmarshal(m.Params(), &p); err != nil || p.Notifications == nil {
+		writeError(w, http.StatusBadRequest, m.ID(), jsonrpc.CodeInvalidParams, "subscriptions/listen needs params.notifications")
+		return
+	}
+	want := p.Notifications
+	sess := s.r.Listener(params)
+	defer sess.Close()
+	uris := map[string]bool{}
+	honoured := []string{}
+	for _, uri := range want.ResourceSubscriptions {
+		if !uris[uri] && sess.Subscribe(ctx, uri) {
+			uris[uri] = true
+			honoured = append(honoured, uri)
+		}
+	}
+	ack := map[string]any{"_meta": map[string]json.RawMessage{routing.MetaSubscriptionID: m.ID()}}
+	n := map[string]any{}
+	if want.ToolsListChanged {
+		n["toolsListChanged"] = true
+	}
+	if want.PromptsListChanged {
+		n["promptsListChanged"] = true
+	}
+	if want.ResourcesListChanged {
+		n["resourcesListChanged"] = true
+	}
+	if len(want.ResourceSubscriptions) > 0 {
+		n["resourceSubscriptions"] = honoured
+	}
+	ack["notifications"] = n
+	ackParams, _ := json.Marshal(ack)
+	sess.StreamOpened()
+	defer sess.StreamClosed()
+	sw := s.startSSE(w, sess, nil)
+	if sw.event("", jsonrpc.AppendNotification(nil, "notifications/subscriptions/acknowledged", ackParams)) != nil {
+		return
+	}
+	st := sess.Standalone()
+	for {
+		wctx, cancel := context.WithTimeout(ctx, s.opts.KeepAlive)
+		msg, _, ok := st.Next(wctx)
+		cancel()
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return
+			case <-sess.Done():
+				// "The server SHOULD end a subscription gracefully by sending a result for the listen request."
+				_ = sw.event("", jsonrpc.AppendResult(nil, m.ID(), s.decorate([]byte(`{}`), "subscriptions/listen")))
+				return
+			default:
+			}
+			if sw.comment("keep-alive") != nil {
+				return
+			}
+			continue
+		}
+		nm, err := jsonrpc.Parse(msg)
+		if err != nil || nm.Kind() != jsonrpc.KindNotification {
+			continue
+		}
+		switch nm.Method() {
+		case "notifications/tools/list_changed":
+			ok = want.ToolsListChanged
+		case "notifications/prompts/list_changed":
+			ok = want.PromptsListChanged
+		case "notifications/resources/list_changed":
+			ok = want.ResourcesListChanged
+		case "notifications/resources/updated":
+			uri, _ := jsonrpc.LookupString(nm.Params(), "uri")
+			ok = uris[uri]
+		default:
+			ok = false
+		}
+		if !ok {
+			continue
+		}
+		if sw.event("", tagSubscription(nm, m.ID())) != nil {
+			return
+		}
+	}
+}
+
+// tagSubscription adds the subscription id to a notification's _meta: "every later notification carries
+// _meta[io.modelcontextprotocol/subscriptionId]".
+func tagSubscription(m jsonrpc.Message, id []byte) []byte {
+	var params map[string]json.RawMessage
+	_ = json.Unmarshal(m.Params(), &params)
+	if params == nil {
+		params = map[string]json.RawMessage{}
+	}
+	var meta map[string]json.RawMessage
+	_ = json.Unmarshal(params["_meta"], &meta)
+	if meta == nil {
+		meta = map[string]json.RawMessage{}
+	}
+	meta[routing.MetaSubscriptionID] = id
+	params["_meta"], _ = json.Marshal(meta)
+	b, _ := json.Marshal(params)
+	return jsonrpc.AppendNotification(nil, m.Method(), b)
+}

@@ -1,0 +1,292 @@
+package routing
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+)
+
+// The 2026-07-28 era is stateless: a client carries its protocol version, capabilities and log level in every
+// request's _meta instead of a session (design §6). The gateway still needs something session-shaped to hold the
+// per-client upstream sessions of legacy upstreams (a stdio child per client) and the calls in flight, so it keeps
+// one stateless Session per (principal, capabilities, log level), shared by every request that carries the same
+// triple and closed when idle. Such a session is never stored, never named to the client and hears only what
+// relates to a request.
+
+// ModernVersion is the protocol version of the stateless era.
+const ModernVersion = "2026-07-28"
+
+// The _meta keys of the stateless era ("io.modelcontextprotocol/" is a reserved prefix).
+const (
+	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
+	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
+)
+
+// maxStatelessSessions bounds the pool: a client that invents capability objects must not make the gateway
+// start children without end. Past it, the least recently used idle session is closed.
+const maxStatelessSessions = 256
+
+// statelessPool holds the stateless sessions by key.
+type statelessPool struct {
+	mu sync.Mutex
+	m  map[string]*Session
+}
+
+// StatelessSession returns the session that serves 2026-07-28 requests of p's principal with p's capabilities and
+// log level, starting one when there is none. Principal, Allow and Context are as for NewSession.
+func (r *Router) StatelessSession(p SessionParams) *Session {
+	p.Stateless = true
+	// Toward legacy upstreams the gateway speaks the newest legacy version on the client's behalf.
+	p.ProtocolVersion = latestVersion
+	if levelIndex(p.LogLevel) < 0 {
+		p.LogLevel = ""
+	}
+	p.Capabilities = canonicalJSON(p.Capabilities)
+	key := p.Principal + "\x00" + string(p.Capabilities) + "\x00" + p.LogLevel
+	r.pool.mu.Lock()
+	defer r.pool.mu.Unlock()
+	if r.pool.m == nil {
+		r.pool.m = map[string]*Session{}
+	}
+	if s := r.pool.m[key]; s != nil {
+		s.touch()
+		return s
+	}
+	if len(r.pool.m) >= maxStatelessSessions {
+		var oldest *Session
+		for _, s := range r.pool.m {
+			if s.InFlight() == 0 && (oldest == nil || s.lastUsed.Load() < oldest.lastUsed.Load()) {
+				oldest = s
+			}
+		}
+		if oldest != nil {
+			delete(r.pool.m, oldest.poolKey)
+			go oldest.Close() // owned by the pool; closing stops children, which takes a while
+		}
+	}
+	s := newSession(r, p)
+	s.poolKey = key
+	r.pool.m[key] = s
+	return s
+}
+
+// Listener starts a stateless session of its own for one subscriptions/listen stream: its standalone stream
+// carries the list changes and resource updates the stream asked for. The caller closes it when the stream ends.
+func (r *Router) Listener(p SessionParams) *Session {
+	p.Stateless = true
+	p.ProtocolVersion = latestVersion
+	p.LogLevel = ""
+	s := newSession(r, p)
+	s.listener = true
+	r.mu.Lock()
+	r.sessions[s.id] = s // list changes reach it like any session; it is never stored
+	r.mu.Unlock()
+	return s
+}
+
+// unpool forgets a closing stateless session.
+func (r *Router) unpool(s *Session) {
+	r.pool.mu.Lock()
+	if r.pool.m[s.poolKey] == s {
+		delete(r.pool.m, s.poolKey)
+	}
+	r.pool.mu.Unlock()
+}
+
+// statelessSessions lists the pooled sessions.
+func (r *Router) statelessSessions() []*Session {
+	r.pool.mu.Lock()
+	defer r.pool.mu.Unlock()
+	out := make([]*Session, 0, len(r.pool.m))
+	for _, s := range r.pool.m {
+		out = append(out, s)
+	}
+	return out
+}
+
+// expireStateless closes pooled sessions idle for the session idle timeout.
+func (r *Router) expireStateless(now time.Time) {
+	cutoff := now.Add(-r.opts.SessionIdleTimeout).UnixNano()
+	for _, s := range r.statelessSessions() {
+		if s.lastUsed.Load() < cutoff && s.InFlight() == 0 && !r.parks.holds(s) {
+			s.Close()
+			continue
+		}
+		s.closeIdleLinks(now)
+	}
+}
+
+// MintID returns a request id unique within the session, for a front end whose clients' own ids may collide
+// (stateless clients sharing one session).
+func (s *Session) MintID() []byte {
+	return jsonrpc.AppendQuote(nil, "sb-"+itoa(s.minted.Add(1)))
+}
+
+// Stateless reports whether the session serves clients of the 2026-07-28 era.
+func (s *Session) Stateless() bool { return s.params.Stateless }
+
+// Cancel ends one of the session's requests in flight, as the client's notifications/cancelled would: for a
+// stateless client, closing the request's stream is its cancellation.
+func (s *Session) Cancel(id []byte, reason string) {
+	s.cancelCall(cancelledParams(id, reason))
+}
+
+// stateless reports whether the upstream speaks the 2026-07-28 era.
+func (up *Upstream) stateless() bool {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	return up.hello != nil && up.hello.ProtocolVersion >= ModernVersion
+}
+
+// adaptMeta makes a request's _meta speak the upstream's era. A legacy upstream learnt the client's version,
+// capabilities and level in initialize; the stateless era's keys would only mislead it (some servers decide per
+// request, from _meta, which era they serve). A stateless upstream needs them on every request: a legacy client's
+// capabilities and level come from its session.
+func (s *Session) adaptMeta(up *Upstream, m jsonrpc.Message) jsonrpc.Message {
+	params := m.Params()
+	if params == nil {
+		params = []byte(`{}`)
+	}
+	var meta map[string]json.RawMessage
+	if st, e, ok := jsonrpc.Lookup(params, "_meta"); ok {
+		if json.Unmarshal(params[st:e], &meta) != nil {
+			return m
+		}
+	}
+	if meta == nil {
+		meta = map[string]json.RawMessage{}
+	}
+	if up.stateless() {
+		meta[MetaProtocolVersion] = json.RawMessage(`"` + ModernVersion + `"`)
+		if _, ok := meta[MetaClientCapabilities]; !ok {
+			caps := s.params.Capabilities
+			if len(caps) == 0 {
+				caps = json.RawMessage(`{}`)
+			}
+			meta[MetaClientCapabilities] = caps
+		}
+		if _, ok := meta[MetaClientInfo]; !ok && len(s.params.ClientInfo) > 0 {
+			meta[MetaClientInfo] = s.params.ClientInfo
+		}
+		s.mu.Lock()
+		level := s.logLevel
+		s.mu.Unlock()
+		if _, ok := meta[MetaLogLevel]; !ok && level >= 0 {
+			meta[MetaLogLevel] = json.RawMessage(`"` + logLevels[level] + `"`)
+		}
+	} else {
+		for _, k := range []string{MetaProtocolVersion, MetaClientCapabilities, MetaClientInfo, MetaLogLevel} {
+			delete(meta, k)
+		}
+	}
+	raw, err := json.Marshal(meta)
+	if err != nil {
+		return m
+	}
+	if len(meta) == 0 {
+		params = removeMember(params, "_meta")
+	} else {
+		params = setMember(params, "_meta", raw)
+	}
+	out, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, m.ID(), m.Method(), params))
+	if err != nil {
+		return m
+	}
+	return out
+}
+
+// removeMember returns obj without its member key (cold path: decodes and re-encodes the object's top level).
+func removeMember(obj []byte, key string) []byte {
+	if _, _, ok := jsonrpc.Lookup(obj, key); !ok {
+		return obj
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(obj, &members) != nil {
+		return obj
+	}
+	delete(members, key)
+	out, err := json.Marshal(members)
+	if err != nil {
+		return obj
+	}
+	return out
+}
+
+// canonicalJSON re-encodes a JSON value with sorted keys and no spaces, so equal capability objects make equal
+// pool keys; invalid or empty input becomes {}.
+func canonicalJSON(raw json.RawMessage) json.RawMessage {
+	var v any
+	if len(bytes.TrimSpace(raw)) == 0 || json.Unmarshal(raw, &v) != nil {
+		return json.RawMessage(`{}`)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return json.RawMessage(`{}`)
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	return out
+}
+
+func itoa(n int64) string { return string(jsonrpc.AppendInt(nil, n)) }
+
+// sortedKeys returns a map's keys in order, for deterministic output.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// statelessRequest handles what differs for a stateless session's request, reporting whether it did: the methods
+// 2026-07-28 removed, and the retries of parked calls.
+func (s *Session) statelessRequest(ctx context.Context, m jsonrpc.Message, out *Stream) bool {
+	switch m.Method() {
+	case "initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
+		"tasks/list", "tasks/result", "tasks/get", "tasks/cancel":
+		replyError(out, m.ID(), jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q does not exist in protocol version %s", m.Method(), ModernVersion))
+		return true
+	case "tools/call", "prompts/get", "resources/read":
+		if state, ok := jsonrpc.LookupString(m.Params(), "requestState"); ok && IsGatewayState(state) {
+			s.resume(ctx, m, out, state)
+			return true
+		}
+	}
+	return false
+}
+
+// Subscribe subscribes a listener session to a resource's updates, reporting whether an upstream honours it.
+func (s *Session) Subscribe(ctx context.Context, uri string) bool {
+	params := append(append([]byte(`{"uri":`), jsonrpc.AppendQuote(nil, uri)...), '}')
+	m, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, s.MintID(), "resources/subscribe", params))
+	if err != nil {
+		return false
+	}
+	out := s.r.NewStream(1, 0)
+	s.subscribe(ctx, m, out, true)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		msg, final, ok := out.Next(ctx)
+		if !ok {
+			return false
+		}
+		if final {
+			answer, err := jsonrpc.Parse(msg)
+			return err == nil && answer.Result() != nil
+		}
+	}
+}

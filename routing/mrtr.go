@@ -1,0 +1,414 @@
+package routing
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+)
+
+// Multi round-trip requests (MRTR, 2026-07-28): "Servers never send requests". A legacy upstream does, during a
+// call: sampling, elicitation, roots. For a stateless client the gateway answers the call with an
+// InputRequiredResult carrying the upstream's requests, keeps the upstream call parked, and resumes it when the
+// client retries "the same method with a new JSON-RPC id", adding inputResponses and echoing requestState
+// (design §6). The requestState is the gateway's own: signed, bound to the principal, the request and the round,
+// and short-lived, because "servers treat requestState as attacker-controlled".
+
+const (
+	// parkTTL bounds how long an upstream call waits for the client's retry.
+	parkTTL = 5 * time.Minute
+	// gatherWindow is how long the gateway waits for more requests of the same call before it answers: a server
+	// that asks for several inputs at once (the Go SDK does, concurrently) gets them in one round.
+	gatherWindow = 25 * time.Millisecond
+	// statePrefix marks a requestState minted by the gateway; any other is the upstream's own and passes through.
+	statePrefix = "sbrs1."
+)
+
+// inputAsk is one server→client request of an upstream, waiting for the client's answer.
+type inputAsk struct {
+	link *link
+	upID []byte          // the upstream's id for its request
+	req  json.RawMessage // {"method":…,"params":…}, as an InputRequest
+}
+
+// park is one parked upstream call and its rounds with the client.
+type park struct {
+	r       *Router
+	id      string
+	session *Session
+	bind    string // hash of principal, method and name: what a retry must match
+
+	mu       sync.Mutex
+	cur      *call   // the call on the link now
+	attached bool    // a client request waits for cur's answer
+	buf      *Stream // what the upstream sends for the call while no client request waits
+	asks     map[string]*inputAsk
+	nextKey  int
+	round    int
+	gather   *time.Timer
+	done     bool
+}
+
+// parkTable finds parks by id, and by the live call of a first round still gathering its asks.
+type parkTable struct {
+	mu     sync.Mutex
+	byID   map[string]*park
+	byCall map[*call]*park
+}
+
+func (t *parkTable) holds(s *Session) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, p := range t.byID {
+		if p.session == s {
+			return true
+		}
+	}
+	return false
+}
+
+// park takes a server→client request of a legacy upstream for a stateless session's call: it joins the call's
+// current round, which is answered with an InputRequiredResult once the gather window closes.
+func (r *Router) park(s *Session, l *link, m jsonrpc.Message, rel *call) {
+	if rel == nil || rel.session != s || rel.internal != nil {
+		l.reply(jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidRequest,
+			"switchboard: a 2026-07-28 client can be asked for input only during one of its calls", nil))
+		return
+	}
+	req := append(append(append([]byte(`{"method":`), jsonrpc.AppendQuote(nil, m.Method())...), `,"params":`...), orEmpty(m.Params())...)
+	req = append(req, '}')
+	a := &inputAsk{link: l, upID: clone(m.ID()), req: req}
+
+	p := rel.park
+	r.parks.mu.Lock()
+	if p == nil {
+		if p = r.parks.byCall[rel]; p == nil {
+			p = r.newPark(s, rel)
+			if r.parks.byID == nil {
+				r.parks.byID, r.parks.byCall = map[string]*park{}, map[*call]*park{}
+			}
+			r.parks.byID[p.id], r.parks.byCall[rel] = p, p
+		}
+	}
+	r.parks.mu.Unlock()
+
+	p.mu.Lock()
+	if p.done {
+		p.mu.Unlock()
+		l.reply(jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInternalError, "switchboard: the call this request belongs to has ended", nil))
+		return
+	}
+	p.nextKey++
+	p.asks[askKey(m.Method(), p.nextKey)] = a
+	if p.attached && p.gather == nil {
+		p.gather = time.AfterFunc(gatherWindow, p.flush)
+	}
+	p.mu.Unlock()
+}
+
+func (r *Router) newPark(s *Session, c *call) *park {
+	var idb [12]byte
+	rand.Read(idb[:])
+	return &park{
+		r: r, id: hex.EncodeToString(idb[:]), session: s,
+		bind:     bindHash(s.params.Principal, c.method, c.name),
+		cur:      c,
+		attached: true,
+		buf:      r.NewStream(-1, 256),
+		asks:     map[string]*inputAsk{},
+	}
+}
+
+// askKey names an input request in inputRequests: readable, unique within the park.
+func askKey(method string, n int) string {
+	kind, _, _ := strings.Cut(method, "/")
+	return kind + "-" + strconv.Itoa(n)
+}
+
+// flush answers the waiting client request with an InputRequiredResult and detaches the upstream call from it.
+func (p *park) flush() {
+	p.mu.Lock()
+	p.gather = nil
+	if !p.attached || p.done {
+		p.mu.Unlock()
+		return
+	}
+	cur := p.cur
+	next := p.detachedCopy(cur)
+	if !cur.link.swap(cur, next) {
+		// The call ended first (answer, timeout, cancellation): its client has its answer, and the upstream's
+		// requests have nobody to answer them.
+		p.mu.Unlock()
+		next.timer.Stop()
+		p.finished()
+		return
+	}
+	if cur.timer != nil {
+		cur.timer.Stop()
+	}
+	p.cur, p.attached = next, false
+	p.round++
+	result := p.inputRequiredLocked()
+	p.mu.Unlock()
+	p.r.parks.mu.Lock()
+	delete(p.r.parks.byCall, cur)
+	p.r.parks.mu.Unlock()
+	cur.session.removeCall(cur)
+	cur.out.Push(jsonrpc.AppendResult(nil, cur.clientID, result), ClassFinal)
+}
+
+// detachedCopy is c with its answers going to the park's buffer, under a timer that gives up on the client.
+func (p *park) detachedCopy(c *call) *call {
+	next := *c
+	next.out, next.park = p.buf, p
+	s := c.session
+	n := &next
+	n.timer = time.AfterFunc(parkTTL, func() { s.timeout(n) })
+	return n
+}
+
+// inputRequiredLocked builds the InputRequiredResult of the current round; p.mu is held.
+func (p *park) inputRequiredLocked() []byte {
+	b := []byte(`{"resultType":"input_required","inputRequests":{`)
+	for i, k := range sortedKeys(p.asks) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(append(jsonrpc.AppendQuote(b, k), ':'), p.asks[k].req...)
+	}
+	b = append(b, `},"requestState":`...)
+	b = jsonrpc.AppendQuote(b, p.r.stateToken(p.id, p.round, p.bind, time.Now().Add(parkTTL)))
+	return append(b, '}')
+}
+
+// finished forgets the park: its call ended.
+func (p *park) finished() {
+	p.mu.Lock()
+	if p.done {
+		p.mu.Unlock()
+		return
+	}
+	p.done = true
+	if p.gather != nil {
+		p.gather.Stop()
+	}
+	asks := p.asks
+	p.asks = nil
+	p.mu.Unlock()
+	p.r.parks.mu.Lock()
+	delete(p.r.parks.byID, p.id)
+	for c, q := range p.r.parks.byCall {
+		if q == p {
+			delete(p.r.parks.byCall, c)
+		}
+	}
+	p.r.parks.mu.Unlock()
+	for _, a := range asks {
+		a.link.reply(jsonrpc.AppendError(nil, a.upID, jsonrpc.CodeInternalError, "switchboard: the client's call ended before it answered", nil))
+	}
+}
+
+// IsGatewayState reports whether a requestState was minted by the gateway (and so names a parked call here).
+func IsGatewayState(state string) bool { return strings.HasPrefix(state, statePrefix) }
+
+// resume continues a parked call with the client's retry m (same method, new id), answering the upstream's
+// requests with the client's inputResponses.
+func (s *Session) resume(ctx context.Context, m jsonrpc.Message, out *Stream, state string) {
+	id := m.ID()
+	p, err := s.r.parks.find(s.r, state, bindHash(s.params.Principal, m.Method(), requestName(m)))
+	if err != nil {
+		replyError(out, id, jsonrpc.CodeInvalidParams, err.Error())
+		return
+	}
+	var responses map[string]json.RawMessage
+	if st, e, ok := jsonrpc.Lookup(m.Params(), "inputResponses"); ok {
+		if json.Unmarshal(m.Params()[st:e], &responses) != nil {
+			replyError(out, id, jsonrpc.CodeInvalidParams, "params.inputResponses must be an object mapping each inputRequests key to its result")
+			return
+		}
+	}
+	for k, v := range responses {
+		if t := firstByte(v); t != '{' {
+			replyError(out, id, jsonrpc.CodeInvalidParams, fmt.Sprintf("params.inputResponses[%q] must be a result object", k))
+			return
+		}
+	}
+	p.mu.Lock()
+	if p.done || p.attached {
+		p.mu.Unlock()
+		replyError(out, id, jsonrpc.CodeInvalidParams, "requestState names a call that ended or is being retried already; call again without requestState")
+		return
+	}
+	for k, a := range p.asks {
+		if resp, ok := responses[k]; ok {
+			a.link.reply(jsonrpc.AppendResult(nil, a.upID, resp))
+			delete(p.asks, k)
+		}
+	}
+	cur := p.cur
+	next := *cur
+	n := &next
+	n.out, n.clientID, n.started = out, clone(id), time.Now()
+	if st, e, ok := jsonrpc.Lookup(m.Params(), "_meta", "progressToken"); ok {
+		n.token = clone(m.Params()[st:e])
+	}
+	n.timer = time.AfterFunc(cur.link.up.timeout(), func() { s.timeout(n) })
+	swapped := cur.link.swap(cur, n)
+	if swapped {
+		cur.timer.Stop()
+		p.cur, p.attached = n, true
+		if len(p.asks) > 0 && p.gather == nil {
+			// Some input is still missing, or was asked for since: inputAsk again at once.
+			p.gather = time.AfterFunc(0, p.flush)
+		}
+	}
+	p.mu.Unlock()
+	if !swapped {
+		n.timer.Stop()
+		s.relayFinal(ctx, p.buf, out, id)
+		return
+	}
+	s.mu.Lock()
+	s.calls[string(n.clientID)] = n
+	s.mu.Unlock()
+	for { // what came while no request waited (progress) goes first
+		msg, final, ok := p.buf.TryNext()
+		if !ok {
+			break
+		}
+		if final {
+			out.Push(rewriteID(msg, id), ClassFinal)
+			continue
+		}
+		out.Push(msg, ClassNotice)
+	}
+}
+
+// relayFinal moves a detached call's last messages to the retry that came for them.
+func (s *Session) relayFinal(ctx context.Context, buf *Stream, out *Stream, id []byte) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		msg, final, ok := buf.Next(ctx)
+		if !ok {
+			replyError(out, id, jsonrpc.CodeInternalError, "switchboard: the parked call ended without an answer; call again")
+			return
+		}
+		if final {
+			out.Push(rewriteID(msg, id), ClassFinal)
+			return
+		}
+		out.Push(msg, ClassNotice)
+	}
+}
+
+// rewriteID returns msg with its id replaced.
+func rewriteID(msg, id []byte) []byte {
+	m, err := jsonrpc.Parse(msg)
+	if err != nil {
+		return msg
+	}
+	return m.AppendWithID(nil, id)
+}
+
+func firstByte(b []byte) byte {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return c
+	}
+	return 0
+}
+
+func orEmpty(params []byte) []byte {
+	if len(params) == 0 {
+		return []byte(`{}`)
+	}
+	return params
+}
+
+// requestName is what names the target of a request a retry must repeat: the tool or prompt name, or the URI.
+func requestName(m jsonrpc.Message) string {
+	key := "name"
+	if m.MethodIs("resources/read") {
+		key = "uri"
+	}
+	v, _ := jsonrpc.LookupString(m.Params(), key)
+	return v
+}
+
+// bindHash binds a requestState to who retries what: the principal, the method and the tool or prompt name.
+func bindHash(principal, method, name string) string {
+	h := sha256.Sum256([]byte(principal + "\x00" + method + "\x00" + name))
+	return base64.RawURLEncoding.EncodeToString(h[:12])
+}
+
+// stateToken mints the requestState of a park's round: statePrefix, then "<park>.<round>.<expiry>.<bind>" and
+// its MAC, base64url. The key is the cursor secret, shared by the replicas.
+func (r *Router) stateToken(id string, round int, bind string, expires time.Time) string {
+	payload := id + "." + strconv.Itoa(round) + "." + strconv.FormatInt(expires.Unix(), 10) + "." + bind
+	return statePrefix + base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." + r.stateMAC(payload)
+}
+
+func (r *Router) stateMAC(payload string) string {
+	mac := hmac.New(sha256.New, r.cursors.key)
+	mac.Write([]byte("switchboard requestState\x00"))
+	mac.Write([]byte(payload))
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:18])
+}
+
+var errState = errors.New("requestState is not valid: it was altered, or it was issued to another principal or for another request; call again without requestState")
+
+// find verifies a gateway requestState and returns its park.
+func (t *parkTable) find(r *Router, state, bind string) (*park, error) {
+	body, mac, ok := strings.Cut(strings.TrimPrefix(state, statePrefix), ".")
+	if !ok {
+		return nil, errState
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(body)
+	if err != nil {
+		return nil, errState
+	}
+	payload := string(raw)
+	if !hmac.Equal([]byte(mac), []byte(r.stateMAC(payload))) {
+		return nil, errState
+	}
+	parts := strings.Split(payload, ".")
+	if len(parts) != 4 || parts[3] != bind {
+		return nil, errState
+	}
+	round, err1 := strconv.Atoi(parts[1])
+	exp, err2 := strconv.ParseInt(parts[2], 10, 64)
+	if err1 != nil || err2 != nil {
+		return nil, errState
+	}
+	if time.Now().Unix() > exp {
+		return nil, errors.New("requestState has expired; call again without requestState")
+	}
+	t.mu.Lock()
+	p := t.byID[parts[0]]
+	t.mu.Unlock()
+	if p == nil {
+		return nil, errors.New("requestState names a call this gateway no longer holds (it ended, expired, or ran on another replica); call again without requestState")
+	}
+	p.mu.Lock()
+	current := p.round == round
+	p.mu.Unlock()
+	if !current {
+		return nil, errors.New("requestState is from an earlier round of this call; retry with the latest requestState")
+	}
+	return p, nil
+}
