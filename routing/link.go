@@ -61,6 +61,10 @@ type call struct {
 	// the tool or prompt name a retry must repeat (stateless sessions only).
 	park *park
 	name string
+	// req is the request as sent to a stateless upstream, for a legacy client's call: the gateway retries it
+	// with the client's answers when the upstream returns input_required (bridge.go).
+	req    []byte
+	rounds int // input rounds so far
 
 	// One of the gateway's own requests: the raw response is delivered here.
 	internal chan jsonrpc.Message
@@ -560,6 +564,8 @@ func (l *link) notification(m jsonrpc.Message, related []byte) {
 		l.elicitationComplete(m)
 	case "notifications/message":
 		l.forwardLog(m, related)
+	case "notifications/subscriptions/acknowledged":
+		// The answer to the main link's own subscriptions/listen (upstreams.go): nobody else's business.
 	default:
 		l.forwardNotice(m, related, func(*Session) bool { return true })
 	}

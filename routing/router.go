@@ -364,6 +364,10 @@ func (r *Router) complete(c *call, m jsonrpc.Message) {
 		c.internal <- m
 		return
 	}
+	if c.req != nil && isInputRequired(m.Result()) {
+		go c.session.bridgeInput(c, m.Result()) // owned by the call: ends with its answer, error or timeout
+		return
+	}
 	outcome := outcomeOK
 	if m.Error() != nil {
 		outcome = outcomeError

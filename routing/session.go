@@ -56,6 +56,9 @@ type serverReq struct {
 	link *link
 	upID []byte
 	out  *Stream
+	// answer, when set, receives the client's response instead of an upstream: the gateway asked on behalf of a
+	// stateless upstream's input_required result (bridge.go).
+	answer chan jsonrpc.Message
 }
 
 // Session is one client session of the legacy era (design §3): created by initialize, bound to a principal,
@@ -227,7 +230,8 @@ func (s *Session) notify(msg []byte) {
 
 // linkFor returns the upstream session that serves this client for up, starting a per-client one on first use.
 func (s *Session) linkFor(up *Upstream) (*link, error) {
-	if up.cfg.Mode == Shared {
+	if up.cfg.Mode == Shared || up.stateless() {
+		// A stateless upstream keeps nothing per client: every request carries the client's capabilities.
 		return up.main, nil
 	}
 	s.mu.Lock()
@@ -378,6 +382,10 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 			m = tm
 		}
 	}
+	msg := m.AppendWith(make([]byte, 0, len(m.Raw())+32), upID, edits...)
+	if !s.params.Stateless && up.stateless() && multiRound(c.method) {
+		c.req = msg // kept to retry it with the client's answers if the upstream asks for input (bridge.go)
+	}
 	for tries := 0; !l.add(c); tries++ {
 		// The connection went away since ready (a restart, a crash): wait for the next one, a few times at most.
 		if _, err := l.ready(rctx); err != nil || tries == 3 {
@@ -387,7 +395,6 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 			return
 		}
 	}
-	msg := m.AppendWith(make([]byte, 0, len(m.Raw())+32), upID, edits...)
 	wctx, cancelWrite := context.WithTimeout(ctx, up.timeout())
 	defer cancelWrite()
 	if err := l.write(wctx, msg); err != nil {
@@ -516,6 +523,10 @@ func (s *Session) HandleResponse(m jsonrpc.Message) {
 	s.mu.Unlock()
 	if req == nil {
 		s.relay(m) // the upstream that asked may be held by another replica
+		return
+	}
+	if req.answer != nil {
+		req.answer <- m // buffered for exactly this one answer
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)

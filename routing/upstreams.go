@@ -158,8 +158,22 @@ func (up *Upstream) connected(l *link, conn *upstream.Conn) {
 	up.hello, up.caps, up.subscribe = &hello, caps, res.Subscribe
 	up.mu.Unlock()
 	up.invalidate(kindTools, kindPrompts, kindResources, kindTemplates)
+	if hello.ProtocolVersion >= ModernVersion {
+		go up.listenChanges(l) // owned by the link: ends when its connection does
+		return
+	}
 	if up.cfg.Mode == Shared {
 		up.resubscribeShared()
+	}
+}
+
+// listenChanges holds a subscriptions/listen request open on a stateless upstream's main link, so that its list
+// changes reach the catalog as a legacy upstream's notifications would. It returns when the connection ends (or
+// the upstream ends the subscription).
+func (up *Upstream) listenChanges(l *link) {
+	params := []byte(`{"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}}`)
+	if _, err := l.request(l.ctx, "subscriptions/listen", params); err != nil && l.ctx.Err() == nil {
+		l.log.Debug("list-change subscription ended", "err", err)
 	}
 }
 

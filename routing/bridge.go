@@ -1,0 +1,179 @@
+package routing
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+)
+
+// The other bridge of design §6: a stateless (2026-07-28) upstream never sends requests; it answers a call with
+// an InputRequiredResult instead. A legacy client knows nothing of those, so the gateway asks it the way a legacy
+// server would (sampling/createMessage, elicitation/create, roots/list on the call's stream), collects the answers,
+// and retries the call upstream "with a new JSON-RPC id, adding inputResponses and echoing requestState exactly".
+// The client sees one call.
+
+// maxBridgeRounds bounds the rounds of input one call may ask for: an upstream that asks forever must not hold a
+// call forever.
+const maxBridgeRounds = 16
+
+// outcomeInput ends an upstream leg that asked for the client's input; the call goes on in a new leg.
+const outcomeInput = "input_required"
+
+// multiRound reports whether a method may answer with input_required ("tools/call, prompts/get, or
+// resources/read").
+func multiRound(method string) bool {
+	switch method {
+	case "tools/call", "prompts/get", "resources/read":
+		return true
+	}
+	return false
+}
+
+// isInputRequired reports whether a result asks for the client's input.
+func isInputRequired(result []byte) bool {
+	v, ok := jsonrpc.LookupString(result, "resultType")
+	return ok && v == "input_required"
+}
+
+// bridgeAsk is one request for input the gateway put to the client on a stateless upstream's behalf.
+type bridgeAsk struct {
+	key string // the upstream's key in inputRequests
+	gid int64  // the gateway's id of the request to the client
+	ch  chan jsonrpc.Message
+}
+
+// bridgeInput answers a stateless upstream's input_required result for a legacy client: it asks the client, then
+// retries the call upstream with the answers. It runs on its own goroutine; the call has been taken off its link,
+// so nothing else completes it meanwhile.
+func (s *Session) bridgeInput(c *call, result []byte) {
+	s.r.endLeg(c, outcomeInput)
+	fail := func(code int, msg string) {
+		c.code = code
+		s.removeCall(c)
+		c.out.Push(jsonrpc.AppendError(nil, c.clientID, code, msg, nil), ClassFinal)
+	}
+	if c.rounds >= maxBridgeRounds {
+		fail(jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q asked for input %d times in one call; switchboard gave up", c.link.up.cfg.Name, c.rounds))
+		return
+	}
+	var ir struct {
+		InputRequests map[string]struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		} `json:"inputRequests"`
+		RequestState *string `json:"requestState"`
+	}
+	if err := json.Unmarshal(result, &ir); err != nil {
+		fail(jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q answered input_required that cannot be read: %v", c.link.up.cfg.Name, err))
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, c.link.up.timeout())
+	defer cancel()
+	answers := map[string]json.RawMessage{}
+	var asked []bridgeAsk
+	for _, key := range sortedKeys(ir.InputRequests) {
+		req := ir.InputRequests[key]
+		msg := jsonrpc.AppendRequest(nil, []byte("0"), req.Method, orEmpty(req.Params))
+		m, err := jsonrpc.Parse(msg)
+		if err != nil || !m.MethodIs("sampling/createMessage") && !m.MethodIs("elicitation/create") && !m.MethodIs("roots/list") {
+			fail(jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q asked for input of an unknown kind (%q)", c.link.up.cfg.Name, req.Method))
+			return
+		}
+		if why := s.refuses(m); why != "" {
+			fail(-32021, fmt.Sprintf("upstream %q needs input this client cannot give: %s", c.link.up.cfg.Name, why))
+			return
+		}
+		p := bridgeAsk{key: key, ch: make(chan jsonrpc.Message, 1)}
+		s.mu.Lock()
+		s.nextServerID++
+		p.gid = s.nextServerID
+		s.serverReqs[p.gid] = &serverReq{out: c.out, answer: p.ch}
+		s.mu.Unlock()
+		asked = append(asked, p)
+		if !c.out.Push(m.AppendWithID(nil, jsonrpc.AppendInt(nil, p.gid)), ClassRequest) {
+			fail(jsonrpc.CodeInternalError, "the client is not reading its stream")
+			s.forgetAsks(asked)
+			return
+		}
+	}
+	for _, p := range asked {
+		select {
+		case m := <-p.ch:
+			if e := m.Error(); e != nil {
+				code, _ := m.ErrorCode()
+				fail(code, "the client refused the upstream's request for input: "+errorMessage(e))
+				s.forgetAsks(asked)
+				return
+			}
+			answers[p.key] = json.RawMessage(clone(m.Result()))
+		case <-ctx.Done():
+			s.forgetAsks(asked)
+			if s.ctx.Err() != nil {
+				return // the session ended: nobody is waiting
+			}
+			fail(CodeRequestTimeout, fmt.Sprintf("the client did not answer upstream %q's request for input within %s", c.link.up.cfg.Name, c.link.up.timeout()))
+			return
+		}
+	}
+	if err := s.retryWithInput(c, answers, ir.RequestState); err != nil {
+		fail(jsonrpc.CodeInternalError, err.Error())
+	}
+}
+
+// forgetAsks drops the server→client requests of a bridge round that ended early.
+func (s *Session) forgetAsks(asked []bridgeAsk) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range asked {
+		delete(s.serverReqs, p.gid)
+	}
+}
+
+// retryWithInput sends the call again with the client's answers, as a new upstream leg under a new id.
+func (s *Session) retryWithInput(c *call, answers map[string]json.RawMessage, state *string) error {
+	orig, err := jsonrpc.Parse(c.req)
+	if err != nil {
+		return fmt.Errorf("switchboard: the call cannot be retried: %w", err)
+	}
+	responses, err := json.Marshal(answers)
+	if err != nil {
+		return fmt.Errorf("switchboard: encoding the client's answers: %w", err)
+	}
+	params := setMember(orEmpty(orig.Params()), "inputResponses", responses)
+	if state != nil {
+		params = setMember(params, "requestState", jsonrpc.AppendQuote(nil, *state))
+	} else {
+		params = removeMember(params, "requestState")
+	}
+	next := *c
+	n := &next
+	n.upID = c.link.mint()
+	n.rounds = c.rounds + 1
+	n.started = time.Now()
+	n.req = jsonrpc.AppendRequest(nil, jsonrpc.AppendInt(nil, n.upID), c.method, params)
+	n.timer = time.AfterFunc(c.link.up.timeout(), func() { s.timeout(n) })
+	s.mu.Lock()
+	if s.calls[string(c.clientID)] != c {
+		s.mu.Unlock()
+		n.timer.Stop()
+		return nil // cancelled by the client meanwhile: nothing to send, nobody to answer
+	}
+	s.calls[string(c.clientID)] = n
+	s.mu.Unlock()
+	ctx, _ := s.r.startLeg(s.ctx, n)
+	if !c.link.add(n) {
+		s.r.endLeg(n, outcomeFailed)
+		s.removeCall(n)
+		return errors.New("upstream " + c.link.up.cfg.Name + " disconnected while the client was answering; retry the request")
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.link.up.timeout())
+	defer cancel()
+	if err := c.link.write(wctx, n.req); err != nil && c.link.takeIf(n) {
+		s.r.fail(n, outcomeFailed, jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q: sending %s failed: %v", c.link.up.cfg.Name, c.method, err))
+	}
+	return nil
+}
