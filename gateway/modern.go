@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -131,24 +130,12 @@ func checkModern(w http.ResponseWriter, r *http.Request, m jsonrpc.Message) (mod
 	return meta, true
 }
 
-// decodeHeaderValue undoes the spec's encoding of values that are not header-safe: "=?base64?…?=".
+// decodeHeaderValue reads a header that must be present, undoing the "=?base64?…?=" encoding.
 func decodeHeaderValue(v string) (string, bool) {
 	if v == "" {
 		return "", false
 	}
-	inner, ok := strings.CutPrefix(v, "=?base64?")
-	if !ok {
-		return v, true
-	}
-	inner, ok = strings.CutSuffix(inner, "?=")
-	if !ok {
-		return "", false
-	}
-	b, err := base64.StdEncoding.DecodeString(inner)
-	if err != nil {
-		return "", false
-	}
-	return string(b), true
+	return routing.DecodeHeaderValue(v)
 }
 
 func isObject(raw json.RawMessage) bool {
@@ -201,6 +188,13 @@ func (s *Server) postModern(ctx context.Context, w http.ResponseWriter, r *http.
 		return
 	}
 	sess := s.r.StatelessSession(params)
+	if m.MethodIs("tools/call") {
+		name, _ := jsonrpc.LookupString(m.Params(), "name")
+		if why := routing.CheckParamHeaders(r.Header, m.Params(), sess.ParamHeaders(name)); why != "" {
+			writeError(w, http.StatusBadRequest, m.ID(), codeHeaderMismatch, why)
+			return
+		}
+	}
 	clientID := m.ID()
 	internal := sess.MintID()
 	fwd, err := jsonrpc.Parse(m.AppendWithID(nil, internal))

@@ -91,6 +91,7 @@ type catalog struct {
 	resources map[string]*Upstream
 	templates []templateRoute
 	conflicts []string
+	headers   headerIndex // x-mcp-header bindings of the tools (headers.go)
 }
 
 // buildCatalog merges the upstreams' lists in configuration order. prev supplies the generations, which advance

@@ -526,6 +526,13 @@ func (l *link) reply(msg []byte) {
 
 // notification routes a notification from the upstream.
 func (l *link) notification(m jsonrpc.Message, related []byte) {
+	if related != nil && l.modern() {
+		// A stateless upstream speaks only on request streams: one whose request the gateway has given up
+		// (cancelled, replaced, timed out) has nothing left to say to anyone.
+		if id, ok := jsonrpc.ParseInt(related); !ok || l.peek(id) == nil {
+			return
+		}
+	}
 	params := m.Params()
 	switch m.Method() {
 	case "notifications/progress":

@@ -148,11 +148,33 @@ func (up *Upstream) stateless() bool {
 	return up.hello != nil && up.hello.ProtocolVersion >= ModernVersion
 }
 
+// legacyLinks reports whether legacy clients of this stateless upstream get per-client legacy sessions rather
+// than the shared stateless link: for a stdio upstream that speaks both eras, as an SDK-built server does. Its
+// tools may well send server→client requests, which its SDK refuses in the stateless era; over a legacy session
+// they work, as they would for the client directly. (Over HTTP, a server that lists both eras is a stateless one,
+// whose legacy sessions could carry no server→client requests at all: there the stateless link and the
+// input_required bridge serve legacy clients better.)
+func (up *Upstream) legacyLinks() bool {
+	if up.cfg.Mode != PerClient || up.cfg.Kind != "stdio" || up.cfg.Protocol == "modern" {
+		return false
+	}
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	return up.hello != nil && up.hello.Stateless() && slices.Contains(up.hello.SupportedVersions, latestVersion)
+}
+
+// modern reports whether the link's current connection speaks the stateless era.
+func (l *link) modern() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.conn != nil && l.conn.Server.Stateless()
+}
+
 // adaptMeta makes a request's _meta speak the upstream's era. A legacy upstream learnt the client's version,
 // capabilities and level in initialize; the stateless era's keys would only mislead it (some servers decide per
 // request, from _meta, which era they serve). A stateless upstream needs them on every request: a legacy client's
 // capabilities and level come from its session.
-func (s *Session) adaptMeta(up *Upstream, m jsonrpc.Message) jsonrpc.Message {
+func (s *Session) adaptMeta(l *link, m jsonrpc.Message) jsonrpc.Message {
 	params := m.Params()
 	if params == nil {
 		params = []byte(`{}`)
@@ -166,7 +188,7 @@ func (s *Session) adaptMeta(up *Upstream, m jsonrpc.Message) jsonrpc.Message {
 	if meta == nil {
 		meta = map[string]json.RawMessage{}
 	}
-	if up.stateless() {
+	if l.modern() {
 		meta[MetaProtocolVersion] = json.RawMessage(`"` + ModernVersion + `"`)
 		if _, ok := meta[MetaClientCapabilities]; !ok {
 			caps := s.params.Capabilities

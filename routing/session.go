@@ -230,7 +230,7 @@ func (s *Session) notify(msg []byte) {
 
 // linkFor returns the upstream session that serves this client for up, starting a per-client one on first use.
 func (s *Session) linkFor(up *Upstream) (*link, error) {
-	if up.cfg.Mode == Shared || up.stateless() {
+	if up.cfg.Mode == Shared || up.stateless() && (s.params.Stateless || !up.legacyLinks()) {
 		// A stateless upstream keeps nothing per client: every request carries the client's capabilities.
 		return up.main, nil
 	}
@@ -258,6 +258,7 @@ func (s *Session) linkFor(up *Upstream) (*link, error) {
 		ProtocolVersion: s.params.ProtocolVersion,
 		Capabilities:    caps,
 		ClientInfo:      s.r.clientInfo(),
+		Legacy:          up.stateless(), // a legacy client's own session of an upstream that speaks both eras
 	})
 	if v, ok := s.resumable[up.cfg.Name]; ok {
 		delete(s.resumable, up.cfg.Name)
@@ -331,8 +332,8 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 		replyError(out, id, jsonrpc.CodeInternalError, err.Error())
 		return
 	}
-	if s.params.Stateless || up.stateless() {
-		m = s.adaptMeta(up, m) // the request's _meta speaks the upstream's era (modern.go)
+	if s.params.Stateless || l.modern() {
+		m = s.adaptMeta(l, m) // the request's _meta speaks the upstream's era (modern.go)
 	}
 	rctx, cancel := context.WithTimeout(s.ctx, up.timeout())
 	defer cancel()
@@ -383,7 +384,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 		}
 	}
 	msg := m.AppendWith(make([]byte, 0, len(m.Raw())+32), upID, edits...)
-	if !s.params.Stateless && up.stateless() && multiRound(c.method) {
+	if !s.params.Stateless && l.modern() && multiRound(c.method) {
 		c.req = msg // kept to retry it with the client's answers if the upstream asks for input (bridge.go)
 	}
 	for tries := 0; !l.add(c); tries++ {

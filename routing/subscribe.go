@@ -55,6 +55,14 @@ func (s *Session) subscribe(ctx context.Context, m jsonrpc.Message, out *Stream,
 			rec.Subscriptions = append(rec.Subscriptions, uri)
 		}
 	})
+	if up.stateless() {
+		// No resources/subscribe in 2026-07-28: the upstream's resource listen is widened or narrowed instead.
+		if on && up.addSub(uri) || !on && up.dropSub(uri) {
+			up.relisten()
+		}
+		reply(out, m.ID(), []byte("{}"))
+		return
+	}
 	if up.cfg.Mode == Shared {
 		if on && !up.addSub(uri) || !on && !up.dropSub(uri) {
 			reply(out, m.ID(), []byte("{}")) // the shared session's subscription stays as it is for the others
@@ -78,7 +86,12 @@ func (s *Session) dropSubscriptions() {
 	s.subs = map[string]*Upstream{}
 	s.mu.Unlock()
 	for uri, up := range subs {
-		if up.cfg.Mode == Shared && up.dropSub(uri) {
+		switch {
+		case up.stateless():
+			if up.dropSub(uri) {
+				up.relisten()
+			}
+		case up.cfg.Mode == Shared && up.dropSub(uri):
 			up.sendSub(uri, false)
 		}
 	}
@@ -172,8 +185,8 @@ func (l *link) updated(m jsonrpc.Message) {
 		}
 		return
 	}
-	if l.up.template() {
-		return
+	if l.up.template() && !l.up.stateless() {
+		return // a stateless upstream's template link is every client's link
 	}
 	l.r.eachSession(func(s *Session) {
 		if s.subscribed(l.up, uri) {

@@ -47,6 +47,10 @@ type UpstreamConfig struct {
 	IdleTimeout time.Duration
 	// Backoff paces reconnection attempts.
 	Backoff upstream.Backoff
+	// Protocol is the era setting of the upstream ("auto", "legacy" or "modern"; "" is auto). The transport acts
+	// on it; routing only needs to know whether legacy sessions may be opened beside a modern upstream's
+	// stateless link (see Upstream.legacyLinks).
+	Protocol string
 	// Fingerprint identifies the configuration this came from: a reload keeps an upstream whose fingerprint is
 	// unchanged (and its sessions), and replaces one whose fingerprint changed.
 	Fingerprint string
@@ -71,8 +75,10 @@ type Upstream struct {
 	caps  map[string]json.RawMessage
 	// subscribe: the upstream declared resources.subscribe; subs counts the sessions subscribed to each URI
 	// through the shared session.
-	subscribe  bool
-	subs       map[string]int
+	subscribe bool
+	subs      map[string]int
+	// resListen ends the subscriptions/listen that carries a stateless upstream's resource updates (listen.go).
+	resListen  context.CancelFunc
 	tried      bool // the first connection attempt and listing have finished, either way
 	listed     bool // some list was fetched (set before the catalog is rebuilt with it)
 	dirty      [numKinds]bool
@@ -160,20 +166,11 @@ func (up *Upstream) connected(l *link, conn *upstream.Conn) {
 	up.invalidate(kindTools, kindPrompts, kindResources, kindTemplates)
 	if hello.ProtocolVersion >= ModernVersion {
 		go up.listenChanges(l) // owned by the link: ends when its connection does
+		up.relisten()
 		return
 	}
 	if up.cfg.Mode == Shared {
 		up.resubscribeShared()
-	}
-}
-
-// listenChanges holds a subscriptions/listen request open on a stateless upstream's main link, so that its list
-// changes reach the catalog as a legacy upstream's notifications would. It returns when the connection ends (or
-// the upstream ends the subscription).
-func (up *Upstream) listenChanges(l *link) {
-	params := []byte(`{"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}}`)
-	if _, err := l.request(l.ctx, "subscriptions/listen", params); err != nil && l.ctx.Err() == nil {
-		l.log.Debug("list-change subscription ended", "err", err)
 	}
 }
 

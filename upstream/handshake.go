@@ -15,17 +15,20 @@ const (
 	// initRequestID is the id of our initialize request. A string, so it can
 	// never collide with the integer ids the gateway mints from 1 upward.
 	initRequestID = `"switchboard-init-1"`
-	// LatestProtocolVersion is the protocol version Dial asks for when
-	// ClientHello.ProtocolVersion is empty.
+	// LatestProtocolVersion is the protocol version Dial asks for in
+	// initialize when ClientHello.ProtocolVersion is empty: the latest legacy
+	// version (the modern one has no initialize).
 	LatestProtocolVersion = "2025-11-25"
 
 	methodInitialize  = "initialize"
 	methodInitialized = "notifications/initialized"
 )
 
-// SupportedProtocolVersion reports whether v is a protocol version the
-// upstream side of the gateway can speak: 2025-11-25, 2025-06-18, 2025-03-26
-// or 2024-11-05.
+// SupportedProtocolVersion reports whether v is a legacy protocol version
+// the upstream side of the gateway can negotiate with initialize:
+// 2025-11-25, 2025-06-18, 2025-03-26 or 2024-11-05. The modern era
+// (ModernProtocolVersion) has no initialize and is not among them; see
+// ServerHello.Stateless.
 func SupportedProtocolVersion(v string) bool {
 	switch v {
 	case "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05":
@@ -44,26 +47,49 @@ type ClientHello struct {
 	// ClientInfo is an Implementation object; nil means
 	// {"name":"switchboard","version":"dev"}.
 	ClientInfo json.RawMessage
+	// Legacy, when set, skips era detection for this connection and performs the initialize handshake: a client
+	// of the legacy era served by a per-client session of an upstream that speaks both eras is spoken for in its
+	// own era, so that the upstream's server→client requests work as they would directly. The transport's cached
+	// verdict is neither consulted nor changed.
+	Legacy bool
 }
 
-// ServerHello is what the upstream answered to initialize.
+// ServerHello is what the upstream answered to initialize, or for a modern
+// upstream to server/discover.
 type ServerHello struct {
-	// ProtocolVersion is the negotiated version.
+	// ProtocolVersion is the negotiated version; ModernProtocolVersion for a
+	// modern upstream.
 	ProtocolVersion string
 	// Capabilities is the ServerCapabilities object.
 	Capabilities json.RawMessage
-	// ServerInfo is the Implementation object.
+	// ServerInfo is the Implementation object. A modern upstream names
+	// itself in the discover result's _meta
+	// ("io.modelcontextprotocol/serverInfo"), or else in serverInfo.
 	ServerInfo json.RawMessage
 	// Instructions is the optional hint for the model.
 	Instructions string
-	// Result is the whole InitializeResult, for fields not broken out above.
+	// Result is the whole InitializeResult (or DiscoverResult), for fields
+	// not broken out above.
 	Result json.RawMessage
+	// SupportedVersions are the versions a modern upstream's discover
+	// result lists; nil for a legacy upstream.
+	SupportedVersions []string
+}
+
+// Stateless reports whether the upstream speaks the stateless modern era
+// (2026-07-28 and later): no initialize and no session, every request
+// carrying its protocol version, client capabilities and client identity in
+// params._meta, no server→client requests (input is requested through
+// InputRequiredResult instead), subscriptions/listen instead of the GET
+// stream, and cancellation by closing the request's stream over HTTP.
+func (h ServerHello) Stateless() bool {
+	return h.ProtocolVersion >= ModernProtocolVersion
 }
 
 // Conn is a connection whose handshake is done.
 type Conn struct {
 	Connection
-	// Server is the upstream's answer to initialize.
+	// Server is the upstream's answer to initialize or server/discover.
 	Server ServerHello
 }
 
@@ -73,20 +99,54 @@ type named interface {
 	upstreamSpec() Spec
 }
 
-// Dial connects and performs the MCP handshake: initialize, a check that the
-// answered protocol version is one we support, then
-// notifications/initialized. The ctx bounds the handshake only.
+// identify returns the name and logger of t's upstream.
+func identify(t Transport) (string, *slog.Logger) {
+	if n, ok := t.(named); ok {
+		return n.upstreamSpec().Name, n.upstreamSpec().logger()
+	}
+	return "?", slog.Default()
+}
+
+// Dial connects to the upstream and performs the handshake of its protocol
+// era. The ctx bounds the handshake only.
 //
-// Before answering initialize the server "SHOULD NOT send requests other than
+// With Spec.Protocol auto (the default), the first Dial probes with
+// server/discover; the upstream is modern if the result lists
+// ModernProtocolVersion among its supportedVersions. A modern upstream gets
+// no initialize: the returned Conn is ready at once, its Server is the
+// discover answer (Server.Stateless() is true), and every request written
+// to it gets the _meta the era requires (the hello's capabilities and
+// identity unless the request carries its own). Over HTTP the Connection is
+// stateless: one POST per request, no session. Any other answer, or none
+// within a bound over stdio, means legacy, and Dial goes on with initialize
+// as below. The Transport remembers the verdict (see eraCache), so later
+// Dials skip the probe; a modern one then does no I/O at all. "legacy"
+// skips the probe, "modern" fails unless the probe finds a modern upstream.
+//
+// The legacy handshake is initialize, a check that the answered protocol
+// version is one we support, then notifications/initialized. Before
+// answering initialize the server "SHOULD NOT send requests other than
 // pings and logging". Dial answers a ping itself, answers any other request
 // with an error, and drops notifications (logged at debug level): nobody is
-// reading the connection yet, and nothing sent before the handshake refers to
-// later traffic.
+// reading the connection yet, and nothing sent before the handshake refers
+// to later traffic.
 func Dial(ctx context.Context, t Transport, hello ClientHello) (*Conn, error) {
-	name, log := "?", slog.Default()
-	if n, ok := t.(named); ok {
-		name, log = n.upstreamSpec().Name, n.upstreamSpec().logger()
+	if hello.Legacy {
+		return dialLegacy(ctx, t, hello, nil)
 	}
+	switch t := t.(type) {
+	case *HTTPTransport:
+		return dialHTTP(ctx, t, hello)
+	case *CommandTransport:
+		return dialStdio(ctx, t, hello)
+	}
+	return dialLegacy(ctx, t, hello, nil)
+}
+
+// dialLegacy connects and performs the initialize handshake. cache, if set,
+// records the legacy verdict once the handshake succeeds.
+func dialLegacy(ctx context.Context, t Transport, hello ClientHello, cache *eraCache) (*Conn, error) {
+	name, _ := identify(t)
 	params, err := initializeParams(hello)
 	if err != nil {
 		return nil, fmt.Errorf("upstream %s: initialize params: %w", name, err)
@@ -95,14 +155,39 @@ func Dial(ctx context.Context, t Transport, hello ClientHello) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	return handshakeOn(ctx, t, conn, params, cache)
+}
+
+// handshakeOn performs the initialize handshake on conn, closing it if that
+// fails.
+func handshakeOn(ctx context.Context, t Transport, conn Connection, params []byte, cache *eraCache) (*Conn, error) {
+	name, log := identify(t)
 	sh, err := handshake(ctx, conn, name, log, params)
 	if err != nil {
 		conn.Close()
+		if cache != nil && errors.Is(err, errInitRejected) {
+			// "re-probing if the cached assumption later fails": an upstream
+			// that refuses initialize may have become modern-only.
+			cache.forgetLegacy()
+		}
 		return nil, err
+	}
+	if cache != nil {
+		cache.set(eraLegacy, ServerHello{})
 	}
 	log.Info("upstream initialized", "protocolVersion", sh.ProtocolVersion)
 	return &Conn{Connection: conn, Server: sh}, nil
 }
+
+// errInitRejected is matched (errors.Is) by the error of a handshake whose
+// initialize the upstream answered with a JSON-RPC error.
+var errInitRejected = errors.New("initialize rejected")
+
+// initRejectedError is that error; its text is the upstream's error.
+type initRejectedError struct{ msg string }
+
+func (e *initRejectedError) Error() string        { return e.msg }
+func (e *initRejectedError) Is(target error) bool { return target == errInitRejected }
 
 func handshake(ctx context.Context, conn Connection, name string, log *slog.Logger, params []byte) (ServerHello, error) {
 	req := jsonrpc.AppendRequest(nil, []byte(initRequestID), methodInitialize, params)
@@ -124,13 +209,7 @@ func handshake(ctx context.Context, conn Connection, name string, log *slog.Logg
 				log.Debug("dropping unexpected response during handshake")
 			}
 		case jsonrpc.KindRequest:
-			var answer []byte
-			if m.MethodIs("ping") {
-				answer = jsonrpc.AppendResult(nil, m.ID(), []byte("{}"))
-			} else {
-				answer = jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidRequest, "client is not initialized yet", nil)
-			}
-			if err := conn.Write(ctx, answer); err != nil {
+			if err := answerEarlyRequest(ctx, conn, m); err != nil {
 				return ServerHello{}, fmt.Errorf("upstream %s: answer %s during handshake: %w", name, m.Method(), err)
 			}
 		case jsonrpc.KindNotification:
@@ -138,7 +217,7 @@ func handshake(ctx context.Context, conn Connection, name string, log *slog.Logg
 		}
 	}
 	if e := resp.Error(); e != nil {
-		return ServerHello{}, fmt.Errorf("upstream %s: initialize failed: %s", name, describeRPCError(e))
+		return ServerHello{}, &initRejectedError{fmt.Sprintf("upstream %s: initialize failed: %s", name, describeRPCError(e))}
 	}
 	sh, err := parseServerHello(resp.Result())
 	if err != nil {
@@ -155,6 +234,18 @@ func handshake(ctx context.Context, conn Connection, name string, log *slog.Logg
 	return sh, nil
 }
 
+// answerEarlyRequest answers a server request that arrives before the
+// handshake is done: a ping with {}, anything else with an error.
+func answerEarlyRequest(ctx context.Context, conn Connection, m jsonrpc.Message) error {
+	var answer []byte
+	if m.MethodIs("ping") {
+		answer = jsonrpc.AppendResult(nil, m.ID(), []byte("{}"))
+	} else {
+		answer = jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidRequest, "client is not initialized yet", nil)
+	}
+	return conn.Write(ctx, answer)
+}
+
 func initializeParams(h ClientHello) ([]byte, error) {
 	p := struct {
 		ProtocolVersion string          `json:"protocolVersion"`
@@ -165,10 +256,10 @@ func initializeParams(h ClientHello) ([]byte, error) {
 		p.ProtocolVersion = LatestProtocolVersion
 	}
 	if len(p.Capabilities) == 0 {
-		p.Capabilities = json.RawMessage("{}")
+		p.Capabilities = json.RawMessage(defaultClientCapabilities)
 	}
 	if len(p.ClientInfo) == 0 {
-		p.ClientInfo = json.RawMessage(`{"name":"switchboard","version":"dev"}`)
+		p.ClientInfo = json.RawMessage(defaultClientInfo)
 	}
 	return json.Marshal(p) // also validates the raw members
 }

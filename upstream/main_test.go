@@ -57,9 +57,49 @@ func textResult(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
 
+// testHooks lets an in-process test observe the "block" tool.
+type testHooks struct {
+	started   chan struct{} // receives when block starts
+	cancelled chan struct{} // receives when block's request is cancelled
+}
+
 // newTestServer builds the SDK server used over stdio and HTTP.
-func newTestServer() *mcp.Server {
+func newTestServer() *mcp.Server { return newTestServerWith(nil) }
+
+// newTestServerWith is newTestServer with hooks for the block tool (nil:
+// block reports its cancellation on stderr, for a stdio child).
+func newTestServerWith(hooks *testHooks) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "testserver", Version: "1.0.0"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "whoami"}, func(ctx context.Context, req *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+		// What the request told the server about its client: per request
+		// in the modern era (_meta), from initialize in the legacy one.
+		caps, _ := json.Marshal(req.ClientCapabilities())
+		name := ""
+		if info := req.ClientInfo(); info != nil {
+			name = info.Name
+		}
+		return textResult(fmt.Sprintf("version=%s client=%s caps=%s", req.ProtocolVersion(), name, caps)), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "block"}, func(ctx context.Context, req *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+		if hooks != nil {
+			hooks.started <- struct{}{}
+		} else {
+			fmt.Fprintln(os.Stderr, "block: started")
+		}
+		<-ctx.Done()
+		if hooks != nil {
+			hooks.cancelled <- struct{}{}
+		} else {
+			fmt.Fprintln(os.Stderr, "block: cancelled")
+		}
+		return nil, nil, ctx.Err()
+	})
+	s.AddPrompt(&mcp.Prompt{Name: "grüße"}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hallo"}}}}, nil
+	})
+	s.AddResource(&mcp.Resource{URI: "test://résumé", Name: "cv"}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "cv text"}}}, nil
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 		return textResult("echo: " + in.Text), nil, nil
 	})
@@ -122,10 +162,13 @@ func newTestServer() *mcp.Server {
 	return s
 }
 
-// runRawServer is a hand-written stdio server for handshake corner cases,
-// driven by environment variables:
+// runRawServer is a hand-written legacy stdio server for handshake corner
+// cases, driven by environment variables:
 // RAW_VERSION: the protocolVersion to answer; RAW_PING=1: send a ping and a
-// log notification before answering initialize.
+// log notification before answering initialize; RAW_EARLY: what to do with a
+// request that comes before initialize (such as the server/discover probe):
+// "" answers it like any other, "silent" never answers, "late" answers it
+// only after the initialize response, "exit" exits with status 1.
 func runRawServer() int {
 	in := bufio.NewScanner(os.Stdin)
 	out := bufio.NewWriter(os.Stdout)
@@ -133,6 +176,9 @@ func runRawServer() int {
 		out.WriteString(s + "\n")
 		out.Flush()
 	}
+	early := os.Getenv("RAW_EARLY")
+	initialized := false
+	var held []json.RawMessage // ids of early requests, for "late"
 	for in.Scan() {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
@@ -143,7 +189,16 @@ func runRawServer() int {
 			return 1
 		}
 		switch {
+		case !initialized && m.ID != nil && m.Method != "initialize" && early != "":
+			switch early {
+			case "exit":
+				fmt.Fprintln(os.Stderr, "raw server: request before initialize; exiting")
+				return 1
+			case "late":
+				held = append(held, m.ID)
+			}
 		case m.Method == "initialize":
+			initialized = true
 			if os.Getenv("RAW_PING") == "1" {
 				send(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"early log"}}`)
 				send(`{"jsonrpc":"2.0","id":"p1","method":"ping"}`)
@@ -153,6 +208,9 @@ func runRawServer() int {
 				}
 			}
 			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%q,"capabilities":{},"serverInfo":{"name":"raw","version":"0"}}}`, m.ID, os.Getenv("RAW_VERSION")))
+			for _, id := range held {
+				send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"supportedVersions":["2026-07-28"],"capabilities":{}}}`, id))
+			}
 		case m.ID != nil && m.Method != "":
 			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"method":%q}}`, m.ID, m.Method))
 		}

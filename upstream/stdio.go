@@ -39,6 +39,7 @@ const (
 // any processes it started.
 type CommandTransport struct {
 	spec Spec
+	eras eraCache
 }
 
 // Connect starts the child process. The context bounds the start only; the
@@ -167,6 +168,13 @@ type stdioConn struct {
 	exitErr   error         // cmd.Wait's result, set before exited is closed
 	hasExited atomic.Bool
 
+	// meta is set once the child speaks the modern era: every request
+	// written gets the _meta it requires (see requestMeta.inject).
+	meta atomic.Pointer[requestMeta]
+	// ignoreID is the id of a server/discover that went unanswered before
+	// Dial fell back to initialize; its late answer is dropped.
+	ignoreID atomic.Pointer[[]byte]
+
 	wg sync.WaitGroup
 }
 
@@ -225,6 +233,17 @@ func (c *stdioConn) Write(ctx context.Context, msg []byte) error {
 	defer func() { <-c.writeSem }()
 	if c.writeErr != nil {
 		return c.writeErr
+	}
+	if rm := c.meta.Load(); rm != nil {
+		// Modern stdio: the same pipe and framing, but every request
+		// carries its _meta. Notifications (notifications/cancelled
+		// included: "used only on the stdio transport") and responses go
+		// as they are.
+		if m, err := jsonrpc.Parse(bytes.TrimSpace(msg)); err == nil && m.Kind() == jsonrpc.KindRequest {
+			if msg, err = rm.inject(nil, m); err != nil {
+				return fmt.Errorf("upstream %s: write %s: %w", c.name, m.Method(), err)
+			}
+		}
 	}
 	select {
 	case <-c.stop:
@@ -415,6 +434,10 @@ func (c *stdioConn) handleLine(line []byte) bool {
 		msg, err := jsonrpc.Parse(e)
 		if err != nil {
 			c.log.Warn("skipping stdout line that is not a JSON-RPC message", "error", err, "line", truncate(e, maxLoggedLine))
+			continue
+		}
+		if id := c.ignoreID.Load(); id != nil && msg.Kind() == jsonrpc.KindResponse && sameID(msg.ID(), *id) {
+			c.log.Debug("dropping a late answer to server/discover")
 			continue
 		}
 		select {

@@ -21,8 +21,12 @@ import (
 )
 
 // sdkStdioSpec runs this test binary as the Go SDK test server over stdio.
+// The SDK server is dual-era; these tests exercise the legacy era
+// (initialize, server→client requests), so they skip the probe. The modern
+// era has tests of its own (modern_test.go).
 func sdkStdioSpec(log *logCapture) Spec {
 	return Spec{
+		Protocol:        ProtocolLegacy,
 		Name:            "sdk-stdio",
 		Command:         os.Args[0],
 		Env:             map[string]string{envTestServer: "sdk"},

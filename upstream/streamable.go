@@ -38,13 +38,16 @@ const (
 	maxErrorBody = 4 << 10
 )
 
-// HTTPTransport connects to a remote MCP server over Streamable HTTP
-// (2025-11-25), falling back to the legacy HTTP+SSE transport (2024-11-05)
-// when the server rejects the initialize POST.
+// HTTPTransport connects to a remote MCP server over Streamable HTTP. [Dial]
+// first probes for the stateless modern era (2026-07-28, see
+// Spec.Protocol); a legacy server gets Streamable HTTP (2025-11-25), falling
+// back to the legacy HTTP+SSE transport (2024-11-05) when the server rejects
+// the initialize POST.
 type HTTPTransport struct {
 	spec   Spec
 	url    *url.URL
 	client *http.Client
+	eras   eraCache
 }
 
 // do sends a request, keeping the URL's query string (where API keys often live) out of the error: errors
@@ -78,7 +81,7 @@ func newHTTPTransport(spec Spec, u *url.URL) *HTTPTransport {
 
 func (t *HTTPTransport) upstreamSpec() Spec { return t.spec }
 
-// Connect returns a connection to a new session. It does no I/O: the session
+// Connect returns a connection to a new legacy session. It does no I/O: the session
 // starts with the initialize request written to it (see [Dial]), which also
 // decides between Streamable HTTP and legacy HTTP+SSE.
 func (t *HTTPTransport) Connect(ctx context.Context) (Connection, error) {
@@ -717,6 +720,26 @@ func (c *httpConn) do(ctx context.Context, method, target string, body []byte, h
 }
 
 func (c *httpConn) newRequest(ctx context.Context, method, target string, body []byte, handed func(), withSession bool) (*http.Request, error) {
+	req, err := c.t.newRequest(ctx, method, target, body, handed)
+	if err != nil {
+		return nil, err
+	}
+	if withSession {
+		sid, proto := c.headers()
+		if sid != "" {
+			req.Header.Set(headerSessionID, sid)
+		}
+		if proto != "" {
+			req.Header.Set(headerProtocolVersion, proto)
+		}
+	}
+	return req, nil
+}
+
+// newRequest builds a request to target with the configured headers, then
+// the body's: what every request of either era carries. handed, if set, is
+// called once the HTTP transport has consumed the body.
+func (t *HTTPTransport) newRequest(ctx context.Context, method, target string, body []byte, handed func()) (*http.Request, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = &handoffReader{r: bytes.NewReader(body), handed: handed}
@@ -726,10 +749,10 @@ func (c *httpConn) newRequest(ctx context.Context, method, target string, body [
 		return nil, err
 	}
 	// Configured headers first, so that they cannot override the protocol's.
-	for k, v := range c.t.spec.Headers {
+	for k, v := range t.spec.Headers {
 		req.Header.Set(k, v)
 	}
-	if f := c.t.spec.RequestHeaders; f != nil {
+	if f := t.spec.RequestHeaders; f != nil {
 		if err := f(ctx, req.Header); err != nil {
 			return nil, fmt.Errorf("request headers: %w", err)
 		}
@@ -742,15 +765,6 @@ func (c *httpConn) newRequest(ctx context.Context, method, target string, body [
 		// application/json and text/event-stream as supported content
 		// types."
 		req.Header.Set("Accept", mediaJSON+", "+mediaEventStream)
-	}
-	if withSession {
-		sid, proto := c.headers()
-		if sid != "" {
-			req.Header.Set(headerSessionID, sid)
-		}
-		if proto != "" {
-			req.Header.Set(headerProtocolVersion, proto)
-		}
 	}
 	return req, nil
 }

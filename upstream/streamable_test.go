@@ -27,14 +27,15 @@ type httpFixture struct {
 	t    *testing.T
 	next http.Handler
 
-	forget   atomic.Bool // the next POST carrying a session id gets 404
-	dropGET  atomic.Bool // cut the standalone GET stream after its next event
-	fail500  string      // a POST whose body contains this gets 500
-	inits    atomic.Int32
-	deletes  atomic.Int32
-	resumes  atomic.Int32 // GETs with Last-Event-ID
-	mu       sync.Mutex
-	problems []string // protocol violations by the client
+	forget    atomic.Bool // the next POST carrying a session id gets 404
+	dropGET   atomic.Bool // cut the standalone GET stream after its next event
+	fail500   string      // a POST whose body contains this gets 500
+	inits     atomic.Int32
+	discovers atomic.Int32
+	deletes   atomic.Int32
+	resumes   atomic.Int32 // GETs with Last-Event-ID
+	mu        sync.Mutex
+	problems  []string // protocol violations by the client
 }
 
 func (f *httpFixture) problem(format string, args ...any) {
@@ -59,7 +60,14 @@ func (f *httpFixture) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			f.problem("Spec.Headers missing on POST")
 		}
 		pv := r.Header.Get("MCP-Protocol-Version")
-		if m.MethodIs("initialize") {
+		if m.MethodIs("server/discover") {
+			// Dial's era probe; the SDK's stateful handler answers it with
+			// legacy versions only.
+			f.discovers.Add(1)
+			if pv != "2026-07-28" || r.Header.Get("Mcp-Session-Id") != "" {
+				f.problem("server/discover POST has MCP-Protocol-Version %q or a session id", pv)
+			}
+		} else if m.MethodIs("initialize") {
 			f.inits.Add(1)
 			if pv != "" || r.Header.Get("Mcp-Session-Id") != "" {
 				f.problem("initialize POST carries a session id or protocol version")
@@ -494,6 +502,8 @@ func TestNewTransportValidation(t *testing.T) {
 		{"bad scheme", Spec{Name: "a", URL: "ftp://x/mcp"}, true, ""},
 		{"bad header", Spec{Name: "a", URL: "http://x/mcp", Headers: map[string]string{"Bad Header": "v"}}, true, ""},
 		{"headers on command", Spec{Name: "a", Command: "x", Headers: map[string]string{"A": "b"}}, true, ""},
+		{"protocol", Spec{Name: "a", Command: "x", Protocol: ProtocolModern}, false, "*upstream.CommandTransport"},
+		{"bad protocol", Spec{Name: "a", URL: "http://x/mcp", Protocol: "2026-07-28"}, true, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,8 +2,10 @@
 // child process, a Streamable HTTP endpoint, or a legacy HTTP+SSE (2024-11-05)
 // endpoint. It frames messages, runs the transport-level parts of the
 // protocol (sessions, resumption, re-initialization, shutdown) and performs
-// the initialize handshake (see [Dial]). It knows nothing of downstream
-// clients: messages travel as raw JSON-RPC bytes with upstream ids.
+// the handshake (see [Dial]): the server/discover probe that tells a modern
+// (stateless, 2026-07-28) upstream from a legacy one, and for a legacy one
+// the initialize handshake. It knows nothing of downstream clients: messages
+// travel as raw JSON-RPC bytes with upstream ids.
 package upstream
 
 import (
@@ -71,6 +73,11 @@ type Spec struct {
 	// Logger receives the transport's logs, always with the attribute
 	// "upstream"=Name. Nil means slog.Default().
 	Logger *slog.Logger
+
+	// Protocol selects the protocol era: ProtocolAuto ("" means the same),
+	// ProtocolLegacy or ProtocolModern. Auto probes with server/discover on
+	// the first Dial and remembers the answer in the Transport; see [Dial].
+	Protocol string
 }
 
 func (s Spec) maxMessageBytes() int {
@@ -113,6 +120,13 @@ type Connection interface {
 	// JSON-RPC error response for that request id (code -32603) is
 	// synthesized and delivered through Read, so the caller never waits
 	// forever.
+	//
+	// To a modern (stateless) upstream, requests get the _meta the era
+	// requires (see [Dial]). Over HTTP, an error status that carries a
+	// JSON-RPC error arrives as that error; notifications/cancelled aborts
+	// the named request's POST instead of being sent, and nothing more
+	// arrives for that request; other notifications and responses are
+	// dropped.
 	Write(ctx context.Context, msg []byte) error
 
 	// Close ends the session and releases everything.
@@ -142,6 +156,9 @@ type Transport interface {
 // NewTransport validates spec and returns a *CommandTransport (Command set)
 // or an *HTTPTransport (URL set).
 func NewTransport(spec Spec) (Transport, error) {
+	if err := checkProtocol(spec.Protocol); err != nil {
+		return nil, fmt.Errorf("upstream %s: %w", spec.Name, err)
+	}
 	switch {
 	case spec.Command != "" && spec.URL != "":
 		return nil, fmt.Errorf("upstream %s: both command and url are set", spec.Name)

@@ -473,6 +473,7 @@ func upstreamConfigs(cfg *config.Config, log *slog.Logger, latest *principals) (
 				spec.RequestHeaders = credentialHeaders(src, latest)
 			}
 		}
+		spec.Protocol = string(u.Protocol)
 		t, err := upstream.NewTransport(spec)
 		if err != nil {
 			return nil, fmt.Errorf("upstream %q: %w", u.Name, err)
@@ -489,7 +490,7 @@ func upstreamConfigs(cfg *config.Config, log *slog.Logger, latest *principals) (
 		}
 		sum := sha256.Sum256(canon)
 		ups = append(ups, routing.UpstreamConfig{
-			Name: u.Name, Prefix: u.Prefix, Mode: mode, Transport: t, Kind: u.Transport(),
+			Name: u.Name, Prefix: u.Prefix, Mode: mode, Transport: t, Kind: u.Transport(), Protocol: string(u.Protocol),
 			Timeout: u.Timeout, MaxInstances: u.MaxInstances, IdleTimeout: u.IdleTimeout,
 			Fingerprint: hex.EncodeToString(sum[:]),
 		})

@@ -135,6 +135,21 @@ const (
 	SessionShared SessionMode = "shared"
 )
 
+// ProtocolMode selects the MCP protocol era the gateway speaks to an
+// upstream.
+type ProtocolMode string
+
+const (
+	// ProtocolAuto probes the upstream with server/discover and speaks the
+	// stateless modern era (2026-07-28) if it offers it, else the legacy one
+	// (initialize and sessions).
+	ProtocolAuto ProtocolMode = "auto"
+	// ProtocolLegacy skips the probe and always uses initialize.
+	ProtocolLegacy ProtocolMode = "legacy"
+	// ProtocolModern requires the modern era; connecting fails otherwise.
+	ProtocolModern ProtocolMode = "modern"
+)
+
 // Upstream is one MCP server behind the gateway.
 type Upstream struct {
 	// Name identifies the upstream: [a-z0-9-]+, 1..64 characters, unique.
@@ -161,6 +176,8 @@ type Upstream struct {
 	Auth *UpstreamAuth
 	// Session is per-client or shared.
 	Session SessionMode
+	// Protocol is auto (the default), legacy or modern.
+	Protocol ProtocolMode
 	// Prefix is prepended to the upstream's tool and prompt names. It is
 	// already defaulted to Name+"__" unless the file set it, possibly to "".
 	Prefix string
@@ -176,8 +193,9 @@ type Upstream struct {
 }
 
 // Transport returns "stdio" for a local program and "http" for a remote
-// server. The HTTP era (streamable HTTP or legacy HTTP+SSE) is detected at
-// connect time, not configured.
+// server. The HTTP flavour (streamable HTTP or legacy HTTP+SSE) is detected
+// at connect time, not configured; the protocol era is detected too unless
+// Protocol forces it.
 func (u Upstream) Transport() string {
 	if u.Command != "" {
 		return "stdio"

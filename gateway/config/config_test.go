@@ -74,10 +74,12 @@ upstreams:
     url: https://search.internal/mcp
     headers: {X-Api-Key: "${SEARCH_KEY}"}
     session: shared
+    protocol: modern
     prefix: ""
     timeout: 2m
   - name: old
     url: http://127.0.0.1:9000/sse
+    protocol: legacy
     prefix: legacy_
     disabled: true
 `
@@ -106,16 +108,16 @@ func TestParseFull(t *testing.T) {
 			{
 				Name: "files", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/data"},
 				Env: map[string]string{"LOG_LEVEL": "info", "PORT": "8080"}, Cwd: "/srv",
-				Session: SessionPerClient, Prefix: "files__", Timeout: 30 * time.Second,
+				Session: SessionPerClient, Protocol: ProtocolAuto, Prefix: "files__", Timeout: 30 * time.Second,
 				MaxInstances: 5, IdleTimeout: 2 * time.Minute,
 			},
 			{
 				Name: "search", URL: "https://search.internal/mcp", Headers: map[string]string{"X-Api-Key": "k-123"},
-				Session: SessionShared, Prefix: "", Timeout: 2 * time.Minute,
+				Session: SessionShared, Protocol: ProtocolModern, Prefix: "", Timeout: 2 * time.Minute,
 				MaxInstances: DefaultMaxInstances, IdleTimeout: DefaultIdleTimeout,
 			},
 			{
-				Name: "old", URL: "http://127.0.0.1:9000/sse", Session: SessionPerClient, Prefix: "legacy_",
+				Name: "old", URL: "http://127.0.0.1:9000/sse", Session: SessionPerClient, Protocol: ProtocolLegacy, Prefix: "legacy_",
 				Timeout: 30 * time.Second, MaxInstances: DefaultMaxInstances, IdleTimeout: DefaultIdleTimeout,
 				Disabled: true,
 			},
@@ -132,6 +134,9 @@ func TestParseFull(t *testing.T) {
 	if got := cfg.Upstreams[1].Transport(); got != "http" {
 		t.Errorf("search transport = %q, want http", got)
 	}
+	if out := cfg.String(); !strings.Contains(out, "    session: shared\n    protocol: modern\n") || !strings.Contains(out, "    protocol: auto\n") {
+		t.Errorf("String does not show the protocol modes:\n%s", out)
+	}
 }
 
 func TestParseDefaults(t *testing.T) {
@@ -142,7 +147,7 @@ func TestParseDefaults(t *testing.T) {
 	want := Default()
 	want.File = "min.yaml"
 	want.Upstreams = []Upstream{{
-		Name: "a", Command: "a-server", Session: SessionPerClient, Prefix: "a__",
+		Name: "a", Command: "a-server", Session: SessionPerClient, Protocol: ProtocolAuto, Prefix: "a__",
 		Timeout: DefaultRequestTimeout, MaxInstances: DefaultMaxInstances, IdleTimeout: DefaultIdleTimeout,
 	}}
 	cfg.sources = nil
@@ -226,6 +231,15 @@ func TestParseInvalid(t *testing.T) {
 			want: []string{
 				`c.yaml:4:14: upstreams[0].session: "perclient" is not a session mode; did you mean "per-client"? (per-client or shared)`,
 				`c.yaml:7:14: upstreams[1].session: "pooled" is not a session mode; use per-client (each client gets its own upstream session) or shared (one session for all clients)`,
+			},
+		},
+		{
+			name: "bad protocol mode",
+			in:   "upstreams:\n  - name: a\n    command: x\n    protocol: modrn\n  - name: b\n    url: https://b.example/mcp\n    protocol: 2026-07-28\n  - name: c\n    command: x\n    protocol: [auto]\n",
+			want: []string{
+				`c.yaml:4:15: upstreams[0].protocol: "modrn" is not a protocol mode; did you mean "modern"? (auto, legacy or modern)`,
+				`c.yaml:7:15: upstreams[1].protocol: "2026-07-28" is not a protocol mode; use auto (detect the upstream's era), legacy (initialize and sessions) or modern (stateless 2026-07-28)`,
+				`c.yaml:10:15: upstreams[2].protocol: must be a string, not a list`,
 			},
 		},
 		{
@@ -438,7 +452,7 @@ func TestMCPServers(t *testing.T) {
     "Web Search": {"url": "https://search.example.com/mcp", "type": "sse", "headers": {"X-Key": "${KEY}"}},
     "filesystem": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"],
                    "env": {"DEBUG": "1"}, "autoApprove": ["read_file"], "timeout": 30},
-    "fetch": {"command": "uvx", "args": ["mcp-server-fetch"], "session": "shared", "disabled": true}
+    "fetch": {"command": "uvx", "args": ["mcp-server-fetch"], "session": "shared", "protocol": "legacy", "disabled": true}
   },
   "globalShortcut": "Ctrl+Space"
 }`
@@ -455,15 +469,15 @@ func TestMCPServers(t *testing.T) {
 	if fs.Timeout != 30*time.Second || fs.Env["DEBUG"] != "1" || fs.Prefix != "filesystem__" {
 		t.Errorf("filesystem = %+v", fs)
 	}
-	if !cfg.Upstreams[0].Disabled {
-		t.Errorf("fetch not disabled")
+	if !cfg.Upstreams[0].Disabled || cfg.Upstreams[0].Protocol != ProtocolLegacy {
+		t.Errorf("fetch = %+v", cfg.Upstreams[0])
 	}
 	if ws := cfg.Upstreams[2]; ws.Headers["X-Key"] != "secret-key" || ws.Prefix != "web-search__" {
 		t.Errorf("web-search = %+v", ws)
 	}
 	diffLines(t, "warnings", warningLines(cfg.Warnings), []string{
 		`claude_desktop_config.json:3:5: mcpServers["Web Search"]: server name "Web Search" is used as upstream name "web-search" (upstream names are lowercase letters, digits and '-'); its tools get that name as prefix unless prefix is set`,
-		`claude_desktop_config.json:5:43: mcpServers.filesystem.autoApprove: unknown key "autoApprove"; valid keys are command, args, env, cwd, url, headers, type, disabled, session, prefix, timeout, maxInstances, idleTimeout (ignored)`,
+		`claude_desktop_config.json:5:43: mcpServers.filesystem.autoApprove: unknown key "autoApprove"; valid keys are command, args, env, cwd, url, headers, type, disabled, session, protocol, prefix, timeout, maxInstances, idleTimeout (ignored)`,
 		`claude_desktop_config.json:8:3: globalShortcut: unknown key "globalShortcut"; valid keys are listen, publicURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, upstreams, mcpServers, servers (ignored)`,
 	})
 }

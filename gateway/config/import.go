@@ -10,10 +10,11 @@ import (
 
 // importKeys are the per-server keys of the mcpServers (Claude Desktop,
 // Cursor) and servers (VS Code) forms, plus the gateway's own upstream keys so
-// such a file can say session: shared without being rewritten.
+// such a file can say session: shared (or protocol: legacy) without being
+// rewritten.
 func importKeys() []string {
 	return []string{"command", "args", "env", "cwd", "url", "headers", "type", "disabled",
-		"session", "prefix", "timeout", "maxInstances", "idleTimeout"}
+		"session", "protocol", "prefix", "timeout", "maxInstances", "idleTimeout"}
 }
 
 func importHints() map[string]string {

@@ -215,6 +215,7 @@ func (c *Config) String() string {
 				strconv.Quote(t.TokenURL), strconv.Quote(t.ClientID), redactedValue, strconv.Quote(t.Resource))
 		}
 		line("    session: %s", u.Session)
+		line("    protocol: %s", u.Protocol)
 		line("    prefix: %s", strconv.Quote(u.Prefix))
 		line("    timeout: %s", u.Timeout)
 		if u.Transport() == "stdio" && u.Session == SessionPerClient {

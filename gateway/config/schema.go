@@ -23,7 +23,7 @@ func topLevelKeys() []string {
 }
 
 func upstreamKeys() []string {
-	return []string{"name", "command", "args", "env", "cwd", "url", "headers", "session", "prefix",
+	return []string{"name", "command", "args", "env", "cwd", "url", "headers", "session", "protocol", "prefix",
 		"timeout", "maxInstances", "idleTimeout", "disabled", "auth"}
 }
 
@@ -37,6 +37,9 @@ func upstreamHints() map[string]string {
 		"envFile":   "env files are not supported; list the variables under env, using ${VAR} to take them from the gateway's environment",
 	}
 }
+
+// modernVersion is the protocol version of the modern era, for messages.
+const modernVersion = "2026-07-28"
 
 var (
 	nameRE   = regexp.MustCompile(`^[a-z0-9-]+$`)
@@ -393,6 +396,20 @@ func (p *parser) upstreamFields(o *object, u *Upstream, m *upMeta, imported bool
 			}
 		}
 	}
+	if f, ok := o.get("protocol"); ok {
+		if v, ok := p.scalar(f.val, join(path, "protocol")); ok {
+			switch ProtocolMode(v) {
+			case ProtocolAuto, ProtocolLegacy, ProtocolModern:
+				u.Protocol = ProtocolMode(v)
+			default:
+				msg := fmt.Sprintf("%q is not a protocol mode; use auto (detect the upstream's era), legacy (initialize and sessions) or modern (stateless %s)", v, modernVersion)
+				if s := suggest(v, []string{"auto", "legacy", "modern"}); s != "" {
+					msg = fmt.Sprintf("%q is not a protocol mode; did you mean %q? (auto, legacy or modern)", v, s)
+				}
+				p.errorf(resolve(f.val), join(path, "protocol"), "%s", msg)
+			}
+		}
+	}
 	if f, ok := o.fields["prefix"]; ok {
 		m.prefixSet, m.prefixNode = true, resolve(f.val)
 		if isNull(f.val) {
@@ -461,6 +478,9 @@ func (p *parser) checkUpstreams(cfg *Config, metas []*upMeta) {
 		}
 		if u.Session == "" {
 			u.Session = SessionPerClient
+		}
+		if u.Protocol == "" {
+			u.Protocol = ProtocolAuto
 		}
 		if !m.prefixSet {
 			u.Prefix = u.Name + "__"

@@ -1,0 +1,95 @@
+package upstream
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Values of Spec.Protocol: which protocol era to speak to an upstream.
+const (
+	// ProtocolAuto (or "") probes with server/discover and falls back to the
+	// initialize handshake when the upstream does not speak the modern era.
+	ProtocolAuto = "auto"
+	// ProtocolLegacy skips the probe: initialize, sessions, the GET stream.
+	ProtocolLegacy = "legacy"
+	// ProtocolModern requires the probe to find a modern upstream; Dial fails
+	// otherwise.
+	ProtocolModern = "modern"
+)
+
+// ModernProtocolVersion is the stateless protocol revision the upstream side
+// speaks to a modern upstream: no initialize, no sessions, every request
+// carrying its version, capabilities and client identity in params._meta.
+const ModernProtocolVersion = "2026-07-28"
+
+// checkProtocol validates Spec.Protocol.
+func checkProtocol(p string) error {
+	switch p {
+	case "", ProtocolAuto, ProtocolLegacy, ProtocolModern:
+		return nil
+	}
+	return fmt.Errorf("protocol %q is not one of auto, legacy, modern", p)
+}
+
+// protocol returns Spec.Protocol with "" read as ProtocolAuto.
+func (s Spec) protocol() string {
+	if s.Protocol == "" {
+		return ProtocolAuto
+	}
+	return s.Protocol
+}
+
+// era is what a probe found out about an upstream.
+type era uint8
+
+const (
+	eraUnknown era = iota
+	eraLegacy
+	eraModern
+)
+
+// eraCache remembers an upstream's era across Dials. The gateway dials one
+// upstream many times (a session per client), and the specification wants
+// the answer kept: "The era determination is a property of the server, not
+// of an individual request. Clients SHOULD cache the result for the lifetime
+// of the server process (stdio) or origin (HTTP), and MAY persist it across
+// restarts of the same server configuration, re-probing if the cached
+// assumption later fails."
+//
+// A Transport is one server configuration (a reload builds a new one), so the
+// cache lives in the Transport and covers every child process it starts.
+//
+//   - A modern verdict is kept with the discover answer (the ServerHello of
+//     later Dials, which then do no I/O at all) for the Transport's life.
+//   - A legacy verdict is recorded only once an initialize handshake has
+//     succeeded after the probe, so a probe that timed out against a server
+//     that was merely slow to start is not remembered unless initialize
+//     confirmed it. It is dropped when a later initialize is answered with a
+//     JSON-RPC error: the sign of an upstream that has become modern-only.
+type eraCache struct {
+	mu    sync.Mutex
+	era   era
+	hello ServerHello // the discover answer, for eraModern
+}
+
+func (c *eraCache) get() (era, ServerHello) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.era, c.hello
+}
+
+func (c *eraCache) set(e era, h ServerHello) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.era, c.hello = e, h
+}
+
+// forgetLegacy drops a legacy verdict (never a modern one: nothing observed at
+// Dial time contradicts it, since a modern Dial does no I/O).
+func (c *eraCache) forgetLegacy() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.era == eraLegacy {
+		c.era = eraUnknown
+	}
+}
