@@ -165,6 +165,7 @@ func (s *Session) retryWithInput(c *call, answers map[string]json.RawMessage, st
 	s.calls[string(c.clientID)] = n
 	s.mu.Unlock()
 	ctx, _ := s.r.startLeg(s.ctx, n)
+	ctx = s.paramHeaders(ctx, c.link, n, params)
 	if !c.link.add(n) {
 		s.r.endLeg(n, outcomeFailed)
 		s.removeCall(n)

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/switchboard-mcp/switchboard/upstream"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
 
@@ -148,6 +150,16 @@ func ParamHeaderValues(params []byte, bindings []ParamHeader) http.Header {
 		h.Set(b.Header, EncodeHeaderValue(v))
 	}
 	return h
+}
+
+// paramHeaders puts the Mcp-Param-* headers of a tools/call to a stateless upstream in the context of its
+// write: the gateway mirrors the marked arguments as every 2026-07-28 client must, whichever era its own client
+// speaks.
+func (s *Session) paramHeaders(ctx context.Context, l *link, c *call, params []byte) context.Context {
+	if c.method != "tools/call" || c.tool == "" || !l.modern() {
+		return ctx
+	}
+	return upstream.WithParamHeaders(ctx, ParamHeaderValues(params, s.catalog().paramHeaders(c.tool)))
 }
 
 // DecodeHeaderValue undoes the spec's encoding of values that are not header-safe: "=?base64?…?=".

@@ -61,6 +61,8 @@ type call struct {
 	// the tool or prompt name a retry must repeat (stateless sessions only).
 	park *park
 	name string
+	// detached marks a parked call with no client request waiting on it (set at creation, never changed).
+	detached bool
 	// req is the request as sent to a stateless upstream, for a legacy client's call: the gateway retries it
 	// with the client's answers when the upstream returns input_required (bridge.go).
 	req    []byte
@@ -366,14 +368,21 @@ func (l *link) soleCaller() *call {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var found *call
+	n := 0
 	for _, c := range l.pending {
-		if c.session == nil {
-			continue
+		if c.session == nil || c.detached {
+			continue // a parked call waits for its client; its upstream waits for the answers it asked for
 		}
 		if found != nil && found.session != c.session {
 			return nil
 		}
 		found = c
+		n++
+	}
+	if found != nil && found.session.params.Stateless && n > 1 {
+		// A stateless session serves many clients at once: two calls of it are two clients, and guessing
+		// would show one client another's request.
+		return nil
 	}
 	return found
 }

@@ -171,7 +171,7 @@ func (p *park) flush() {
 // detachedCopy is c with its answers going to the park's buffer, under a timer that gives up on the client.
 func (p *park) detachedCopy(c *call) *call {
 	next := *c
-	next.out, next.park = p.buf, p
+	next.out, next.park, next.detached = p.buf, p, true
 	s := c.session
 	n := &next
 	n.timer = time.AfterFunc(parkTTL, func() { s.timeout(n) })
@@ -259,7 +259,7 @@ func (s *Session) resume(ctx context.Context, m jsonrpc.Message, out *Stream, st
 	cur := p.cur
 	next := *cur
 	n := &next
-	n.out, n.clientID, n.started = out, clone(id), time.Now()
+	n.out, n.clientID, n.started, n.detached = out, clone(id), time.Now(), false
 	if st, e, ok := jsonrpc.Lookup(m.Params(), "_meta", "progressToken"); ok {
 		n.token = clone(m.Params()[st:e])
 	}

@@ -154,7 +154,9 @@ func (s *Session) catalog() *catalog {
 // ensureShadow starts the template session of a per-client upstream for a profile: a hidden upstream with the
 // same configuration whose only job is to list what clients of that profile see.
 func (up *Upstream) ensureShadow(profile string, caps json.RawMessage) (*Upstream, bool) {
-	if !up.template() {
+	if !up.template() || up.stateless() {
+		// A stateless upstream's lists "MUST NOT vary per connection": there is nothing a profile could see
+		// differently.
 		return nil, false
 	}
 	up.mu.Lock()
@@ -225,7 +227,7 @@ func (up *Upstream) triedOnce() bool {
 // listsFor returns the lists the catalog of a profile uses for this upstream: its profile's template session's
 // once it has listed them (and is up), the default template's otherwise.
 func (up *Upstream) listsFor(profile string) [numKinds][]item {
-	if profile != "" && up.template() {
+	if profile != "" && up.template() && !up.stateless() {
 		up.mu.Lock()
 		sh := up.shadows[profile]
 		up.mu.Unlock()

@@ -378,6 +378,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	// take the call from the table first) sees it.
 	c.timer = time.AfterFunc(up.timeout(), func() { s.timeout(c) })
 	ctx, traceparent := s.r.startLeg(ctx, c)
+	ctx = s.paramHeaders(ctx, l, c, m.Params())
 	if traceparent != "" {
 		if tm, err := withTraceparent(m, traceparent); err == nil {
 			m = tm

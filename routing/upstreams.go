@@ -167,6 +167,7 @@ func (up *Upstream) connected(l *link, conn *upstream.Conn) {
 	if hello.ProtocolVersion >= ModernVersion {
 		go up.listenChanges(l) // owned by the link: ends when its connection does
 		up.relisten()
+		go up.stopShadows() // profiles made before the era was known have nothing to show
 		return
 	}
 	if up.cfg.Mode == Shared {

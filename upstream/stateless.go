@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -155,6 +156,9 @@ func (c *statelessConn) request(ctx context.Context, msg jsonrpc.Message) error 
 		if v, ok := jsonrpc.LookupString(msg.Params(), p); ok {
 			h.Set(headerName, headerSafe(v))
 		}
+	}
+	for k, vs := range paramHeadersFrom(ctx) {
+		h[k] = vs
 	}
 	call := &statelessCall{id: bytes.Clone(msg.ID())}
 	call.key = idKey(call.id)
@@ -455,4 +459,29 @@ func idKey(id []byte) string {
 		}
 	}
 	return "r" + string(id)
+}
+
+// paramHeadersKey carries a request's Mcp-Param-* headers in its context (WithParamHeaders).
+type paramHeadersKey struct{}
+
+// WithParamHeaders returns ctx carrying the Mcp-Param-{Name} headers of a tools/call: "clients MUST mirror"
+// the values of parameters marked x-mcp-header, and only the caller knows the tool's schema. A stateless HTTP
+// connection sends them with the request written under ctx; headers of other names are ignored, so that they
+// cannot override the protocol's own.
+func WithParamHeaders(ctx context.Context, h http.Header) context.Context {
+	if len(h) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, paramHeadersKey{}, h)
+}
+
+func paramHeadersFrom(ctx context.Context) http.Header {
+	h, _ := ctx.Value(paramHeadersKey{}).(http.Header)
+	out := http.Header{}
+	for k, vs := range h {
+		if k = http.CanonicalHeaderKey(k); strings.HasPrefix(k, "Mcp-Param-") && len(vs) > 0 {
+			out[k] = vs
+		}
+	}
+	return out
 }
