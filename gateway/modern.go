@@ -187,6 +187,9 @@ func (s *Server) postModern(ctx context.Context, w http.ResponseWriter, r *http.
 		s.listen(ctx, w, r, m, params)
 		return
 	}
+	if s.retryElsewhere(ctx, w, r, m) {
+		return
+	}
 	sess := s.r.StatelessSession(params)
 	if m.MethodIs("tools/call") {
 		name, _ := jsonrpc.LookupString(m.Params(), "name")

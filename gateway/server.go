@@ -74,6 +74,9 @@ type Server struct {
 	// logDownUntil (unix ns) skips event-log appends for a while after one failed.
 	logDownUntil atomic.Int64
 	inst         instruments
+	// replicas sends stateless retries to the replica that holds their call (replica.go); no overall timeout,
+	// because the answer may be a stream.
+	replicas *http.Client
 
 	draining  chan struct{} // closed when shutdown begins
 	drainOnce sync.Once
@@ -96,7 +99,7 @@ func New(r *routing.Router, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{r: r, opts: opts, log: opts.Logger, draining: make(chan struct{})}
+	s := &Server{r: r, opts: opts, log: opts.Logger, draining: make(chan struct{}), replicas: &http.Client{}}
 	var err error
 	if s.inst, err = newInstruments(opts); err != nil {
 		// The instruments are still usable (they record nothing); a bad instrument must not stop the gateway.

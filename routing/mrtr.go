@@ -356,10 +356,11 @@ func bindHash(principal, method, name string) string {
 	return base64.RawURLEncoding.EncodeToString(h[:12])
 }
 
-// stateToken mints the requestState of a park's round: statePrefix, then "<park>.<round>.<expiry>.<bind>" and
-// its MAC, base64url. The key is the cursor secret, shared by the replicas.
+// stateToken mints the requestState of a park's round: statePrefix, then "<park>.<round>.<expiry>.<bind>.<replica>"
+// and its MAC, base64url. The key is the cursor secret, shared by the replicas.
 func (r *Router) stateToken(id string, round int, bind string, expires time.Time) string {
-	payload := id + "." + strconv.Itoa(round) + "." + strconv.FormatInt(expires.Unix(), 10) + "." + bind
+	payload := id + "." + strconv.Itoa(round) + "." + strconv.FormatInt(expires.Unix(), 10) + "." + bind + "." +
+		base64.RawURLEncoding.EncodeToString([]byte(r.opts.Replica))
 	return statePrefix + base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." + r.stateMAC(payload)
 }
 
@@ -372,22 +373,50 @@ func (r *Router) stateMAC(payload string) string {
 
 var errState = errors.New("requestState is not valid: it was altered, or it was issued to another principal or for another request; call again without requestState")
 
-// find verifies a gateway requestState and returns its park.
-func (t *parkTable) find(r *Router, state, bind string) (*park, error) {
+// openState verifies a gateway requestState's MAC and returns its fields: park, round, expiry, bind, replica.
+func (r *Router) openState(state string) ([]string, bool) {
 	body, mac, ok := strings.Cut(strings.TrimPrefix(state, statePrefix), ".")
 	if !ok {
-		return nil, errState
+		return nil, false
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(body)
 	if err != nil {
-		return nil, errState
+		return nil, false
 	}
 	payload := string(raw)
 	if !hmac.Equal([]byte(mac), []byte(r.stateMAC(payload))) {
-		return nil, errState
+		return nil, false
 	}
 	parts := strings.Split(payload, ".")
-	if len(parts) != 4 || parts[3] != bind {
+	if len(parts) != 5 {
+		return nil, false
+	}
+	replica, err := base64.RawURLEncoding.DecodeString(parts[4])
+	if err != nil {
+		return nil, false
+	}
+	parts[4] = string(replica)
+	return parts, true
+}
+
+// StateOwner reports the replica that holds the call a gateway requestState names, when that is another one: the
+// front end sends the retry there. It reports false for a state that is not valid (the retry then fails here
+// with the reason), held here, or minted by a replica that gave no URL.
+func (r *Router) StateOwner(state string) (string, bool) {
+	parts, ok := r.openState(state)
+	if !ok || parts[4] == "" || parts[4] == r.opts.Replica {
+		return "", false
+	}
+	r.parks.mu.Lock()
+	_, here := r.parks.byID[parts[0]]
+	r.parks.mu.Unlock()
+	return parts[4], !here
+}
+
+// find verifies a gateway requestState and returns its park.
+func (t *parkTable) find(r *Router, state, bind string) (*park, error) {
+	parts, ok := r.openState(state)
+	if !ok || parts[3] != bind {
 		return nil, errState
 	}
 	round, err1 := strconv.Atoi(parts[1])

@@ -439,6 +439,7 @@ func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers, l
 		SessionIdleTimeout: cfg.SessionIdleTimeout,
 		Version:            buildVersion(),
 		Logger:             log,
+		Replica:            cfg.ReplicaURL,
 		Audit:              auditor(log),
 	}
 	if tel != nil {

@@ -66,6 +66,10 @@ type Config struct {
 	// It becomes the OAuth audience, and its origin and host are accepted by
 	// default by OriginAllowed and HostAllowed.
 	PublicURL string
+	// ReplicaURL is this replica's MCP endpoint as the other replicas reach it (for example
+	// "http://${POD_IP}:8080/mcp"; "" if unset). A stateless client's retry of a multi-round call that lands on
+	// another replica is forwarded here, where the upstream call waits.
+	ReplicaURL string
 	// AllowedOrigins lists the exact Origin values accepted (lowercased). Empty
 	// means the default policy; see OriginAllowed.
 	AllowedOrigins []string

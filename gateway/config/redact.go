@@ -108,6 +108,9 @@ func (c *Config) String() string {
 	}
 	loop := IsLoopback(r.Listen)
 	line("listen: %s", r.Listen)
+	if r.ReplicaURL != "" {
+		line("replicaURL: %s", r.ReplicaURL)
+	}
 	if r.PublicURL != "" {
 		line("publicURL: %s", r.PublicURL)
 	}

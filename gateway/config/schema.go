@@ -17,7 +17,7 @@ import (
 // The key lists are functions rather than package variables so nothing in
 // the package is mutable.
 func topLevelKeys() []string {
-	return []string{"listen", "publicURL", "allowedOrigins", "allowedHosts", "maxBodyBytes", "pageSize",
+	return []string{"listen", "publicURL", "replicaURL", "allowedOrigins", "allowedHosts", "maxBodyBytes", "pageSize",
 		"requestTimeout", "maxRequestTimeout", "sessionIdleTimeout", "cursorSecret", "log", "auth", "policy", "redis", "rateLimit",
 		"upstreams", "mcpServers", "servers"}
 }
@@ -105,6 +105,15 @@ func (p *parser) config(doc *yaml.Node) *Config {
 				p.errorf(resolve(f.val), "publicURL", "must not have a query or fragment; it is the gateway's canonical URL, such as \"https://mcp.example.com\"")
 			}
 			cfg.PublicURL = v
+		}
+	}
+	if f, ok := o.get("replicaURL"); ok {
+		// ${VAR} is expanded: the address is the pod's own, known only at run time (Kubernetes' status.podIP).
+		if v, _, ok := p.expanded(f.val, "replicaURL"); ok && v != "" {
+			if msg := checkHTTPURL(v, false); msg != "" {
+				p.errorf(resolve(f.val), "replicaURL", "%s", msg)
+			}
+			cfg.ReplicaURL = v
 		}
 	}
 	if f, ok := o.get("allowedOrigins"); ok {
@@ -692,7 +701,7 @@ func checkHeaderName(k string) string {
 // noExpandHint explains a ${ in a key that is not expanded.
 func noExpandHint(v string) string {
 	if strings.Contains(v, "${") {
-		return " (${VAR} is only expanded in upstream settings, cursorSecret and auth.introspection's url, clientId and clientSecret)"
+		return " (${VAR} is only expanded in upstream settings, cursorSecret, replicaURL and auth.introspection's url, clientId and clientSecret)"
 	}
 	return ""
 }

@@ -168,11 +168,13 @@ nothing unknown slips into the file (values.schema.json also rejects unknown key
 {{- if $v.redis.tls }}{{ $_ := set $r "tls" true }}{{ end -}}
 {{- include "switchboard.copyKeys" (list $r $v.redis (list "keyPrefix")) -}}
 {{- $_ := set $cfg "redis" $r -}}
+{{- /* Several replicas: a stateless client's retry that lands on another pod is forwarded to the one holding the call. */ -}}
+{{- $_ := set $cfg "replicaURL" (printf "http://${SWITCHBOARD_POD_IP}:%d/mcp" (int $v.service.port)) -}}
 {{- end -}}
 {{- $ups := list -}}
 {{- range $u := $v.upstreams -}}
 {{- $up := dict -}}
-{{- include "switchboard.copyKeys" (list $up $u (list "name" "command" "args" "env" "cwd" "url" "headers" "session" "prefix" "timeout" "maxInstances" "idleTimeout" "disabled")) -}}
+{{- include "switchboard.copyKeys" (list $up $u (list "name" "command" "args" "env" "cwd" "url" "headers" "session" "protocol" "prefix" "timeout" "maxInstances" "idleTimeout" "disabled")) -}}
 {{- with $u.auth -}}
 {{- $ua := dict -}}
 {{- with .clientCredentials -}}
@@ -197,6 +199,10 @@ nothing unknown slips into the file (values.schema.json also rejects unknown key
 {{- define "switchboard.env" -}}
 - name: HOME
   value: /tmp
+- name: SWITCHBOARD_POD_IP
+  valueFrom:
+    fieldRef:
+      fieldPath: status.podIP
 - name: XDG_CACHE_HOME
   value: /tmp/.cache
 - name: npm_config_cache

@@ -225,8 +225,9 @@ func checkConfigMap(t *testing.T, cfgText string, dep *appsv1.Deployment, v map[
 	env := map[string]bool{}
 	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
 		env[e.Name] = true
-		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef == nil {
-			t.Errorf("env %s: only secretKeyRef sources are rendered by the chart", e.Name)
+		podIP := e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP"
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef == nil && !podIP {
+			t.Errorf("env %s: only secretKeyRef sources and the pod IP are rendered by the chart", e.Name)
 		}
 	}
 	refs := envRefs(cfgText)
