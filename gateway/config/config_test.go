@@ -182,7 +182,7 @@ func TestParseInvalid(t *testing.T) {
 		{
 			name: "unknown key without a close match lists the valid keys",
 			in:   "upstreams: []\nfrobnicate: true\n",
-			want: []string{`c.yaml:2:1: frobnicate: unknown key "frobnicate"; valid keys are listen, publicURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, upstreams, mcpServers, servers`},
+			want: []string{`c.yaml:2:1: frobnicate: unknown key "frobnicate"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, upstreams, mcpServers, servers`},
 		},
 		{
 			name: "type key from other tools is explained",
@@ -478,7 +478,7 @@ func TestMCPServers(t *testing.T) {
 	diffLines(t, "warnings", warningLines(cfg.Warnings), []string{
 		`claude_desktop_config.json:3:5: mcpServers["Web Search"]: server name "Web Search" is used as upstream name "web-search" (upstream names are lowercase letters, digits and '-'); its tools get that name as prefix unless prefix is set`,
 		`claude_desktop_config.json:5:43: mcpServers.filesystem.autoApprove: unknown key "autoApprove"; valid keys are command, args, env, cwd, url, headers, type, disabled, session, protocol, prefix, timeout, maxInstances, idleTimeout (ignored)`,
-		`claude_desktop_config.json:8:3: globalShortcut: unknown key "globalShortcut"; valid keys are listen, publicURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, upstreams, mcpServers, servers (ignored)`,
+		`claude_desktop_config.json:8:3: globalShortcut: unknown key "globalShortcut"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, upstreams, mcpServers, servers (ignored)`,
 	})
 }
 
@@ -520,7 +520,7 @@ func TestVSCodeServers(t *testing.T) {
 		t.Errorf("upstreams = %+v", cfg.Upstreams)
 	}
 	diffLines(t, "warnings", warningLines(cfg.Warnings), []string{
-		`.vscode/mcp.json:3:3: inputs: unknown key "inputs"; valid keys are listen, publicURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, upstreams, mcpServers, servers (ignored)`,
+		`.vscode/mcp.json:3:3: inputs: unknown key "inputs"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, upstreams, mcpServers, servers (ignored)`,
 	})
 
 	_, err = Parse("mcp.json", []byte(`{"servers": {"gh": {"type": "http", "url": "https://x.example/mcp", "headers": {"Authorization": "Bearer ${input:gh-token}"}}}}`), nil)
@@ -631,7 +631,7 @@ upstreams:
     name: b
 `
 	_, err := Parse("c.yaml", []byte(in), nil)
-	diffLines(t, "unknown anchor holder", problemLines(t, err), []string{`c.yaml:1:1: common: unknown key "common"; valid keys are listen, publicURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, upstreams, mcpServers, servers`})
+	diffLines(t, "unknown anchor holder", problemLines(t, err), []string{`c.yaml:1:1: common: unknown key "common"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, upstreams, mcpServers, servers`})
 	cfg, err := Parse("c.yaml", []byte(strings.TrimPrefix(in, "common: &common\n")), nil)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
@@ -687,6 +687,22 @@ func TestLoad(t *testing.T) {
 	var ps *Problems
 	if !errors.Is(err, fs.ErrNotExist) || errors.As(err, &ps) {
 		t.Errorf("Load(missing) = %v, want a not-exist error that is not *Problems", err)
+	}
+}
+
+// TestReplicaURL: replicaURL expands ${VAR} (the pod's address is known only at run time) and must come out as an
+// absolute http(s) URL.
+func TestReplicaURL(t *testing.T) {
+	env := func(k string) (string, bool) { return map[string]string{"POD_IP": "10.1.2.3"}[k], k == "POD_IP" }
+	cfg, err := Parse("c.yaml", []byte("replicaURL: \"http://${POD_IP}:8080/mcp\"\nupstreams:\n  - name: a\n    command: x\n"), env)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if cfg.ReplicaURL != "http://10.1.2.3:8080/mcp" {
+		t.Errorf("ReplicaURL = %q, want the expanded URL", cfg.ReplicaURL)
+	}
+	if _, err := Parse("c.yaml", []byte("replicaURL: \"10.1.2.3:8080\"\nupstreams:\n  - name: a\n    command: x\n"), env); err == nil || !strings.Contains(err.Error(), "replicaURL") {
+		t.Errorf("Parse(relative replicaURL) = %v, want a replicaURL problem", err)
 	}
 }
 
