@@ -76,7 +76,9 @@ func e2eSetup(b *testing.B) (upURL, gwURL string) {
 func e2eConnect(b *testing.B, url string) *mcp.ClientSession {
 	b.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "bench-client", Version: "1.0.0"}, nil)
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	// Both sides at the same legacy version: the SDK client would speak 2026-07-28 to the gateway but 2025-11-25 to
+	// the stateful upstream, and the ratio would compare two protocols (modern_bench_test.go compares those).
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -140,7 +142,7 @@ func BenchmarkE2EToolsCall(b *testing.B) {
 				default:
 					c := mcp.NewClient(&mcp.Implementation{Name: "bench-client", Version: "1.0.0"}, nil)
 					var err error
-					if cs, err = c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: t.url, MaxRetries: -1}, nil); err != nil {
+					if cs, err = c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: t.url, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion}); err != nil {
 						b.Error(err)
 						return
 					}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -73,13 +74,17 @@ func checkModern(w http.ResponseWriter, r *http.Request, m jsonrpc.Message) (mod
 		return meta, false
 	}
 	var raw struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
+		Meta map[string]json.RawMessage
 	}
-	if len(params) > 0 {
-		if err := json.Unmarshal(params, &raw); err != nil {
-			writeError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidParams, "params must be an object")
+	// Only _meta is decoded: the arguments may be large, and nothing here needs them.
+	if st, e, status := jsonrpc.LookupStatus(params, "_meta"); status == jsonrpc.Found {
+		if err := json.Unmarshal(params[st:e], &raw.Meta); err != nil {
+			writeError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidParams, "params._meta must be an object")
 			return meta, false
 		}
+	} else if status == jsonrpc.Ambiguous || status == jsonrpc.Malformed && len(params) > 0 {
+		writeError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidParams, "params must be an object with one _meta member")
+		return meta, false
 	}
 	v, okV := raw.Meta[routing.MetaProtocolVersion]
 	caps, okC := raw.Meta[routing.MetaClientCapabilities]
@@ -237,42 +242,35 @@ func cacheable(method string) bool {
 // _meta. With auth on, every result is private: lists follow the caller's policy and upstream credentials may be
 // the caller's own, so a result must never be shared across principals.
 func (s *Server) decorate(result []byte, method string) []byte {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(result, &obj) != nil || obj == nil {
+	if t := bytes.TrimSpace(result); len(t) == 0 || t[0] != '{' {
 		return result
 	}
-	if _, ok := obj["resultType"]; !ok {
-		if _, asks := obj["inputRequests"]; asks {
-			// A legacy upstream that speaks MRTR in-band answers with inputRequests but no resultType.
-			obj["resultType"] = json.RawMessage(`"input_required"`)
-		} else {
-			obj["resultType"] = json.RawMessage(`"complete"`)
+	out := result
+	rt, hasRT := jsonrpc.LookupString(result, "resultType")
+	if !hasRT {
+		rt = "complete"
+		if _, _, asks := jsonrpc.Lookup(result, "inputRequests"); asks {
+			rt = "input_required" // a legacy upstream that speaks MRTR in-band answers with inputRequests only
+		}
+		out = jsonrpc.SetMember(out, "resultType", jsonrpc.AppendQuote(nil, rt))
+	}
+	if rt == "complete" && cacheable(method) {
+		if _, _, ok := jsonrpc.Lookup(result, "ttlMs"); !ok {
+			out = jsonrpc.SetMember(out, "ttlMs", []byte(`0`))
+		}
+		scope, ok := jsonrpc.LookupString(result, "cacheScope")
+		switch {
+		case s.opts.Auth != nil && scope != "private":
+			out = jsonrpc.SetMember(out, "cacheScope", []byte(`"private"`))
+		case !ok:
+			out = jsonrpc.SetMember(out, "cacheScope", []byte(`"public"`))
 		}
 	}
-	if string(obj["resultType"]) == `"complete"` && cacheable(method) {
-		if _, ok := obj["ttlMs"]; !ok {
-			obj["ttlMs"] = json.RawMessage(`0`)
-		}
-		if _, ok := obj["cacheScope"]; !ok || s.opts.Auth != nil {
-			scope := `"public"`
-			if s.opts.Auth != nil || ok && string(obj["cacheScope"]) == `"private"` {
-				scope = `"private"`
-			}
-			obj["cacheScope"] = json.RawMessage(scope)
-		}
+	meta := []byte(`{}`)
+	if st, e, ok := jsonrpc.Lookup(out, "_meta"); ok {
+		meta = out[st:e]
 	}
-	var meta map[string]json.RawMessage
-	_ = json.Unmarshal(obj["_meta"], &meta)
-	if meta == nil {
-		meta = map[string]json.RawMessage{}
-	}
-	meta[routing.MetaServerInfo] = s.r.ServerInfo()
-	obj["_meta"], _ = json.Marshal(meta)
-	out, err := json.Marshal(obj)
-	if err != nil {
-		return result
-	}
-	return out
+	return jsonrpc.SetMember(out, "_meta", jsonrpc.SetMember(meta, routing.MetaServerInfo, s.r.ServerInfo()))
 }
 
 // modernFinal turns routing's answer into the client's: its own id, the era's error codes and result fields,

@@ -147,7 +147,7 @@ func (s *Session) retryWithInput(c *call, answers map[string]json.RawMessage, st
 	if state != nil {
 		params = setMember(params, "requestState", jsonrpc.AppendQuote(nil, *state))
 	} else {
-		params = removeMember(params, "requestState")
+		params = jsonrpc.DeleteMembers(params, "requestState")
 	}
 	next := *c
 	n := &next

@@ -179,69 +179,56 @@ func (s *Session) adaptMeta(l *link, m jsonrpc.Message) jsonrpc.Message {
 	if params == nil {
 		params = []byte(`{}`)
 	}
-	var meta map[string]json.RawMessage
-	if st, e, ok := jsonrpc.Lookup(params, "_meta"); ok {
-		if json.Unmarshal(params[st:e], &meta) != nil {
-			return m
-		}
-	}
-	if meta == nil {
-		meta = map[string]json.RawMessage{}
-	}
+	st, e, hasMeta := jsonrpc.Lookup(params, "_meta")
+	var out []byte
 	if l.modern() {
-		meta[MetaProtocolVersion] = json.RawMessage(`"` + ModernVersion + `"`)
-		if _, ok := meta[MetaClientCapabilities]; !ok {
+		meta := []byte(`{}`)
+		if hasMeta {
+			meta = params[st:e]
+		}
+		edited := meta
+		if v, ok := jsonrpc.LookupString(meta, MetaProtocolVersion); !ok || v != ModernVersion {
+			edited = jsonrpc.SetMember(edited, MetaProtocolVersion, []byte(`"`+ModernVersion+`"`))
+		}
+		if _, _, ok := jsonrpc.Lookup(meta, MetaClientCapabilities); !ok {
 			caps := s.params.Capabilities
 			if len(caps) == 0 {
 				caps = json.RawMessage(`{}`)
 			}
-			meta[MetaClientCapabilities] = caps
+			edited = jsonrpc.SetMember(edited, MetaClientCapabilities, caps)
 		}
-		if _, ok := meta[MetaClientInfo]; !ok && len(s.params.ClientInfo) > 0 {
-			meta[MetaClientInfo] = s.params.ClientInfo
+		if _, _, ok := jsonrpc.Lookup(meta, MetaClientInfo); !ok && len(s.params.ClientInfo) > 0 {
+			edited = jsonrpc.SetMember(edited, MetaClientInfo, s.params.ClientInfo)
 		}
 		s.mu.Lock()
 		level := s.logLevel
 		s.mu.Unlock()
-		if _, ok := meta[MetaLogLevel]; !ok && level >= 0 {
-			meta[MetaLogLevel] = json.RawMessage(`"` + logLevels[level] + `"`)
+		if _, _, ok := jsonrpc.Lookup(meta, MetaLogLevel); !ok && level >= 0 {
+			edited = jsonrpc.SetMember(edited, MetaLogLevel, []byte(`"`+logLevels[level]+`"`))
 		}
+		if hasMeta && len(edited) == len(meta) && &edited[0] == &meta[0] {
+			return m // a stateless client's own request, already complete: the common case costs no copy
+		}
+		out = jsonrpc.SetMember(params, "_meta", edited)
 	} else {
-		for _, k := range []string{MetaProtocolVersion, MetaClientCapabilities, MetaClientInfo, MetaLogLevel} {
-			delete(meta, k)
+		if !hasMeta {
+			return m
+		}
+		meta := jsonrpc.DeleteMembers(params[st:e], MetaProtocolVersion, MetaClientCapabilities, MetaClientInfo, MetaLogLevel)
+		if len(meta) == e-st && &meta[0] == &params[st] {
+			return m
+		}
+		if string(meta) == "{}" {
+			out = jsonrpc.DeleteMembers(params, "_meta")
+		} else {
+			out = jsonrpc.SetMember(params, "_meta", meta)
 		}
 	}
-	raw, err := json.Marshal(meta)
+	msg, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, m.ID(), m.Method(), out))
 	if err != nil {
 		return m
 	}
-	if len(meta) == 0 {
-		params = removeMember(params, "_meta")
-	} else {
-		params = setMember(params, "_meta", raw)
-	}
-	out, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, m.ID(), m.Method(), params))
-	if err != nil {
-		return m
-	}
-	return out
-}
-
-// removeMember returns obj without its member key (cold path: decodes and re-encodes the object's top level).
-func removeMember(obj []byte, key string) []byte {
-	if _, _, ok := jsonrpc.Lookup(obj, key); !ok {
-		return obj
-	}
-	var members map[string]json.RawMessage
-	if json.Unmarshal(obj, &members) != nil {
-		return obj
-	}
-	delete(members, key)
-	out, err := json.Marshal(members)
-	if err != nil {
-		return obj
-	}
-	return out
+	return msg
 }
 
 // canonicalJSON re-encodes a JSON value with sorted keys and no spaces, so equal capability objects make equal

@@ -28,8 +28,11 @@ import (
 const (
 	// parkTTL bounds how long an upstream call waits for the client's retry.
 	parkTTL = 5 * time.Minute
-	// gatherWindow is how long the gateway waits for more requests of the same call before it answers: a server
-	// that asks for several inputs at once (the Go SDK does, concurrently) gets them in one round.
+	// gatherQuiet and gatherWindow: the gateway answers a round once no further request of the same call has come
+	// for gatherQuiet, and at the latest gatherWindow after the first, so that a server that asks for several
+	// inputs at once (the Go SDK does, concurrently) gets them in one round. A request that comes later only
+	// costs one more round.
+	gatherQuiet  = 2 * time.Millisecond
 	gatherWindow = 25 * time.Millisecond
 	// statePrefix marks a requestState minted by the gateway; any other is the upstream's own and passes through.
 	statePrefix = "sbrs1."
@@ -49,15 +52,16 @@ type park struct {
 	session *Session
 	bind    string // hash of principal, method and name: what a retry must match
 
-	mu       sync.Mutex
-	cur      *call   // the call on the link now
-	attached bool    // a client request waits for cur's answer
-	buf      *Stream // what the upstream sends for the call while no client request waits
-	asks     map[string]*inputAsk
-	nextKey  int
-	round    int
-	gather   *time.Timer
-	done     bool
+	mu          sync.Mutex
+	cur         *call   // the call on the link now
+	attached    bool    // a client request waits for cur's answer
+	buf         *Stream // what the upstream sends for the call while no client request waits
+	asks        map[string]*inputAsk
+	nextKey     int
+	round       int
+	gather      *time.Timer
+	gatherSince time.Time
+	done        bool
 }
 
 // parkTable finds parks by id, and by the live call of a first round still gathering its asks.
@@ -111,8 +115,14 @@ func (r *Router) park(s *Session, l *link, m jsonrpc.Message, rel *call) {
 	}
 	p.nextKey++
 	p.asks[askKey(m.Method(), p.nextKey)] = a
-	if p.attached && p.gather == nil {
-		p.gather = time.AfterFunc(gatherWindow, p.flush)
+	if p.attached {
+		switch {
+		case p.gather == nil:
+			p.gatherSince = time.Now()
+			p.gather = time.AfterFunc(gatherQuiet, p.flush)
+		case time.Since(p.gatherSince) < gatherWindow-gatherQuiet:
+			p.gather.Reset(gatherQuiet) // fired already? then flush waits for p.mu and takes this request too
+		}
 	}
 	p.mu.Unlock()
 }

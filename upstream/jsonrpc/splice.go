@@ -121,3 +121,96 @@ func (m Message) AppendWith(dst, id []byte, edits ...ParamEdit) []byte {
 	}
 	return append(dst, m.raw[pos:]...)
 }
+
+// SetMember returns the JSON object obj with its member key set to the raw JSON value v (which the caller must
+// ensure is valid): replaced where it exists, inserted first where it does not. The rest of the object is kept
+// byte for byte. obj is returned unchanged when it is not an object, or when key is ambiguous there (see
+// Lookup): rewriting one of two twins would leave the other for a downstream decoder to act on.
+func SetMember(obj []byte, key string, v []byte) []byte {
+	s, e, st := LookupStatus(obj, key)
+	switch st {
+	case Found:
+		return Splice(make([]byte, 0, len(obj)-(e-s)+len(v)), obj, Edit{Start: s, End: e, With: v})
+	case Absent:
+	default:
+		return obj
+	}
+	open := skipWS(obj, 0)
+	rest := skipWS(obj, open+1)
+	member := AppendQuote(make([]byte, 0, len(key)+len(v)+4), key)
+	member = append(append(member, ':'), v...)
+	if rest < len(obj) && obj[rest] != '}' {
+		member = append(member, ',')
+	}
+	return Splice(make([]byte, 0, len(obj)+len(member)), obj, Edit{Start: open + 1, End: open + 1, With: member})
+}
+
+// DeleteMembers returns the JSON object obj without its members named keys (exact names). Kept members are copied
+// byte for byte; the whitespace between members may change. obj is returned unchanged when nothing matches or it
+// is not a valid object.
+func DeleteMembers(obj []byte, keys ...string) []byte {
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return obj
+	}
+	type span struct{ start, end int }
+	var kept []span
+	dropped := false
+	i = skipWS(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return obj
+	}
+	for {
+		if i >= len(obj) || obj[i] != '"' {
+			return obj
+		}
+		ks := i
+		ke, _, err := scanString(obj, i)
+		if err != nil {
+			return obj
+		}
+		drop := false
+		for _, k := range keys {
+			if exact, _ := keyMatch(obj[ks+1:ke-1], k); exact {
+				drop = true
+				break
+			}
+		}
+		i = skipWS(obj, ke)
+		if i >= len(obj) || obj[i] != ':' {
+			return obj
+		}
+		ve, err := scanValue(obj, skipWS(obj, i+1), 0)
+		if err != nil {
+			return obj
+		}
+		if drop {
+			dropped = true
+		} else {
+			kept = append(kept, span{ks, ve})
+		}
+		i = skipWS(obj, ve)
+		if i >= len(obj) {
+			return obj
+		}
+		if obj[i] == '}' {
+			break
+		}
+		if obj[i] != ',' {
+			return obj
+		}
+		i = skipWS(obj, i+1)
+	}
+	if !dropped {
+		return obj
+	}
+	out := make([]byte, 0, len(obj))
+	out = append(out, '{')
+	for n, sp := range kept {
+		if n > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, obj[sp.start:sp.end]...)
+	}
+	return append(out, '}')
+}

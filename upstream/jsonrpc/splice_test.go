@@ -139,3 +139,42 @@ func FuzzSplice(f *testing.F) {
 		}
 	})
 }
+
+func TestSetMember(t *testing.T) {
+	for _, tc := range []struct{ name, obj, key, v, want string }{
+		{"replace", `{"a":1,"b":2}`, "b", `[3]`, `{"a":1,"b":[3]}`},
+		{"insert first", `{"a":1}`, "b", `"x"`, `{"b":"x","a":1}`},
+		{"insert into empty", `{ }`, "b", `true`, `{"b":true }`},
+		{"keeps the rest byte for byte", `{ "a" : "\u003c" , "b":2}`, "b", `0`, `{ "a" : "\u003c" , "b":0}`},
+		{"ambiguous twin left alone", `{"b":1,"B":2}`, "b", `0`, `{"b":1,"B":2}`},
+		{"not an object", `[1]`, "b", `0`, `[1]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := string(SetMember([]byte(tc.obj), tc.key, []byte(tc.v))); got != tc.want {
+				t.Errorf("SetMember(%s, %q, %s) = %s, want %s", tc.obj, tc.key, tc.v, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDeleteMembers(t *testing.T) {
+	for _, tc := range []struct {
+		name, obj string
+		keys      []string
+		want      string
+	}{
+		{"middle", `{"a":1,"b":{"c":2},"d":3}`, []string{"b"}, `{"a":1,"d":3}`},
+		{"several", `{"a":1,"b":2,"c":3}`, []string{"a", "c"}, `{"b":2}`},
+		{"all", `{"a":1}`, []string{"a"}, `{}`},
+		{"none matches: unchanged", `{ "a" : 1 }`, []string{"z"}, `{ "a" : 1 }`},
+		{"exact names only", `{"A":1,"a":2}`, []string{"a"}, `{"A":1}`},
+		{"empty", `{}`, []string{"a"}, `{}`},
+		{"malformed: unchanged", `{"a":}`, []string{"a"}, `{"a":}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := string(DeleteMembers([]byte(tc.obj), tc.keys...)); got != tc.want {
+				t.Errorf("DeleteMembers(%s, %q) = %s, want %s", tc.obj, tc.keys, got, tc.want)
+			}
+		})
+	}
+}
