@@ -32,7 +32,7 @@ const (
 	// for gatherQuiet, and at the latest gatherWindow after the first, so that a server that asks for several
 	// inputs at once (the Go SDK does, concurrently) gets them in one round. A request that comes later only
 	// costs one more round.
-	gatherQuiet  = 2 * time.Millisecond
+	gatherQuiet  = time.Millisecond
 	gatherWindow = 25 * time.Millisecond
 	// statePrefix marks a requestState minted by the gateway; any other is the upstream's own and passes through.
 	statePrefix = "sbrs1."
