@@ -260,9 +260,16 @@ func (s *Session) resume(ctx context.Context, m jsonrpc.Message, out *Stream, st
 		replyError(out, id, jsonrpc.CodeInvalidParams, "requestState names a call that ended or is being retried already; call again without requestState")
 		return
 	}
+	// The answers go to the upstream once the call is re-attached (below), outside the lock: an upstream that
+	// answers at once finds the retry waiting, or, should the swap lose to its answer, the buffer relays it.
+	type answer struct {
+		a    *inputAsk
+		resp json.RawMessage
+	}
+	var answers []answer
 	for k, a := range p.asks {
 		if resp, ok := responses[k]; ok {
-			a.link.reply(jsonrpc.AppendResult(nil, a.upID, resp))
+			answers = append(answers, answer{a, resp})
 			delete(p.asks, k)
 		}
 	}
@@ -274,24 +281,29 @@ func (s *Session) resume(ctx context.Context, m jsonrpc.Message, out *Stream, st
 		n.token = clone(m.Params()[st:e])
 	}
 	n.timer = time.AfterFunc(cur.link.up.timeout(), func() { s.timeout(n) })
+	// Registered before it can be reached, so that a flush or a cancellation that follows at once finds it.
+	s.mu.Lock()
+	s.calls[string(n.clientID)] = n
+	s.mu.Unlock()
 	swapped := cur.link.swap(cur, n)
 	if swapped {
 		cur.timer.Stop()
 		p.cur, p.attached = n, true
 		if len(p.asks) > 0 && p.gather == nil {
-			// Some input is still missing, or was asked for since: inputAsk again at once.
+			// Some input is still missing, or was asked for since: ask again at once.
 			p.gather = time.AfterFunc(0, p.flush)
 		}
 	}
 	p.mu.Unlock()
+	for _, an := range answers {
+		an.a.link.reply(jsonrpc.AppendResult(nil, an.a.upID, an.resp))
+	}
 	if !swapped {
 		n.timer.Stop()
+		s.removeCall(n)
 		s.relayFinal(ctx, p.buf, out, id)
 		return
 	}
-	s.mu.Lock()
-	s.calls[string(n.clientID)] = n
-	s.mu.Unlock()
 	for { // what came while no request waited (progress) goes first
 		msg, final, ok := p.buf.TryNext()
 		if !ok {
