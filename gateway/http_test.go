@@ -82,6 +82,7 @@ func TestHTTPBadInput(t *testing.T) {
 		{name: "missing session", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, session: "none", status: 400, code: -32600},
 		{name: "unknown session", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, session: "0123456789abcdef0123456789abcdef", status: 404, code: -32600},
 		{name: "unsupported protocol version", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, session: "live", hdr: map[string]string{"Mcp-Protocol-Version": "1999-01-01"}, status: 400, code: -32022, mention: "1999-01-01"},
+		{name: "batch in 2026-07-28", body: `[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`, session: "none", hdr: map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, status: 400, code: -32600, mention: "batches"},
 		{name: "oversized body", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"` + strings.Repeat("x", 2048) + `"}}}`, session: "live", status: 413, code: -32600},
 		{name: "bad origin", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, session: "live", hdr: map[string]string{"Origin": "http://evil.example"}, status: 403, code: -32600},
 		{name: "good origin", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, session: "live", hdr: map[string]string{"Origin": goodOrigin}, status: 200},

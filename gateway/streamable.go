@@ -60,6 +60,10 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	}
 	hv := r.Header.Get(headerProtocol)
 	if jsonrpc.IsBatch(body) {
+		if hv == vModern {
+			writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not allowed in protocol version "+vModern+": send one request per POST")
+			return
+		}
 		if hv != "" && !supportedVersion(hv) {
 			unsupportedVersion(w, nil, hv)
 			return
