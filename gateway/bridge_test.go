@@ -20,6 +20,9 @@ import (
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
+// askNameSchema is the form the test tools' elicitations ask for: one string, "name".
+var askNameSchema = map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}
+
 // mrtrServer is a stateless SDK server whose tools ask for input the 2026-07-28 way: "greet" elicits a name,
 // "capital" asks for a sample, "both" asks for the two in one round, "twice" asks in two rounds, carrying the
 // first answer in its requestState.
@@ -28,7 +31,7 @@ func mrtrServer(t *testing.T) (routing.UpstreamConfig, *mrtrCounter) {
 	counter := &mrtrCounter{}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "mrtr", Version: "1.0.0"}, nil)
 	elicitName := func(msg string) *mcp.ElicitParams {
-		return &mcp.ElicitParams{Message: msg, RequestedSchema: nameSchema}
+		return &mcp.ElicitParams{Message: msg, RequestedSchema: askNameSchema}
 	}
 	sampleOf := func(q string) *mcp.CreateMessageParams {
 		return &mcp.CreateMessageParams{Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: q}}}, MaxTokens: 8}

@@ -27,7 +27,7 @@ func askingUpstream(t *testing.T) routing.UpstreamConfig {
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "asking", Version: "1.0.0"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
-		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: nameSchema})
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: askNameSchema})
 		if err != nil {
 			return errText("elicit failed: " + err.Error()), nil, nil
 		}
