@@ -65,7 +65,7 @@ func (r *Router) StatelessSession(p SessionParams) *Session {
 	if len(r.pool.m) >= maxStatelessSessions {
 		var oldest *Session
 		for _, s := range r.pool.m {
-			if s.InFlight() == 0 && (oldest == nil || s.lastUsed.Load() < oldest.lastUsed.Load()) {
+			if s.InFlight() == 0 && !r.parks.holds(s) && (oldest == nil || s.lastUsed.Load() < oldest.lastUsed.Load()) {
 				oldest = s
 			}
 		}

@@ -62,6 +62,9 @@ type park struct {
 	gather      *time.Timer
 	gatherSince time.Time
 	done        bool
+	// awaiting: the call ended while detached; its answer is in buf for the client's retry, until expire.
+	awaiting bool
+	expire   *time.Timer
 }
 
 // parkTable finds parks by id, and by the live call of a first round still gathering its asks.
@@ -215,7 +218,24 @@ func (p *park) finished() {
 	}
 	asks := p.asks
 	p.asks = nil
+	// A call that ended while no client request waited (the upstream gave up, the wait timed out) keeps its park
+	// until the client retries, which collects the answer from the buffer, or until the retry could not come.
+	keep := !p.attached
+	if keep {
+		p.awaiting = true
+		p.expire = time.AfterFunc(parkTTL, p.forget)
+	}
 	p.mu.Unlock()
+	if !keep {
+		p.forget()
+	}
+	for _, a := range asks {
+		a.link.reply(jsonrpc.AppendError(nil, a.upID, jsonrpc.CodeInternalError, "switchboard: the client's call ended before it answered", nil))
+	}
+}
+
+// forget removes the park from the tables.
+func (p *park) forget() {
 	p.r.parks.mu.Lock()
 	delete(p.r.parks.byID, p.id)
 	for c, q := range p.r.parks.byCall {
@@ -224,9 +244,6 @@ func (p *park) finished() {
 		}
 	}
 	p.r.parks.mu.Unlock()
-	for _, a := range asks {
-		a.link.reply(jsonrpc.AppendError(nil, a.upID, jsonrpc.CodeInternalError, "switchboard: the client's call ended before it answered", nil))
-	}
 }
 
 // IsGatewayState reports whether a requestState was minted by the gateway (and so names a parked call here).
@@ -255,6 +272,15 @@ func (s *Session) resume(ctx context.Context, m jsonrpc.Message, out *Stream, st
 		}
 	}
 	p.mu.Lock()
+	if p.awaiting {
+		// The call ended while the client was away: its answer waits in the buffer for this retry.
+		p.awaiting = false
+		p.expire.Stop()
+		p.mu.Unlock()
+		p.forget()
+		s.relayFinal(ctx, p.buf, out, id)
+		return
+	}
 	if p.done || p.attached {
 		p.mu.Unlock()
 		replyError(out, id, jsonrpc.CodeInvalidParams, "requestState names a call that ended or is being retried already; call again without requestState")
