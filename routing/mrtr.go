@@ -319,6 +319,10 @@ func (s *Session) resume(ctx context.Context, m jsonrpc.Message, out *Stream, st
 			// Some input is still missing, or was asked for since: ask again at once.
 			p.gather = time.AfterFunc(0, p.flush)
 		}
+	} else {
+		// The call ended first: this retry takes its answer from the buffer, and the park is forgotten now
+		// rather than kept for a retry that has already come.
+		p.attached = true
 	}
 	p.mu.Unlock()
 	for _, an := range answers {
@@ -327,6 +331,7 @@ func (s *Session) resume(ctx context.Context, m jsonrpc.Message, out *Stream, st
 	if !swapped {
 		n.timer.Stop()
 		s.removeCall(n)
+		p.forget()
 		s.relayFinal(ctx, p.buf, out, id)
 		return
 	}
