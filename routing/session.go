@@ -412,11 +412,17 @@ func (s *Session) timeout(c *call) {
 	if !c.link.takeIf(c) {
 		return
 	}
-	c.link.sendCancel(c.upID, "switchboard: request timed out")
 	what := c.method
 	if c.tool != "" {
 		what += " " + c.tool
 	}
+	if c.detached {
+		c.link.sendCancel(c.upID, "switchboard: the client did not come back with the input asked for")
+		s.r.fail(c, outcomeTimeout, CodeRequestTimeout, fmt.Sprintf("the client did not retry %s with the input upstream %q asked for within %s; the call was cancelled",
+			what, c.link.up.cfg.Name, parkTTL))
+		return
+	}
+	c.link.sendCancel(c.upID, "switchboard: request timed out")
 	s.r.fail(c, outcomeTimeout, CodeRequestTimeout, fmt.Sprintf("upstream %q did not finish %s within its timeout of %s (after %s in all); the request was cancelled",
 		c.link.up.cfg.Name, what, c.link.up.timeout(), time.Since(c.started).Round(time.Millisecond)))
 }
