@@ -14,7 +14,7 @@ import (
 
 // A stateless client has no session to pin it to a replica, so the retry of a multi-round call (design §6) may
 // land on any of them, while the upstream call it continues waits on the one that parked it. That replica wrote
-// its own URL, signed, into the requestState; the one the retry reaches sends it there and relays the answer.
+// its own URL, sealed, into the requestState; the one the retry reaches sends it there and relays the answer.
 
 // headerForwarded marks a retry one replica sent another, so that it is never sent on again.
 const headerForwarded = "Switchboard-Forwarded"

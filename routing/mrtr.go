@@ -2,7 +2,8 @@ package routing
 
 import (
 	"context"
-	"crypto/hmac"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -22,8 +23,9 @@ import (
 // call: sampling, elicitation, roots. For a stateless client the gateway answers the call with an
 // InputRequiredResult carrying the upstream's requests, keeps the upstream call parked, and resumes it when the
 // client retries "the same method with a new JSON-RPC id", adding inputResponses and echoing requestState
-// (design §6). The requestState is the gateway's own: signed, bound to the principal, the request and the round,
-// and short-lived, because "servers treat requestState as attacker-controlled".
+// (design §6). The requestState is the gateway's own: sealed (encrypted and authenticated), bound to the
+// principal, the request and the round, and short-lived, because "servers treat requestState as
+// attacker-controlled".
 
 const (
 	// parkTTL bounds how long an upstream call waits for the client's retry.
@@ -409,38 +411,61 @@ func bindHash(principal, method, name string) string {
 	return base64.RawURLEncoding.EncodeToString(h[:12])
 }
 
-// stateToken mints the requestState of a park's round: statePrefix, then "<park>.<round>.<expiry>.<bind>.<replica>"
-// and its MAC, base64url. The key is the cursor secret, shared by the replicas.
+// stateToken mints the requestState of a park's round: statePrefix, then the payload
+// "<park>.<round>.<expiry>.<bind>.<replica>" sealed with AES-256-GCM (nonce and ciphertext, base64url), a ".", and
+// the GCM tag (base64url). Sealed rather than only signed: the replica's address is internal and the client needs
+// none of it. The key derives from the cursor secret, shared by the replicas.
 func (r *Router) stateToken(id string, round int, bind string, expires time.Time) string {
 	payload := id + "." + strconv.Itoa(round) + "." + strconv.FormatInt(expires.Unix(), 10) + "." + bind + "." +
 		base64.RawURLEncoding.EncodeToString([]byte(r.opts.Replica))
-	return statePrefix + base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." + r.stateMAC(payload)
+	body, tag := r.sealState([]byte(payload))
+	return statePrefix + base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(tag)
 }
 
-func (r *Router) stateMAC(payload string) string {
-	mac := hmac.New(sha256.New, r.cursors.key)
-	mac.Write([]byte("switchboard requestState\x00"))
-	mac.Write([]byte(payload))
-	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:18])
+// stateAEAD is the cipher of requestState: AES-256-GCM under a key derived from the cursor secret.
+func (r *Router) stateAEAD() cipher.AEAD {
+	key := sha256.Sum256(append([]byte("switchboard requestState\x00"), r.cursors.key...))
+	block, err := aes.NewCipher(key[:])
+	if err != nil {
+		panic("routing: AES-256 key: " + err.Error()) // a 32-byte key cannot be refused
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		panic("routing: GCM: " + err.Error())
+	}
+	return aead
+}
+
+// sealState encrypts and authenticates a payload, returning nonce+ciphertext and the tag apart.
+func (r *Router) sealState(payload []byte) (body, tag []byte) {
+	aead := r.stateAEAD()
+	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(payload)+aead.Overhead())
+	rand.Read(nonce)
+	sealed := aead.Seal(nonce, nonce, payload, []byte(statePrefix))
+	cut := len(sealed) - aead.Overhead()
+	return sealed[:cut], sealed[cut:]
 }
 
 var errState = errors.New("requestState is not valid: it was altered, or it was issued to another principal or for another request; call again without requestState")
 
-// openState verifies a gateway requestState's MAC and returns its fields: park, round, expiry, bind, replica.
+// openState opens a gateway requestState (authenticating it) and returns its fields: park, round, expiry, bind, replica.
 func (r *Router) openState(state string) ([]string, bool) {
-	body, mac, ok := strings.Cut(strings.TrimPrefix(state, statePrefix), ".")
+	b64, t64, ok := strings.Cut(strings.TrimPrefix(state, statePrefix), ".")
 	if !ok {
 		return nil, false
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(body)
+	body, err1 := base64.RawURLEncoding.DecodeString(b64)
+	tag, err2 := base64.RawURLEncoding.DecodeString(t64)
+	aead := r.stateAEAD()
+	if err1 != nil || err2 != nil || len(body) < aead.NonceSize() || len(tag) != aead.Overhead() {
+		return nil, false
+	}
+	nonce, ciphertext := body[:aead.NonceSize()], body[aead.NonceSize():]
+	raw, err := aead.Open(nil, nonce, append(append([]byte(nil), ciphertext...), tag...), []byte(statePrefix))
 	if err != nil {
 		return nil, false
 	}
-	payload := string(raw)
-	if !hmac.Equal([]byte(mac), []byte(r.stateMAC(payload))) {
-		return nil, false
-	}
-	parts := strings.Split(payload, ".")
+	parts := strings.Split(string(raw), ".")
 	if len(parts) != 5 {
 		return nil, false
 	}

@@ -23,20 +23,19 @@ func stateRouter(key string) (*Router, *park) {
 	return r, p
 }
 
-// alterPayload re-encodes a token's payload with edit applied to its fields, keeping the MAC.
-func alterPayload(t *testing.T, tok string, edit func(parts []string)) string {
+// alterPayload seals a token's payload again with edit applied to its fields, keeping the old tag: what a forger
+// who could read the payload would try.
+func alterPayload(t *testing.T, r *Router, tok string, edit func(parts []string)) string {
 	t.Helper()
-	body, mac, ok := strings.Cut(strings.TrimPrefix(tok, statePrefix), ".")
+	parts, ok := r.openState(tok)
 	if !ok {
-		t.Fatalf("token %q has no MAC", tok)
+		t.Fatalf("token %q does not open", tok)
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parts := strings.Split(string(raw), ".")
+	parts[4] = base64.RawURLEncoding.EncodeToString([]byte(parts[4]))
 	edit(parts)
-	return statePrefix + base64.RawURLEncoding.EncodeToString([]byte(strings.Join(parts, "."))) + "." + mac
+	body, _ := r.sealState([]byte(strings.Join(parts, ".")))
+	_, tag, _ := strings.Cut(strings.TrimPrefix(tok, statePrefix), ".")
+	return statePrefix + base64.RawURLEncoding.EncodeToString(body) + "." + tag
 }
 
 // flipLast changes the last character of s (a base64url MAC: every bit of its last character counts).
@@ -73,9 +72,9 @@ func TestRequestStateToken(t *testing.T) {
 		{name: "MAC cut", tok: valid[:len(valid)-4], bind: bind, want: "not valid"},
 		{name: "no MAC", tok: statePrefix + "abc", bind: bind, want: "not valid"},
 		{name: "payload not base64", tok: statePrefix + "!!!." + "abc", bind: bind, want: "not valid"},
-		{name: "round altered", tok: alterPayload(t, valid, func(p []string) { p[1] = "3" }), bind: bind, want: "not valid"},
-		{name: "expiry extended", tok: alterPayload(t, valid, func(p []string) { p[2] += "0" }), bind: bind, want: "not valid"},
-		{name: "binding swapped", tok: alterPayload(t, valid, func(p []string) { p[3] = bindHash("mallory", "tools/call", "fake__ask") }), bind: bindHash("mallory", "tools/call", "fake__ask"), want: "not valid"},
+		{name: "round altered", tok: alterPayload(t, r, valid, func(p []string) { p[1] = "3" }), bind: bind, want: "not valid"},
+		{name: "expiry extended", tok: alterPayload(t, r, valid, func(p []string) { p[2] += "0" }), bind: bind, want: "not valid"},
+		{name: "binding swapped", tok: alterPayload(t, r, valid, func(p []string) { p[3] = bindHash("mallory", "tools/call", "fake__ask") }), bind: bindHash("mallory", "tools/call", "fake__ask"), want: "not valid"},
 		{name: "minted with another key", tok: other.stateToken(p.id, 2, bind, time.Now().Add(time.Minute)), bind: bind, want: "not valid"},
 		{name: "another principal", tok: valid, bind: bindHash("mallory", "tools/call", "fake__ask"), want: "not valid"},
 		{name: "another method", tok: valid, bind: bindHash("alice", "prompts/get", "fake__ask"), want: "not valid"},

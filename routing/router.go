@@ -44,7 +44,7 @@ type Options struct {
 	Version string
 	// Logger receives the router's logs; nil means slog.Default().
 	Logger *slog.Logger
-	// Replica is this replica's MCP URL as the other replicas reach it ("" for none). It is written, signed, into
+	// Replica is this replica's MCP URL as the other replicas reach it ("" for none). It is written, sealed, into
 	// the requestState of a parked call (mrtr.go), so that a retry landing elsewhere can be sent here.
 	Replica string
 	// Store and Bus, when set, share sessions across replicas (design §7); nil means this replica alone.
