@@ -566,6 +566,9 @@ func (l *link) notification(m jsonrpc.Message, related []byte) {
 			return
 		}
 		l.r.eachSession(func(s *Session) { s.serverRequestCancelled(l, m) })
+		if st, e, ok := jsonrpc.Lookup(m.Params(), "requestId"); ok {
+			l.r.parks.withdraw(nil, l, m.Params()[st:e]) // stateless sessions are not in the list above
+		}
 	case "notifications/tools/list_changed":
 		l.up.invalidate(kindTools)
 	case "notifications/prompts/list_changed":

@@ -248,6 +248,28 @@ func (p *park) forget() {
 	p.r.parks.mu.Unlock()
 }
 
+// withdraw forgets an upstream's request for input that the upstream cancelled: the client is not asked again,
+// and an answer it sends for it is ignored. s nil means any session's parks (a shared link's request).
+func (t *parkTable) withdraw(s *Session, l *link, upID []byte) {
+	t.mu.Lock()
+	var parks []*park
+	for _, p := range t.byID {
+		if s == nil || p.session == s {
+			parks = append(parks, p)
+		}
+	}
+	t.mu.Unlock()
+	for _, p := range parks {
+		p.mu.Lock()
+		for k, a := range p.asks {
+			if a.link == l && string(a.upID) == string(upID) {
+				delete(p.asks, k)
+			}
+		}
+		p.mu.Unlock()
+	}
+}
+
 // IsGatewayState reports whether a requestState was minted by the gateway (and so names a parked call here).
 func IsGatewayState(state string) bool { return strings.HasPrefix(state, statePrefix) }
 

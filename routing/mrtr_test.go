@@ -385,3 +385,51 @@ func TestParkedRetryLeavesNothingInFlight(t *testing.T) {
 		}
 	}
 }
+
+// TestParkedAskWithdrawn: an upstream that cancels its own request for input while the call is parked is not
+// answered for it: the client's retry carries the answer, the gateway drops it, and the call goes on (here the
+// upstream then finishes without the input).
+func TestParkedAskWithdrawn(t *testing.T) {
+	r, a, s := startAsk(t)
+	first, err := ask(r.ctx, s, askCall("c1", "", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _, state := inputRequired(t, first)
+	a.ft.mu.Lock()
+	a.conn.sendLocked(jsonrpc.AppendNotification(nil, "notifications/cancelled", []byte(`{"requestId":"up-e1","reason":"changed my mind"}`)))
+	a.ft.mu.Unlock()
+	withdrawn := func() bool {
+		r.parks.mu.Lock()
+		defer r.parks.mu.Unlock()
+		for _, p := range r.parks.byID {
+			p.mu.Lock()
+			n := len(p.asks)
+			p.mu.Unlock()
+			if n != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	// The gateway writes nothing when it drops the request, so there is no fake-side change to wait on: poll.
+	for deadline := time.Now().Add(10 * time.Second); !withdrawn(); time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the gateway kept the withdrawn request")
+		}
+	}
+	a.finish()
+	final, err := ask(r.ctx, s, askCall("c2", state, `{"`+key+`":{"action":"accept","content":{"name":"Ada"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"jsonrpc":"2.0","id":"c2","result":{"content":[{"type":"text","text":"finished without you"}]}}`; string(final.Raw()) != want {
+		t.Errorf("retry answered %s, want %s", final.Raw(), want)
+	}
+	a.ft.mu.Lock()
+	got := a.answered(`"up-e1"`)
+	a.ft.mu.Unlock()
+	if got.Kind() != jsonrpc.KindInvalid {
+		t.Errorf("the withdrawn request was answered %s, want no answer", got.Raw())
+	}
+}

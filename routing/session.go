@@ -551,6 +551,10 @@ func (s *Session) serverRequestCancelled(l *link, m jsonrpc.Message) {
 	if !ok {
 		return
 	}
+	if s.params.Stateless {
+		s.r.parks.withdraw(s, l, params[st:e]) // the request waits in a park, not on a stream
+		return
+	}
 	s.mu.Lock()
 	var gid int64
 	var req *serverReq
