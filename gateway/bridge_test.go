@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -178,5 +179,46 @@ func TestStatelessUpstreamBridgeRefused(t *testing.T) {
 	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mrtr__greet", Arguments: map[string]any{}})
 	if err == nil || !strings.Contains(err.Error(), "elicitation") {
 		t.Fatalf("CallTool = %v, want an error about the elicitation capability", err)
+	}
+}
+
+// TestStatelessUpstreamBridgeCancel: a legacy client that cancels its call while the gateway asks it for a
+// stateless upstream's input sees the gateway's request cancelled too (its handler's context ends), as a legacy
+// server would cancel its own request.
+func TestStatelessUpstreamBridgeCancel(t *testing.T) {
+	up, _ := mrtrServer(t)
+	h := startGateway(t, routing.Options{}, gateway.Options{}, up)
+	asked, stopped := make(chan struct{}), make(chan struct{})
+	cs := h.connect(t, "cancelling", &mcp.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			close(asked)
+			select {
+			case <-ctx.Done():
+				close(stopped)
+				return nil, ctx.Err()
+			case <-time.After(guard): // the test fails below; do not hold the session's shutdown
+				return &mcp.ElicitResult{Action: "decline"}, nil
+			}
+		},
+	})
+	ctx, cancel := context.WithCancel(ctxGuard(t))
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mrtr__greet", Arguments: map[string]any{}})
+		errc <- err
+	}()
+	select {
+	case <-asked:
+	case <-ctxGuard(t).Done():
+		t.Fatal("the client was never asked for the upstream's input")
+	}
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("the cancelled call succeeded")
+	}
+	select {
+	case <-stopped:
+	case <-ctxGuard(t).Done():
+		t.Fatal("the gateway's request for input was not cancelled with the call")
 	}
 }

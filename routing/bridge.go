@@ -73,6 +73,22 @@ func (s *Session) bridgeInput(c *call, result []byte) {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, c.link.up.timeout())
 	defer cancel()
+	cancelled := make(chan struct{})
+	s.mu.Lock()
+	if s.calls[string(c.clientID)] != c {
+		s.mu.Unlock()
+		c.out.Abandon() // cancelled by the client while its upstream was answering
+		return
+	}
+	c.bridging = cancelled
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if c.bridging == cancelled {
+			c.bridging = nil
+		}
+		s.mu.Unlock()
+	}()
 	answers := map[string]json.RawMessage{}
 	var asked []bridgeAsk
 	for _, key := range sortedKeys(ir.InputRequests) {
@@ -110,6 +126,17 @@ func (s *Session) bridgeInput(c *call, result []byte) {
 				return
 			}
 			answers[p.key] = json.RawMessage(clone(m.Result()))
+		case <-cancelled:
+			s.forgetAsks(asked)
+			for _, q := range asked { // the client's own requests stop too, as they would for a legacy server's
+				p := cancelledParams(jsonrpc.AppendInt(nil, q.gid), "the call was cancelled")
+				msg := jsonrpc.AppendNotification(nil, "notifications/cancelled", p)
+				// On the standalone stream as well: a client that cancelled may have stopped reading the call's.
+				c.out.Push(msg, ClassNotice)
+				s.notify(clone(msg))
+			}
+			c.out.Abandon()
+			return
 		case <-ctx.Done():
 			s.forgetAsks(asked)
 			if s.ctx.Err() != nil {

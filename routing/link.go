@@ -67,6 +67,9 @@ type call struct {
 	// with the client's answers when the upstream returns input_required (bridge.go).
 	req    []byte
 	rounds int // input rounds so far
+	// bridging, while the gateway asks the client for a stateless upstream's input, is closed by the client's
+	// cancellation (guarded by the session's mu).
+	bridging chan struct{}
 
 	// One of the gateway's own requests: the raw response is delivered here.
 	internal chan jsonrpc.Message

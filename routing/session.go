@@ -436,7 +436,15 @@ func (s *Session) cancelCall(params []byte) {
 	s.mu.Lock()
 	c := s.calls[string(params[st:e])]
 	delete(s.calls, string(params[st:e]))
+	var bridging chan struct{}
+	if c != nil {
+		bridging, c.bridging = c.bridging, nil
+	}
 	s.mu.Unlock()
+	if bridging != nil {
+		close(bridging) // the gateway is asking the client on a stateless upstream's behalf (bridge.go): stop
+		return
+	}
 	if c == nil {
 		s.relayCancel(params) // the call may run on another replica (handleRelayed never relays again)
 	}
