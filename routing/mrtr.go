@@ -476,8 +476,9 @@ func (r *Router) openState(state string) ([]string, bool) {
 	if !ok {
 		return nil, false
 	}
-	body, err1 := base64.RawURLEncoding.DecodeString(b64)
-	tag, err2 := base64.RawURLEncoding.DecodeString(t64)
+	// Strict: a token that differs only in the unused bits of its last character is another token, not this one.
+	body, err1 := base64.RawURLEncoding.Strict().DecodeString(b64)
+	tag, err2 := base64.RawURLEncoding.Strict().DecodeString(t64)
 	aead := r.stateAEAD()
 	if err1 != nil || err2 != nil || len(body) < aead.NonceSize() || len(tag) != aead.Overhead() {
 		return nil, false
