@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/switchboard-mcp/switchboard/routing"
@@ -242,35 +243,60 @@ func cacheable(method string) bool {
 // _meta. With auth on, every result is private: lists follow the caller's policy and upstream credentials may be
 // the caller's own, so a result must never be shared across principals.
 func (s *Server) decorate(result []byte, method string) []byte {
-	if t := bytes.TrimSpace(result); len(t) == 0 || t[0] != '{' {
+	// One scan finds every member it touches, and one splice writes the answer: results can be large
+	// (resources/read), and this runs on every one.
+	sp, ok := jsonrpc.LookupMembers(result, "resultType", "inputRequests", "ttlMs", "cacheScope", "_meta")
+	if !ok {
 		return result
 	}
-	out := result
-	rt, hasRT := jsonrpc.LookupString(result, "resultType")
-	if !hasRT {
-		rt = "complete"
-		if _, _, asks := jsonrpc.Lookup(result, "inputRequests"); asks {
-			rt = "input_required" // a legacy upstream that speaks MRTR in-band answers with inputRequests only
-		}
-		out = jsonrpc.SetMember(out, "resultType", jsonrpc.AppendQuote(nil, rt))
+	resultType, asks, ttl, scope, meta := sp[0], sp[1], sp[2], sp[3], sp[4]
+	var insert []byte // members added first in the object
+	var edits []jsonrpc.Edit
+	add := func(key string, v []byte) {
+		insert = append(append(append(jsonrpc.AppendQuote(insert, key), ':'), v...), ',')
+	}
+	rt := "complete"
+	switch {
+	case resultType.Found:
+		rt, _ = jsonrpc.Unquote(result[resultType.Start:resultType.End])
+	case asks.Found:
+		rt = "input_required" // a legacy upstream that speaks MRTR in-band answers with inputRequests only
+		add("resultType", []byte(`"input_required"`))
+	default:
+		add("resultType", []byte(`"complete"`))
 	}
 	if rt == "complete" && cacheable(method) {
-		if _, _, ok := jsonrpc.Lookup(result, "ttlMs"); !ok {
-			out = jsonrpc.SetMember(out, "ttlMs", []byte(`0`))
+		if !ttl.Found {
+			add("ttlMs", []byte(`0`))
 		}
-		scope, ok := jsonrpc.LookupString(result, "cacheScope")
 		switch {
-		case s.opts.Auth != nil && scope != "private":
-			out = jsonrpc.SetMember(out, "cacheScope", []byte(`"private"`))
-		case !ok:
-			out = jsonrpc.SetMember(out, "cacheScope", []byte(`"public"`))
+		case !scope.Found && s.opts.Auth != nil:
+			add("cacheScope", []byte(`"private"`))
+		case !scope.Found:
+			add("cacheScope", []byte(`"public"`))
+		case s.opts.Auth != nil && string(result[scope.Start:scope.End]) != `"private"`:
+			edits = append(edits, jsonrpc.Edit{Start: scope.Start, End: scope.End, With: []byte(`"private"`)})
 		}
 	}
-	meta := []byte(`{}`)
-	if st, e, ok := jsonrpc.Lookup(out, "_meta"); ok {
-		meta = out[st:e]
+	if meta.Found {
+		edits = append(edits, jsonrpc.Edit{Start: meta.Start, End: meta.End,
+			With: jsonrpc.SetMember(result[meta.Start:meta.End], routing.MetaServerInfo, s.r.ServerInfo())})
+	} else {
+		add("_meta", append(append(jsonrpc.AppendQuote([]byte(`{`), routing.MetaServerInfo), ':'), append(s.r.ServerInfo(), '}')...))
 	}
-	return jsonrpc.SetMember(out, "_meta", jsonrpc.SetMember(meta, routing.MetaServerInfo, s.r.ServerInfo()))
+	open := bytes.IndexByte(result, '{') + 1
+	if len(insert) > 0 {
+		if rest := bytes.TrimLeft(result[open:], " \t\r\n"); len(rest) > 0 && rest[0] == '}' {
+			insert = insert[:len(insert)-1] // an empty object: no member follows the inserted ones
+		}
+		edits = append(edits, jsonrpc.Edit{Start: open, End: open, With: insert})
+	}
+	slices.SortFunc(edits, func(a, b jsonrpc.Edit) int { return a.Start - b.Start })
+	n := len(result)
+	for _, e := range edits {
+		n += len(e.With) - (e.End - e.Start)
+	}
+	return jsonrpc.Splice(make([]byte, 0, n), result, edits...)
 }
 
 // modernFinal turns routing's answer into the client's: its own id, the era's error codes and result fields,
@@ -314,7 +340,7 @@ func errorStatus(code int) int {
 func (s *Server) respondModern(w http.ResponseWriter, r *http.Request, sess *routing.Session, out *routing.Stream, clientID, internal []byte, method string) {
 	ctx := r.Context()
 	var sw *sseWriter
-	for first := true; ; first = false {
+	for {
 		msg, final, ok := out.Next(ctx)
 		if !ok {
 			if ctx.Err() != nil {
@@ -337,10 +363,8 @@ func (s *Server) respondModern(w http.ResponseWriter, r *http.Request, sess *rou
 			_ = sw.event("", answer)
 			return
 		}
-		if kindOf(msg) == jsonrpc.KindRequest {
-			continue // never on a 2026-07-28 stream; routing turns them into input_required results
-		}
-		if first || sw == nil {
+		// Only notifications precede the answer: routing parks a stateless session's server→client requests.
+		if sw == nil {
 			sw = s.startSSE(w, sess, nil)
 		}
 		if sw.event("", msg) != nil {
@@ -349,14 +373,6 @@ func (s *Server) respondModern(w http.ResponseWriter, r *http.Request, sess *rou
 			return
 		}
 	}
-}
-
-func kindOf(msg []byte) jsonrpc.Kind {
-	m, err := jsonrpc.Parse(msg)
-	if err != nil {
-		return jsonrpc.KindInvalid
-	}
-	return m.Kind()
 }
 
 // listen serves subscriptions/listen: a long-lived stream of the notifications the client asked for, each tagged

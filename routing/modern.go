@@ -129,7 +129,8 @@ func (r *Router) expireStateless(now time.Time) {
 // MintID returns a request id unique within the session, for a front end whose clients' own ids may collide
 // (stateless clients sharing one session).
 func (s *Session) MintID() []byte {
-	return jsonrpc.AppendQuote(nil, "sb-"+itoa(s.minted.Add(1)))
+	b := append(make([]byte, 0, 24), `"sb-`...)
+	return append(jsonrpc.AppendInt(b, s.minted.Add(1)), '"')
 }
 
 // Stateless reports whether the session serves clients of the 2026-07-28 era.
@@ -247,8 +248,6 @@ func canonicalJSON(raw json.RawMessage) json.RawMessage {
 	}
 	return out
 }
-
-func itoa(n int64) string { return string(jsonrpc.AppendInt(nil, n)) }
 
 // sortedKeys returns a map's keys in order, for deterministic output.
 func sortedKeys[V any](m map[string]V) []string {

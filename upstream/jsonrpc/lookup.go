@@ -118,3 +118,63 @@ func LookupString(obj []byte, path ...string) (string, bool) {
 	v, err := Unquote(obj[s:e])
 	return v, err == nil
 }
+
+// Span is where a member's value lies in an object (obj[Start:End]); Found is false when the member is absent.
+type Span struct {
+	Start, End int
+	Found      bool
+}
+
+// LookupMembers scans the object obj once and returns the span of each named member's value, in the order of
+// names: one pass where several Lookup calls would scan the object once each. ok is false when obj is not a
+// valid object, or when a name is ambiguous there (see Lookup).
+func LookupMembers(obj []byte, names ...string) (spans []Span, ok bool) {
+	spans = make([]Span, len(names))
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil, false
+	}
+	i = skipWS(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return spans, true
+	}
+	for {
+		if i >= len(obj) || obj[i] != '"' {
+			return nil, false
+		}
+		ke, _, err := scanString(obj, i)
+		if err != nil {
+			return nil, false
+		}
+		key := obj[i+1 : ke-1]
+		i = skipWS(obj, ke)
+		if i >= len(obj) || obj[i] != ':' {
+			return nil, false
+		}
+		vs := skipWS(obj, i+1)
+		ve, err := scanValue(obj, vs, 0)
+		if err != nil {
+			return nil, false
+		}
+		for n, name := range names {
+			exact, fold := keyMatch(key, name)
+			if exact && spans[n].Found || fold && !exact {
+				return nil, false // a twin: a last-wins or case-folding decoder could read the other one
+			}
+			if exact {
+				spans[n] = Span{Start: vs, End: ve, Found: true}
+			}
+		}
+		i = skipWS(obj, ve)
+		if i >= len(obj) {
+			return nil, false
+		}
+		if obj[i] == '}' {
+			return spans, true
+		}
+		if obj[i] != ',' {
+			return nil, false
+		}
+		i = skipWS(obj, i+1)
+	}
+}

@@ -77,3 +77,20 @@ func FuzzLookup(f *testing.F) {
 		}
 	})
 }
+
+func TestLookupMembers(t *testing.T) {
+	obj := []byte(`{ "a" : 1, "b":{"c":2}, "d":"x" }`)
+	spans, ok := LookupMembers(obj, "d", "z", "a")
+	if !ok || !spans[0].Found || string(obj[spans[0].Start:spans[0].End]) != `"x"` || spans[1].Found ||
+		!spans[2].Found || string(obj[spans[2].Start:spans[2].End]) != `1` {
+		t.Fatalf("LookupMembers = %v, %v", spans, ok)
+	}
+	for _, bad := range []string{`{"a":1,"a":2}`, `{"a":1,"A":2}`, `[1]`, `{"a":}`, ``} {
+		if _, ok := LookupMembers([]byte(bad), "a"); ok {
+			t.Errorf("LookupMembers(%s) ok, want not ok (twin or malformed)", bad)
+		}
+	}
+	if spans, ok := LookupMembers([]byte(`{}`), "a"); !ok || spans[0].Found {
+		t.Errorf("LookupMembers({}) = %v, %v", spans, ok)
+	}
+}
