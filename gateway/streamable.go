@@ -177,7 +177,15 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) (*routing.Sessi
 	if sess == nil {
 		// Not held here: with shared state, a session made on another replica is served where it lands.
 		who := s.identify(r.Context())
-		if sess = s.r.RestoreSession(r.Context(), id, who.Key, who.Allow, who.Context); sess != nil {
+		var err error
+		if sess, err = s.r.RestoreSession(r.Context(), id, who.Key, who.Allow, who.Context); err != nil {
+			// Whether the session lives on another replica is unknown: a 404 would oblige the client to start
+			// over, so answer with a status it retries.
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeInternalError, "the gateway cannot reach its shared session store to find this session; retry shortly")
+			return nil, false
+		}
+		if sess != nil {
 			s.shareSession(sess)
 		}
 	}

@@ -47,6 +47,11 @@ type Options struct {
 	// Replica is this replica's MCP URL as the other replicas reach it ("" for none). It is written, sealed, into
 	// the requestState of a parked call (mrtr.go), so that a retry landing elsewhere can be sent here.
 	Replica string
+	// MaxToolNameLength bounds the exposed names of tools and prompts; longer ones are shortened deterministically
+	// (names.go). Zero means DefaultMaxToolNameLength.
+	MaxToolNameLength int
+	// Hosts are the client hosts whose name limits RejectedNames checks the exposed catalog against.
+	Hosts []HostLimit
 	// Store and Bus, when set, share sessions across replicas (design §7); nil means this replica alone.
 	Store SessionStore
 	Bus   Bus
@@ -57,6 +62,26 @@ type Options struct {
 	Tracer     trace.TracerProvider
 	Meter      metric.MeterProvider
 	Propagator propagation.TextMapPropagator
+}
+
+// DefaultMaxToolNameLength fits Claude Code, which names a tool mcp__<server>__<tool> and whose API rejects names
+// over 64 characters: 64 - len("mcp__switchboard__") = 46.
+const DefaultMaxToolNameLength = 46
+
+// HostLimit is a client host's rule for tool names: it shows a tool as Prefix+name and rejects names longer than
+// MaxLength.
+type HostLimit struct {
+	Name      string // for messages, e.g. "Claude Code"
+	Prefix    string // e.g. "mcp__switchboard__"
+	MaxLength int
+}
+
+// RejectedName is an exposed name a stated host would reject.
+type RejectedName struct {
+	Host   string // HostLimit.Name
+	Name   string // the exposed name
+	Length int    // len(Prefix + Name)
+	Limit  int    // HostLimit.MaxLength
 }
 
 // CallEvent describes one forwarded call, for the audit log. It never holds arguments.
@@ -482,4 +507,9 @@ func (r *Router) expireSessions() {
 		}
 		s.closeIdleLinks(now)
 	}
+}
+
+// RejectedNames lists the exposed tool names of the current catalog that a host in Options.Hosts would reject.
+func (r *Router) RejectedNames() []RejectedName {
+	return nil // TODO(issue 14 item 11): implemented in names.go
 }

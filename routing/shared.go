@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/routing/state"
@@ -59,25 +60,30 @@ func (r *Router) storeCreate(s *Session) {
 	}
 }
 
+// ErrStoreUnavailable reports that the shared state store could not be asked: whether a session exists elsewhere
+// is unknown, so the caller must not be told it does not (a client told 404 must start over).
+var ErrStoreUnavailable = errors.New("the shared session store is unavailable")
+
 // RestoreSession serves a session this replica does not hold: it loads its record and builds the session here,
 // if the record's principal is the caller's (principal "" without auth). allow and decorate are the caller's
 // policy and context decoration, as for NewSession. It returns nil when there is no such session for this
 // caller.
-func (r *Router) RestoreSession(ctx context.Context, id, principal string, allow Allow, decorate func(context.Context) context.Context) *Session {
+func (r *Router) RestoreSession(ctx context.Context, id, principal string, allow Allow, decorate func(context.Context) context.Context) (*Session, error) {
 	if s := r.Session(id); s != nil || r.opts.Store == nil {
-		return s
+		return s, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	rec, err := r.opts.Store.Get(ctx, id)
 	if err != nil {
-		if !errors.Is(err, state.ErrNotFound) {
-			r.log.Warn("session lookup in the store failed", "err", err)
+		if errors.Is(err, state.ErrNotFound) {
+			return nil, nil
 		}
-		return nil
+		r.log.Warn("session lookup in the store failed", "err", err)
+		return nil, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}
 	if rec.Principal != principal {
-		return nil // another principal's session is, for this caller, no session
+		return nil, nil // another principal's session is, for this caller, no session
 	}
 	s := newSessionWithID(r, SessionParams{
 		ProtocolVersion: rec.ProtocolVersion, Capabilities: rec.Capabilities, ClientInfo: rec.ClientInfo,
@@ -99,13 +105,13 @@ func (r *Router) RestoreSession(ctx context.Context, id, principal string, allow
 	if other := r.sessions[id]; other != nil { // a concurrent request restored it first
 		r.mu.Unlock()
 		s.Close()
-		return other
+		return other, nil
 	}
 	r.sessions[id] = s
 	r.mu.Unlock()
 	r.log.Info("session restored from the store", "session", s.logID())
 	s.notify(notice("this session moved to another gateway replica: its HTTP upstream sessions are resumed, its stdio upstream sessions start afresh (a local server's in-memory state is not carried over)"))
-	return s
+	return s, nil
 }
 
 // notice is a notifications/message of the gateway's own.

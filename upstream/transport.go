@@ -40,11 +40,16 @@ type Spec struct {
 	Name string
 
 	// Command, Args, Env and Dir describe a stdio child process. Env holds
-	// overrides on top of the gateway's own environment.
+	// the variables the child gets on top of a minimal environment (PATH,
+	// HOME, locale, TMPDIR); the gateway's own environment is not inherited.
 	Command string
 	Args    []string
 	Env     map[string]string
 	Dir     string
+	// EnvPassthrough names more of the gateway's environment variables the
+	// child may inherit (a trailing '*' matches a prefix). It is an explicit
+	// opt-in: the gateway's secrets stay out of children by default.
+	EnvPassthrough []string
 
 	// URL is a Streamable HTTP endpoint; the legacy HTTP+SSE transport is
 	// tried when the endpoint rejects the initialize POST with 400, 404 or
