@@ -49,3 +49,8 @@ func strictName(s string) bool {
 func strictByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }
+
+// RejectedNames lists the exposed tool names of the current catalog that a host in Options.Hosts would reject.
+func (r *Router) RejectedNames() []RejectedName {
+	return nil // TODO(issue 14 item 11): implemented in names.go
+}

@@ -508,8 +508,3 @@ func (r *Router) expireSessions() {
 		s.closeIdleLinks(now)
 	}
 }
-
-// RejectedNames lists the exposed tool names of the current catalog that a host in Options.Hosts would reject.
-func (r *Router) RejectedNames() []RejectedName {
-	return nil // TODO(issue 14 item 11): implemented in names.go
-}
