@@ -83,7 +83,7 @@ func (t *CommandTransport) Connect(ctx context.Context) (Connection, error) {
 	}
 
 	cmd := exec.Command(spec.Command, spec.Args...)
-	cmd.Env = childEnv(os.Environ(), spec.Env)
+	cmd.Env = childEnv(os.Environ(), spec.EnvPassthrough, spec.Env)
 	cmd.Dir = spec.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	// Its own process group: signals sent to the group reach the child's own
@@ -120,11 +120,31 @@ func (t *CommandTransport) Connect(ctx context.Context) (Connection, error) {
 	return c, nil
 }
 
-// childEnv returns the gateway's environment with overrides applied. Keys are
-// applied in sorted order for reproducibility; exec.Cmd keeps the last value
-// of a duplicated key, so overrides win.
-func childEnv(base []string, overrides map[string]string) []string {
-	env := slices.Clip(base)
+// inherited reports whether a child inherits the gateway's variable k: what a program needs to find its tools,
+// its home, its language and its temporary files, and where TLS trust anchors live (paths, never secrets), plus
+// what the upstream names in passthrough. Everything else in the gateway's environment (the cursor secret, client
+// secrets, a Redis password) stays out of children: an MCP server's tools can read their environment and hand it
+// to a client.
+func inherited(k string, passthrough []string) bool {
+	switch k {
+	case "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "TZ", "TERM", "LANG", "LANGUAGE",
+		"SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS":
+		return true
+	}
+	return strings.HasPrefix(k, "LC_") || envNamed(passthrough, k)
+}
+
+// childEnv builds a child's environment: the variables of base it inherits (a trailing '*' in passthrough matches
+// a prefix), then overrides. Keys are applied in sorted order for reproducibility; exec.Cmd keeps the last
+// value of a duplicated key, so overrides win.
+func childEnv(base []string, passthrough []string, overrides map[string]string) []string {
+	env := make([]string, 0, 16+len(overrides))
+	for _, kv := range base {
+		k, _, ok := strings.Cut(kv, "=")
+		if ok && inherited(k, passthrough) {
+			env = append(env, kv)
+		}
+	}
 	keys := make([]string, 0, len(overrides))
 	for k := range overrides {
 		keys = append(keys, k)
@@ -134,6 +154,16 @@ func childEnv(base []string, overrides map[string]string) []string {
 		env = append(env, k+"="+overrides[k])
 	}
 	return env
+}
+
+// envNamed reports whether patterns name the variable k: exactly, or by a prefix ending in '*'.
+func envNamed(patterns []string, k string) bool {
+	for _, p := range patterns {
+		if prefix, ok := strings.CutSuffix(p, "*"); ok && strings.HasPrefix(k, prefix) || p == k {
+			return true
+		}
+	}
+	return false
 }
 
 // stdioConn is a Connection to a child process.

@@ -415,25 +415,45 @@ func TestStdioNoOrphans(t *testing.T) {
 	}
 }
 
+// TestStdioEnvAndDir checks what a child sees of the gateway's environment: a secret there must not reach it
+// (an MCP server's tools can hand their environment to a client), what the spec passes through or sets must.
 func TestStdioEnvAndDir(t *testing.T) {
 	dir := t.TempDir()
+	t.Setenv("SWITCHBOARD_CURSOR_SECRET", "gateway-secret")
 	t.Setenv("SWITCHBOARD_INHERITED", "from-gateway")
-	log := newLogCapture()
-	spec := Spec{
-		Name:    "env",
-		Command: "sh",
-		Args:    []string{"-c", `echo "$SWITCHBOARD_INHERITED $SWITCHBOARD_OVERRIDE $(pwd)" >&2; read line`},
-		Env:     map[string]string{"SWITCHBOARD_OVERRIDE": "from-spec"},
-		Dir:     dir,
-		Logger:  slog.New(log),
+	t.Setenv("ACME_TOKEN", "acme-token")
+	t.Setenv("PATH", os.Getenv("PATH"))
+	tests := []struct {
+		name        string
+		passthrough []string
+		want        string // the child's echo of $SWITCHBOARD_CURSOR_SECRET/$SWITCHBOARD_INHERITED/$ACME_TOKEN/$SWITCHBOARD_OVERRIDE/PATH set?/$(pwd)
+	}{
+		{"minimal", nil, "///from-spec/path/" + dir},
+		{"exact name", []string{"SWITCHBOARD_INHERITED"}, "/from-gateway//from-spec/path/" + dir},
+		{"prefix", []string{"ACME_*"}, "//acme-token/from-spec/path/" + dir},
+		{"override wins over passthrough", []string{"SWITCHBOARD_OVERRIDE"}, "///from-spec/path/" + dir},
 	}
-	c, err := mustTransport(t, spec).Connect(waitCtx(t))
-	if err != nil {
-		t.Fatal(err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("SWITCHBOARD_OVERRIDE", "from-gateway")
+			log := newLogCapture()
+			spec := Spec{
+				Name:           "env",
+				Command:        "sh",
+				Args:           []string{"-c", `echo "$SWITCHBOARD_CURSOR_SECRET/$SWITCHBOARD_INHERITED/$ACME_TOKEN/$SWITCHBOARD_OVERRIDE/${PATH:+path}/$(pwd)" >&2; read line`},
+				Env:            map[string]string{"SWITCHBOARD_OVERRIDE": "from-spec"},
+				EnvPassthrough: tt.passthrough,
+				Dir:            dir,
+				Logger:         slog.New(log),
+			}
+			c, err := mustTransport(t, spec).Connect(waitCtx(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			log.waitFor(t, func(r logRecord) bool { return r.Attrs["line"] == tt.want })
+		})
 	}
-	defer c.Close()
-	want := "from-gateway from-spec " + dir
-	log.waitFor(t, func(r logRecord) bool { return r.Attrs["line"] == want })
 }
 
 func TestDialHandshake(t *testing.T) {

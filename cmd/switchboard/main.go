@@ -460,7 +460,7 @@ func upstreamConfigs(cfg *config.Config, log *slog.Logger, latest *principals) (
 			continue
 		}
 		spec := upstream.Spec{
-			Name: u.Name, Command: u.Command, Args: u.Args, Env: u.Env, Dir: u.Cwd,
+			Name: u.Name, Command: u.Command, Args: u.Args, Env: u.Env, EnvPassthrough: u.EnvPassthrough, Dir: u.Cwd,
 			URL: u.URL, Logger: log, RequestHeaders: injectTraceContext,
 		}
 		if u.URL != "" {

@@ -164,6 +164,9 @@ type Upstream struct {
 	Args []string
 	// Env holds variables set in the child's environment.
 	Env map[string]string
+	// EnvPassthrough names the gateway's variables the child inherits besides the minimal set (a trailing '*'
+	// matches a prefix).
+	EnvPassthrough []string
 	// Cwd is the child's working directory ("" = the gateway's).
 	Cwd string
 	// URL is the streamable HTTP endpoint of a remote upstream ("" for stdio).

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -183,6 +184,15 @@ func TestParseInvalid(t *testing.T) {
 			name: "unknown key without a close match lists the valid keys",
 			in:   "upstreams: []\nfrobnicate: true\n",
 			want: []string{`c.yaml:2:1: frobnicate: unknown key "frobnicate"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, upstreams, mcpServers, servers`},
+		},
+		{
+			name: "envPassthrough refuses everything and misplaced stars",
+			in:   "upstreams:\n  - name: a\n    command: x\n    envPassthrough: [\"*\", \"A*B\", \"OK_*\", \"HOME\"]\n  - name: b\n    url: http://x\n    envPassthrough: [HOME]\n",
+			want: []string{
+				`c.yaml:4:22: upstreams[0].envPassthrough[0]: "*" would pass the gateway's whole environment, its secrets included, to the child; name the variables (a prefix such as "AWS_*" is allowed)`,
+				`c.yaml:4:27: upstreams[0].envPassthrough[1]: "A*B": '*' may only end a prefix, as in "AWS_*"`,
+				`c.yaml:7:5: upstreams[1].envPassthrough: envPassthrough only applies to a command (stdio) upstream; remove it`,
+			},
 		},
 		{
 			name: "type key from other tools is explained",
@@ -872,5 +882,15 @@ func TestDocsExamples(t *testing.T) {
 	}
 	if n < 2 {
 		t.Errorf("found %d examples with upstreams, want at least 2", n)
+	}
+}
+
+func TestEnvPassthrough(t *testing.T) {
+	cfg, err := Parse("c.yaml", []byte("upstreams:\n  - name: a\n    command: x\n    envPassthrough: [AWS_*, GITHUB_TOKEN]\n"), envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cfg.Upstreams[0].EnvPassthrough, []string{"AWS_*", "GITHUB_TOKEN"}; !slices.Equal(got, want) {
+		t.Errorf("EnvPassthrough = %q, want %q", got, want)
 	}
 }

@@ -13,7 +13,7 @@ import (
 // such a file can say session: shared (or protocol: legacy) without being
 // rewritten.
 func importKeys() []string {
-	return []string{"command", "args", "env", "cwd", "url", "headers", "type", "disabled",
+	return []string{"command", "args", "env", "envPassthrough", "cwd", "url", "headers", "type", "disabled",
 		"session", "protocol", "prefix", "timeout", "maxInstances", "idleTimeout"}
 }
 

@@ -23,7 +23,7 @@ func topLevelKeys() []string {
 }
 
 func upstreamKeys() []string {
-	return []string{"name", "command", "args", "env", "cwd", "url", "headers", "session", "protocol", "prefix",
+	return []string{"name", "command", "args", "env", "envPassthrough", "cwd", "url", "headers", "session", "protocol", "prefix",
 		"timeout", "maxInstances", "idleTimeout", "disabled", "auth"}
 }
 
@@ -344,6 +344,18 @@ func (p *parser) upstreamFields(o *object, u *Upstream, m *upMeta, imported bool
 			p.errorf(f.key, join(path, "env"), "env only applies to a command (stdio) upstream; for a remote server use headers")
 		}
 		u.Env = p.stringMap(f.val, join(path, "env"), checkEnvName)
+	}
+	if f, ok := o.get("envPassthrough"); ok {
+		if cmdNode == nil && urlNode != nil {
+			p.errorf(f.key, join(path, "envPassthrough"), "envPassthrough only applies to a command (stdio) upstream; remove it")
+		}
+		names, _, _ := p.stringList(f.val, join(path, "envPassthrough"), false)
+		for i, k := range names {
+			if msg := checkEnvPattern(k); msg != "" {
+				p.errorf(resolve(f.val).Content[i], index(join(path, "envPassthrough"), i), "%s", msg)
+			}
+		}
+		u.EnvPassthrough = names
 	}
 	if f, ok := o.get("cwd"); ok {
 		if cmdNode == nil && urlNode != nil {
@@ -677,6 +689,19 @@ func checkEnvName(k string) string {
 		return fmt.Sprintf("%q is not a valid environment variable name (no '=' and not empty)", k)
 	}
 	return ""
+}
+
+// checkEnvPattern checks one envPassthrough entry: a variable name, or a prefix ending in '*'. A bare "*" would
+// hand the gateway's whole environment, secrets included, to the child.
+func checkEnvPattern(k string) string {
+	name, prefix := strings.CutSuffix(k, "*")
+	switch {
+	case prefix && name == "":
+		return `"*" would pass the gateway's whole environment, its secrets included, to the child; name the variables (a prefix such as "AWS_*" is allowed)`
+	case strings.Contains(name, "*"):
+		return fmt.Sprintf("%q: '*' may only end a prefix, as in \"AWS_*\"", k)
+	}
+	return checkEnvName(name)
 }
 
 // checkHeaderName refuses names HTTP does not allow and headers the gateway
