@@ -35,8 +35,13 @@ func (s *Server) retryElsewhere(ctx context.Context, w http.ResponseWriter, r *h
 	if !ok || !routing.IsGatewayState(state) || r.Header.Get(headerForwarded) != "" {
 		return false
 	}
-	owner, ok := s.r.StateOwner(state)
-	if !ok {
+	owner, err := s.r.StateOwner(ctx, s.key(ctx), m, state)
+	if err != nil {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, m.ID(), jsonrpc.CodeInternalError, "switchboard: the replica holding this call cannot be looked up right now; retry shortly")
+		return true
+	}
+	if owner == "" {
 		return false
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, owner, bytes.NewReader(m.Raw()))

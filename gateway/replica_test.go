@@ -13,11 +13,13 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/routing"
+	"github.com/switchboard-mcp/switchboard/routing/state"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -84,10 +86,12 @@ func TestRetryOnAnotherReplica(t *testing.T) {
 	}))
 	t.Cleanup(front.Close)
 	up := askingUpstream(t)
-	a := startGateway(t, routing.Options{CursorSecret: secret, Replica: front.URL + "/mcp"}, gateway.Options{}, up)
+	registry := state.NewMemory() // the shared store, where each replica registers its address
+	a := startGateway(t, routing.Options{CursorSecret: secret, Replica: front.URL + "/mcp", Replicas: registry}, gateway.Options{}, up)
 	u, _ := url.Parse(a.ts.URL)
 	target.Store(u)
-	b := startGateway(t, routing.Options{CursorSecret: secret, Replica: "http://replica-b.invalid/mcp"}, gateway.Options{}, askingUpstream(t))
+	b := startGateway(t, routing.Options{CursorSecret: secret, Replica: "http://replica-b.invalid/mcp", Replicas: registry}, gateway.Options{}, askingUpstream(t))
+	waitRegistered(t, registry, front.URL+"/mcp")
 
 	status, first := postModern(t, a.url, 1, map[string]any{"name": "ask", "arguments": map[string]any{}})
 	var ir struct {
@@ -121,5 +125,85 @@ func TestRetryOnAnotherReplica(t *testing.T) {
 	}
 	if forwarded.Load() != 1 {
 		t.Errorf("%d request(s) reached replica A forwarded by B, want 1", forwarded.Load())
+	}
+}
+
+// waitRegistered waits until a replica's Run has registered its address.
+func waitRegistered(t *testing.T, registry *state.Memory, url string) {
+	t.Helper()
+	ctx := ctxGuard(t)
+	for {
+		if ok, _ := registry.ReplicaRegistered(ctx, url); ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s never registered", url)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// TestRetryNeverLeavesForAnUnregisteredAddress: a requestState that names an address no replica registered (what
+// anyone holding the cursor secret, or a compromised upstream, could seal) is never followed: the retry is served
+// where it lands and fails there, and the caller's token reaches nobody. Replica A here seals a listener of the
+// attacker's as its "own" address without registering it.
+func TestRetryNeverLeavesForAnUnregisteredAddress(t *testing.T) {
+	secret := []byte(strings.Repeat("k", 32))
+	var reached atomic.Int32
+	var sawToken atomic.Value
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		sawToken.Store(r.Header.Get("Authorization"))
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(evil.Close)
+	for _, tc := range []struct {
+		name     string
+		registry *state.Memory // B's; nil: a gateway without replicas
+	}{
+		{"single gateway without a registry", nil},
+		{"replicas sharing a registry the address is not in", state.NewMemory()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := startGateway(t, routing.Options{CursorSecret: secret, Replica: evil.URL + "/mcp"}, gateway.Options{}, askingUpstream(t))
+			bopts := routing.Options{CursorSecret: secret, Replica: "http://replica-b.invalid/mcp"}
+			if tc.registry != nil {
+				bopts.Replicas = tc.registry
+			}
+			b := startGateway(t, bopts, gateway.Options{}, askingUpstream(t))
+			_, first := postModern(t, a.url, 1, map[string]any{"name": "ask", "arguments": map[string]any{}})
+			var ir struct {
+				InputRequests map[string]json.RawMessage `json:"inputRequests"`
+				RequestState  string                     `json:"requestState"`
+			}
+			if json.Unmarshal(first["result"], &ir) != nil || ir.RequestState == "" || len(ir.InputRequests) != 1 {
+				t.Fatalf("first call: %s, want an input_required result", first["result"])
+			}
+			status, second := postModern(t, b.url, 2, map[string]any{
+				"name": "ask", "arguments": map[string]any{}, "requestState": ir.RequestState,
+				"inputResponses": map[string]any{"x": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}},
+			})
+			var e struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			}
+			if json.Unmarshal(second["error"], &e) != nil || e.Code != -32602 || !strings.Contains(e.Message, "no longer holds") {
+				t.Errorf("retry on B: HTTP %d %s %s, want -32602 saying the call is not held here", status, second["result"], second["error"])
+			}
+			if n := reached.Load(); n != 0 {
+				t.Fatalf("the unregistered address received %d request(s) (Authorization %q)", n, sawToken.Load())
+			}
+			// The call is still parked on A, which finishes it (and lets its upstream's handler return).
+			for k := range ir.InputRequests {
+				_, done := postModern(t, a.url, 3, map[string]any{
+					"name": "ask", "arguments": map[string]any{}, "requestState": ir.RequestState,
+					"inputResponses": map[string]any{k: map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}},
+				})
+				if !strings.Contains(string(done["result"]), "hello Ada") {
+					t.Errorf("retry on A: %s %s, want the complete result", done["result"], done["error"])
+				}
+			}
+		})
 	}
 }

@@ -501,17 +501,39 @@ func (r *Router) openState(state string) ([]string, bool) {
 }
 
 // StateOwner reports the replica that holds the call a gateway requestState names, when that is another one: the
-// front end sends the retry there. It reports false for a state that is not valid (the retry then fails here
-// with the reason), held here, or minted by a replica that gave no URL.
-func (r *Router) StateOwner(state string) (string, bool) {
+// front end sends the retry there, with the caller's credentials. So it answers only for a state that opens, is
+// bound to this principal and to m's method and name, has not expired, names a replica other than this one that does not
+// hold the call, and names an address a replica registered in the shared store: an address is never trusted for
+// having been sealed alone (whoever holds the cursor secret can seal any). It reports "" (serve the retry here,
+// where it fails with the reason) in every other case, and an error only when the registry cannot be asked.
+func (r *Router) StateOwner(ctx context.Context, principal string, m jsonrpc.Message, state string) (string, error) {
+	if r.opts.Replicas == nil {
+		return "", nil // no replicas to send anything to
+	}
 	parts, ok := r.openState(state)
-	if !ok || parts[4] == "" || parts[4] == r.opts.Replica {
-		return "", false
+	if !ok || parts[3] != bindHash(principal, m.Method(), requestName(m)) || parts[4] == "" || parts[4] == r.opts.Replica {
+		return "", nil
+	}
+	if exp, err := strconv.ParseInt(parts[2], 10, 64); err != nil || time.Now().Unix() > exp {
+		return "", nil
 	}
 	r.parks.mu.Lock()
 	_, here := r.parks.byID[parts[0]]
 	r.parks.mu.Unlock()
-	return parts[4], !here
+	if here {
+		return "", nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	registered, err := r.opts.Replicas.ReplicaRegistered(ctx, parts[4])
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+	}
+	if !registered {
+		r.log.Warn("a requestState names a replica that is not registered; the retry is served here", "replica", parts[4])
+		return "", nil
+	}
+	return parts[4], nil
 }
 
 // find verifies a gateway requestState and returns its park.

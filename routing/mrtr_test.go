@@ -4,9 +4,12 @@ package routing
 // of stateless sessions, adaptMeta, and a parked call's rounds over the in-memory fake upstream.
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -431,5 +434,69 @@ func TestParkedAskWithdrawn(t *testing.T) {
 	a.ft.mu.Unlock()
 	if got.Kind() != jsonrpc.KindInvalid {
 		t.Errorf("the withdrawn request was answered %s, want no answer", got.Raw())
+	}
+}
+
+// fakeRegistry is a ReplicaRegistry of fixed addresses; err, when set, is what every look-up returns.
+type fakeRegistry struct {
+	urls map[string]bool
+	err  error
+}
+
+var _ ReplicaRegistry = (*fakeRegistry)(nil)
+
+func (f *fakeRegistry) RegisterReplica(context.Context, string, time.Duration) error { return f.err }
+func (f *fakeRegistry) ReplicaRegistered(_ context.Context, url string) (bool, error) {
+	return f.urls[url], f.err
+}
+
+// TestStateOwner: a retry is sent to another replica (with the caller's credentials) only when its requestState
+// is intact, bound to this caller and request, unexpired, names another replica that registered itself, and the
+// call is not held here; everything else is served here. The address inside a state is never trusted alone.
+func TestStateOwner(t *testing.T) {
+	const owner, evil = "http://10.0.0.2:8080/mcp", "http://attacker.example/collect"
+	minter, _ := stateRouter("state-test-key")
+	mint := func(replica, principal, name string, expires time.Time) string {
+		minter.opts.Replica = replica
+		return minter.stateToken("aaaaaaaaaaaaaaaaaaaaaaaa", 1, bindHash(principal, "tools/call", name), expires)
+	}
+	call := func(name string) jsonrpc.Message {
+		m, err := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + name + `"}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	later := time.Now().Add(time.Minute)
+	registered := &fakeRegistry{urls: map[string]bool{owner: true}}
+	for _, tc := range []struct {
+		name     string
+		registry ReplicaRegistry // nil: no replicas
+		state    string
+		caller   string
+		want     string
+		wantErr  bool
+	}{
+		{name: "registered owner", registry: registered, state: mint(owner, "alice", "fake__ask", later), caller: "alice", want: owner},
+		{name: "no registry: no forwarding", state: mint(owner, "alice", "fake__ask", later), caller: "alice"},
+		{name: "address not registered", registry: registered, state: mint(evil, "alice", "fake__ask", later), caller: "alice"},
+		{name: "another principal", registry: registered, state: mint(owner, "alice", "fake__ask", later), caller: "mallory"},
+		{name: "another tool", registry: registered, state: mint(owner, "alice", "fake__other", later), caller: "alice"},
+		{name: "expired", registry: registered, state: mint(owner, "alice", "fake__ask", time.Now().Add(-time.Second)), caller: "alice"},
+		{name: "this replica", registry: registered, state: mint("http://self/mcp", "alice", "fake__ask", later), caller: "alice"},
+		{name: "altered", registry: registered, state: flipLast(mint(owner, "alice", "fake__ask", later)), caller: "alice"},
+		{name: "registry down", registry: &fakeRegistry{err: errors.New("connection refused")}, state: mint(owner, "alice", "fake__ask", later), caller: "alice", wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := stateRouter("state-test-key")
+			r.opts.Replica, r.opts.Replicas, r.log = "http://self/mcp", tc.registry, slog.New(slog.DiscardHandler)
+			got, err := r.StateOwner(t.Context(), tc.caller, call("fake__ask"), tc.state)
+			if got != tc.want || (err != nil) != tc.wantErr {
+				t.Fatalf("StateOwner = %q, %v; want %q (error: %v)", got, err, tc.want, tc.wantErr)
+			}
+			if tc.wantErr && !errors.Is(err, ErrStoreUnavailable) {
+				t.Errorf("error %v does not wrap ErrStoreUnavailable", err)
+			}
+		})
 	}
 }

@@ -55,6 +55,9 @@ type Options struct {
 	// Store and Bus, when set, share sessions across replicas (design §7); nil means this replica alone.
 	Store SessionStore
 	Bus   Bus
+	// Replicas, when set, is where replicas register their Replica address; a stateless retry is forwarded only
+	// to a registered one (StateOwner). Nil turns forwarding off.
+	Replicas ReplicaRegistry
 	// Audit, when set, receives one event per forwarded call (design §10): who called what, where, and how it
 	// ended. It runs on the call's completion path and must not block.
 	Audit func(CallEvent)
@@ -197,6 +200,11 @@ func (r *Router) Run(ctx context.Context) {
 	r.readyChanged()
 	go r.followEnded(ctx) // ends with ctx
 	go r.followRelay(ctx) // ends with ctx
+	if r.opts.Replicas != nil && r.opts.Replica != "" {
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		wg.Go(func() { r.registerReplica(ctx) })
+	}
 	t := time.NewTicker(r.janitorInterval())
 	defer t.Stop()
 	for {

@@ -32,6 +32,36 @@ type Bus interface {
 	Subscribe(ctx context.Context, channel string) (<-chan []byte, func(), error)
 }
 
+// ReplicaRegistry records which replica addresses are alive; routing/state implements it. A retry is sent on only
+// to a registered address (StateOwner).
+type ReplicaRegistry interface {
+	RegisterReplica(ctx context.Context, url string, ttl time.Duration) error
+	ReplicaRegistered(ctx context.Context, url string) (bool, error)
+}
+
+// replicaTTL is how long a registration lives; a replica renews it every third of that, so a dead one drops out
+// of the registry within replicaTTL.
+const replicaTTL = 30 * time.Second
+
+// registerReplica keeps this replica's address registered until ctx ends.
+func (r *Router) registerReplica(ctx context.Context) {
+	t := time.NewTicker(replicaTTL / 3)
+	defer t.Stop()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		err := r.opts.Replicas.RegisterReplica(rctx, r.opts.Replica, replicaTTL)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			r.log.Warn("this replica could not register its address; retries parked here cannot be forwarded to it", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // endedChannel carries the ids of sessions their clients ended.
 const endedChannel = "sessions:ended"
 

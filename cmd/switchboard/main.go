@@ -446,7 +446,7 @@ func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers, l
 		opts.Tracer, opts.Meter, opts.Propagator = tel.Tracer, tel.Meter, tel.Propagator
 	}
 	if store != nil {
-		opts.Store, opts.Bus = store, store
+		opts.Store, opts.Bus, opts.Replicas = store, store, store
 	}
 	return routing.New(opts, ups)
 }

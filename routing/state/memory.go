@@ -26,6 +26,9 @@ type Memory struct {
 	leases       map[string]map[uint64]time.Time
 	leaseSeq     uint64
 	nextLimSweep time.Time
+
+	repMu    sync.Mutex // replicas
+	replicas map[string]time.Time
 }
 
 type memSession struct {
@@ -43,6 +46,7 @@ func NewMemory(opts ...Option) *Memory {
 		logs:     map[logKey]*memLog{},
 		buckets:  map[string]*bucket{},
 		leases:   map[string]map[uint64]time.Time{},
+		replicas: map[string]time.Time{},
 	}
 }
 

@@ -129,12 +129,22 @@ type RateLimiter interface {
 	Acquire(ctx context.Context, key string, limit int, ttl time.Duration) (release func(), ok bool, err error)
 }
 
+// ReplicaRegistry records which replica addresses are alive, so that a replica sends a request on only to an address
+// a replica of this deployment registered: an address read from anything a client sent is never trusted alone.
+type ReplicaRegistry interface {
+	// RegisterReplica records url as alive for ttl; registering again extends it.
+	RegisterReplica(ctx context.Context, url string, ttl time.Duration) error
+	// ReplicaRegistered reports whether url is registered and its registration has not lapsed.
+	ReplicaRegistered(ctx context.Context, url string) (bool, error)
+}
+
 // Store is every part of the shared state, as Memory and Redis provide it.
 type Store interface {
 	SessionStore
 	EventLog
 	Bus
 	RateLimiter
+	ReplicaRegistry
 	// Ping reports whether the store can be used (for /readyz); an error wraps ErrUnavailable.
 	Ping(ctx context.Context) error
 	// Shutdown ends subscriptions (closing their channels) and background work. It does not close a Redis

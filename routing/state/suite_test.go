@@ -46,6 +46,7 @@ func runSuite(t *testing.T, newStore factory) {
 		{"BusShutdown", testBusShutdown},
 		{"RateLimit", testRateLimit},
 		{"Leases", testLeases},
+		{"Replicas", testReplicas},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -776,5 +777,43 @@ func testLeases(t *testing.T, newStore factory) {
 	release()
 	if _, _, err := h.Acquire(ctx, "alice", 0, ttl); !errors.Is(err, ErrInvalid) {
 		t.Errorf("Acquire with limit 0: %v, want ErrInvalid", err)
+	}
+}
+
+// testReplicas: a registration vouches for exactly its URL, until its TTL lapses; registering again extends it.
+func testReplicas(t *testing.T, newStore factory) {
+	h := newStore(t)
+	ctx := ctxT(t)
+	const a, b = "http://10.0.0.1:8080/mcp", "http://10.0.0.2:8080/mcp"
+	for _, bad := range []struct {
+		url string
+		ttl time.Duration
+	}{{"", h.ttl}, {a, 0}} {
+		if err := h.RegisterReplica(ctx, bad.url, bad.ttl); err == nil {
+			t.Errorf("RegisterReplica(%q, %v) = nil, want an error", bad.url, bad.ttl)
+		}
+	}
+	if err := h.RegisterReplica(ctx, a, h.ttl); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.RegisterReplica(ctx, b, h.ttl); err != nil {
+		t.Fatal(err)
+	}
+	for url, want := range map[string]bool{a: true, b: true, "http://evil.example/mcp": false, a + "/": false} {
+		if got, err := h.ReplicaRegistered(ctx, url); err != nil || got != want {
+			t.Errorf("ReplicaRegistered(%q) = %v, %v; want %v", url, got, err, want)
+		}
+	}
+	h.advance(h.ttl * 6 / 10)
+	if err := h.RegisterReplica(ctx, a, h.ttl); err != nil { // a keeps its registration alive; b does not
+		t.Fatal(err)
+	}
+	h.advance(h.ttl * 6 / 10)
+	eventually(t, 5*time.Second, "b's registration lapses", func() bool {
+		ok, err := h.ReplicaRegistered(ctx, b)
+		return err == nil && !ok
+	})
+	if ok, err := h.ReplicaRegistered(ctx, a); err != nil || !ok {
+		t.Errorf("a, registered again 0.6 TTL ago: ReplicaRegistered = %v, %v; want true", ok, err)
 	}
 }

@@ -1,0 +1,83 @@
+package state
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RegisterReplica implements ReplicaRegistry.
+func (m *Memory) RegisterReplica(ctx context.Context, url string, ttl time.Duration) error {
+	if err := checkReplica(url, ttl); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.repMu.Lock()
+	defer m.repMu.Unlock()
+	now := m.opts.now()
+	for u, exp := range m.replicas { // a handful of entries: sweeping on every registration is cheap
+		if !now.Before(exp) {
+			delete(m.replicas, u)
+		}
+	}
+	m.replicas[url] = now.Add(ttl)
+	return nil
+}
+
+// ReplicaRegistered implements ReplicaRegistry.
+func (m *Memory) ReplicaRegistered(ctx context.Context, url string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	m.repMu.Lock()
+	defer m.repMu.Unlock()
+	exp, ok := m.replicas[url]
+	return ok && m.opts.now().Before(exp), nil
+}
+
+// replicaKey names a registration: the URL is hashed, so a key's length and characters never depend on it.
+func (r *Redis) replicaKey(url string) string {
+	sum := sha256.Sum256([]byte(url))
+	return r.prefix + "replica:" + hex.EncodeToString(sum[:16])
+}
+
+// RegisterReplica implements ReplicaRegistry.
+func (r *Redis) RegisterReplica(ctx context.Context, url string, ttl time.Duration) error {
+	if err := checkReplica(url, ttl); err != nil {
+		return err
+	}
+	if err := r.c.Set(ctx, r.replicaKey(url), url, ttl).Err(); err != nil {
+		return unavailable("register replica", err)
+	}
+	return nil
+}
+
+// ReplicaRegistered implements ReplicaRegistry. The stored URL is compared too, so a hash collision cannot vouch
+// for another address.
+func (r *Redis) ReplicaRegistered(ctx context.Context, url string) (bool, error) {
+	v, err := r.c.Get(ctx, r.replicaKey(url)).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, unavailable("look up replica", err)
+	}
+	return v == url, nil
+}
+
+func checkReplica(url string, ttl time.Duration) error {
+	if url == "" {
+		return errors.New("state: replica URL is empty")
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("state: replica TTL %v is not positive", ttl)
+	}
+	return nil
+}
