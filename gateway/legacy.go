@@ -127,6 +127,16 @@ func (s *Server) legacyPost(w http.ResponseWriter, r *http.Request) {
 		writeParseError(w, err)
 		return
 	}
+	if m.Kind() == jsonrpc.KindRequest {
+		// Requests count against the caller's rate like those of every other front end. Their answers leave on
+		// the GET stream, after this POST is answered, so the bound on calls in flight cannot hold a lease here:
+		// it applies to the other front ends only (docs/security.md).
+		release, ok := s.admit(w, r, m)
+		if !ok {
+			return
+		}
+		release()
+	}
 	if err := c.handle(r.Context(), m); err != nil {
 		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, err.Error())
 		return

@@ -47,22 +47,44 @@ func (s *Server) limitKey(r *http.Request) string {
 
 // admit applies the limits to one request. It answers a refused request itself (HTTP 429 with a JSON-RPC error
 // and Retry-After: "a limited request gets a JSON-RPC error with a retry hint, never a dropped connection") and
-// returns ok false; otherwise release ends the request's hold on the concurrency bound. A limiter that cannot be
-// reached lets requests through: limits protect the gateway, an outage of theirs must not stop it.
+// returns ok false; otherwise release ends the request's hold on the concurrency bound.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, m jsonrpc.Message) (release func(), ok bool) {
+	release, refusal := s.check(r.Context(), s.limitKey(r), m)
+	if refusal != nil {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int((refusal.retry+time.Second-1)/time.Second))))
+		writeJSON(w, http.StatusTooManyRequests, refusal.answer(m))
+		return nil, false
+	}
+	return release, true
+}
+
+// refusal is why the limits refused a request, and when to try again.
+type refusal struct {
+	retry time.Duration
+	msg   string
+}
+
+// answer is the JSON-RPC error a refused request gets, with data.retryAfterMs.
+func (f *refusal) answer(m jsonrpc.Message) []byte {
+	data := []byte(`{"retryAfterMs":` + strconv.FormatInt(f.retry.Milliseconds(), 10) + `}`)
+	return jsonrpc.AppendError(nil, m.ID(), codeRateLimited, f.msg, data)
+}
+
+// check applies the limits to one request of the caller key: every request counts against the rate, every call
+// (isCall) against the bound on calls in flight, whether it came alone or in a batch. A limiter that cannot be
+// reached lets requests through: limits protect the gateway, an outage of theirs must not stop it.
+func (s *Server) check(ctx context.Context, key string, m jsonrpc.Message) (release func(), refused *refusal) {
 	l := s.opts.Limits
 	release = func() {}
 	if l.Limiter == nil {
-		return release, true
+		return release, nil
 	}
-	key := s.limitKey(r)
-	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	if l.RequestsPerSecond > 0 {
 		allowed, retry, err := l.Limiter.Allow(ctx, key, l.RequestsPerSecond, l.Burst)
 		if err == nil && !allowed {
-			refuse(w, m, retry, fmt.Sprintf("rate limit exceeded (%g requests per second, bursts of %d); retry in %s", l.RequestsPerSecond, l.Burst, retry.Round(time.Millisecond)))
-			return nil, false
+			return nil, &refusal{retry, fmt.Sprintf("rate limit exceeded (%g requests per second, bursts of %d); retry in %s", l.RequestsPerSecond, l.Burst, retry.Round(time.Millisecond))}
 		}
 		if err != nil {
 			s.log.Debug("rate limiter unavailable; request let through", "err", err)
@@ -74,13 +96,12 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, m jsonrpc.Message
 		case err != nil:
 			s.log.Debug("concurrency limiter unavailable; request let through", "err", err)
 		case !allowed:
-			refuse(w, m, time.Second, fmt.Sprintf("too many calls in flight (at most %d at once); retry when one finishes", l.ConcurrentCalls))
-			return nil, false
+			return nil, &refusal{time.Second, fmt.Sprintf("too many calls in flight (at most %d at once); retry when one finishes", l.ConcurrentCalls)}
 		default:
 			release = rel
 		}
 	}
-	return release, true
+	return release, nil
 }
 
 func isCall(m jsonrpc.Message) bool {
@@ -89,10 +110,4 @@ func isCall(m jsonrpc.Message) bool {
 		return true
 	}
 	return false
-}
-
-func refuse(w http.ResponseWriter, m jsonrpc.Message, retry time.Duration, msg string) {
-	w.Header().Set("Retry-After", strconv.Itoa(max(1, int((retry+time.Second-1)/time.Second))))
-	data := []byte(`{"retryAfterMs":` + strconv.FormatInt(retry.Milliseconds(), 10) + `}`)
-	writeJSON(w, http.StatusTooManyRequests, jsonrpc.AppendError(nil, m.ID(), codeRateLimited, msg, data))
 }

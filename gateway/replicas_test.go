@@ -1,9 +1,12 @@
 package gateway_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -260,6 +263,108 @@ func TestRateLimits(t *testing.T) {
 		limited(t, c.do(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"x"}}}`, nil))
 		if got := c.do(`{"jsonrpc":"2.0","id":5,"method":"ping"}`, nil); got.status != http.StatusOK {
 			t.Fatalf("a ping is not a call and is not bounded: HTTP %d %s", got.status, got.body)
+		}
+	}) // A 2025-03-26 batch: each request in it counts as if it came alone; the refused ones get their own error in
+	// the batch's answer, the others run. Before, a batch was admitted whole and unlimited.
+	batchCodes := func(t *testing.T, got rawResp) map[string]int {
+		t.Helper()
+		var arr []struct {
+			ID    json.RawMessage `json:"id"`
+			Error *struct {
+				Code int `json:"code"`
+			} `json:"error"`
+		}
+		if got.status != http.StatusOK || json.Unmarshal(got.body, &arr) != nil {
+			t.Fatalf("batch: HTTP %d %s, want 200 and an array", got.status, got.body)
+		}
+		codes := map[string]int{}
+		for _, a := range arr {
+			codes[string(a.ID)] = 0
+			if a.Error != nil {
+				codes[string(a.ID)] = a.Error.Code
+			}
+		}
+		return codes
+	}
+	batchOf := func(n int, call string) string {
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,%s}`, i+10, call)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	}
+	t.Run("batch: each request counts against the rate", func(t *testing.T) {
+		mem := state.NewMemory()
+		t.Cleanup(mem.Shutdown)
+		h := startGateway(t, routing.Options{}, gateway.Options{Limits: gateway.Limits{Limiter: mem, RequestsPerSecond: 0.01, Burst: 3}},
+			stdioUpstream(t, "alpha", routing.Shared, markers))
+		c := h.raw(t)
+		c.initialize("2025-03-26") // one of the burst of 3
+		codes := batchCodes(t, c.do(batchOf(5, `"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"x"}}`), nil))
+		if want := map[string]int{"10": 0, "11": 0, "12": -32000, "13": -32000, "14": -32000}; !maps.Equal(codes, want) {
+			t.Errorf("batch answers (id → code) = %v, want %v", codes, want)
+		}
+	})
+	t.Run("batch: calls count against the bound on calls in flight", func(t *testing.T) {
+		mem := state.NewMemory()
+		t.Cleanup(mem.Shutdown)
+		h := startGateway(t, routing.Options{}, gateway.Options{Limits: gateway.Limits{Limiter: mem, ConcurrentCalls: 1, CallTTL: time.Minute}},
+			stdioUpstream(t, "alpha", routing.Shared, markers))
+		c := h.raw(t)
+		c.initialize("2025-03-26")
+		codes := batchCodes(t, c.do(batchOf(3, `"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"x"}}`), nil))
+		if want := map[string]int{"10": 0, "11": -32000, "12": -32000}; !maps.Equal(codes, want) {
+			t.Errorf("batch answers (id → code) = %v, want %v", codes, want)
+		}
+		if got := c.do(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"x"}}}`, nil); got.status != http.StatusOK {
+			t.Errorf("a call after the batch ended (its lease released): HTTP %d %s", got.status, got.body)
+		}
+	})
+	t.Run("legacy HTTP+SSE: requests count against the rate", func(t *testing.T) {
+		mem := state.NewMemory()
+		t.Cleanup(mem.Shutdown)
+		h := startGateway(t, routing.Options{}, gateway.Options{Limits: gateway.Limits{Limiter: mem, RequestsPerSecond: 0.01, Burst: 1}},
+			stdioUpstream(t, "alpha", routing.Shared, markers))
+		req, _ := http.NewRequestWithContext(ctxGuard(t), http.MethodGet, strings.TrimSuffix(h.url, "/mcp")+"/sse", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /sse: %v %v", resp, err)
+		}
+		defer resp.Body.Close()
+		endpoint := ""
+		sc := bufio.NewScanner(resp.Body)
+		for endpoint == "" && sc.Scan() {
+			if line, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
+				endpoint = strings.TrimSpace(line)
+			}
+		}
+		post := func(body string) rawResp {
+			req, _ := http.NewRequestWithContext(ctxGuard(t), http.MethodPost, strings.TrimSuffix(h.url, "/mcp")+endpoint, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return rawResp{status: resp.StatusCode, header: resp.Header, body: b}
+		}
+		if got := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`); got.status != http.StatusAccepted {
+			t.Fatalf("initialize, within the burst: HTTP %d %s", got.status, got.body)
+		}
+		limited(t, post(`{"jsonrpc":"2.0","id":2,"method":"ping"}`))
+	})
+	t.Run("batch: fan-out is bounded", func(t *testing.T) {
+		h := startGateway(t, routing.Options{}, gateway.Options{}, stdioUpstream(t, "alpha", routing.Shared, markers))
+		c := h.raw(t)
+		c.initialize("2025-03-26")
+		got := c.do(batchOf(101, `"method":"ping"`), nil)
+		if m := decodeMsg(t, got.body); got.status != http.StatusBadRequest || m.Error == nil || m.Error.Code != -32600 || !strings.Contains(m.Error.Message, "at most 100") {
+			t.Errorf("a batch of 101: HTTP %d %s, want 400 and -32600 naming the limit", got.status, got.body)
+		}
+		if got := c.do(batchOf(100, `"method":"ping"`), nil); got.status != http.StatusOK {
+			t.Errorf("a batch of 100: HTTP %d %s", got.status, got.body)
 		}
 	})
 }

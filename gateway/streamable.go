@@ -247,6 +247,9 @@ func initializeResult(version string, caps, info json.RawMessage, instructions s
 	return append(b, '}')
 }
 
+// maxBatch bounds the messages of one batch.
+const maxBatch = 100
+
 // postBatch handles a JSON-RPC batch, which only 2025-03-26 allows: "MCP implementations MUST support receiving
 // JSON-RPC batches" there, and later versions removed them.
 func (s *Server) postBatch(w http.ResponseWriter, r *http.Request, body []byte) {
@@ -263,8 +266,21 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request, body []byte) 
 		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("JSON-RPC batches are not allowed in protocol version %s (only in 2025-03-26)", v))
 		return
 	}
+	if len(parts) > maxBatch {
+		// One POST must not fan out without bound: the limits below count each request, but a batch of 20,000
+		// would still be 20,000 calls at once for a caller with no limits configured.
+		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("a batch may hold at most %d messages; this one has %d: split it", maxBatch, len(parts)))
+		return
+	}
 	var requests []jsonrpc.Message
 	var errs [][]byte
+	key := s.limitKey(r)
+	var releases []func()
+	defer func() {
+		for _, release := range releases {
+			release()
+		}
+	}()
 	for _, part := range parts {
 		m, err := jsonrpc.Parse(part)
 		switch {
@@ -279,6 +295,14 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request, body []byte) 
 		case m.Kind() == jsonrpc.KindResponse:
 			sess.HandleResponse(m)
 		default:
+			// Each request of a batch counts against the limits as if it came alone, and a refused one gets its
+			// own error in the batch's answer while the others run.
+			release, refused := s.check(r.Context(), key, m)
+			if refused != nil {
+				errs = append(errs, refused.answer(m))
+				continue
+			}
+			releases = append(releases, release)
 			requests = append(requests, m)
 		}
 	}
