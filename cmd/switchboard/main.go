@@ -153,6 +153,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	adminListen := fl.String("admin-listen", "", "loopback address for the admin API (e.g. 127.0.0.1:9090); off when empty")
 	insecure := fl.Bool("insecure-no-auth", false, "allow listening on a non-loopback address without an auth: block (anyone who can reach it can use every tool)")
 	grace := fl.Duration("shutdown-grace", 10*time.Second, "how long calls in flight may finish on shutdown")
+	allowEmpty := fl.Bool("allow-empty", false, "let a reload apply a config with no enabled upstream (by default such a reload is refused: it is what a truncated file looks like)")
 	if err := fl.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -243,7 +244,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 
 	stopRouter := startRouter(r)
 
-	reload := reloader(*path, cfg, r, latest, log)
+	reload := reloader(*path, cfg, r, latest, log, *allowEmpty)
 	go watchConfig(ctx, *path, reload, log)
 	if *adminListen != "" {
 		aln, err := net.Listen("tcp", *adminListen)
@@ -271,7 +272,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 
 // reloader returns the function that reloads the config file into the router: a file with problems is
 // rejected, with its reasons, and the running configuration stays.
-func reloader(path string, running *config.Config, r *routing.Router, latest *principals, log *slog.Logger) gateway.Reloader {
+//
+// A file that would remove every upstream is refused too, unless allowEmpty: a config cut short by a non-atomic
+// write often still parses, and applying it stops every child and fails every call in flight.
+func reloader(path string, running *config.Config, r *routing.Router, latest *principals, log *slog.Logger, allowEmpty bool) gateway.Reloader {
 	var mu sync.Mutex
 	return func() (routing.ReloadResult, error) {
 		mu.Lock()
@@ -283,6 +287,11 @@ func reloader(path string, running *config.Config, r *routing.Router, latest *pr
 		}
 		ups, err := upstreamConfigs(cfg, log, latest)
 		if err != nil {
+			log.Error("config reload rejected; the running configuration stays", "err", err)
+			return routing.ReloadResult{}, err
+		}
+		if len(ups) == 0 && !allowEmpty {
+			err := fmt.Errorf("config rejected: %s enables no upstream, which would stop every upstream and fail the calls in flight; if that is meant, start the gateway with --allow-empty", path)
 			log.Error("config reload rejected; the running configuration stays", "err", err)
 			return routing.ReloadResult{}, err
 		}

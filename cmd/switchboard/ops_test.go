@@ -378,6 +378,23 @@ func TestOps(t *testing.T) {
 		if got, err := callEcho(t, base, "alpha", "kept"); err != nil || got != "alpha: kept" {
 			t.Errorf("alpha__echo after a rejected API reload = %q, %v", got, err)
 		}
+		// What a truncated, non-atomic write leaves: each is refused, and alpha keeps serving.
+		for _, broken := range []struct{ name, content, why string }{
+			{"empty", "", "the file is empty"},
+			{"whitespace", "\n   \n", "the file is empty"},
+			{"comments only", "# switchboard\n", "the file is empty"},
+			{"cut before the upstreams", opsConfig(listen, ups), "enables no upstream"},
+			{"truncated JSON", `{"mcpServers": {"alpha": {"url": "`, "rejected"},
+		} {
+			writeAtomic(t, cfgPath, broken.content)
+			code, body = adminDo(t, http.MethodPost, adminBase+"/admin/reload")
+			if code != http.StatusUnprocessableEntity || !strings.Contains(body, broken.why) {
+				t.Errorf("reload of a %s file: HTTP %d %s, want 422 saying %q", broken.name, code, body, broken.why)
+			}
+			if got, err := callEcho(t, base, "alpha", "kept"); err != nil || got != "alpha: kept" {
+				t.Errorf("alpha__echo after the reload of a %s file = %q, %v", broken.name, got, err)
+			}
+		}
 		writeAtomic(t, cfgPath, opsConfig(listen, ups, "alpha"))
 	})
 

@@ -487,7 +487,7 @@ func TestMCPServers(t *testing.T) {
 	}
 	diffLines(t, "warnings", warningLines(cfg.Warnings), []string{
 		`claude_desktop_config.json:3:5: mcpServers["Web Search"]: server name "Web Search" is used as upstream name "web-search" (upstream names are lowercase letters, digits and '-'); its tools get that name as prefix unless prefix is set`,
-		`claude_desktop_config.json:5:43: mcpServers.filesystem.autoApprove: unknown key "autoApprove"; valid keys are command, args, env, cwd, url, headers, type, disabled, session, protocol, prefix, timeout, maxInstances, idleTimeout (ignored)`,
+		`claude_desktop_config.json:5:43: mcpServers.filesystem.autoApprove: unknown key "autoApprove"; valid keys are command, args, env, envPassthrough, cwd, url, headers, type, disabled, session, protocol, prefix, timeout, maxInstances, idleTimeout (ignored)`,
 		`claude_desktop_config.json:8:3: globalShortcut: unknown key "globalShortcut"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, upstreams, mcpServers, servers (ignored)`,
 	})
 }
@@ -668,7 +668,7 @@ func TestWarnings(t *testing.T) {
 		`c.yaml:13:13: upstreams[2].prefix: prefix "" is also used by upstreams[1] at 10:13; tools with the same name collide, and the later one is skipped`,
 	})
 
-	for _, in := range []string{"", "# only a comment\n", "upstreams: []\n", "upstreams:\n  - {name: a, command: x, disabled: true}\n"} {
+	for _, in := range []string{"upstreams: []\n", "upstreams:\n  - {name: a, command: x, disabled: true}\n"} {
 		cfg, err := Parse("c.yaml", []byte(in), nil)
 		if err != nil {
 			t.Fatalf("Parse(%q): %v", in, err)
@@ -676,6 +676,23 @@ func TestWarnings(t *testing.T) {
 		if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0].Message, "empty catalog") {
 			t.Errorf("Parse(%q) warnings = %v, want one about an empty catalog", in, cfg.Warnings)
 		}
+	}
+}
+
+// TestEmptyFile: a file with no configuration in it is what a truncated or half-written write leaves; it is an
+// error, never an empty configuration (which a reload would apply by removing every upstream).
+func TestEmptyFile(t *testing.T) {
+	for _, tc := range []struct{ name, in string }{
+		{"c.yaml", ""}, {"c.yaml", "  \n\n"}, {"c.yaml", "# only a comment\n"}, {"c.yaml", "\xef\xbb\xbf"},
+		{"c.json", ""}, {"c.json", "\n"},
+	} {
+		_, err := Parse(tc.name, []byte(tc.in), nil)
+		if err == nil || !strings.Contains(err.Error(), "the file is empty") {
+			t.Errorf("Parse(%s, %q) = %v, want the empty-file problem", tc.name, tc.in, err)
+		}
+	}
+	if _, err := Parse("c.json", []byte(`{"mcpServers": {"a": {"command": "x"}`), nil); err == nil {
+		t.Error("a truncated JSON file parses")
 	}
 }
 

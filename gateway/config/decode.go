@@ -35,6 +35,9 @@ func decode(name string, data []byte) (*yaml.Node, error) {
 	lower := strings.ToLower(name)
 	isJSON := strings.HasSuffix(lower, ".json") || strings.HasSuffix(lower, ".jsonc")
 	trimmed := bytes.TrimLeft(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), " \t\r\n")
+	if len(trimmed) == 0 {
+		return nil, errEmpty
+	}
 	if isJSON || bytes.HasPrefix(trimmed, []byte("{")) {
 		n, err := parseJSON(data)
 		if err == nil || isJSON {
@@ -50,12 +53,17 @@ func decode(name string, data []byte) (*yaml.Node, error) {
 	return decodeYAML(data)
 }
 
+// errEmpty reports a file with no configuration in it.
+var errEmpty = errors.New("the file is empty (nothing but whitespace or comments): a truncated or half-written file looks like this; write the file whole (to a temporary name, then rename it into place)")
+
 func decodeYAML(data []byte) (*yaml.Node, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var n yaml.Node
 	if err := dec.Decode(&n); err != nil {
 		if errors.Is(err, io.EOF) {
-			return &yaml.Node{}, nil // empty file
+			// Nothing but whitespace and comments: what a truncated or half-written file leaves, arriving by
+			// SIGHUP or the file watcher. Applied, it would remove every upstream; it is a broken file.
+			return nil, errEmpty
 		}
 		return nil, yamlSyntaxError(data, err)
 	}
