@@ -14,6 +14,9 @@ const (
 	KindPrompt   = "prompt"
 	KindResource = "resource"
 	KindTemplate = "template"
+	// KindInstance asks about a concrete resource URI that an allowed template produces: it is allowed unless a
+	// deny pattern names it. Without it an allowed template would open a URI a deny names ("deny wins").
+	KindInstance = "instance"
 )
 
 // Policy decides which upstreams and items a principal may see and call.
@@ -143,6 +146,9 @@ func (g *Grant) Explain(upstream, kind, name string) (bool, string) {
 				return false, r.name
 			}
 		}
+	}
+	if kind == KindInstance {
+		return true, "" // not denied; the template it is an instance of was allowed
 	}
 	for _, r := range g.rules {
 		for _, a := range r.allow {

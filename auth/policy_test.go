@@ -102,6 +102,11 @@ func TestPolicyDefaults(t *testing.T) {
 	if p.Allows(nil, "files", KindUpstream, "") || !p.Allows(nil, "search", KindUpstream, "") {
 		t.Error("deny files/* must hide files")
 	}
+	// An instance of an allowed template: allowed unless a deny names it, in any rule.
+	p, _ = NewPolicy([]config.PolicyRule{{Allow: []string{"ev"}}, {Deny: []string{"ev/demo://resource/dynamic/text/1"}}})
+	if p.Allows(nil, "ev", KindInstance, "demo://resource/dynamic/text/1") || !p.Allows(nil, "ev", KindInstance, "demo://resource/dynamic/text/2") {
+		t.Error("a deny on one URI must hold against the allowed template that produces it")
+	}
 	if _, err := NewPolicy([]config.PolicyRule{{Allow: []string{"files/"}}}); err == nil {
 		t.Error("bad pattern accepted")
 	}

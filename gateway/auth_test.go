@@ -239,9 +239,14 @@ func startAuthUpstream(t *testing.T, name string, tools, resources, prompts []st
 		})
 	}
 	for _, uri := range resources {
-		s.AddResource(&mcp.Resource{URI: uri, Name: uri, MIMEType: "text/plain"}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		read := func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "content of " + req.Params.URI}}}, nil
-		})
+		}
+		if strings.Contains(uri, "{") { // a template
+			s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: uri, Name: uri, MIMEType: "text/plain"}, read)
+			continue
+		}
+		s.AddResource(&mcp.Resource{URI: uri, Name: uri, MIMEType: "text/plain"}, read)
 	}
 	for _, p := range prompts {
 		s.AddPrompt(&mcp.Prompt{Name: p}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
@@ -816,11 +821,11 @@ func TestAuthSessionBinding(t *testing.T) {
 func TestAuthPolicy(t *testing.T) {
 	ai := newAuthIssuer(t)
 	alpha := startAuthUpstream(t, "alpha", []string{"a1", "a2", "a3", "a4", "a5", "a6"},
-		[]string{"alpha://public/1", "alpha://public/2", "alpha://secret/1"}, []string{"p_public", "p_secret"})
+		[]string{"alpha://public/1", "alpha://public/2", "alpha://secret/1", "alpha://item/{id}"}, []string{"p_public", "p_secret"})
 	beta := startAuthUpstream(t, "beta", []string{"b1", "b2", "b3", "b4"}, []string{"beta://doc"}, []string{"bp"})
 	policy := []config.PolicyRule{
 		{Name: "engineers", Match: config.PolicyMatch{Groups: []string{"eng"}},
-			Allow: []string{"alpha/*"}, Deny: []string{"alpha/a6", "alpha/alpha://secret/*", "alpha/p_secret"}},
+			Allow: []string{"alpha/*"}, Deny: []string{"alpha/a6", "alpha/alpha://secret/*", "alpha/p_secret", "alpha/alpha://item/2"}},
 		{Name: "operators", Match: config.PolicyMatch{Groups: []string{"ops"}},
 			Allow: []string{"beta", "alpha/a1"}},
 	}
@@ -924,12 +929,16 @@ func TestAuthPolicy(t *testing.T) {
 	if res, err := eng.ReadResource(ctxGuard(t), &mcp.ReadResourceParams{URI: "alpha://public/1"}); err != nil || res.Contents[0].Text != "content of alpha://public/1" {
 		t.Errorf("eng read alpha://public/1: %v", err)
 	}
+	// A URI the allowed template would produce but a deny names: deny wins, whatever allows the template.
+	if _, err := eng.ReadResource(ctxGuard(t), &mcp.ReadResourceParams{URI: "alpha://item/1"}); err != nil {
+		t.Errorf("eng read alpha://item/1 through the allowed template: %v", err)
+	}
 	for _, c := range []struct {
 		cs   *mcp.ClientSession
 		who  string
 		uris []string
 	}{
-		{eng, "eng", []string{"alpha://secret/1", "beta://doc"}},
+		{eng, "eng", []string{"alpha://secret/1", "beta://doc", "alpha://item/2"}},
 		{ops, "ops", []string{"alpha://public/1", "alpha://secret/1"}},
 	} {
 		want := readErr(c.cs, "nowhere://nothing")

@@ -167,18 +167,24 @@ func (s *Session) allows(up *Upstream, k listKind, name string) bool {
 }
 
 // allowsURI applies the policy to a resource URI: allowed as a resource, or as an instance of an allowed
-// template of the same upstream.
+// template of the same upstream that no deny names ("deny wins, whatever the order": a deny on one URI must hold
+// against an allow of the template that produces it). Reads, subscriptions, listen filters and completion
+// references all come through here.
 func (s *Session) allowsURI(up *Upstream, uri string) bool {
 	if s.params.Allow == nil || s.allows(up, kindResources, uri) {
 		return true
 	}
 	for _, t := range s.catalog().templates {
 		if t.up == up && t.re.MatchString(uri) && s.allows(up, kindTemplates, t.tmpl) {
-			return true
+			return s.params.Allow(up.cfg.Name, kindInstance, uri)
 		}
 	}
 	return false
 }
+
+// kindInstance is the policy kind of a concrete URI an allowed template produces: allowed unless a deny names it
+// (auth.KindInstance).
+const kindInstance = "instance"
 
 // resourceUpstream finds the upstream that serves a URI: by exact URI in the catalog, by template, by the
 // upstream whose results named it (a resource_link or an embedded resource need not be listed), and finally the
