@@ -94,6 +94,13 @@ func checkModern(w http.ResponseWriter, r *http.Request, m jsonrpc.Message) (mod
 			routing.MetaProtocolVersion, routing.MetaClientCapabilities, vModern))
 		return meta, false
 	}
+	if len(caps) > maxCapabilitiesBytes {
+		// Each distinct capabilities object gets a pooled session that keeps it: bound what one request may pin.
+		// Real clients send well under 1 KiB.
+		writeError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidParams, fmt.Sprintf("params._meta[%q] is %d bytes; at most %d are accepted",
+			routing.MetaClientCapabilities, len(caps), maxCapabilitiesBytes))
+		return meta, false
+	}
 	if json.Unmarshal(v, &meta.version) != nil || !isObject(caps) {
 		writeError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidParams, fmt.Sprintf("params._meta[%q] must be a string and params._meta[%q] an object",
 			routing.MetaProtocolVersion, routing.MetaClientCapabilities))
@@ -374,6 +381,9 @@ func (s *Server) respondModern(w http.ResponseWriter, r *http.Request, sess *rou
 		}
 	}
 }
+
+// maxCapabilitiesBytes bounds a 2026-07-28 request's client capabilities object.
+const maxCapabilitiesBytes = 16 << 10
 
 // listen serves subscriptions/listen: a long-lived stream of the notifications the client asked for, each tagged
 // with the subscription id (the listen request's id), after an acknowledgement of what the gateway honours.

@@ -479,6 +479,11 @@ func TestModernWire(t *testing.T) {
 		}},
 		{name: "missing _meta", body: "no-meta.json", status: 400, code: -32602},
 		{name: "missing clientCapabilities", body: "no-capabilities.json", status: 400, code: -32602},
+		{name: "capabilities over 16 KiB", body: "huge-capabilities.json", status: 400, code: -32602, check: func(t *testing.T, m rpcMsg) {
+			if !strings.Contains(m.Error.Message, "at most 16384") {
+				t.Errorf("message %q does not name the limit", m.Error.Message)
+			}
+		}},
 		{name: "missing Mcp-Method", body: "tools-list.json", edit: map[string]string{"Mcp-Method": ""}, status: 400, code: -32020},
 		{name: "Mcp-Method mismatch", body: "tools-list.json", edit: map[string]string{"Mcp-Method": "prompts/list"}, status: 400, code: -32020},
 		{name: "missing Mcp-Name", body: "echo.json", edit: map[string]string{"Mcp-Name": ""}, status: 400, code: -32020},

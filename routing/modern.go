@@ -3,6 +3,7 @@ package routing
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -36,6 +37,12 @@ const (
 // start children without end. Past it, the least recently used idle session is closed.
 const maxStatelessSessions = 256
 
+// maxStatelessPerPrincipal bounds one principal's share of the pool: past it, that principal's least recently
+// used idle session is closed, never another principal's. So one caller inventing capability objects cannot
+// evict the others' sessions (and their per-client children). The front end bounds a capabilities object's
+// size (16 KiB), so the pool keeps at most 256 of them.
+const maxStatelessPerPrincipal = 16
+
 // statelessPool holds the stateless sessions by key.
 type statelessPool struct {
 	mu sync.Mutex
@@ -52,7 +59,9 @@ func (r *Router) StatelessSession(p SessionParams) *Session {
 		p.LogLevel = ""
 	}
 	p.Capabilities = canonicalJSON(p.Capabilities)
-	key := p.Principal + "\x00" + string(p.Capabilities) + "\x00" + p.LogLevel
+	// The key is a hash: the pool's map must not keep a second copy of every capabilities object.
+	sum := sha256.Sum256([]byte(p.Principal + "\x00" + string(p.Capabilities) + "\x00" + p.LogLevel))
+	key := string(sum[:])
 	r.pool.mu.Lock()
 	defer r.pool.mu.Unlock()
 	if r.pool.m == nil {
@@ -62,22 +71,36 @@ func (r *Router) StatelessSession(p SessionParams) *Session {
 		s.touch()
 		return s
 	}
-	if len(r.pool.m) >= maxStatelessSessions {
-		var oldest *Session
-		for _, s := range r.pool.m {
-			if s.InFlight() == 0 && !r.parks.holds(s) && (oldest == nil || s.lastUsed.Load() < oldest.lastUsed.Load()) {
-				oldest = s
-			}
+	mine := 0
+	for _, s := range r.pool.m {
+		if s.params.Principal == p.Principal {
+			mine++
 		}
-		if oldest != nil {
-			delete(r.pool.m, oldest.poolKey)
-			go oldest.Close() // owned by the pool; closing stops children, which takes a while
-		}
+	}
+	switch {
+	case mine >= maxStatelessPerPrincipal:
+		r.evictIdle(func(s *Session) bool { return s.params.Principal == p.Principal })
+	case len(r.pool.m) >= maxStatelessSessions:
+		r.evictIdle(func(*Session) bool { return true })
 	}
 	s := newSession(r, p)
 	s.poolKey = key
 	r.pool.m[key] = s
 	return s
+}
+
+// evictIdle closes the least recently used idle pooled session that which selects; r.pool.mu is held.
+func (r *Router) evictIdle(which func(*Session) bool) {
+	var oldest *Session
+	for _, s := range r.pool.m {
+		if which(s) && s.InFlight() == 0 && !r.parks.holds(s) && (oldest == nil || s.lastUsed.Load() < oldest.lastUsed.Load()) {
+			oldest = s
+		}
+	}
+	if oldest != nil {
+		delete(r.pool.m, oldest.poolKey)
+		go oldest.Close() // owned by the pool; closing stops children, which takes a while
+	}
 }
 
 // Listener starts a stateless session of its own for one subscriptions/listen stream: its standalone stream

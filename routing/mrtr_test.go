@@ -148,6 +148,44 @@ func TestStatelessPoolKey(t *testing.T) {
 	}
 }
 
+// TestStatelessPoolBounds: one principal inventing capability objects holds at most maxStatelessPerPrincipal
+// pooled sessions, evicting its own least recently used idle one and never another principal's; the pool's key is
+// a hash, not a copy of the capabilities.
+func TestStatelessPoolBounds(t *testing.T) {
+	r := startRouter(t, Options{}, UpstreamConfig{Name: "fake", Prefix: "fake__", Mode: PerClient, Transport: plainUpstream(), Kind: "stdio"})
+	bob := r.StatelessSession(SessionParams{Principal: "bob"})
+	big := strings.Repeat("x", 8<<10)
+	var first *Session
+	for i := range 3 * maxStatelessPerPrincipal {
+		s := r.StatelessSession(SessionParams{Principal: "mallory", Capabilities: json.RawMessage(fmt.Sprintf(`{"experimental":{"n%d":%q}}`, i, big))})
+		if i == 0 {
+			first = s
+		}
+		if len(s.poolKey) != 32 {
+			t.Fatalf("pool key of %d bytes, want a 32-byte hash", len(s.poolKey))
+		}
+	}
+	r.pool.mu.Lock()
+	mallory, total := 0, len(r.pool.m)
+	for _, s := range r.pool.m {
+		if s.params.Principal == "mallory" {
+			mallory++
+		}
+	}
+	_, bobPooled := r.pool.m[bob.poolKey]
+	_, firstPooled := r.pool.m[first.poolKey]
+	r.pool.mu.Unlock()
+	if mallory != maxStatelessPerPrincipal || total != maxStatelessPerPrincipal+1 {
+		t.Errorf("pool holds %d of mallory's sessions (%d in all), want %d (+1 of bob's)", mallory, total, maxStatelessPerPrincipal)
+	}
+	if !bobPooled || r.StatelessSession(SessionParams{Principal: "bob"}) != bob {
+		t.Error("another principal's flood evicted bob's idle session")
+	}
+	if firstPooled {
+		t.Error("mallory's least recently used session is still pooled")
+	}
+}
+
 // TestAdaptMeta: a request's _meta speaks the era of the upstream session it goes to. Toward a legacy one the
 // 2026-07-28 keys go (it learnt all that in initialize) and everything else stays; an emptied _meta goes too.
 // Toward a stateless one the version is set, and the session's capabilities, client info and level are added
