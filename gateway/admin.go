@@ -2,7 +2,11 @@ package gateway
 
 import (
 	"encoding/json"
+	"mime"
+	"net"
 	"net/http"
+	"net/netip"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -17,6 +21,7 @@ type Reloader func() (routing.ReloadResult, error)
 // else) — or behind the resource server with the admin scope.
 func (s *Server) AdminHandler(reload Reloader) http.Handler {
 	mux := chi.NewRouter()
+	mux.Use(adminGuard)
 	mux.Get("/admin/upstreams", func(w http.ResponseWriter, _ *http.Request) {
 		writeValue(w, http.StatusOK, map[string]any{"upstreams": s.r.Status(), "sessions": s.r.SessionCount(), "conflicts": s.r.Conflicts()})
 	})
@@ -42,6 +47,46 @@ func (s *Server) AdminHandler(reload Reloader) http.Handler {
 		writeValue(w, http.StatusOK, res)
 	})
 	return mux
+}
+
+// adminGuard keeps browsers out of the admin API. Its listener is loopback-only, but a page in an operator's
+// browser can still reach it: by DNS rebinding (a foreign Host), or by a cross-site request (an Origin, and a
+// "simple" request that needs no CORS preflight: a form or text/plain POST). So the Host must name a loopback
+// address, any Origin is refused (no browser page is a client of this API), and a state change must say
+// Content-Type: application/json, which no page can send across sites without a preflight this API never grants.
+func adminGuard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case !loopbackHost(r.Host):
+			writeValue(w, http.StatusForbidden, map[string]string{"error": "Host " + quote(r.Host) + " is not a loopback address; the admin API answers only requests addressed to its loopback listener"})
+		case r.Header.Get("Origin") != "":
+			writeValue(w, http.StatusForbidden, map[string]string{"error": "requests from browser pages (with an Origin header) are refused by the admin API"})
+		case r.Method != http.MethodGet && r.Method != http.MethodHead && !isJSONType(r.Header.Get("Content-Type")):
+			writeValue(w, http.StatusUnsupportedMediaType, map[string]string{"error": "state changes need the header Content-Type: application/json (curl -H 'Content-Type: application/json' -X POST ...)"})
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// loopbackHost reports whether a Host header names a loopback address: localhost or a loopback IP, any port.
+func loopbackHost(host string) bool {
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.IsLoopback()
+}
+
+// isJSONType reports whether a Content-Type is application/json, parameters aside.
+func isJSONType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
 }
 
 func (s *Server) adminResult(w http.ResponseWriter, err error) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -49,7 +48,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" {
-		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+		if !isJSONType(ct) {
 			writeError(w, http.StatusUnsupportedMediaType, nil, jsonrpc.CodeInvalidRequest, "the Content-Type must be application/json")
 			return
 		}

@@ -169,6 +169,9 @@ func callEcho(t *testing.T, base, upstream, text string) (string, error) {
 func adminDo(t *testing.T, method, url string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, nil)
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
