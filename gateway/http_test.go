@@ -155,6 +155,26 @@ func TestHTTPBatch2025_03_26(t *testing.T) {
 	golden(t, "batch-2025-03-26.json", append(got, '\n'))
 }
 
+// TestHTTPNonIntegerIDs: "The request ID MUST be a string or integer": a fraction or an exponent is an invalid
+// request (-32600, HTTP 400), alone or in a 2025-03-26 batch, never a parse error and never forwarded.
+func TestHTTPNonIntegerIDs(t *testing.T) {
+	h := rawGateway(t)
+	cl := h.raw(t)
+	cl.initialize("2025-11-25")
+	for _, id := range []string{`1.5`, `1E400`, `1e3`, `-0.0`} {
+		r := cl.do(`{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"id"}}}`, nil)
+		if m := decodeMsg(t, r.body); r.status != http.StatusBadRequest || m.Error == nil || m.Error.Code != -32600 || !strings.Contains(m.Error.Message, "integer") {
+			t.Errorf("id %s: HTTP %d %s, want 400 and -32600 saying ids are strings or integers", id, r.status, r.body)
+		}
+	}
+	b := h.raw(t)
+	b.initialize("2025-03-26")
+	r := b.do(`[{"jsonrpc":"2.0","id":1.5,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`, nil)
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), `"code":-32600`) || !strings.Contains(string(r.body), `"id":2,"result"`) {
+		t.Errorf("batch with a non-integer id: HTTP %d %s, want -32600 for it and the other answered", r.status, r.body)
+	}
+}
+
 // TestHTTPDelete: DELETE ends the session; the id is then unknown (404) for every method.
 func TestHTTPDelete(t *testing.T) {
 	h := rawGateway(t)
@@ -193,7 +213,7 @@ func TestHTTPIDsRoundTrip(t *testing.T) {
 	h := rawGateway(t)
 	cl := h.raw(t)
 	cl.initialize("2025-11-25")
-	ids := []string{`9007199254740993`, `"a\"b"`, `1e3`, `-0`, `"ü\u00fc"`, `12345678901234567890123`}
+	ids := []string{`9007199254740993`, `"a\"b"`, `-0`, `"ü\u00fc"`, `12345678901234567890123`, `18446744073709551616`}
 	for _, id := range ids {
 		for _, body := range []string{
 			`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`,

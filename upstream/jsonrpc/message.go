@@ -249,7 +249,13 @@ func (m *Message) validate(jsonrpc span) error {
 	idNull := false
 	if m.id.ok() {
 		switch raw[m.id.start] {
-		case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		case '"':
+		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			// MCP: "The request ID MUST be a string or integer". A fraction or an exponent (1.5, 1E400) makes
+			// another number, which a peer may round or refuse; integers of any length stay byte-exact.
+			if id := m.id.of(raw); bytes.ContainsAny(id, ".eE") {
+				return invalidErr(`"id" must be a string or an integer, not ` + string(id[:min(len(id), 32)]))
+			}
 		case 'n':
 			idNull = true
 		default:

@@ -44,7 +44,7 @@ func TestAppendWith(t *testing.T) {
 	}{
 		{"id only", `{"jsonrpc":"2.0","id":"a\"b","method":"m"}`, `17`, nil,
 			`{"jsonrpc":"2.0","id":17,"method":"m"}`},
-		{"id and tool name", `{"jsonrpc":"2.0", "id" : 1e400 ,"method":"tools/call","params":{"name":"srv__echo","arguments":{"name":"keep"}}}`, `"g-1"`,
+		{"id and tool name", `{"jsonrpc":"2.0", "id" : 123456789012345678901234567890 ,"method":"tools/call","params":{"name":"srv__echo","arguments":{"name":"keep"}}}`, `"g-1"`,
 			[]ParamEdit{{Path: []string{"name"}, With: []byte(`"echo"`)}},
 			`{"jsonrpc":"2.0", "id" : "g-1" ,"method":"tools/call","params":{"name":"echo","arguments":{"name":"keep"}}}`},
 		{"params before id", `{"params":{"_meta":{"progressToken":"c1"}},"method":"tools/call","id":5,"jsonrpc":"2.0"}`, `900`,
