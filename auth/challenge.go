@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -121,11 +122,24 @@ func (rs *ResourceServer) Metadata() Metadata {
 	}
 }
 
+// MetadataPath is the path at which the metadata is served: that of the URL
+// announced in WWW-Authenticate, the well-known path suffixed with the
+// resource's own path (RFC 9728 §3.1). Only there: "the resource value
+// returned MUST be identical to the protected resource's resource identifier
+// value into which the well-known URI path suffix was inserted to create the
+// URL used to retrieve the metadata" (§3.3), so the root document of a
+// resource at /mcp would fail a strict client's check.
+func (rs *ResourceServer) MetadataPath() string {
+	u, err := url.Parse(rs.cfg.ResourceMetadataURL)
+	if err != nil || !strings.HasPrefix(u.Path, "/.well-known/oauth-protected-resource") {
+		return "/.well-known/oauth-protected-resource/mcp"
+	}
+	return u.Path
+}
+
 // MetadataHandler serves the metadata on GET and HEAD (405 otherwise),
 // with CORS open (it is public, and browser-based clients fetch it). Mount
-// it, without authentication, at /.well-known/oauth-protected-resource and
-// at /.well-known/oauth-protected-resource/mcp (the path-suffixed form that
-// MetadataURL announces).
+// it, without authentication, at MetadataPath.
 func (rs *ResourceServer) MetadataHandler() http.Handler {
 	body, _ := json.MarshalIndent(rs.Metadata(), "", "  ")
 	body = append(body, '\n')

@@ -587,8 +587,15 @@ func TestAuthChallenges(t *testing.T) {
 		}
 	}
 
-	// The protected-resource metadata, at both paths, without a token.
-	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
+	// RFC 9728 §3.3: a document names the resource whose path its URL was built from, so the root form (the
+	// resource https://host) is not served for a resource at /mcp.
+	if resp, err := http.Get(g.base + "/.well-known/oauth-protected-resource"); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET the root metadata of a resource at /mcp: %v %v, want 404", resp.Status, err)
+	} else {
+		resp.Body.Close()
+	}
+	// The protected-resource metadata, at the path the challenge announces, without a token.
+	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp"} {
 		resp, err := http.Get(g.base + path)
 		if err != nil {
 			t.Fatal(err)

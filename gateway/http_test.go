@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/gateway"
+	"github.com/switchboard-mcp/switchboard/gateway/config"
 	"github.com/switchboard-mcp/switchboard/routing"
 )
 
@@ -232,5 +233,53 @@ func TestHTTPIDsRoundTrip(t *testing.T) {
 				t.Errorf("id %s: error %d %s", id, m.Error.Code, m.Error.Message)
 			}
 		}
+	}
+}
+
+// TestHTTPCORS: a browser client of an allowed origin passes the preflight (which carries no credentials, so it is
+// answered before any auth) and can read the session id and the negotiated version; other origins are refused,
+// and headers MCP does not use are not granted.
+func TestHTTPCORS(t *testing.T) {
+	h := rawGateway(t)
+	preflight := func(t *testing.T, base, path, origin, headers string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctxGuard(t), http.MethodOptions, base+path, nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		req.Header.Set("Access-Control-Request-Headers", headers)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	base := strings.TrimSuffix(h.url, "/mcp")
+	for _, path := range []string{"/mcp", "/sse", "/message"} {
+		resp := preflight(t, base, path, goodOrigin, "content-type, mcp-session-id, Mcp-Protocol-Version, mcp-param-region, x-evil")
+		if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Origin") != goodOrigin ||
+			!strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "POST") {
+			t.Errorf("preflight of %s from an allowed origin: HTTP %d %v", path, resp.StatusCode, resp.Header)
+		}
+		if got := resp.Header.Get("Access-Control-Allow-Headers"); got != "content-type, mcp-session-id, Mcp-Protocol-Version, mcp-param-region" {
+			t.Errorf("preflight of %s grants headers %q", path, got)
+		}
+		if resp := preflight(t, base, path, "https://evil.example", "content-type"); resp.StatusCode != http.StatusForbidden || resp.Header.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("preflight of %s from another origin: HTTP %d %v, want 403 without CORS headers", path, resp.StatusCode, resp.Header)
+		}
+	}
+	cl := h.raw(t)
+	r := cl.do(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, map[string]string{"Origin": goodOrigin})
+	if r.status != http.StatusOK || r.header.Get("Access-Control-Allow-Origin") != goodOrigin ||
+		!strings.Contains(r.header.Get("Access-Control-Expose-Headers"), "Mcp-Session-Id") || !strings.Contains(r.header.Get("Access-Control-Expose-Headers"), "MCP-Protocol-Version") {
+		t.Errorf("initialize from an allowed origin: HTTP %d %v", r.status, r.header)
+	}
+
+	// Behind the resource server: the preflight passes without a token; the 401 that follows is readable.
+	ai := newAuthIssuer(t)
+	up := startAuthUpstream(t, "files", []string{"echo"}, nil, nil)
+	g := startAuthGateway(t, ai, authGatewayOptions{}, routingUpstream(t, config.Upstream{Name: "files", URL: up.url}))
+	if resp := preflight(t, g.base, "/mcp", goodOrigin, "authorization, content-type"); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("preflight behind auth: HTTP %d, want 204 (a preflight has no credentials)", resp.StatusCode)
 	}
 }

@@ -14,8 +14,10 @@ import (
 // and answers 401/403 itself; what passes carries its principal in the request context.
 type Authenticator interface {
 	Middleware(next http.Handler) http.Handler
-	// MetadataHandler serves the protected-resource metadata (RFC 9728).
+	// MetadataHandler serves the protected-resource metadata (RFC 9728) at MetadataPath, the only path whose
+	// well-known suffix matches the resource identifier the document names.
 	MetadataHandler() http.Handler
+	MetadataPath() string
 }
 
 // Identity is what the front end needs to know of the caller of a request.

@@ -557,6 +557,7 @@ func (headerAuth) Middleware(next http.Handler) http.Handler {
 }
 
 func (headerAuth) MetadataHandler() http.Handler { return http.NotFoundHandler() }
+func (headerAuth) MetadataPath() string          { return "/.well-known/oauth-protected-resource/mcp" }
 
 func headerIdentity(ctx context.Context) gateway.Identity {
 	u, _ := ctx.Value(userKey{}).(string)

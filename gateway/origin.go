@@ -32,6 +32,55 @@ func (s *Server) checkHost(next http.Handler) http.Handler {
 	})
 }
 
+// cors lets browser clients of allowed origins use the MCP endpoints: it answers their preflights (OPTIONS with
+// Access-Control-Request-Method, sent without credentials, so before the auth guard) and marks the answers they
+// may read, exposing the headers an MCP client needs (the session id, the negotiated version, and the challenge of
+// a 401). checkOrigin has already refused every other origin.
+func (s *Server) cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o := r.Header.Get("Origin")
+		if o == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", o)
+		h.Add("Vary", "Origin")
+		h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate")
+		if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+		if allowed := corsHeaders(r.Header.Values("Access-Control-Request-Headers")); allowed != "" {
+			h.Set("Access-Control-Allow-Headers", allowed)
+		}
+		h.Set("Access-Control-Max-Age", "600")
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+// corsHeaders returns the requested headers a browser client may send: those of MCP and its transports (and the
+// Mcp-Param-* family a tool's x-mcp-header arguments use), never others.
+func corsHeaders(requested []string) string {
+	var ok []string
+	for _, line := range requested {
+		for _, name := range strings.Split(line, ",") {
+			name = strings.TrimSpace(name)
+			switch strings.ToLower(name) {
+			case "authorization", "content-type", "accept", "mcp-session-id", "mcp-protocol-version", "mcp-method",
+				"mcp-name", "last-event-id", "traceparent", "tracestate":
+				ok = append(ok, name)
+			default:
+				if len(name) > len("mcp-param-") && strings.EqualFold(name[:len("mcp-param-")], "mcp-param-") {
+					ok = append(ok, name)
+				}
+			}
+		}
+	}
+	return strings.Join(ok, ", ")
+}
+
 // quote shows a client-supplied value in an error message, bounded and printable.
 func quote(s string) string {
 	if len(s) > 200 {

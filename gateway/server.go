@@ -115,13 +115,22 @@ func New(r *routing.Router, opts Options) *Server {
 		mux.Method(http.MethodGet, "/metrics", opts.Metrics)
 	}
 	if opts.Auth != nil {
-		// RFC 9728: the metadata of the resource, at the well-known root and suffixed with the endpoint's path.
+		// RFC 9728: the metadata of the resource, at the well-known path suffixed with the resource's own path, and
+		// nowhere else (a document must name the resource its URL was built from).
 		md := opts.Auth.MetadataHandler()
-		mux.Method(http.MethodGet, "/.well-known/oauth-protected-resource", md)
-		mux.Method(http.MethodGet, "/.well-known/oauth-protected-resource/mcp", md)
+		mux.Method(http.MethodGet, opts.Auth.MetadataPath(), md)
+		mux.Method(http.MethodHead, opts.Auth.MetadataPath(), md)
+		mux.Method(http.MethodOptions, opts.Auth.MetadataPath(), md)
 	}
 	mux.Group(func(mcp chi.Router) {
-		mcp.Use(s.checkOrigin, s.guard)
+		// Preflights carry no credentials: they are answered before the guard, for allowed origins only.
+		mcp.Use(s.checkOrigin, s.cors)
+		for _, path := range []string{"/mcp", "/sse", "/message", "/messages"} {
+			mcp.Options(path, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+		}
+	})
+	mux.Group(func(mcp chi.Router) {
+		mcp.Use(s.checkOrigin, s.cors, s.guard)
 		mcp.Post("/mcp", s.post)
 		mcp.Get("/mcp", s.get)
 		mcp.Delete("/mcp", s.delete)
