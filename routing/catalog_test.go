@@ -1,9 +1,12 @@
 package routing
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -404,3 +407,46 @@ func TestCatalogPageCursorErrors(t *testing.T) {
 		t.Errorf("stale tool cursor: err = %v, want errBadCursor", err)
 	}
 }
+
+// TestLogConflicts: a conflict is logged once when it appears and once when it is resolved, not on every rebuild.
+func TestLogConflicts(t *testing.T) {
+	a, b := `tool "x" of upstream "a" collides`, `tool "y" of upstream "b" collides`
+	for _, tc := range []struct {
+		name       string
+		prev, next []string
+		want       []string // "LEVEL detail" lines
+	}{
+		{"first catalog", nil, []string{a}, []string{"WARN " + a}},
+		{"unchanged rebuild", []string{a}, []string{a}, nil},
+		{"one more", []string{a}, []string{a, b}, []string{"WARN " + b}},
+		{"resolved", []string{a, b}, []string{b}, []string{"INFO " + a}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			log := slog.New(recordHandler(func(r slog.Record) {
+				r.Attrs(func(at slog.Attr) bool {
+					if at.Key == "detail" {
+						got = append(got, r.Level.String()+" "+at.Value.String())
+					}
+					return true
+				})
+			}))
+			var prev *catalog
+			if tc.prev != nil {
+				prev = &catalog{conflicts: tc.prev}
+			}
+			logConflicts(log, prev, &catalog{conflicts: tc.next})
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("logged %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// recordHandler is a slog.Handler that hands every record to fn.
+type recordHandler func(slog.Record)
+
+func (h recordHandler) Enabled(context.Context, slog.Level) bool      { return true }
+func (h recordHandler) Handle(_ context.Context, r slog.Record) error { h(r); return nil }
+func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler            { return h }
+func (h recordHandler) WithGroup(string) slog.Handler                 { return h }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -304,9 +305,7 @@ func (r *Router) rebuild() {
 		changes = append(changes, ch)
 	}
 	r.buildMu.Unlock()
-	for _, c := range changes[0].next.conflicts {
-		r.log.Warn("catalog conflict", "detail", c)
-	}
+	logConflicts(r.log, changes[0].prev, changes[0].next)
 	for _, ch := range changes {
 		if ch.prev == nil {
 			continue // a new profile's first catalog: nobody has listed it yet
@@ -321,6 +320,25 @@ func (r *Router) rebuild() {
 					s.notify(msg)
 				}
 			})
+		}
+	}
+}
+
+// logConflicts logs what changed in the catalog's conflicts: each once when it appears and once when it is gone,
+// not again on every rebuild (a busy gateway rebuilds on every list change of every upstream).
+func logConflicts(log *slog.Logger, prev, next *catalog) {
+	var before []string
+	if prev != nil {
+		before = prev.conflicts
+	}
+	for _, c := range next.conflicts {
+		if !slices.Contains(before, c) {
+			log.Warn("catalog conflict", "detail", c)
+		}
+	}
+	for _, c := range before {
+		if !slices.Contains(next.conflicts, c) {
+			log.Info("catalog conflict resolved", "detail", c)
 		}
 	}
 }
