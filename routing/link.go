@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,6 +123,10 @@ func newLink(r *Router, up *Upstream, owner *Session, hello upstream.ClientHello
 		l.log = l.log.With("session", owner.logID())
 	}
 	l.lastUsed.Store(time.Now().UnixNano())
+	// Each link's ids start at a random point of [1, 2^52): an upstream that broadcasts every answer to all its
+	// streams (supergateway does) would otherwise hand one client's answer to another's link, where an equal id
+	// waits. A link takes only answers to ids in its own pending table, and those no longer coincide.
+	l.nextID.Store(rand.Int64N(1 << 52))
 	return l
 }
 

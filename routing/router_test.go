@@ -3,6 +3,7 @@ package routing
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -159,5 +160,23 @@ func TestPerClientSessionLifecycle(t *testing.T) {
 	// The slot is free again.
 	if m := roundTrip(t, r, s2, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fake__add"}}`); m.Error() != nil {
 		t.Fatalf("second session's call after the first closed: %s", m.Raw())
+	}
+}
+
+// TestLinkIDsDiffer: two links to one upstream mint different ids, so that an upstream broadcasting its answers
+// to every stream cannot complete one client's call with another's answer (each link takes only ids it minted).
+func TestLinkIDsDiffer(t *testing.T) {
+	r := &Router{log: slog.New(slog.DiscardHandler)}
+	up := &Upstream{cfg: UpstreamConfig{Name: "fake"}}
+	seen := map[int64]bool{}
+	for range 64 {
+		id := newLink(r, up, nil, upstream.ClientHello{}).mint()
+		if id < 1 || id > maxSafeID {
+			t.Fatalf("minted id %d outside [1, 2^53)", id)
+		}
+		if seen[id] {
+			t.Fatalf("two links minted the same first id %d", id)
+		}
+		seen[id] = true
 	}
 }
