@@ -450,3 +450,18 @@ func (h recordHandler) Enabled(context.Context, slog.Level) bool      { return t
 func (h recordHandler) Handle(_ context.Context, r slog.Record) error { h(r); return nil }
 func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler            { return h }
 func (h recordHandler) WithGroup(string) slog.Handler                 { return h }
+
+// TestLegacyResult: a 2026-07-28 upstream's result reaches a legacy client without the fields only that era has.
+func TestLegacyResult(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"content":[],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"}}}`, `{"content":[]}`},
+		{`{"resultType":"complete","content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"},"keep":1}}`, `{"content":[],"_meta":{"keep":1}}`},
+		{`{"contents":[],"ttlMs":0,"cacheScope":"private"}`, `{"contents":[]}`},
+		{`{"content":[],"_meta":{"keep":1}}`, `{"content":[],"_meta":{"keep":1}}`},
+		{`{"content":[]}`, `{"content":[]}`},
+	} {
+		if got := string(legacyResult([]byte(tc.in))); got != tc.want {
+			t.Errorf("legacyResult(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}

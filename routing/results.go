@@ -27,6 +27,25 @@ func (s *Session) resultTransform(inner func([]byte) []byte) func([]byte) []byte
 	}
 }
 
+// legacyResult strips a 2026-07-28 upstream's result of what only that era has, for a legacy client: the
+// top-level resultType and caching fields, and the server's identity in _meta (an emptied _meta goes too). A
+// legacy client's schema has none of them, and the server it knows is the gateway.
+func legacyResult(res []byte) []byte {
+	out := jsonrpc.DeleteMembers(res, "resultType", "ttlMs", "cacheScope")
+	s, e, st := jsonrpc.LookupStatus(out, "_meta")
+	if st != jsonrpc.Found {
+		return out
+	}
+	meta := jsonrpc.DeleteMembers(out[s:e], MetaServerInfo)
+	if len(meta) == e-s {
+		return out
+	}
+	if len(bytes.TrimSpace(meta)) == 2 { // {}
+		return jsonrpc.DeleteMembers(out, "_meta")
+	}
+	return jsonrpc.Splice(make([]byte, 0, len(out)), out, jsonrpc.Edit{Start: s, End: e, With: meta})
+}
+
 // mayNameResources is a cheap test for results that carry resource links or embedded resources, whose URIs are
 // worth remembering (a resource_link "need not appear in resources/list").
 func mayNameResources(res []byte) bool {

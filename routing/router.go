@@ -435,6 +435,13 @@ func (r *Router) complete(c *call, m jsonrpc.Message) {
 	if res := m.Result(); res != nil && (c.method == "tools/call" || c.method == "prompts/get") && mayNameResources(res) {
 		c.session.noteURIs(c.link.up, res)
 	}
+	if res := m.Result(); res != nil && !c.session.Stateless() && c.link.modern() {
+		if res = legacyResult(res); c.transform != nil {
+			res = c.transform(res)
+		}
+		c.out.Push(jsonrpc.AppendResult(nil, c.clientID, res), ClassFinal)
+		return
+	}
 	if c.transform != nil && m.Result() != nil {
 		c.out.Push(jsonrpc.AppendResult(nil, c.clientID, c.transform(m.Result())), ClassFinal)
 		return
