@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -171,7 +172,7 @@ func (l *link) run() {
 		err = l.serve(conn)
 		conn.Close()
 		if err == nil {
-			err = errors.New("connection closed")
+			err = fmt.Errorf("connection closed: %w", io.EOF)
 		}
 		if l.ctx.Err() != nil {
 			l.lost(err)
@@ -255,7 +256,7 @@ func (l *link) ready(ctx context.Context) (*upstream.Conn, error) {
 		case state == linkClosed:
 			return nil, fmt.Errorf("upstream %q: session closed", l.up.cfg.Name)
 		case state == linkDown:
-			return nil, fmt.Errorf("upstream %q is unavailable: %w", l.up.cfg.Name, err)
+			return nil, &UnavailableError{Upstream: l.up.cfg.Name, Err: err}
 		}
 		select {
 		case <-ch:
@@ -401,10 +402,7 @@ func (l *link) lost(err error) {
 	calls := l.pending
 	l.pending = map[int64]*call{}
 	l.mu.Unlock()
-	reason := "connection lost"
-	if err != nil {
-		reason = err.Error()
-	}
+	reason := publicReason(err)
 	for _, c := range calls {
 		l.r.fail(c, outcomeFailed, jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q failed during %s: %s; retry the request", l.up.cfg.Name, c.method, reason))
 	}

@@ -165,7 +165,7 @@ func handshakeOn(ctx context.Context, t Transport, conn Connection, params []byt
 	sh, err := handshake(ctx, conn, name, log, params)
 	if err != nil {
 		conn.Close()
-		if cache != nil && errors.Is(err, errInitRejected) {
+		if cache != nil && errors.Is(err, ErrInitRejected) {
 			// "re-probing if the cached assumption later fails": an upstream
 			// that refuses initialize may have become modern-only.
 			cache.forgetLegacy()
@@ -179,15 +179,15 @@ func handshakeOn(ctx context.Context, t Transport, conn Connection, params []byt
 	return &Conn{Connection: conn, Server: sh}, nil
 }
 
-// errInitRejected is matched (errors.Is) by the error of a handshake whose
+// ErrInitRejected is matched (errors.Is) by the error of a handshake whose
 // initialize the upstream answered with a JSON-RPC error.
-var errInitRejected = errors.New("initialize rejected")
+var ErrInitRejected = errors.New("initialize rejected")
 
 // initRejectedError is that error; its text is the upstream's error.
 type initRejectedError struct{ msg string }
 
 func (e *initRejectedError) Error() string        { return e.msg }
-func (e *initRejectedError) Is(target error) bool { return target == errInitRejected }
+func (e *initRejectedError) Is(target error) bool { return target == ErrInitRejected }
 
 func handshake(ctx context.Context, conn Connection, name string, log *slog.Logger, params []byte) (ServerHello, error) {
 	req := jsonrpc.AppendRequest(nil, []byte(initRequestID), methodInitialize, params)

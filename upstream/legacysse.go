@@ -37,7 +37,7 @@ func (c *httpConn) startLegacy(initRaw []byte) error {
 	if resp.StatusCode != http.StatusOK || mediaType(resp.Header) != mediaEventStream {
 		what := httpStatusError(resp)
 		discard(resp)
-		return fmt.Errorf("GET for the SSE stream: %s, content type %q", what, mediaType(resp.Header))
+		return fmt.Errorf("GET for the SSE stream: %w, content type %q", what, mediaType(resp.Header))
 	}
 	r := sse.NewReader(resp.Body, c.maxMsg)
 	ev, err := r.Next()
@@ -141,7 +141,7 @@ func (ls *legacySession) post(ctx context.Context, body []byte, handed func()) e
 	}
 	defer discard(resp)
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("post to the legacy endpoint: %s", httpStatusError(resp))
+		return fmt.Errorf("post to the legacy endpoint: %w", httpStatusError(resp))
 	}
 	return nil
 }

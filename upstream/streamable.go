@@ -252,7 +252,7 @@ func (c *httpConn) send(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	defer discard(resp)
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("upstream %s: post %s: %s", c.name, msg.Kind(), httpStatusError(resp))
+		return fmt.Errorf("upstream %s: post %s: %w", c.name, msg.Kind(), httpStatusError(resp))
 	}
 	if msg.MethodIs(methodInitialized) {
 		c.startGetStream()
@@ -326,7 +326,7 @@ func isLegacyHint(status int) bool {
 func (c *httpConn) readResponse(id []byte, resp *http.Response, isInit bool, emit func(Incoming) bool) error {
 	defer discard(resp)
 	if resp.StatusCode != http.StatusOK {
-		return errors.New(httpStatusError(resp))
+		return httpStatusError(resp)
 	}
 	if isInit {
 		if err := c.learnSession(resp.Header); err != nil {
@@ -429,14 +429,14 @@ func (c *httpConn) readStream(id []byte, body io.ReadCloser, emit func(Incoming)
 			case resp.StatusCode == http.StatusOK && mediaType(resp.Header) == mediaEventStream:
 				body = resp.Body
 			case resp.StatusCode/100 == 5:
-				err = errors.New(httpStatusError(resp))
+				err = httpStatusError(resp)
 				discard(resp)
 			default:
 				// 404 (session gone), 405 (no resumption) and the like will
 				// not get better by retrying.
 				what := httpStatusError(resp)
 				discard(resp)
-				return fmt.Errorf("resuming the response stream failed: %s", what)
+				return fmt.Errorf("resuming the response stream failed: %w", what)
 			}
 		}
 	}
@@ -666,7 +666,7 @@ func (c *httpConn) reinitialize() error {
 	}
 	defer discard(resp)
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s: %s", methodInitialized, httpStatusError(resp))
+		return fmt.Errorf("%s: %w", methodInitialized, httpStatusError(resp))
 	}
 	return nil
 }
@@ -943,13 +943,22 @@ func discard(resp *http.Response) {
 // of a JSON-RPC error in the body if there is one ("The HTTP response body
 // MAY comprise a JSON-RPC error response that has no id"). Header values are
 // never included: they may carry credentials.
-func httpStatusError(resp *http.Response) string {
-	s := "HTTP " + resp.Status
+func httpStatusError(resp *http.Response) *StatusError {
+	e := &StatusError{Code: resp.StatusCode, text: "HTTP " + resp.Status}
 	if mediaType(resp.Header) == mediaJSON {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		if m, err := jsonrpc.Parse(body); err == nil && m.Error() != nil {
-			s += " (" + describeRPCError(m.Error()) + ")"
+			e.text += " (" + describeRPCError(m.Error()) + ")"
 		}
 	}
-	return s
+	return e
 }
+
+// StatusError is an HTTP upstream's answer with a status that is not success: the status, and the JSON-RPC error
+// the body carried, if any. It never holds the URL.
+type StatusError struct {
+	Code int
+	text string
+}
+
+func (e *StatusError) Error() string { return e.text }

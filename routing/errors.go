@@ -1,0 +1,67 @@
+package routing
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"io"
+	"io/fs"
+	"net"
+	"os/exec"
+	"strconv"
+	"syscall"
+
+	"github.com/switchboard-mcp/switchboard/upstream"
+)
+
+// publicReason says why an upstream failed in words a client may read: the kind of failure, never the error's
+// own text, which carries internal URLs and addresses (`Post "http://10.0.3.7:9000/mcp": dial tcp …`) and often
+// repeats the upstream's name. The whole error goes to the gateway's log, where the operator finds the URL.
+func publicReason(err error) string {
+	var dnsErr *net.DNSError
+	var certErr *x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var execErr *exec.Error
+	switch {
+	case err == nil:
+		return "connection lost"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "it did not answer in time"
+	case errors.Is(err, context.Canceled):
+		return "the request was cancelled"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "the connection was closed"
+	case errors.As(err, &dnsErr):
+		return "its host name does not resolve"
+	case errors.As(err, &certErr), errors.As(err, &hostErr):
+		return "its TLS certificate is not trusted"
+	case errors.As(err, &execErr), errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
+		return "its command could not be started"
+	case errors.Is(err, upstream.ErrInitRejected):
+		return "it refused the gateway's initialize"
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "it did not answer in time"
+	}
+	var se *upstream.StatusError
+	if errors.As(err, &se) {
+		return "it answered HTTP " + strconv.Itoa(se.Code)
+	}
+	return "it could not be reached (the gateway's log has the details)"
+}
+
+// UnavailableError reports an upstream that cannot take a request now: its last connection attempt failed. Its
+// text names the upstream and the kind of failure, and is safe to show a client; Err has the whole story.
+type UnavailableError struct {
+	Upstream string
+	Err      error
+}
+
+func (e *UnavailableError) Error() string {
+	return "upstream " + strconv.Quote(e.Upstream) + " is unavailable: " + publicReason(e.Err)
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
