@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -168,7 +169,8 @@ func newTestServerWith(hooks *testHooks) *mcp.Server {
 // log notification before answering initialize; RAW_EARLY: what to do with a
 // request that comes before initialize (such as the server/discover probe):
 // "" answers it like any other, "silent" never answers, "late" answers it
-// only after the initialize response, "exit" exits with status 1.
+// only after the initialize response, "exit" exits with status 1; RAW_BIG:
+// the size of the answer to the method "big".
 func runRawServer() int {
 	in := bufio.NewScanner(os.Stdin)
 	out := bufio.NewWriter(os.Stdout)
@@ -211,6 +213,10 @@ func runRawServer() int {
 			for _, id := range held {
 				send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"supportedVersions":["2026-07-28"],"capabilities":{}}}`, id))
 			}
+		case m.ID != nil && m.Method == "big":
+			// RAW_BIG: the size of the answer to "big", padded to be over a small message limit.
+			n, _ := strconv.Atoi(os.Getenv("RAW_BIG"))
+			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"pad":%q}}`, m.ID, strings.Repeat("x", n)))
 		case m.ID != nil && m.Method != "":
 			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"method":%q}}`, m.ID, m.Method))
 		}

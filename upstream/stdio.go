@@ -424,6 +424,14 @@ func (c *stdioConn) readStdout(f *os.File) {
 		line, tooLong, err := readLine(br, c.maxMsg, buf[:0])
 		if tooLong {
 			c.log.Warn("discarding stdout line longer than the message limit", "limit", c.maxMsg)
+			// The call it answers would otherwise wait for its timeout: fail it now, when the line's start names
+			// its id (an answer's "id" usually precedes its large "result").
+			if id := leadingID(line); id != nil {
+				msg := fmt.Sprintf("upstream %q sent an answer of more than %d bytes, over its message limit (maxMessageBytes); the answer was discarded", c.name, c.maxMsg)
+				if !c.handleLine(jsonrpc.AppendError(nil, id, jsonrpc.CodeInternalError, msg, nil)) {
+					return
+				}
+			}
 		} else if len(line) > 0 {
 			buf = line
 			if !c.handleLine(line) {
@@ -525,6 +533,80 @@ func readLine(br *bufio.Reader, limit int, buf []byte) (line []byte, tooLong boo
 		}
 		return buf, tooLong, err
 	}
+}
+
+// leadingID finds the id of a JSON-RPC message from the start of its line, which is cut short: the value of a
+// top-level "id" member, a number or a string, when it lies wholly within prefix. It returns nil when there is
+// none, or when the line has a top-level "method" before it (a request of the upstream's own, not an answer).
+func leadingID(prefix []byte) []byte {
+	depth, i := 0, 0
+	for i < len(prefix) {
+		switch c := prefix[i]; c {
+		case '{', '[':
+			depth++
+			i++
+		case '}', ']':
+			depth--
+			i++
+		case '"':
+			end := stringEnd(prefix, i)
+			if end < 0 {
+				return nil
+			}
+			key := prefix[i:end]
+			i = end
+			if depth != 1 {
+				continue
+			}
+			j := skipSpace(prefix, i)
+			if j >= len(prefix) || prefix[j] != ':' {
+				continue // a value, not a key
+			}
+			switch string(key) {
+			case `"method"`:
+				return nil
+			case `"id"`:
+				v := skipSpace(prefix, j+1)
+				if v < len(prefix) && prefix[v] == '"' {
+					if e := stringEnd(prefix, v); e > 0 {
+						return prefix[v:e]
+					}
+					return nil
+				}
+				e := v
+				for e < len(prefix) && (prefix[e] == '-' || prefix[e] >= '0' && prefix[e] <= '9') {
+					e++
+				}
+				if e > v && e < len(prefix) { // the number must end inside the prefix
+					return prefix[v:e]
+				}
+				return nil
+			}
+		default:
+			i++
+		}
+	}
+	return nil
+}
+
+// stringEnd returns the index just past the JSON string starting at b[i], or -1 if it does not end within b.
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
 }
 
 // truncate returns at most n bytes of b as a string for logging.

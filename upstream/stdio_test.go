@@ -515,3 +515,38 @@ func TestStdioWriteContext(t *testing.T) {
 		t.Fatalf("Write = %v, want context.Canceled", err)
 	}
 }
+
+// TestStdioOversizedAnswer: an answer over the message limit fails its call at once, with an error naming the
+// limit, instead of leaving it to wait for its timeout; the connection goes on.
+func TestStdioOversizedAnswer(t *testing.T) {
+	spec := Spec{Name: "raw", Command: os.Args[0], Env: map[string]string{envTestServer: "raw", "RAW_VERSION": "2025-11-25", "RAW_BIG": "8192"},
+		MaxMessageBytes: 4096, Logger: slog.New(newLogCapture()), ShutdownGrace: time.Second}
+	conn, err := Dial(waitCtx(t), mustTransport(t, spec), ClientHello{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	in, _ := roundTrip(t, conn, 7, "big", "")
+	if code, _ := in.Msg.ErrorCode(); code != jsonrpc.CodeInternalError || !strings.Contains(string(in.Msg.Raw()), "maxMessageBytes") {
+		t.Fatalf("answer = %s, want -32603 naming the message limit", in.Msg.Raw())
+	}
+	if in, _ := roundTrip(t, conn, 8, "ping", ""); in.Msg.Error() != nil {
+		t.Errorf("after the oversized answer: %s", in.Msg.Raw())
+	}
+}
+
+func TestLeadingID(t *testing.T) {
+	for _, tc := range []struct{ prefix, want string }{
+		{`{"jsonrpc":"2.0","id":17,"result":{"pad":"xxxx`, `17`},
+		{`{"id":"switchboard-init-1","result":{`, `"switchboard-init-1"`},
+		{`{"result":{"id":3,"pad":"xx`, ``},                     // nested: not the message's id
+		{`{"jsonrpc":"2.0","method":"x","id":4,"params":{`, ``}, // a request of the upstream's own
+		{`{"jsonrpc":"2.0","id":123`, ``},                       // the number may go on
+		{`{"jsonrpc":"2.0","result":{"pad":"x`, ``},
+		{`{"jsonrpc":"2.0","id":"a\"b","result":`, `"a\"b"`},
+	} {
+		if got := string(leadingID([]byte(tc.prefix))); got != tc.want {
+			t.Errorf("leadingID(%s) = %s, want %s", tc.prefix, got, tc.want)
+		}
+	}
+}
