@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strconv"
@@ -34,6 +35,19 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "raw":
 		os.Exit(runRawServer())
+	case "ignore-eof":
+		// A server that goes on after its stdin closes (as some do): only a signal ends it.
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		select {}
+	case "parent":
+		// A stand-in gateway: it starts an "ignore-eof" child, prints its pid, and waits to be killed.
+		c, err := (&CommandTransport{spec: Spec{Name: "orphan", Command: os.Args[0], Env: map[string]string{envTestServer: "ignore-eof"}}}).Connect(context.Background())
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "parent:", err)
+			os.Exit(1)
+		}
+		fmt.Println(c.(*stdioConn).pid)
+		select {}
 	default:
 		fmt.Fprintln(os.Stderr, "unknown test server mode", mode)
 		os.Exit(2)

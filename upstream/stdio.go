@@ -86,9 +86,7 @@ func (t *CommandTransport) Connect(ctx context.Context) (Connection, error) {
 	cmd.Env = childEnv(os.Environ(), spec.EnvPassthrough, spec.Env)
 	cmd.Dir = spec.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	// Its own process group: signals sent to the group reach the child's own
-	// children too, so none is left behind as an orphan.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		closeAll()
 		return nil, fmt.Errorf("upstream %s: start %s: %w", spec.Name, spec.Command, err)

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -549,4 +550,35 @@ func TestLeadingID(t *testing.T) {
 			t.Errorf("leadingID(%s) = %s, want %s", tc.prefix, got, tc.want)
 		}
 	}
+}
+
+// TestStdioChildDiesWithGateway: a child that ignores stdin EOF does not outlive a gateway killed with SIGKILL,
+// which has no chance to stop it (Linux: Pdeathsig).
+func TestStdioChildDiesWithGateway(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Pdeathsig is Linux's")
+	}
+	parent := exec.Command(os.Args[0])
+	parent.Env = append(os.Environ(), envTestServer+"=parent")
+	out, err := parent.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = parent.Wait() }() // killed below
+	line, err := bufio.NewReader(out).ReadString('\n')
+	pid, perr := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || perr != nil {
+		parent.Process.Kill()
+		t.Fatalf("the stand-in gateway did not report its child: %q %v", line, err)
+	}
+	if processGone(pid) {
+		t.Fatalf("child %d is not running", pid)
+	}
+	if err := parent.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitProcessGone(t, pid)
 }
