@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -24,7 +25,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		Upstreams []routing.UpstreamStatus `json:"upstreams"`
 		Conflicts []string                 `json:"conflicts,omitempty"`
 		Store     string                   `json:"sharedState,omitempty"`
-	}{s.r.Ready(), s.r.SessionCount(), s.r.Status(), s.r.Conflicts(), ""}
+		Warnings  []string                 `json:"warnings,omitempty"`
+	}{s.r.Ready(), s.r.SessionCount(), s.r.Status(), s.r.Conflicts(), "", nil}
+	// Names a stated host would reject break that host's whole session, but not the gateway: a warning, never
+	// unreadiness.
+	for _, n := range s.r.RejectedNames() {
+		body.Warnings = append(body.Warnings, fmt.Sprintf("%s rejects the tool %q: %d characters with its prefix, over its limit of %d; lower maxToolNameLength", n.Host, n.Name, n.Length, n.Limit))
+	}
 	if s.opts.Ready != nil {
 		// Without its shared state a replica still serves the sessions it holds, but should get no new ones.
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)

@@ -22,6 +22,7 @@ type readyBody struct {
 	Ready     bool                     `json:"ready"`
 	Sessions  int                      `json:"sessions"`
 	Upstreams []routing.UpstreamStatus `json:"upstreams"`
+	Warnings  []string                 `json:"warnings"`
 }
 
 func getReadyz(t *testing.T, h *harness) (int, readyBody) {
@@ -176,4 +177,22 @@ func TestReadyWhenAnUpstreamFailsLast(t *testing.T) {
 		return false
 	})
 	waitReadyOrFail(t, h)
+}
+
+// TestReadyzWarnsOfRejectedNames: tool names a stated host would reject are named on /readyz as warnings, without
+// making the gateway unready.
+func TestReadyzWarnsOfRejectedNames(t *testing.T) {
+	h := startGateway(t, routing.Options{Hosts: []routing.HostLimit{{Name: "Strict host", Prefix: "mcp__switchboard-production__", MaxLength: 40}}},
+		gateway.Options{}, stdioUpstream(t, "alpha", routing.Shared, markerDir(t)))
+	status, body := getReadyz(t, h)
+	if status != http.StatusOK || !body.Ready {
+		t.Fatalf("/readyz: HTTP %d ready=%v, want ready despite the warnings", status, body.Ready)
+	}
+	found := false
+	for _, w := range body.Warnings {
+		found = found || strings.Contains(w, `Strict host rejects the tool "alpha__progress": 44 characters`)
+	}
+	if !found {
+		t.Errorf("warnings %q do not name alpha__progress", body.Warnings)
+	}
 }

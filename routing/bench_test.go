@@ -98,6 +98,6 @@ func BenchmarkCursorDecode(b *testing.B) {
 func BenchmarkExposedName(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		_ = exposedName("fake__", "math.add")
+		_ = exposedName("fake__", "math.add", maxName)
 	}
 }

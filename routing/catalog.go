@@ -119,7 +119,7 @@ func buildCatalog(ups []*Upstream, prev *catalog, profile string) *catalog {
 				case kindTools, kindPrompts:
 					exposed := it.exposed
 					if exposed == "" {
-						exposed = exposedName(up.cfg.Prefix, it.id)
+						exposed = exposedName(up.cfg.Prefix, it.id, up.r.nameBudget())
 					}
 					key := k.key() + "\x00" + exposed
 					if prevOwner, dup := owner[key]; dup {

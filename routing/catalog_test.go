@@ -69,7 +69,7 @@ func TestTemplatePattern(t *testing.T) {
 
 // testUpstream is an Upstream with fixed lists, for the cold-path catalog functions.
 func testUpstream(name, prefix string, lists map[listKind][]string) *Upstream {
-	up := &Upstream{cfg: UpstreamConfig{Name: name, Prefix: prefix}}
+	up := &Upstream{cfg: UpstreamConfig{Name: name, Prefix: prefix}, r: &Router{}}
 	for k, raws := range lists {
 		for _, raw := range raws {
 			var v map[string]any
@@ -125,7 +125,7 @@ func TestBuildCatalogMergeAndPrefix(t *testing.T) {
 		// The name member is spliced; everything else, nested "name" members included, is byte-identical.
 		`{"name":"fs__read","description":"reads","inputSchema":{"type":"object","properties":{"name":{"type":"string"}}}}`,
 		`{"title":"Write","name":"fs__write","inputSchema":{"type":"object"},"annotations":{"name":"keep me"}}`,
-		`{"name":"` + exposedName("fs__", "a.b") + `","inputSchema":{}}`,
+		`{"name":"` + exposedName("fs__", "a.b", DefaultMaxToolNameLength) + `","inputSchema":{}}`,
 		`{"name":"search","inputSchema":{"type":"object"}}`, // prefix "": unchanged, the same bytes
 	}
 	if got := itemStrings(c, kindTools); !equalStrings(got, wantTools) {
@@ -141,7 +141,7 @@ func TestBuildCatalogMergeAndPrefix(t *testing.T) {
 		t.Errorf("templates: %d, want 2", got)
 	}
 	for exposed, want := range map[string]target{
-		"fs__read": {fs, "read"}, "fs__write": {fs, "write"}, exposedName("fs__", "a.b"): {fs, "a.b"}, "search": {web, "search"},
+		"fs__read": {fs, "read"}, "fs__write": {fs, "write"}, exposedName("fs__", "a.b", DefaultMaxToolNameLength): {fs, "a.b"}, "search": {web, "search"},
 	} {
 		if got, ok := c.tools[exposed]; !ok || got != want {
 			t.Errorf("tools[%q] = %v, %v; want %s/%s", exposed, got, ok, want.up.cfg.Name, want.name)

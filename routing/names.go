@@ -3,22 +3,36 @@ package routing
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
+	"strings"
 )
 
 // maxName is the strict limit the big clients enforce on tool names (^[a-zA-Z0-9_-]{1,64}$), tighter than the
 // spec's 128 characters of [A-Za-z0-9_.-]. Emitting names that satisfy the strict form keeps every client working.
 const maxName = 64
 
+// nameBudget is the length exposed names must fit: Options.MaxToolNameLength, within [12, maxName]. Hosts show a
+// tool under a prefix of their own (Claude Code: mcp__<server>__<tool>, and its API rejects names over 64
+// characters), so the default leaves room for "mcp__switchboard__".
+func (r *Router) nameBudget() int {
+	n := r.opts.MaxToolNameLength
+	if n <= 0 {
+		n = DefaultMaxToolNameLength
+	}
+	return min(max(n, 12), maxName)
+}
+
 // exposedName returns the name a client sees for an upstream's item: prefix+name, made to satisfy the strict
-// form. A name that already does is kept as it is; otherwise characters outside [A-Za-z0-9_-] become '_' and the
-// name ends in '_' plus a short hash of the original, so that two names that sanitise alike stay distinct and the
-// mapping is deterministic across restarts and replicas.
-func exposedName(prefix, name string) string {
+// form within budget characters. A name that already does is kept as it is; otherwise characters outside
+// [A-Za-z0-9_-] become '_', the name is cut to fit, and it ends in '_' plus a short hash of the original, so that
+// two names that sanitise or cut alike stay distinct and the mapping is deterministic across restarts and
+// replicas.
+func exposedName(prefix, name string, budget int) string {
 	full := prefix + name
-	if strictName(full) {
+	if len(full) <= budget && strictName(full) {
 		return full
 	}
-	b := make([]byte, 0, maxName)
+	b := make([]byte, 0, budget)
 	for i := 0; i < len(full); i++ {
 		c := full[i]
 		if !strictByte(c) {
@@ -28,8 +42,8 @@ func exposedName(prefix, name string) string {
 	}
 	sum := sha256.Sum256([]byte(full))
 	suffix := "_" + hex.EncodeToString(sum[:4])
-	if len(b) > maxName-len(suffix) {
-		b = b[:maxName-len(suffix)]
+	if len(b) > budget-len(suffix) {
+		b = b[:budget-len(suffix)]
 	}
 	return string(b) + suffix
 }
@@ -50,7 +64,19 @@ func strictByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }
 
-// RejectedNames lists the exposed tool names of the current catalog that a host in Options.Hosts would reject.
+// RejectedNames lists the exposed tool names of the current catalog that a host in Options.Hosts would reject:
+// the host's prefix and the name together are longer than its limit.
 func (r *Router) RejectedNames() []RejectedName {
-	return nil // TODO(issue 14 item 11): implemented in names.go
+	var out []RejectedName
+	for _, h := range r.opts.Hosts {
+		for name := range r.cat.Load().tools {
+			if n := len(h.Prefix) + len(name); n > h.MaxLength {
+				out = append(out, RejectedName{Host: h.Name, Name: name, Length: n, Limit: h.MaxLength})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b RejectedName) int {
+		return strings.Compare(a.Host+"\x00"+a.Name, b.Host+"\x00"+b.Name)
+	})
+	return out
 }

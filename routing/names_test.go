@@ -2,8 +2,11 @@ package routing
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
 
 // strictRE is the tool-name form the big clients enforce (design §5).
@@ -34,11 +37,11 @@ func TestExposedName(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := exposedName(tc.prefix, tc.item)
+			got := exposedName(tc.prefix, tc.item, maxName)
 			if !strictRE.MatchString(got) {
 				t.Fatalf("exposedName(%q, %q) = %q: not ^[a-zA-Z0-9_-]{1,64}$", tc.prefix, tc.item, got)
 			}
-			if again := exposedName(tc.prefix, tc.item); again != got {
+			if again := exposedName(tc.prefix, tc.item, maxName); again != got {
 				t.Fatalf("not deterministic: %q then %q", got, again)
 			}
 			if tc.want != "" {
@@ -73,7 +76,7 @@ func TestExposedNameDistinct(t *testing.T) {
 	for _, g := range groups {
 		seen := map[string]string{}
 		for _, n := range g {
-			got := exposedName("p__", n)
+			got := exposedName("p__", n, maxName)
 			if !strictRE.MatchString(got) {
 				t.Errorf("exposedName(%q) = %q: not strict", n, got)
 			}
@@ -88,7 +91,7 @@ func TestExposedNameDistinct(t *testing.T) {
 // TestExposedNameStable pins the hash so that a change of the scheme, which would break clients that stored tool
 // names across restarts and replicas, is deliberate.
 func TestExposedNameStable(t *testing.T) {
-	if got, want := exposedName("fake__", "math.add"), "fake__math_add_a280608b"; got != want {
+	if got, want := exposedName("fake__", "math.add", maxName), "fake__math_add_a280608b"; got != want {
 		t.Fatalf("exposedName = %q, want %q (the exposed form must be stable across releases)", got, want)
 	}
 }
@@ -98,12 +101,52 @@ func FuzzExposedName(f *testing.F) {
 		f.Add("p__", s)
 	}
 	f.Fuzz(func(t *testing.T, prefix, name string) {
-		got := exposedName(prefix, name)
-		if !strictRE.MatchString(got) {
-			t.Fatalf("exposedName(%q, %q) = %q: not strict", prefix, name, got)
+		got := exposedName(prefix, name, DefaultMaxToolNameLength)
+		if !strictRE.MatchString(got) || len(got) > DefaultMaxToolNameLength {
+			t.Fatalf("exposedName(%q, %q) = %q: not strict within %d", prefix, name, got, DefaultMaxToolNameLength)
 		}
-		if strictName(prefix+name) && got != prefix+name {
+		if strictName(prefix+name) && len(prefix+name) <= DefaultMaxToolNameLength && got != prefix+name {
 			t.Fatalf("strict name %q changed to %q", prefix+name, got)
 		}
 	})
+}
+
+// TestNameBudget: with the default budget (46: what Claude Code's "mcp__switchboard__" prefix leaves of the API's
+// 64), a longer name is shortened deterministically and collision-free; the budget comes from Options and stays
+// within [12, 64].
+func TestNameBudget(t *testing.T) {
+	long := "everything-http__trigger-long-running-operation" // 47 characters: Claude Code rejected the session
+	got := exposedName("", long, DefaultMaxToolNameLength)
+	if len(got) != DefaultMaxToolNameLength || !strings.HasPrefix(got, long[:37]+"_") || !strictRE.MatchString(got) {
+		t.Errorf("exposedName(%q) = %q (%d chars), want 46 characters: 37 kept, _ and a hash", long, got, len(got))
+	}
+	if len("mcp__switchboard__"+got) > 64 {
+		t.Errorf("%q is still rejected under Claude Code's prefix", got)
+	}
+	if other := exposedName("", long[:len(long)-1]+"x", DefaultMaxToolNameLength); other == got {
+		t.Errorf("two names cut alike collide as %q", got)
+	}
+	if fits := "fs__read_file"; exposedName("", fits, DefaultMaxToolNameLength) != fits {
+		t.Errorf("a name within the budget changed")
+	}
+	for _, tc := range []struct{ opt, want int }{{0, 46}, {64, 64}, {100, 64}, {3, 12}, {30, 30}} {
+		if got := (&Router{opts: Options{MaxToolNameLength: tc.opt}}).nameBudget(); got != tc.want {
+			t.Errorf("MaxToolNameLength %d: budget %d, want %d", tc.opt, got, tc.want)
+		}
+	}
+}
+
+// TestRejectedNames: the live catalog's tool names that a stated host would reject under its prefix.
+func TestRejectedNames(t *testing.T) {
+	long := strings.Repeat("t", 41)
+	tr := newFakeTransport(func(c *fakeConn, m jsonrpc.Message) {
+		defaultAnswer(c, m, fakeInitCaps, `[{"name":"add","inputSchema":{"type":"object"}},{"name":"`+long+`","inputSchema":{"type":"object"}}]`)
+	})
+	r := startRouter(t, Options{MaxToolNameLength: 64, Hosts: []HostLimit{{Name: "Claude Code", Prefix: "mcp__switchboard__", MaxLength: 64}}},
+		UpstreamConfig{Name: "fake", Prefix: "fake__", Mode: Shared, Transport: tr, Kind: "stdio"})
+	got := r.RejectedNames()
+	want := []RejectedName{{Host: "Claude Code", Name: "fake__" + long, Length: 18 + 6 + 41, Limit: 64}}
+	if !slices.Equal(got, want) {
+		t.Errorf("RejectedNames = %+v, want %+v", got, want)
+	}
 }

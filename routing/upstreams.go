@@ -313,7 +313,7 @@ func (up *Upstream) fetch(ctx context.Context, k listKind) ([]item, error) {
 			}
 			it := item{raw: jsonrpc.Compact(nil, raw), id: id}
 			if k == kindTools || k == kindPrompts {
-				it.exposed = exposedName(up.cfg.Prefix, id)
+				it.exposed = exposedName(up.cfg.Prefix, id, up.r.nameBudget())
 				it.exposedRaw = it.raw
 				if it.exposed != id {
 					it.exposedRaw = replaceMember(it.raw, "name", it.exposed)

@@ -316,6 +316,7 @@ func restartOnly(old, cur *config.Config) []string {
 		{"requestTimeout", old.RequestTimeout, cur.RequestTimeout}, {"maxRequestTimeout", old.MaxRequestTimeout, cur.MaxRequestTimeout},
 		{"sessionIdleTimeout", old.SessionIdleTimeout, cur.SessionIdleTimeout}, {"cursorSecret", old.CursorSecret, cur.CursorSecret},
 		{"log", old.Log, cur.Log}, {"auth", old.Auth, cur.Auth}, {"policy", old.Policy, cur.Policy},
+		{"maxToolNameLength", old.MaxToolNameLength, cur.MaxToolNameLength}, {"clientHosts", old.ClientHosts, cur.ClientHosts},
 	} {
 		if !reflect.DeepEqual(f.a, f.b) {
 			keys = append(keys, f.key)
@@ -450,6 +451,10 @@ func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers, l
 		Logger:             log,
 		Replica:            cfg.ReplicaURL,
 		Audit:              auditor(log),
+		MaxToolNameLength:  cfg.MaxToolNameLength,
+	}
+	for _, h := range cfg.ClientHosts {
+		opts.Hosts = append(opts.Hosts, routing.HostLimit{Name: h.Name, Prefix: h.Prefix, MaxLength: h.MaxLength})
 	}
 	if tel != nil {
 		opts.Tracer, opts.Meter, opts.Propagator = tel.Tracer, tel.Meter, tel.Propagator

@@ -103,6 +103,10 @@ type Config struct {
 	Redis *Redis
 	// RateLimit, when set, limits each principal's requests.
 	RateLimit *RateLimit
+	// MaxToolNameLength bounds exposed tool and prompt names; longer ones are shortened deterministically.
+	MaxToolNameLength int
+	// ClientHosts are the hosts whose tool-name limits check and /readyz verify the names against.
+	ClientHosts []ClientHost
 	// Upstreams are the MCP servers behind the gateway, in file order (sorted
 	// by name for the mcpServers form). Disabled ones are included, with
 	// Disabled set, so tools can still report on them.
@@ -217,6 +221,8 @@ func Default() *Config {
 		Listen:             DefaultListen,
 		MaxBodyBytes:       DefaultMaxBodyBytes,
 		PageSize:           DefaultPageSize,
+		MaxToolNameLength:  DefaultMaxToolNameLength,
+		ClientHosts:        DefaultClientHosts(),
 		RequestTimeout:     DefaultRequestTimeout,
 		MaxRequestTimeout:  DefaultMaxRequestTimeout,
 		SessionIdleTimeout: DefaultSessionIdleTimeout,

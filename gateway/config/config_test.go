@@ -105,6 +105,8 @@ func TestParseFull(t *testing.T) {
 		SessionIdleTimeout: time.Hour,
 		CursorSecret:       []byte(secret),
 		Log:                LogConfig{Level: slog.LevelDebug, Format: "json"},
+		MaxToolNameLength:  DefaultMaxToolNameLength,
+		ClientHosts:        DefaultClientHosts(),
 		Upstreams: []Upstream{
 			{
 				Name: "files", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/data"},
@@ -183,7 +185,7 @@ func TestParseInvalid(t *testing.T) {
 		{
 			name: "unknown key without a close match lists the valid keys",
 			in:   "upstreams: []\nfrobnicate: true\n",
-			want: []string{`c.yaml:2:1: frobnicate: unknown key "frobnicate"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, upstreams, mcpServers, servers`},
+			want: []string{`c.yaml:2:1: frobnicate: unknown key "frobnicate"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, upstreams, mcpServers, servers`},
 		},
 		{
 			name: "envPassthrough refuses everything and misplaced stars",
@@ -488,7 +490,7 @@ func TestMCPServers(t *testing.T) {
 	diffLines(t, "warnings", warningLines(cfg.Warnings), []string{
 		`claude_desktop_config.json:3:5: mcpServers["Web Search"]: server name "Web Search" is used as upstream name "web-search" (upstream names are lowercase letters, digits and '-'); its tools get that name as prefix unless prefix is set`,
 		`claude_desktop_config.json:5:43: mcpServers.filesystem.autoApprove: unknown key "autoApprove"; valid keys are command, args, env, envPassthrough, cwd, url, headers, type, disabled, session, protocol, prefix, timeout, maxInstances, idleTimeout (ignored)`,
-		`claude_desktop_config.json:8:3: globalShortcut: unknown key "globalShortcut"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, upstreams, mcpServers, servers (ignored)`,
+		`claude_desktop_config.json:8:3: globalShortcut: unknown key "globalShortcut"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, upstreams, mcpServers, servers (ignored)`,
 	})
 }
 
@@ -530,7 +532,7 @@ func TestVSCodeServers(t *testing.T) {
 		t.Errorf("upstreams = %+v", cfg.Upstreams)
 	}
 	diffLines(t, "warnings", warningLines(cfg.Warnings), []string{
-		`.vscode/mcp.json:3:3: inputs: unknown key "inputs"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, upstreams, mcpServers, servers (ignored)`,
+		`.vscode/mcp.json:3:3: inputs: unknown key "inputs"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, upstreams, mcpServers, servers (ignored)`,
 	})
 
 	_, err = Parse("mcp.json", []byte(`{"servers": {"gh": {"type": "http", "url": "https://x.example/mcp", "headers": {"Authorization": "Bearer ${input:gh-token}"}}}}`), nil)
@@ -641,7 +643,7 @@ upstreams:
     name: b
 `
 	_, err := Parse("c.yaml", []byte(in), nil)
-	diffLines(t, "unknown anchor holder", problemLines(t, err), []string{`c.yaml:1:1: common: unknown key "common"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, upstreams, mcpServers, servers`})
+	diffLines(t, "unknown anchor holder", problemLines(t, err), []string{`c.yaml:1:1: common: unknown key "common"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, upstreams, mcpServers, servers`})
 	cfg, err := Parse("c.yaml", []byte(strings.TrimPrefix(in, "common: &common\n")), nil)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
@@ -909,5 +911,39 @@ func TestEnvPassthrough(t *testing.T) {
 	}
 	if got, want := cfg.Upstreams[0].EnvPassthrough, []string{"AWS_*", "GITHUB_TOKEN"}; !slices.Equal(got, want) {
 		t.Errorf("EnvPassthrough = %q, want %q", got, want)
+	}
+}
+
+// TestToolNameBudget: maxToolNameLength and clientHosts, and the warning for a host that would reject names the
+// budget allows (at the line that causes it).
+func TestToolNameBudget(t *testing.T) {
+	cfg, err := Parse("c.yaml", []byte("upstreams: [{name: a, command: x}]\n"), nil)
+	if err != nil || cfg.MaxToolNameLength != 46 || len(cfg.ClientHosts) != 1 || len(cfg.Warnings) != 0 {
+		t.Fatalf("defaults: %+v %v; want 46, Claude Code, no warning", cfg, err)
+	}
+	cfg, err = Parse("c.yaml", []byte("maxToolNameLength: 60\nupstreams: [{name: a, command: x}]\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffLines(t, "warnings", warningLines(cfg.Warnings), []string{
+		`c.yaml:1:20: maxToolNameLength: Claude Code shows tools as "mcp__switchboard__"+name and rejects names over 64 characters, but names may be 60 long (78 with the prefix); lower maxToolNameLength to 46`,
+	})
+	cfg, err = Parse("c.yaml", []byte("clientHosts:\n  - {name: Cursor, prefix: \"mcp_acme-gateway_\", maxLength: 60}\nupstreams: [{name: a, command: x}]\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffLines(t, "warnings", warningLines(cfg.Warnings), []string{
+		`c.yaml:2:5: clientHosts[0]: Cursor shows tools as "mcp_acme-gateway_"+name and rejects names over 60 characters, but names may be 46 long (63 with the prefix); lower maxToolNameLength to 43`,
+	})
+	for in, want := range map[string]string{
+		"maxToolNameLength: 8\n":          "must be between 12 and 64",
+		"maxToolNameLength: 65\n":         "must be between 12 and 64",
+		"clientHosts: [{name: x}]\n":      "needs maxLength",
+		"clientHosts: {name: x}\n":        "must be a list",
+		"clientHosts: [{maxLength: 0}]\n": "at least 1",
+	} {
+		if _, err := Parse("c.yaml", []byte(in+"upstreams: [{name: a, command: x}]\n"), nil); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) = %v, want a problem saying %q", in, err, want)
+		}
 	}
 }

@@ -19,7 +19,7 @@ import (
 func topLevelKeys() []string {
 	return []string{"listen", "publicURL", "replicaURL", "allowedOrigins", "allowedHosts", "maxBodyBytes", "pageSize",
 		"requestTimeout", "maxRequestTimeout", "sessionIdleTimeout", "cursorSecret", "log", "auth", "policy", "redis", "rateLimit",
-		"upstreams", "mcpServers", "servers"}
+		"maxToolNameLength", "clientHosts", "upstreams", "mcpServers", "servers"}
 }
 
 func upstreamKeys() []string {
@@ -195,6 +195,16 @@ func (p *parser) config(doc *yaml.Node) *Config {
 	if f, ok := o.get("rateLimit"); ok {
 		p.rateLimitConfig(f.val, cfg)
 	}
+	var budgetNode *yaml.Node
+	if f, ok := o.get("maxToolNameLength"); ok {
+		p.maxToolNameLength(f.val, cfg)
+		budgetNode = resolve(f.val)
+	}
+	var hostNodes []*yaml.Node
+	if f, ok := o.get("clientHosts"); ok {
+		hostNodes = p.clientHosts(f.val, cfg)
+	}
+	p.warnNameBudget(cfg, budgetNode, hostNodes)
 	if f, ok := o.get("redis"); ok {
 		p.redisConfig(f.val, cfg)
 		if cfg.CursorSecret == nil {

@@ -1,0 +1,99 @@
+package config
+
+import (
+	"gopkg.in/yaml.v3"
+)
+
+// ClientHost is a client host's rule for tool names: it shows a tool as Prefix+name and rejects names longer than
+// MaxLength.
+type ClientHost struct {
+	Name      string
+	Prefix    string
+	MaxLength int
+}
+
+const (
+	// DefaultMaxToolNameLength fits Claude Code under the server name "switchboard": it names a tool
+	// mcp__switchboard__<tool>, and its API rejects names over 64 characters.
+	DefaultMaxToolNameLength = 64 - len("mcp__switchboard__")
+	// MinToolNameLength leaves room for a shortened name's hash suffix.
+	MinToolNameLength = 12
+	// MaxToolNameLength is the limit of the strict tool-name form the big clients enforce.
+	MaxToolNameLength = 64
+)
+
+// DefaultClientHosts are the hosts checked when clientHosts is not set.
+func DefaultClientHosts() []ClientHost {
+	return []ClientHost{{Name: "Claude Code", Prefix: "mcp__switchboard__", MaxLength: 64}}
+}
+
+func clientHostKeys() []string { return []string{"name", "prefix", "maxLength"} }
+
+// maxToolNameLength reads maxToolNameLength.
+func (p *parser) maxToolNameLength(n *yaml.Node, cfg *Config) {
+	v, ok := p.integer(n, "maxToolNameLength")
+	if !ok {
+		return
+	}
+	if v < MinToolNameLength || v > MaxToolNameLength {
+		p.errorf(resolve(n), "maxToolNameLength", "%d is out of range; it must be between %d and %d", v, MinToolNameLength, MaxToolNameLength)
+		return
+	}
+	cfg.MaxToolNameLength = int(v)
+}
+
+// clientHosts reads clientHosts: a list of {name, prefix, maxLength}. It returns each host's node.
+func (p *parser) clientHosts(n *yaml.Node, cfg *Config) (nodes []*yaml.Node) {
+	n = resolve(n)
+	if n.Kind != yaml.SequenceNode {
+		p.errorf(n, "clientHosts", "must be a list of {name, prefix, maxLength}, not %s", kindName(n))
+		return nil
+	}
+	cfg.ClientHosts = []ClientHost{}
+	for i, item := range n.Content {
+		path := index("clientHosts", i)
+		o, ok := p.object(item, path, keySpec{known: clientHostKeys()})
+		if !ok {
+			continue
+		}
+		h := ClientHost{}
+		if f, ok := o.get("name"); ok {
+			h.Name, _ = p.scalar(f.val, join(path, "name"))
+		}
+		if f, ok := o.get("prefix"); ok {
+			h.Prefix, _ = p.scalar(f.val, join(path, "prefix"))
+		}
+		f, ok := o.get("maxLength")
+		if !ok {
+			p.errorf(resolve(item), path, "needs maxLength: the longest tool name the host accepts, its prefix included")
+			continue
+		}
+		if v, ok := p.integer(f.val, join(path, "maxLength")); ok {
+			if v < 1 {
+				p.errorf(resolve(f.val), join(path, "maxLength"), "must be at least 1")
+			}
+			h.MaxLength = int(v)
+		}
+		if h.Name == "" {
+			h.Name = h.Prefix
+		}
+		cfg.ClientHosts = append(cfg.ClientHosts, h)
+		nodes = append(nodes, resolve(item))
+	}
+	return nodes
+}
+
+// warnNameBudget warns about the stated hosts that would reject names the budget allows, at the budget's line
+// when the file sets it, else at the host's.
+func (p *parser) warnNameBudget(cfg *Config, budget *yaml.Node, hosts []*yaml.Node) {
+	for i, h := range cfg.ClientHosts {
+		if n := len(h.Prefix) + cfg.MaxToolNameLength; n > h.MaxLength {
+			at, path := budget, "maxToolNameLength"
+			if at == nil && i < len(hosts) {
+				at, path = hosts[i], index("clientHosts", i)
+			}
+			p.warnf(at, path, "%s shows tools as %q+name and rejects names over %d characters, but names may be %d long (%d with the prefix); lower maxToolNameLength to %d",
+				h.Name, h.Prefix, h.MaxLength, cfg.MaxToolNameLength, n, max(h.MaxLength-len(h.Prefix), MinToolNameLength))
+		}
+	}
+}
