@@ -138,6 +138,9 @@ nothing unknown slips into the file (values.schema.json also rejects unknown key
 {{- if $v.auth.enabled -}}
 {{- $a := dict "issuer" (required "auth.issuer is required while auth.enabled is true: set it to your authorization server's issuer URL, or set auth.enabled=false to run without authentication (evaluation only)" $v.auth.issuer) -}}
 {{- include "switchboard.copyKeys" (list $a $v.auth (list "audience" "scopes" "jwksURL" "algorithms" "clockSkew" "resourceName" "documentationURL")) -}}
+{{- if not (or $v.auth.audience $v.config.publicURL) -}}
+{{- fail "auth: needs audience (the gateway's canonical MCP URL, such as https://mcp.example.com/mcp), or publicURL to derive it from: set auth.audience or config.publicURL (switchboard check refuses this config)" -}}
+{{- end -}}
 {{- if $v.auth.introspection.enabled -}}
 {{- $i := dict "url" (required "auth.introspection.url is required with auth.introspection.enabled" $v.auth.introspection.url) "clientId" (required "auth.introspection.clientId is required with auth.introspection.enabled" $v.auth.introspection.clientId) "clientSecret" "${SWITCHBOARD_INTROSPECTION_CLIENT_SECRET}" -}}
 {{- include "switchboard.copyKeys" (list $i $v.auth.introspection (list "cacheTTL")) -}}

@@ -245,7 +245,7 @@ func TestKustomizeBase(t *testing.T) {
 
 	// The chart, rendered as release "switchboard" with the base's issuer and publicURL.
 	// Release "switchboard", so the names match the base's.
-	out, err := execHelm(t, "template", "switchboard", chartDir(t), "--set", issuer, "--set", "config.publicURL=https://mcp.example.com")
+	out, err := execHelm(t, "template", "switchboard", chartDir(t), "--set", "auth.issuer=https://login.example.com/realms/eng", "--set", "config.publicURL=https://mcp.example.com")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -243,14 +243,10 @@ func switchboardBin(t testing.TB) string {
 	return binPath
 }
 
-// pendingKeys are config keys other work is adding to the gateway right now. A rendered config the binary
-// rejects ONLY because of these unknown keys skips its check with a message naming them; any other problem fails.
-var pendingKeys = map[string]bool{"redis": true, "auth": true, "policy": true}
-
 var problemLine = regexp.MustCompile(`^.*?:\d+:\d+: (\S+): (.*)$`)
 
-// checkConfig runs `switchboard check --config` on a config file with env set, and fails, or skips when only
-// pending keys are rejected.
+// checkConfig runs `switchboard check --config` on a config file with env set, and fails if the binary rejects
+// it: the chart must never render a config the pod would crash-loop on.
 func checkConfig(t *testing.T, file string, env map[string]string) {
 	t.Helper()
 	cmd := exec.Command(switchboardBin(t), "check", "--config", file)
@@ -262,26 +258,6 @@ func checkConfig(t *testing.T, file string, env map[string]string) {
 	if err == nil {
 		t.Logf("switchboard check: %s", firstLine(string(out)))
 		return
-	}
-	var pending, other []string
-	for _, l := range strings.Split(string(out), "\n") {
-		m := problemLine.FindStringSubmatch(l)
-		if m == nil {
-			continue
-		}
-		key := m[1]
-		if i := strings.LastIndex(key, "."); i >= 0 {
-			key = key[i+1:]
-		}
-		if strings.HasPrefix(m[2], "unknown key ") && pendingKeys[key] {
-			pending = append(pending, m[1])
-		} else {
-			other = append(other, l)
-		}
-	}
-	if len(other) == 0 && len(pending) > 0 {
-		t.Skipf("PENDING: the switchboard binary does not know the config key(s) %s yet (being added in parallel); "+
-			"everything else in this config is valid. Output:\n%s", strings.Join(pending, ", "), out)
 	}
 	t.Fatalf("switchboard check --config %s: %v\n%s", file, err, out)
 }

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-const issuer = "auth.issuer=https://login.example.com/realms/eng"
+const issuer = "auth.issuer=https://login.example.com/realms/eng,auth.audience=https://mcp.example.com/mcp"
 
 // TestRejected: values.schema.json and the chart's own checks refuse what would deploy a broken or unsafe
 // gateway, with a message that says what to do.
@@ -29,6 +29,7 @@ func TestRejected(t *testing.T) {
 		{"upstream with command and url", []string{"--set", issuer, "--set", "upstreams[0].name=a", "--set", "upstreams[0].url=https://a.example.com/mcp", "--set", "upstreams[0].command=npx"}, `oneOf|upstreams`},
 		{"upstream name", []string{"--set", issuer, "--set", "upstreams[0].name=Files", "--set", "upstreams[0].url=https://a.example.com/mcp"}, `name`},
 		{"no issuer", nil, `auth.issuer is required`},
+		{"issuer without audience or publicURL", []string{"--set", "auth.issuer=https://login.example.com/realms/eng"}, `auth: needs audience .*or publicURL`},
 		{"replicas without redis", []string{"--set", issuer, "--set", "replicaCount=2", "--set", "cursorSecret.existingSecret=c"}, `needs shared session state`},
 		{"replicas without cursor key", []string{"--set", issuer, "--set", "replicaCount=2", "--set", "redis.url=redis://r:6379"}, `cursor signing key`},
 		{"autoscaling without redis", []string{"--set", issuer, "--set", "autoscaling.enabled=true"}, `needs shared session state`},
