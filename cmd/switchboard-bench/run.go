@@ -94,7 +94,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer os.RemoveAll(b.dir)
-	os.Setenv(envChild, "1") // children (and the gateway's stdio children) inherit it
+	os.Setenv(envChild, "1") // children inherit it (the gateway passes it to its stdio child: envPassthrough)
 	b.gateway = *gw
 	if b.gateway == "" {
 		fmt.Fprintln(stderr, "building ./cmd/switchboard ...")
@@ -283,8 +283,8 @@ func (b *bench) loadScenario() error {
 func (b *bench) stdioScenario() error {
 	b.logf("stdio: starting gateway")
 	gw, err := b.startGateway("stdio", fmt.Sprintf(`upstreams:
-  - {name: solo, command: %q, args: [upstream], session: shared, prefix: ""}
-`, b.self))
+  - {name: solo, command: %q, args: [upstream], session: shared, prefix: "", envPassthrough: [%s]}
+`, b.self, envChild)) // the child is this binary, told by envChild to act as an upstream
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@
 // that abort, that no result arrived, and that the same session still answers
 // an echo call afterwards.
 import { randomUUID } from "node:crypto";
-import { connect, disconnect, expect, parseFlags, run, textOf } from "./lib.mjs";
+import { exposed, connect, disconnect, expect, parseFlags, run, textOf } from "./lib.mjs";
 
 const flags = parseFlags({ "max-reject-ms": { type: "string", default: "2000" } });
 const maxRejectMs = Number(flags["max-reject-ms"]);
@@ -26,7 +26,7 @@ await run("cancel", flags.timeout, async (summary) => {
     const t0 = Date.now();
     summary.step = "start long-running call";
     const call = client.callTool(
-      { name: `${flags.prefix}trigger-long-running-operation`, arguments: { duration: 30, steps: 30 } },
+      { name: exposed(flags.prefix, "trigger-long-running-operation"), arguments: { duration: 30, steps: 30 } },
       undefined,
       {
         signal: controller.signal,

@@ -10,7 +10,7 @@
 // size) asserts that no page is larger than N and that pagination was really
 // followed (at least ceil(total/N) pages, so more than one when total > N).
 // Names must be unique across all pages.
-import { connect, disconnect, expect, parseFlags, run } from "./lib.mjs";
+import { exposed, connect, disconnect, expect, parseFlags, run } from "./lib.mjs";
 
 const flags = parseFlags({
   "page-size": { type: "string" },
@@ -53,7 +53,7 @@ await run("catalog", flags.timeout, async (summary) => {
     const expected = [
       `${flags.prefix}echo`,
       `${flags.prefix}get-sum`,
-      `${flags.prefix}trigger-long-running-operation`,
+      exposed(flags.prefix, "trigger-long-running-operation"),
       ...(flags["expect-tool"] ?? []),
     ];
     summary.expected = expected;

@@ -10,7 +10,7 @@
 // a client gets must carry its own total, count 1..steps, and nothing may arrive
 // for an unknown token.
 import { randomUUID } from "node:crypto";
-import { connect, disconnect, expect, parseFlags, run, textOf } from "./lib.mjs";
+import { exposed, connect, disconnect, expect, parseFlags, run, textOf } from "./lib.mjs";
 
 const flags = parseFlags({ duration: { type: "string", default: "3" } });
 const duration = Number(flags.duration);
@@ -21,7 +21,7 @@ async function session(label, steps, summary) {
   summary[label] = out;
   try {
     const long = client.callTool(
-      { name: `${flags.prefix}trigger-long-running-operation`, arguments: { duration, steps } },
+      { name: exposed(flags.prefix, "trigger-long-running-operation"), arguments: { duration, steps } },
       undefined,
       {
         timeout: (duration + 30) * 1000,

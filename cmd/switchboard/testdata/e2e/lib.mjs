@@ -15,6 +15,7 @@
 // Output: one JSON summary line on stdout ({"script":…,"ok":true|false,…}).
 // On a failed expectation: "FAIL <script>: <why>" on stderr and exit code 1.
 
+import { createHash } from "node:crypto";
 import { parseArgs } from "node:util";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -272,4 +273,17 @@ export async function rawInitialize(url, protocolVersion = "2025-11-25", name = 
   expect(ack.status === 202, `notifications/initialized: HTTP ${ack.status}, want 202`);
   await ack.body?.cancel();
   return { session, protocolVersion: negotiated, result: init.result };
+}
+
+// exposed is the name the gateway gives an upstream's tool, as docs/configuration.md ("Tool names") describes it:
+// prefix+name when that fits the budget (default 46) in [A-Za-z0-9_-]; otherwise sanitised, cut, and ending in
+// "_" plus 8 hex digits of the SHA-256 of prefix+name. Computed here independently, as a client could.
+export function exposed(prefix, name, budget = 46) {
+  const full = prefix + name;
+  if (full.length > 0 && full.length <= budget && /^[A-Za-z0-9_-]+$/.test(full)) return full;
+  const bytes = Buffer.from(full, "utf8");
+  let b = "";
+  for (const c of bytes) b += /[A-Za-z0-9_-]/.test(String.fromCharCode(c)) ? String.fromCharCode(c) : "_";
+  const suffix = "_" + createHash("sha256").update(bytes).digest("hex").slice(0, 8);
+  return b.slice(0, budget - suffix.length) + suffix;
 }

@@ -6,7 +6,7 @@
 // onprogress callback (the SDK sends a progressToken) and asserts at least
 // min(3, steps) notifications, strictly increasing, none after the result,
 // the last one at total, and the result text.
-import { connect, disconnect, expect, parseFlags, run, textOf } from "./lib.mjs";
+import { exposed, connect, disconnect, expect, parseFlags, run, textOf } from "./lib.mjs";
 
 const flags = parseFlags({
   duration: { type: "string", default: "2" },
@@ -25,7 +25,7 @@ await run("progress", flags.timeout, async (summary) => {
     summary.step = "trigger-long-running-operation";
     const t0 = Date.now();
     const result = await client.callTool(
-      { name: `${flags.prefix}trigger-long-running-operation`, arguments: { duration, steps } },
+      { name: exposed(flags.prefix, "trigger-long-running-operation"), arguments: { duration, steps } },
       undefined,
       {
         onprogress: (p) => {

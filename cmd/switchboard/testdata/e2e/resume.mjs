@@ -16,7 +16,7 @@
 // demo event store only replays stored events and returns an event id where the
 // SDK expects a stream id, so live events after the replay are lost.
 import { randomUUID } from "node:crypto";
-import { expect, parseFlags, rawInitialize, rawPost, run, sleep, sseEvents } from "./lib.mjs";
+import { exposed, expect, parseFlags, rawInitialize, rawPost, run, sleep, sseEvents } from "./lib.mjs";
 
 const flags = parseFlags({
   duration: { type: "string", default: "3" },
@@ -42,7 +42,7 @@ await run("resume", flags.timeout, async (summary) => {
         jsonrpc: "2.0",
         id: callId,
         method: "tools/call",
-        params: { name: `${flags.prefix}trigger-long-running-operation`, arguments: { duration, steps }, _meta: { progressToken: token } },
+        params: { name: exposed(flags.prefix, "trigger-long-running-operation"), arguments: { duration, steps }, _meta: { progressToken: token } },
       },
       { session, protocolVersion, signal: abort.signal },
     );
