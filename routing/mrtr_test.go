@@ -538,3 +538,23 @@ func TestStateOwner(t *testing.T) {
 		})
 	}
 }
+
+// FuzzRequestState: whatever a client puts in requestState, opening it or looking up its owner never panics, and
+// only a state this key sealed opens.
+func FuzzRequestState(f *testing.F) {
+	r, p := stateRouter("state-test-key")
+	valid := r.stateToken(p.id, 2, bindHash("alice", "tools/call", "fake__ask"), time.Now().Add(time.Minute))
+	for _, s := range []string{valid, flipLast(valid), statePrefix, statePrefix + ".", statePrefix + "AAAA.BBBB", "", valid + "A"} {
+		f.Add(s)
+	}
+	call := mustParse(f, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fake__ask"}}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		parts, ok := r.openState(s)
+		// Every state this key sealed here names park p (a fuzzing worker mints its own valid one, so compare
+		// fields, not strings).
+		if ok && (len(parts) != 5 || parts[0] != p.id) {
+			t.Fatalf("openState(%q) opened %q, a state this key never sealed", s, parts)
+		}
+		_, _ = r.StateOwner(t.Context(), "alice", call, s)
+	})
+}

@@ -947,3 +947,25 @@ func TestToolNameBudget(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParse: any file, YAML or JSON, parses or is refused with problems that carry their position; never a panic.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{fullYAML, "", "upstreams: []\n", `{"mcpServers":{"a":{"command":"x"}}}`, "listen: [\n", "upstreams:\n  - {name: a, url: ${X:-http://h}}\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		for _, name := range []string{"c.yaml", "c.json"} {
+			cfg, err := Parse(name, []byte(in), nil)
+			if err == nil {
+				if cfg == nil {
+					t.Fatalf("Parse(%s) = nil, nil", name)
+				}
+				continue
+			}
+			var probs *Problems
+			if !errors.As(err, &probs) || len(probs.List) == 0 {
+				t.Fatalf("Parse(%s) error %v is not a list of problems", name, err)
+			}
+		}
+	})
+}
