@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,6 +99,10 @@ type link struct {
 	lastErr   error
 	everReady bool
 	changed   chan struct{}
+	// rootsAsked and rootsAnswered close when the upstream first asks for the client's roots and when the client's
+	// answer has reached it (a per-client link's first calls wait for that: linkConnected).
+	rootsAsked, rootsAnswered         chan struct{}
+	rootsAskedOnce, rootsAnsweredOnce sync.Once
 	// prep is closed once a fresh connection is brought up to the client's state (its log level): calls wait
 	// for it, so that the upstream does not drop logs of the first call for want of a level.
 	prep     chan struct{}
@@ -127,7 +130,8 @@ func newLink(r *Router, up *Upstream, owner *Session, hello upstream.ClientHello
 	// Each link's ids start at a random point of [1, 2^52): an upstream that broadcasts every answer to all its
 	// streams (supergateway does) would otherwise hand one client's answer to another's link, where an equal id
 	// waits. A link takes only answers to ids in its own pending table, and those no longer coincide.
-	l.nextID.Store(rand.Int64N(1 << 52))
+	l.nextID.Store(randomBelow(1<<52) + 1)
+	l.rootsAsked, l.rootsAnswered = make(chan struct{}), make(chan struct{})
 	return l
 }
 

@@ -180,3 +180,74 @@ func TestLinkIDsDiffer(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// TestFirstCallHasRoots: a per-client upstream that limits itself to the client's roots asks roots/list once
+// initialized; the client's first call, which starts that upstream, must not reach it before the answer has
+// (server-filesystem refused such a call: "Access denied … outside allowed directories").
+func TestFirstCallHasRoots(t *testing.T) {
+	rooted := map[*fakeConn]bool{}
+	tr := newFakeTransport(func(c *fakeConn, m jsonrpc.Message) {
+		switch {
+		case m.Kind() == jsonrpc.KindNotification && m.MethodIs("notifications/initialized"):
+			c.sendLocked([]byte(`{"jsonrpc":"2.0","id":"roots-1","method":"roots/list"}`))
+		case m.Kind() == jsonrpc.KindResponse && string(m.ID()) == `"roots-1"` && m.Error() == nil:
+			rooted[c] = true
+		case m.MethodIs("tools/call"):
+			text := "denied: outside allowed directories"
+			if rooted[c] {
+				text = "ok"
+			}
+			c.sendLocked(jsonrpc.AppendResult(nil, m.ID(), []byte(`{"content":[{"type":"text","text":"`+text+`"}]}`)))
+		default:
+			defaultAnswer(c, m, fakeInitCaps, `[{"name":"read","inputSchema":{"type":"object"}}]`)
+		}
+	})
+	r := startRouter(t, Options{}, UpstreamConfig{Name: "fs", Prefix: "fs__", Mode: PerClient, Transport: tr, Kind: "stdio"})
+	s := r.session(`{"roots":{}}`)
+	// The client: it answers roots/list on its standalone stream, slowly: not before the call has reached the
+	// upstream, or half a second has passed without it doing so (as it must not, now).
+	callSeen := func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		for _, rec := range tr.log {
+			if rec.msg.MethodIs("tools/call") {
+				return true
+			}
+		}
+		return false
+	}
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		for {
+			msg, _, ok := s.Standalone().Next(r.ctx)
+			if !ok {
+				return
+			}
+			if m, err := jsonrpc.Parse(msg); err == nil && m.Kind() == jsonrpc.KindRequest && m.MethodIs("roots/list") {
+				patience := time.NewTimer(500 * time.Millisecond)
+				for !callSeen() {
+					tr.mu.Lock()
+					changed := tr.changed
+					tr.mu.Unlock()
+					select {
+					case <-changed:
+						continue
+					case <-patience.C:
+					}
+					break
+				}
+				patience.Stop()
+				s.HandleResponse(mustParse(t, `{"jsonrpc":"2.0","id":`+string(m.ID())+`,"result":{"roots":[{"uri":"file:///data"}]}}`))
+				return
+			}
+		}
+	}()
+	defer func() { s.Close(); <-answered }()
+	out := r.NewStream(4, 0)
+	s.HandleRequestContext(r.ctx, mustParse(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fs__read","arguments":{}}}`), out)
+	msg, _, ok := out.Next(r.ctx)
+	if !ok || !strings.Contains(string(msg), `"ok"`) {
+		t.Fatalf("first call answered %s, want it to run after the upstream had the client's roots", msg)
+	}
+}

@@ -59,6 +59,7 @@ type serverReq struct {
 	// answer, when set, receives the client's response instead of an upstream: the gateway asked on behalf of a
 	// stateless upstream's input_required result (bridge.go).
 	answer chan jsonrpc.Message
+	roots  bool // a roots/list: its answer releases the link's first calls (awaitRoots)
 }
 
 // Session is one client session of the legacy era (design §3): created by initialize, bound to a principal,
@@ -262,9 +263,8 @@ func (s *Session) linkFor(up *Upstream) (*link, error) {
 	})
 	if v, ok := s.resumable[up.cfg.Name]; ok {
 		delete(s.resumable, up.cfg.Name)
+		// Another replica may use the same upstream session: the link's random id start keeps the two apart.
 		l.resumeProto, l.resumeSID, _ = strings.Cut(v, " ")
-		// Another replica may use the same upstream session: ids from a random start keep the two apart.
-		l.nextID.Store(randomBelow(1 << 50))
 	}
 	l.start(s.ctx)
 	s.links[up] = l
@@ -279,22 +279,62 @@ func (s *Session) linkConnected(l *link) {
 	s.mu.Lock()
 	level := s.logLevel
 	s.mu.Unlock()
-	if _, ok := l.up.capability("logging"); level < 0 || !ok {
+	_, logs := l.up.capability("logging")
+	setLevel := level >= 0 && logs
+	waitRoots := s.caps.Roots != nil && !s.params.Stateless
+	if !setLevel && !waitRoots {
 		l.setUp(prep)
 		return
 	}
-	params := append(append([]byte(`{"level":"`), logLevels[level]...), `"}`...)
-	// The reader runs once connected returns, so the answer is awaited here, in the background; calls wait on
-	// prep meanwhile (bounded by their own timeout).
-	go func() { // owned by the link: bounded by its context and the request timeout
+	// The reader runs once connected returns, so what the calls wait for is awaited here, in the background;
+	// calls wait on prep meanwhile (bounded by their own timeout).
+	go func() { // owned by the link: bounded by its context, the request timeout and rootsGrace
 		defer l.setUp(prep)
 		ctx, cancel := context.WithTimeout(l.ctx, l.up.timeout())
 		defer cancel()
-		if _, err := l.request(ctx, "logging/setLevel", params); err != nil {
-			l.log.Debug("setLevel not applied", "err", err)
+		if setLevel {
+			params := append(append([]byte(`{"level":"`), logLevels[level]...), `"}`...)
+			if _, err := l.request(ctx, "logging/setLevel", params); err != nil {
+				l.log.Debug("setLevel not applied", "err", err)
+			}
+		}
+		if waitRoots {
+			l.awaitRoots(ctx)
 		}
 	}()
 }
+
+// rootsGrace is how long a fresh per-client upstream session may take to ask for the client's roots before the
+// first call goes ahead without waiting for them. Servers that use roots ask as soon as they are initialized.
+const rootsGrace = 250 * time.Millisecond
+
+// awaitRoots holds a fresh per-client upstream session's first calls until it has the client's roots: a server
+// that limits itself to them (server-filesystem) asks with roots/list once initialized, and a call that arrives
+// before the answer is refused ("Access denied … outside allowed directories"). A server that has not asked
+// within rootsGrace does not use them.
+func (l *link) awaitRoots(ctx context.Context) {
+	grace := time.NewTimer(rootsGrace)
+	defer grace.Stop()
+	select {
+	case <-l.rootsAsked:
+	case <-grace.C:
+		return
+	case <-ctx.Done():
+		return
+	}
+	// The request may wait on a standalone stream the client never opened: bound the wait for its answer too.
+	answer := time.NewTimer(rootsAnswerWait)
+	defer answer.Stop()
+	select {
+	case <-l.rootsAnswered:
+	case <-answer.C:
+		l.log.Debug("the client did not answer roots/list in time; calls go ahead")
+	case <-ctx.Done():
+	}
+}
+
+// rootsAnswerWait bounds how long first calls wait for the client's answer to the upstream's roots/list.
+const rootsAnswerWait = 2 * time.Second
 
 func (s *Session) removeCall(c *call) {
 	s.mu.Lock()
@@ -480,10 +520,14 @@ func (s *Session) forwardServerRequest(l *link, m jsonrpc.Message, rel *call) {
 	if rel != nil && rel.session == s && !rel.out.Closed() {
 		out = rel.out
 	}
+	roots := m.MethodIs("roots/list")
+	if roots {
+		l.rootsAskedOnce.Do(func() { close(l.rootsAsked) })
+	}
 	s.mu.Lock()
 	s.nextServerID++
 	gid := s.nextServerID
-	s.serverReqs[gid] = &serverReq{link: l, upID: clone(m.ID()), out: out}
+	s.serverReqs[gid] = &serverReq{link: l, upID: clone(m.ID()), out: out, roots: roots}
 	s.mu.Unlock()
 	msg := m.AppendWithID(nil, jsonrpc.AppendInt(nil, gid))
 	if _, _, ok := jsonrpc.Lookup(m.Params(), "_meta", relatedTask); ok {
@@ -549,6 +593,9 @@ func (s *Session) HandleResponse(m jsonrpc.Message) {
 	defer cancel()
 	if err := req.link.write(ctx, m.AppendWithID(nil, req.upID)); err != nil {
 		req.link.log.Debug("client response not delivered", "err", err)
+	}
+	if req.roots {
+		req.link.rootsAnsweredOnce.Do(func() { close(req.link.rootsAnswered) })
 	}
 }
 
