@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchboard-mcp/switchboard/gateway"
@@ -610,5 +611,54 @@ func TestThreeReplicas(t *testing.T) {
 		if err != nil {
 			t.Fatalf("C's stream ended before B's notice: %v\n%s", err, seen)
 		}
+	}
+}
+
+// TestReplicasShareLateUpstreamSession: replica B restores a client's session before replica A has opened the
+// client's per-client HTTP upstream session; when B then needs that upstream, it resumes the session A recorded
+// instead of opening a second one, so the client sees one upstream state whichever replica serves it.
+func TestReplicasShareLateUpstreamSession(t *testing.T) {
+	addr := realRedis(t)
+	secret := []byte(strings.Repeat("k", 32))
+	cfgA, up := httpUpstream(t, "alpha", routing.PerClient, markerDir(t))
+	trB, err := upstream.NewTransport(upstream.Spec{Name: "alpha", URL: up.ts.URL, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgB := cfgA
+	cfgB.Transport = trB
+	replica := func(cfg routing.UpstreamConfig) *harness {
+		client := redis.NewClient(&redis.Options{Addr: addr})
+		store := state.NewRedis(client, "late:")
+		t.Cleanup(func() { store.Shutdown(); client.Close() })
+		return startGateway(t, routing.Options{CursorSecret: secret, Store: store, Bus: store}, gateway.Options{}, cfg)
+	}
+	a, b := replica(cfgA), replica(cfgB)
+	sessions := func() int {
+		up.mu.Lock()
+		defer up.mu.Unlock()
+		distinct := map[*mcp.ServerSession]bool{}
+		for _, s := range up.sessions {
+			distinct[s] = true
+		}
+		return len(distinct)
+	}
+	ca := a.raw(t)
+	ca.initialize("2025-11-25")
+	cb := b.raw(t)
+	cb.session, cb.version = ca.session, ca.version
+	if got := cb.do(`{"jsonrpc":"2.0","id":2,"method":"ping"}`, nil); got.status != http.StatusOK { // B restores the session now
+		t.Fatalf("ping on B: HTTP %d %s", got.status, got.body)
+	}
+	before := sessions() // the two replicas' catalog sessions
+	call := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"x"}}}`
+	if got := ca.do(call, nil); got.status != http.StatusOK || !strings.Contains(string(got.body), `"x"`) {
+		t.Fatalf("call on A: HTTP %d %s", got.status, got.body)
+	}
+	if got := cb.do(strings.Replace(call, `"id":3`, `"id":4`, 1), nil); got.status != http.StatusOK || !strings.Contains(string(got.body), `"x"`) {
+		t.Fatalf("call on B: HTTP %d %s", got.status, got.body)
+	}
+	if n := sessions() - before; n != 1 {
+		t.Errorf("the client has %d upstream sessions across the replicas, want 1", n)
 	}
 }

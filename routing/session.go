@@ -235,6 +235,7 @@ func (s *Session) linkFor(up *Upstream) (*link, error) {
 		// A stateless upstream keeps nothing per client: every request carries the client's capabilities.
 		return up.main, nil
 	}
+	s.latestUpstreamSession(up)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if l := s.links[up]; l != nil {

@@ -329,6 +329,41 @@ func (s *Session) handleRelayed(m jsonrpc.Message) {
 
 // recordUpstreamSession keeps a per-client HTTP upstream session's id in the session's record, so that another
 // replica serving this session resumes it rather than starting a new one.
+// latestUpstreamSession picks up an HTTP upstream session another replica recorded for this session after this
+// replica restored it: before starting a per-client link of its own, a replica reads the record again, so that one
+// client keeps one upstream session (and one upstream state) whichever replica serves it. It runs outside the
+// session's lock (a store read), and only when a link is about to be made.
+func (s *Session) latestUpstreamSession(up *Upstream) {
+	if s.r.opts.Store == nil || up.cfg.Kind != "http" || up.cfg.Mode == Shared {
+		return
+	}
+	s.mu.Lock()
+	_, linked := s.links[up]
+	_, known := s.resumable[up.cfg.Name]
+	s.mu.Unlock()
+	if linked || known {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, storeTimeout)
+	defer cancel()
+	rec, err := s.r.opts.Store.Get(ctx, s.id)
+	if err != nil {
+		return // not recorded (yet), or the store is away: a session of this replica's own
+	}
+	v, ok := rec.UpstreamSessions[up.cfg.Name]
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	if _, linked := s.links[up]; !linked {
+		if s.resumable == nil {
+			s.resumable = map[string]string{}
+		}
+		s.resumable[up.cfg.Name] = v
+	}
+	s.mu.Unlock()
+}
+
 func (s *Session) recordUpstreamSession(l *link) {
 	if s.r.opts.Store == nil {
 		return
