@@ -662,3 +662,57 @@ func TestReplicasShareLateUpstreamSession(t *testing.T) {
 		t.Errorf("the client has %d upstream sessions across the replicas, want 1", n)
 	}
 }
+
+// TestResumeOfAGoneReplicasStream: a client resumes, on replica B, a POST stream whose producer no longer has a
+// registration (it was killed): B answers the stream's request with an error the client can act on at once,
+// instead of keep-alives until the log expires. (A here never registers, which is what B sees of a dead one.)
+func TestResumeOfAGoneReplicasStream(t *testing.T) {
+	addr := realRedis(t)
+	secret := []byte(strings.Repeat("k", 32))
+	markers := markerDir(t)
+	replica := func(url string, register bool) *harness {
+		client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: 1, ContextTimeoutEnabled: true})
+		store := state.NewRedis(client, "gone:")
+		t.Cleanup(func() { store.Shutdown(); client.Close() })
+		opts := routing.Options{CursorSecret: secret, Store: store, Bus: store, Replica: url}
+		if register {
+			opts.Replicas = store
+		}
+		return startGateway(t, opts, gateway.Options{Events: store}, stdioUpstream(t, "alpha", routing.PerClient, markers))
+	}
+	a, b := replica("http://replica-a.invalid/mcp", false), replica("http://replica-b.invalid/mcp", true)
+	ca := a.raw(t)
+	ca.initialize("2025-11-25")
+	req, _ := http.NewRequestWithContext(ctxGuard(t), http.MethodPost, a.url, strings.NewReader(
+		`{"jsonrpc":"2.0","id":"slow-9","method":"tools/call","params":{"name":"alpha__slow","arguments":{"tag":"gone","ms":3000},"_meta":{"progressToken":"p"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream, application/json")
+	req.Header.Set("Mcp-Session-Id", ca.session)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST on A: %v %v", resp, err)
+	}
+	lastID := ""
+	sc := bufio.NewScanner(resp.Body)
+	for lastID == "" && sc.Scan() {
+		lastID, _ = strings.CutPrefix(sc.Text(), "id: ")
+	}
+	resp.Body.Close()
+	if lastID == "" {
+		t.Fatal("no event id on A's stream")
+	}
+	get, _ := http.NewRequestWithContext(ctxGuard(t), http.MethodGet, b.url, nil)
+	get.Header.Set("Accept", "text/event-stream")
+	get.Header.Set("Mcp-Session-Id", ca.session)
+	get.Header.Set("Last-Event-ID", lastID)
+	gresp, err := http.DefaultClient.Do(get)
+	if err != nil || gresp.StatusCode != http.StatusOK {
+		t.Fatalf("GET with Last-Event-ID on B: %v %v", gresp, err)
+	}
+	rest, _ := io.ReadAll(gresp.Body) // ends at once, with the error
+	gresp.Body.Close()
+	if !strings.Contains(string(rest), `"id":"slow-9","error"`) || !strings.Contains(string(rest), "send the request again") {
+		t.Fatalf("resumed stream of a gone replica: %s, want an error answering slow-9", rest)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/routing"
 	"github.com/switchboard-mcp/switchboard/routing/state"
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
 
 // Shared streams (design §7). With an EventLog (Redis Streams), every SSE event a session's streams carry is
@@ -108,8 +110,14 @@ func sharedStreamID() int64 {
 // respondShared writes a request's SSE stream through the shared log: every event is logged before it is
 // written, with the log's id, so any replica can resume the stream. held are messages already taken from out.
 // If the client goes away before the answer, the rest of the stream still goes into the log.
-func (s *Server) respondShared(ctx context.Context, w http.ResponseWriter, sess *routing.Session, out *routing.Stream, held [][]byte) {
+func (s *Server) respondShared(ctx context.Context, w http.ResponseWriter, sess *routing.Session, out *routing.Stream, held [][]byte, ids [][]byte) {
 	n := sharedStreamID()
+	if replica := s.r.Replica(); replica != "" {
+		// The stream's first entry names who produces it and for which requests, never sent to a client: a
+		// replica resuming the stream elsewhere can tell when the producer is gone and answer the requests with an
+		// error at once, instead of keep-alives until the log expires.
+		_, _ = s.logAppend(sess, n, ownerMarker(replica, ids))
+	}
 	sw := s.startSSE(w, sess, nil)
 	if sess.ProtocolVersion() >= v20251125 {
 		if id, err := s.logAppend(sess, n, nil); err == nil {
@@ -145,6 +153,49 @@ func (s *Server) respondShared(ctx context.Context, w http.ResponseWriter, sess 
 		return
 	}
 	s.logClose(sess, n)
+}
+
+// ownerMarker is the log entry that names a stream's producer and its requests: a 0 byte (never the start of a
+// JSON-RPC message), then {"replica": URL, "ids": [...]}.
+func ownerMarker(replica string, ids [][]byte) []byte {
+	b := append([]byte("\x00"), `{"replica":`...)
+	b = jsonrpc.AppendQuote(b, replica)
+	b = append(b, `,"ids":[`...)
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, id...)
+	}
+	return append(b, "]}"...)
+}
+
+// streamOwner reads a stream's owner marker: its producer and the ids of its requests ("" when it has none).
+func streamOwner(data []byte) (replica string, ids []json.RawMessage) {
+	if len(data) == 0 || data[0] != 0 {
+		return "", nil
+	}
+	var m struct {
+		Replica string            `json:"replica"`
+		IDs     []json.RawMessage `json:"ids"`
+	}
+	if json.Unmarshal(data[1:], &m) != nil {
+		return "", nil
+	}
+	return m.Replica, m.IDs
+}
+
+// answerOrphans answers the requests of a resumed stream whose producer is gone, so that the client's requests end
+// now with an error it can act on (send them again) instead of keep-alives until the log expires. The spec allows
+// it: "The server MUST NOT send a JSON-RPC response on the GET stream, except when resuming a stream that belonged
+// to an earlier request."
+func answerOrphans(sw *sseWriter, ids []json.RawMessage) {
+	for _, id := range ids {
+		msg := jsonrpc.AppendError(nil, id, jsonrpc.CodeInternalError, "the gateway replica that was running this request stopped before it answered; send the request again", nil)
+		if sw.event("", msg) != nil {
+			return
+		}
+	}
 }
 
 // drainToLog logs the rest of a stream whose client left, so that it can resume it anywhere; it ends with the
@@ -238,6 +289,19 @@ func (s *Server) getShared(w http.ResponseWriter, r *http.Request, sess *routing
 	// closed stream lingers; keep-alives still go out only every KeepAlive.
 	block := min(s.opts.KeepAlive, 2*time.Second)
 	lastWrite, lastEvent := time.Now(), time.Now()
+	var owner string
+	var ownerIDs []json.RawMessage
+	if stream != standaloneStream {
+		fctx, fcancel := context.WithTimeout(ctx, logTimeout)
+		if first, err := s.opts.Events.After(fctx, sess.ID(), stream, "", 1); err == nil && len(first) == 1 {
+			owner, ownerIDs = streamOwner(first[0].Data)
+		}
+		fcancel()
+		if s.r.ReplicaGone(ctx, owner) {
+			answerOrphans(sw, ownerIDs)
+			return
+		}
+	}
 	for {
 		if stream != standaloneStream && time.Since(lastEvent) > staleStream {
 			return // nothing came for longer than a log lives: whoever produced this stream is gone
@@ -265,8 +329,8 @@ func (s *Server) getShared(w http.ResponseWriter, r *http.Request, sess *routing
 		tcancel()
 		for _, e := range events {
 			after = e.ID
-			if len(e.Data) == 0 {
-				continue // a priming event: nothing to deliver
+			if len(e.Data) == 0 || e.Data[0] == 0 {
+				continue // a priming event or the owner marker: nothing to deliver
 			}
 			if sw.event(e.ID, e.Data) != nil {
 				return
@@ -292,6 +356,9 @@ func (s *Server) getShared(w http.ResponseWriter, r *http.Request, sess *routing
 				return
 			case <-t.C:
 			}
+		case len(events) == 0 && s.r.ReplicaGone(ctx, owner):
+			answerOrphans(sw, ownerIDs)
+			return
 		case len(events) == 0 && time.Since(lastWrite) >= s.opts.KeepAlive:
 			if sw.comment("keep-alive") != nil {
 				return

@@ -117,7 +117,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		defer release()
 		out := s.r.NewStream(1, 0)
 		sess.HandleRequestContext(ctx, m, out)
-		s.respond(w, r, sess, out, false)
+		s.respond(w, r, sess, out, false, [][]byte{m.ID()})
 	}
 }
 
@@ -313,16 +313,18 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request, body []byte) 
 	for _, e := range errs {
 		out.Push(e, routing.ClassFinal)
 	}
+	ids := make([][]byte, 0, len(requests))
 	for _, m := range requests {
+		ids = append(ids, m.ID())
 		sess.HandleRequestContext(r.Context(), m, out)
 	}
-	s.respond(w, r, sess, out, true)
+	s.respond(w, r, sess, out, true, ids)
 }
 
-// respond writes a request's answer: plain JSON when the response is all there is, an SSE stream as soon as
+// respond writes a request's answer (ids are the requests'): plain JSON when the response is all there is, an SSE stream as soon as
 // anything (progress, logs, a server→client request) precedes it. Deciding on the first message gives clients
 // the cheap JSON answer whenever possible and the stream whenever needed.
-func (s *Server) respond(w http.ResponseWriter, r *http.Request, sess *routing.Session, out *routing.Stream, batch bool) {
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, sess *routing.Session, out *routing.Stream, batch bool, ids [][]byte) {
 	ctx := r.Context()
 	sess.StreamOpened()
 	defer sess.StreamClosed()
@@ -343,7 +345,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, sess *routing.S
 			if msg != nil {
 				held = append(held, msg)
 			}
-			s.respondShared(ctx, w, sess, out, held)
+			s.respondShared(ctx, w, sess, out, held, ids)
 			return
 		}
 		// Something precedes the answer, or the client prefers a stream: switch to SSE. The stream becomes resumable: if the connection drops,

@@ -43,6 +43,21 @@ type ReplicaRegistry interface {
 // of the registry within replicaTTL.
 const replicaTTL = 30 * time.Second
 
+// Replica is this replica's address as the others reach it ("" for none).
+func (r *Router) Replica() string { return r.opts.Replica }
+
+// ReplicaGone reports whether the replica at url is known to be gone: replicas register in the shared store and
+// its registration has lapsed. Without a registry, or when the store cannot be asked, nothing is known to be gone.
+func (r *Router) ReplicaGone(ctx context.Context, url string) bool {
+	if r.opts.Replicas == nil || url == "" || url == r.opts.Replica {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	ok, err := r.opts.Replicas.ReplicaRegistered(ctx, url)
+	return err == nil && !ok
+}
+
 // registerReplica keeps this replica's address registered until ctx ends.
 func (r *Router) registerReplica(ctx context.Context) {
 	t := time.NewTicker(replicaTTL / 3)
