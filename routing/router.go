@@ -528,6 +528,7 @@ func (r *Router) janitorInterval() time.Duration {
 }
 
 func (r *Router) expireSessions() {
+	r.shareLate()
 	now := time.Now()
 	r.expireElicitations(now)
 	r.expireStateless(now)

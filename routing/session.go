@@ -77,6 +77,8 @@ type Session struct {
 	streams    atomic.Int32
 	// storeTouched is when the shared record's TTL was last refreshed (unix ns).
 	storeTouched atomic.Int64
+	// unshared: the store failed when the session started; the janitor writes its record later (shareLate).
+	unshared atomic.Bool
 
 	mu           sync.Mutex
 	links        map[*Upstream]*link

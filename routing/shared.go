@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/routing/state"
@@ -101,8 +103,60 @@ func (r *Router) storeCreate(s *Session) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	if err := r.opts.Store.Create(ctx, r.record(s)); err != nil {
-		r.log.Warn("session not shared with other replicas: the store failed", "session", s.logID(), "err", err)
+		r.log.Warn("session not shared with other replicas yet: the store failed; it is written when the store is back", "session", s.logID(), "err", err)
+		s.unshared.Store(true)
 	}
+}
+
+// shareLate writes the records of the sessions started while the store could not be reached (storeCreate), with
+// what they hold now, so that the other replicas can serve them once it is back. The janitor calls it; it stops at
+// the first failure, since the store is then still away.
+func (r *Router) shareLate() {
+	if r.opts.Store == nil {
+		return
+	}
+	for _, s := range r.allSessions() {
+		if !s.unshared.Load() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		err := r.opts.Store.Create(ctx, s.currentRecord())
+		cancel()
+		switch {
+		case err == nil, errors.Is(err, state.ErrExists):
+			s.unshared.Store(false)
+			r.log.Info("session shared with the other replicas now that the store is back", "session", s.logID())
+		default:
+			return
+		}
+	}
+}
+
+// currentRecord is the session's record with what it holds now: its level, subscriptions and upstream sessions.
+func (s *Session) currentRecord() state.SessionRecord {
+	rec := s.r.record(s)
+	s.mu.Lock()
+	if s.logLevel >= 0 {
+		rec.LogLevel = logLevels[s.logLevel]
+	}
+	for uri := range s.subs {
+		rec.Subscriptions = append(rec.Subscriptions, uri)
+	}
+	links := maps.Clone(s.links)
+	s.mu.Unlock() // a session's lock and a link's are never held together
+	slices.Sort(rec.Subscriptions)
+	for up, l := range links {
+		l.mu.Lock()
+		conn := l.conn
+		l.mu.Unlock()
+		if conn != nil && conn.SessionID() != "" {
+			if rec.UpstreamSessions == nil {
+				rec.UpstreamSessions = map[string]string{}
+			}
+			rec.UpstreamSessions[up.cfg.Name] = conn.Server.ProtocolVersion + " " + conn.SessionID()
+		}
+	}
+	return rec
 }
 
 // ErrStoreUnavailable reports that the shared state store could not be asked: whether a session exists elsewhere
