@@ -716,3 +716,54 @@ func TestResumeOfAGoneReplicasStream(t *testing.T) {
 		t.Fatalf("resumed stream of a gone replica: %s, want an error answering slow-9", rest)
 	}
 }
+
+// TestStreamsStayResumableWhileTheLogIsDown: with Redis down, a POST's SSE stream still gives its events ids
+// (this replica keeps them), and a client whose connection drops resumes it here with Last-Event-ID.
+func TestStreamsStayResumableWhileTheLogIsDown(t *testing.T) {
+	rp := startRedis(t)
+	client := redis.NewClient(&redis.Options{Addr: rp.addr, DialTimeout: 300 * time.Millisecond, DialerRetries: 1, MaxRetries: 1, ContextTimeoutEnabled: true})
+	store := state.NewRedis(client, "down:")
+	t.Cleanup(func() { store.Shutdown(); client.Close() })
+	h := startGateway(t, routing.Options{CursorSecret: []byte(strings.Repeat("k", 32)), Store: store, Bus: store},
+		gateway.Options{Events: store}, stdioUpstream(t, "alpha", routing.Shared, markerDir(t)))
+	c := h.raw(t)
+	c.initialize("2025-11-25")
+	rp.stop()
+	req, _ := http.NewRequestWithContext(ctxGuard(t), http.MethodPost, h.url, strings.NewReader(
+		`{"jsonrpc":"2.0","id":"slow-5","method":"tools/call","params":{"name":"alpha__slow","arguments":{"tag":"down","ms":1500},"_meta":{"progressToken":"p"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream, application/json")
+	req.Header.Set("Mcp-Session-Id", c.session)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST while Redis is down: %v %v", resp, err)
+	}
+	lastID := ""
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+			lastID = id
+		}
+		if strings.Contains(sc.Text(), `"progress"`) {
+			break
+		}
+	}
+	resp.Body.Close() // the connection drops mid-call
+	if lastID == "" {
+		t.Fatal("the stream's events carry no id while Redis is down")
+	}
+	get, _ := http.NewRequestWithContext(ctxGuard(t), http.MethodGet, h.url, nil)
+	get.Header.Set("Accept", "text/event-stream")
+	get.Header.Set("Mcp-Session-Id", c.session)
+	get.Header.Set("Last-Event-ID", lastID)
+	gresp, err := http.DefaultClient.Do(get)
+	if err != nil || gresp.StatusCode != http.StatusOK {
+		t.Fatalf("GET with Last-Event-ID while Redis is down: %v %v", gresp, err)
+	}
+	rest, _ := io.ReadAll(gresp.Body)
+	gresp.Body.Close()
+	if !strings.Contains(string(rest), `"id":"slow-5"`) || !strings.Contains(string(rest), "slow done down") {
+		t.Fatalf("the resumed stream lacks the answer:\n%s", rest)
+	}
+}

@@ -148,6 +148,13 @@ func parseEventID(s string) (stream, seq int64, ok bool) {
 	return stream, seq, err1 == nil && err2 == nil && stream >= 0 && seq >= 0
 }
 
+// holds reports whether lastEventID names a stream this replica keeps for the session (one it made resumable
+// itself while the shared log was down).
+func (ss *sessionStreams) holds(lastEventID string) bool {
+	stream, _, ok := parseEventID(lastEventID)
+	return ok && stream != standaloneStream && ss.get(stream) != nil
+}
+
 // sessionStreams holds the resumable streams of one session.
 type sessionStreams struct {
 	mu      sync.Mutex

@@ -110,13 +110,15 @@ func sharedStreamID() int64 {
 // respondShared writes a request's SSE stream through the shared log: every event is logged before it is
 // written, with the log's id, so any replica can resume the stream. held are messages already taken from out.
 // If the client goes away before the answer, the rest of the stream still goes into the log.
-func (s *Server) respondShared(ctx context.Context, w http.ResponseWriter, sess *routing.Session, out *routing.Stream, held [][]byte, ids [][]byte) {
+// It reports false, having written nothing, when the log cannot take the stream: the caller then makes the stream
+// resumable on this replica alone, so that its events still carry ids.
+func (s *Server) respondShared(ctx context.Context, w http.ResponseWriter, sess *routing.Session, out *routing.Stream, held [][]byte, ids [][]byte) bool {
 	n := sharedStreamID()
-	if replica := s.r.Replica(); replica != "" {
-		// The stream's first entry names who produces it and for which requests, never sent to a client: a
-		// replica resuming the stream elsewhere can tell when the producer is gone and answer the requests with an
-		// error at once, instead of keep-alives until the log expires.
-		_, _ = s.logAppend(sess, n, ownerMarker(replica, ids))
+	// The stream's first entry names who produces it and for which requests, and is never sent to a client: a
+	// replica resuming the stream elsewhere can tell when the producer is gone and answer the requests with an
+	// error at once, instead of keep-alives until the log expires.
+	if _, err := s.logAppend(sess, n, ownerMarker(s.r.Replica(), ids)); err != nil {
+		return false
 	}
 	sw := s.startSSE(w, sess, nil)
 	if sess.ProtocolVersion() >= v20251125 {
@@ -135,7 +137,7 @@ func (s *Server) respondShared(ctx context.Context, w http.ResponseWriter, sess 
 	for _, m := range held {
 		if !write(m) {
 			go s.drainToLog(sess, out, n)
-			return
+			return true
 		}
 	}
 	for {
@@ -145,14 +147,15 @@ func (s *Server) respondShared(ctx context.Context, w http.ResponseWriter, sess 
 		}
 		if !write(msg) {
 			go s.drainToLog(sess, out, n)
-			return
+			return true
 		}
 	}
 	if ctx.Err() != nil && !(out.Closed() || out.Pending() == 0) {
 		go s.drainToLog(sess, out, n)
-		return
+		return true
 	}
 	s.logClose(sess, n)
+	return true
 }
 
 // ownerMarker is the log entry that names a stream's producer and its requests: a 0 byte (never the start of a
@@ -225,8 +228,9 @@ func (s *Server) drainToLog(sess *routing.Session, out *routing.Stream, n int64)
 // errLogDown is what logAppend answers while the breaker is open.
 var errLogDown = errors.New("the shared event log is unavailable")
 
-// logBackoff is how long appends are skipped after one failed: an outage must not cost every event a timeout.
-const logBackoff = 5 * time.Second
+// logBackoff is how long appends are skipped after one failed: an outage must not cost every event a timeout,
+// and once the log is back, events must carry ids (and so be resumable) again within a second.
+const logBackoff = time.Second
 
 // logIsDown reports whether the breaker is open.
 func (s *Server) logIsDown() bool { return time.Now().UnixNano() < s.logDownUntil.Load() }

@@ -341,12 +341,16 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, sess *routing.S
 				continue
 			}
 		}
-		if s.opts.Events != nil {
+		// While the shared log is down, a stream is made resumable here instead: its events get ids this replica
+		// can replay (a resumption that lands elsewhere finds nothing), rather than no ids at all.
+		if s.opts.Events != nil && !s.logIsDown() {
+			shared := held
 			if msg != nil {
-				held = append(held, msg)
+				shared = append(shared, msg)
 			}
-			s.respondShared(ctx, w, sess, out, held, ids)
-			return
+			if s.respondShared(ctx, w, sess, out, shared, ids) {
+				return
+			}
 		}
 		// Something precedes the answer, or the client prefers a stream: switch to SSE. The stream becomes resumable: if the connection drops,
 		// the call goes on ("Disconnection SHOULD NOT be interpreted as the client cancelling its request") and
@@ -405,11 +409,11 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if s.opts.Events != nil {
+	ss := s.streams.of(sess)
+	if s.opts.Events != nil && !ss.holds(r.Header.Get("Last-Event-ID")) {
 		s.getShared(w, r, sess)
 		return
 	}
-	ss := s.streams.of(sess)
 	rs, after := ss.get(standaloneStream), int64(0)
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		// An id we did not mint, or of a stream long finished, resumes nothing: the client gets the standalone
