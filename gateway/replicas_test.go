@@ -683,36 +683,9 @@ func TestResumeOfAGoneReplicasStream(t *testing.T) {
 	a, b := replica("http://replica-a.invalid/mcp", false), replica("http://replica-b.invalid/mcp", true)
 	ca := a.raw(t)
 	ca.initialize("2025-11-25")
-	req, _ := http.NewRequestWithContext(ctxGuard(t), http.MethodPost, a.url, strings.NewReader(
-		`{"jsonrpc":"2.0","id":"slow-9","method":"tools/call","params":{"name":"alpha__slow","arguments":{"tag":"gone","ms":3000},"_meta":{"progressToken":"p"}}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream, application/json")
-	req.Header.Set("Mcp-Session-Id", ca.session)
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST on A: %v %v", resp, err)
-	}
-	lastID := ""
-	sc := bufio.NewScanner(resp.Body)
-	for lastID == "" && sc.Scan() {
-		lastID, _ = strings.CutPrefix(sc.Text(), "id: ")
-	}
-	resp.Body.Close()
-	if lastID == "" {
-		t.Fatal("no event id on A's stream")
-	}
-	get, _ := http.NewRequestWithContext(ctxGuard(t), http.MethodGet, b.url, nil)
-	get.Header.Set("Accept", "text/event-stream")
-	get.Header.Set("Mcp-Session-Id", ca.session)
-	get.Header.Set("Last-Event-ID", lastID)
-	gresp, err := http.DefaultClient.Do(get)
-	if err != nil || gresp.StatusCode != http.StatusOK {
-		t.Fatalf("GET with Last-Event-ID on B: %v %v", gresp, err)
-	}
-	rest, _ := io.ReadAll(gresp.Body) // ends at once, with the error
-	gresp.Body.Close()
-	if !strings.Contains(string(rest), `"id":"slow-9","error"`) || !strings.Contains(string(rest), "send the request again") {
+	lastID := dropStream(t, a.url, ca.session, `{"jsonrpc":"2.0","id":"slow-9","method":"tools/call","params":{"name":"alpha__slow","arguments":{"tag":"gone","ms":3000},"_meta":{"progressToken":"p"}}}`, "id: ")
+	rest := resumeStream(t, b.url, ca.session, lastID) // ends at once, with the error
+	if !strings.Contains(rest, `"id":"slow-9","error"`) || !strings.Contains(rest, "send the request again") {
 		t.Fatalf("resumed stream of a gone replica: %s, want an error answering slow-9", rest)
 	}
 }
@@ -729,41 +702,54 @@ func TestStreamsStayResumableWhileTheLogIsDown(t *testing.T) {
 	c := h.raw(t)
 	c.initialize("2025-11-25")
 	rp.stop()
-	req, _ := http.NewRequestWithContext(ctxGuard(t), http.MethodPost, h.url, strings.NewReader(
-		`{"jsonrpc":"2.0","id":"slow-5","method":"tools/call","params":{"name":"alpha__slow","arguments":{"tag":"down","ms":1500},"_meta":{"progressToken":"p"}}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream, application/json")
-	req.Header.Set("Mcp-Session-Id", c.session)
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST while Redis is down: %v %v", resp, err)
-	}
-	lastID := ""
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
-			lastID = id
-		}
-		if strings.Contains(sc.Text(), `"progress"`) {
-			break
-		}
-	}
-	resp.Body.Close() // the connection drops mid-call
+	lastID := dropStream(t, h.url, c.session, `{"jsonrpc":"2.0","id":"slow-5","method":"tools/call","params":{"name":"alpha__slow","arguments":{"tag":"down","ms":1500},"_meta":{"progressToken":"p"}}}`, `"progress"`)
 	if lastID == "" {
 		t.Fatal("the stream's events carry no id while Redis is down")
 	}
-	get, _ := http.NewRequestWithContext(ctxGuard(t), http.MethodGet, h.url, nil)
-	get.Header.Set("Accept", "text/event-stream")
-	get.Header.Set("Mcp-Session-Id", c.session)
-	get.Header.Set("Last-Event-ID", lastID)
-	gresp, err := http.DefaultClient.Do(get)
-	if err != nil || gresp.StatusCode != http.StatusOK {
-		t.Fatalf("GET with Last-Event-ID while Redis is down: %v %v", gresp, err)
-	}
-	rest, _ := io.ReadAll(gresp.Body)
-	gresp.Body.Close()
-	if !strings.Contains(string(rest), `"id":"slow-5"`) || !strings.Contains(string(rest), "slow done down") {
+	rest := resumeStream(t, h.url, c.session, lastID)
+	if !strings.Contains(rest, `"id":"slow-5"`) || !strings.Contains(rest, "slow done down") {
 		t.Fatalf("the resumed stream lacks the answer:\n%s", rest)
 	}
+}
+
+// dropStream POSTs a request that answers with an SSE stream, reads it until a line containing until, and drops
+// the connection (the call goes on); it returns the last event id it saw ("" for none).
+func dropStream(t *testing.T, url, session, body, until string) string {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctxGuard(t), http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream, application/json")
+	req.Header.Set("Mcp-Session-Id", session)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST %s: %v %v", url, resp, err)
+	}
+	defer resp.Body.Close() // the connection drops mid-call
+	lastID := ""
+	for sc := bufio.NewScanner(resp.Body); sc.Scan(); {
+		if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+			lastID = id
+		}
+		if strings.Contains(sc.Text(), until) {
+			break
+		}
+	}
+	return lastID
+}
+
+// resumeStream GETs a stream from after lastID and reads it to its end.
+func resumeStream(t *testing.T, url, session, lastID string) string {
+	t.Helper()
+	get, _ := http.NewRequestWithContext(ctxGuard(t), http.MethodGet, url, nil)
+	get.Header.Set("Accept", "text/event-stream")
+	get.Header.Set("Mcp-Session-Id", session)
+	get.Header.Set("Last-Event-ID", lastID)
+	resp, err := http.DefaultClient.Do(get)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s with Last-Event-ID: %v %v", url, resp, err)
+	}
+	defer resp.Body.Close()
+	rest, _ := io.ReadAll(resp.Body)
+	return string(rest)
 }
