@@ -129,13 +129,21 @@ func (rs *ResourceServer) Metadata() Metadata {
 // value into which the well-known URI path suffix was inserted to create the
 // URL used to retrieve the metadata" (§3.3), so the root document of a
 // resource at /mcp would fail a strict client's check.
+//
+// When the announced URL is not a well-known path (a document hosted
+// elsewhere), the gateway serves its own at the path built from the
+// audience.
 func (rs *ResourceServer) MetadataPath() string {
-	u, err := url.Parse(rs.cfg.ResourceMetadataURL)
-	if err != nil || !strings.HasPrefix(u.Path, "/.well-known/oauth-protected-resource") {
-		return "/.well-known/oauth-protected-resource/mcp"
+	for _, announced := range []string{rs.cfg.ResourceMetadataURL, MetadataURL(rs.cfg.Audience)} {
+		if u, err := url.Parse(announced); err == nil && (u.Path == wellKnownResource || strings.HasPrefix(u.Path, wellKnownResource+"/")) {
+			return u.Path
+		}
 	}
-	return u.Path
+	return wellKnownResource
 }
+
+// wellKnownResource is RFC 9728's well-known path, before the resource's own.
+const wellKnownResource = "/.well-known/oauth-protected-resource"
 
 // MetadataHandler serves the metadata on GET and HEAD (405 otherwise),
 // with CORS open (it is public, and browser-based clients fetch it). Mount

@@ -139,6 +139,37 @@ func TestMetadataHandler(t *testing.T) {
 	}
 }
 
+// TestMetadataPath: the document is served at the path of the URL the challenge announces, which RFC 9728 §3.1
+// builds from the resource identifier (so §3.3's check of resource against that URL holds); an announced URL that
+// is no well-known path of this gateway leaves it the audience's own path.
+func TestMetadataPath(t *testing.T) {
+	ti := newTestIssuer(t)
+	for _, tc := range []struct{ audience, announced, path string }{
+		{"https://mcp.example.com/mcp", "", "/.well-known/oauth-protected-resource/mcp"},
+		{"https://mcp.example.com", "", "/.well-known/oauth-protected-resource"},
+		{"https://mcp.example.com/", "", "/.well-known/oauth-protected-resource"},
+		{"https://mcp.example.com/tenant/a/mcp", "", "/.well-known/oauth-protected-resource/tenant/a/mcp"},
+		{"https://mcp.example.com/tenant/a/mcp", "https://docs.example.com/mcp-metadata.json", "/.well-known/oauth-protected-resource/tenant/a/mcp"},
+		{"https://mcp.example.com/mcp", "https://mcp.example.com/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource/mcp"},
+	} {
+		cfg := ti.config()
+		cfg.Audience, cfg.ResourceMetadataURL = tc.audience, tc.announced
+		rs := ti.server(t, cfg)
+		if got := rs.MetadataPath(); got != tc.path {
+			t.Errorf("audience %s, announced %q: MetadataPath = %q, want %q", tc.audience, tc.announced, got, tc.path)
+		}
+		if tc.announced != "" {
+			continue
+		}
+		w := httptest.NewRecorder()
+		rs.Challenge(w, ErrNoToken)
+		if want := `resource_metadata="` + MetadataURL(tc.audience) + `"`; !strings.Contains(w.Header().Get("WWW-Authenticate"), want) ||
+			!strings.HasSuffix(MetadataURL(tc.audience), tc.path) {
+			t.Errorf("audience %s: challenge %q does not point at the served path %s", tc.audience, w.Header().Get("WWW-Authenticate"), tc.path)
+		}
+	}
+}
+
 func TestPrincipalNeverShowsToken(t *testing.T) {
 	ti := newTestIssuer(t)
 	rs := ti.server(t, ti.config())

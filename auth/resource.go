@@ -177,7 +177,7 @@ func MetadataURL(resource string) string {
 		return ""
 	}
 	p := strings.TrimSuffix(u.EscapedPath(), "/")
-	return u.Scheme + "://" + u.Host + "/.well-known/oauth-protected-resource" + p
+	return u.Scheme + "://" + u.Host + wellKnownResource + p
 }
 
 // discover finds the JWKS (OIDC discovery with go-oidc, then RFC 8414
