@@ -18,7 +18,7 @@ type Reloader func() (routing.ReloadResult, error)
 
 // AdminHandler serves the admin API: upstream health and counters, restart, drain, and reload. It has no
 // authentication of its own, so it must only be served on a separate loopback listener (cmd refuses anything
-// else) — or behind the resource server with the admin scope.
+// else), and it refuses what a browser page could send there (adminGuard).
 func (s *Server) AdminHandler(reload Reloader) http.Handler {
 	mux := chi.NewRouter()
 	mux.Use(adminGuard)

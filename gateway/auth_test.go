@@ -356,6 +356,8 @@ type authGatewayOptions struct {
 	policy   []config.PolicyRule
 	pageSize int
 	gwLog    io.Writer // the gateway's own log (resource server included); nil = discarded
+	// allowOrigin is the gateway's AllowOrigin (cmd/switchboard always sets one); nil = none.
+	allowOrigin func(string) bool
 }
 
 func startAuthGateway(t *testing.T, ai *authIssuer, o authGatewayOptions, ups ...routing.UpstreamConfig) *authGateway {
@@ -411,7 +413,7 @@ func startAuthGateway(t *testing.T, ai *authIssuer, o authGatewayOptions, ups ..
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()
-	ts.Config.Handler = gateway.New(r, gateway.Options{Logger: gwLog, Auth: rs, Identify: identify}).Handler()
+	ts.Config.Handler = gateway.New(r, gateway.Options{Logger: gwLog, Auth: rs, Identify: identify, AllowOrigin: o.allowOrigin}).Handler()
 	ts.Start()
 	t.Cleanup(func() {
 		cancel()

@@ -237,8 +237,9 @@ func TestHTTPIDsRoundTrip(t *testing.T) {
 }
 
 // TestHTTPCORS: a browser client of an allowed origin passes the preflight (which carries no credentials, so it is
-// answered before any auth) and can read the session id and the negotiated version; other origins are refused,
-// and headers MCP does not use are not granted.
+// answered before any auth) and can read the session id, the negotiated version and a 401's challenge; other
+// origins are refused, headers MCP does not use are not granted, and a gateway without an origin policy grants
+// CORS to no one.
 func TestHTTPCORS(t *testing.T) {
 	h := rawGateway(t)
 	preflight := func(t *testing.T, base, path, origin, headers string) *http.Response {
@@ -254,15 +255,24 @@ func TestHTTPCORS(t *testing.T) {
 		resp.Body.Close()
 		return resp
 	}
+	exposes := func(hdr http.Header, names ...string) bool {
+		for _, n := range names {
+			if !strings.Contains(hdr.Get("Access-Control-Expose-Headers"), n) {
+				return false
+			}
+		}
+		return true
+	}
+	const mcpHeaders = "authorization, content-type, mcp-session-id, Mcp-Protocol-Version, mcp-method, mcp-name, mcp-param-region, last-event-id"
 	base := strings.TrimSuffix(h.url, "/mcp")
 	for _, path := range []string{"/mcp", "/sse", "/message"} {
-		resp := preflight(t, base, path, goodOrigin, "content-type, mcp-session-id, Mcp-Protocol-Version, mcp-param-region, x-evil")
+		resp := preflight(t, base, path, goodOrigin, mcpHeaders+", x-evil, cookie")
 		if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Origin") != goodOrigin ||
 			!strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "POST") {
 			t.Errorf("preflight of %s from an allowed origin: HTTP %d %v", path, resp.StatusCode, resp.Header)
 		}
-		if got := resp.Header.Get("Access-Control-Allow-Headers"); got != "content-type, mcp-session-id, Mcp-Protocol-Version, mcp-param-region" {
-			t.Errorf("preflight of %s grants headers %q", path, got)
+		if got := resp.Header.Get("Access-Control-Allow-Headers"); got != mcpHeaders {
+			t.Errorf("preflight of %s grants headers %q, want %q", path, got, mcpHeaders)
 		}
 		if resp := preflight(t, base, path, "https://evil.example", "content-type"); resp.StatusCode != http.StatusForbidden || resp.Header.Get("Access-Control-Allow-Origin") != "" {
 			t.Errorf("preflight of %s from another origin: HTTP %d %v, want 403 without CORS headers", path, resp.StatusCode, resp.Header)
@@ -270,16 +280,43 @@ func TestHTTPCORS(t *testing.T) {
 	}
 	cl := h.raw(t)
 	r := cl.do(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, map[string]string{"Origin": goodOrigin})
-	if r.status != http.StatusOK || r.header.Get("Access-Control-Allow-Origin") != goodOrigin ||
-		!strings.Contains(r.header.Get("Access-Control-Expose-Headers"), "Mcp-Session-Id") || !strings.Contains(r.header.Get("Access-Control-Expose-Headers"), "MCP-Protocol-Version") {
+	if r.status != http.StatusOK || r.header.Get("Access-Control-Allow-Origin") != goodOrigin || !exposes(r.header, "Mcp-Session-Id", "MCP-Protocol-Version") {
 		t.Errorf("initialize from an allowed origin: HTTP %d %v", r.status, r.header)
 	}
+	if r := cl.do(`{"jsonrpc":"2.0","id":2,"method":"ping"}`, nil); r.header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("an answer to a request without Origin carries CORS headers: %v", r.header)
+	}
 
-	// Behind the resource server: the preflight passes without a token; the 401 that follows is readable.
+	// Without an origin policy requests from any origin are accepted, but no page may read their answers.
+	open := startGateway(t, routing.Options{}, gateway.Options{}, stdioUpstream(t, "alpha", routing.Shared, markerDir(t)))
+	if resp := preflight(t, strings.TrimSuffix(open.url, "/mcp"), "/mcp", goodOrigin, "content-type"); resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("preflight without an origin policy: HTTP %d %v, want no CORS grant", resp.StatusCode, resp.Header)
+	}
+
+	// Behind the resource server: the preflight passes without a token, the 401 that follows is readable with its
+	// challenge, and the metadata the challenge names can be fetched across origins.
 	ai := newAuthIssuer(t)
 	up := startAuthUpstream(t, "files", []string{"echo"}, nil, nil)
-	g := startAuthGateway(t, ai, authGatewayOptions{}, routingUpstream(t, config.Upstream{Name: "files", URL: up.url}))
-	if resp := preflight(t, g.base, "/mcp", goodOrigin, "authorization, content-type"); resp.StatusCode != http.StatusNoContent {
-		t.Errorf("preflight behind auth: HTTP %d, want 204 (a preflight has no credentials)", resp.StatusCode)
+	g := startAuthGateway(t, ai, authGatewayOptions{allowOrigin: func(o string) bool { return o == goodOrigin }},
+		routingUpstream(t, config.Upstream{Name: "files", URL: up.url}))
+	if resp := preflight(t, g.base, "/mcp", goodOrigin, "authorization, content-type"); resp.StatusCode != http.StatusNoContent ||
+		resp.Header.Get("Access-Control-Allow-Headers") != "authorization, content-type" {
+		t.Errorf("preflight behind auth: HTTP %d %v, want 204 granting Authorization (a preflight has no credentials)", resp.StatusCode, resp.Header)
+	}
+	req, _ := http.NewRequestWithContext(ctxGuard(t), http.MethodPost, g.mcpURL, strings.NewReader(initBody))
+	req.Header.Set("Origin", goodOrigin)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("Access-Control-Allow-Origin") != goodOrigin || !exposes(resp.Header, "WWW-Authenticate") {
+			t.Errorf("401 to an allowed origin: HTTP %d %v, want its challenge readable", resp.StatusCode, resp.Header)
+		}
+	}
+	if resp := preflight(t, g.base, "/.well-known/oauth-protected-resource/mcp", goodOrigin, "mcp-protocol-version"); resp.StatusCode != http.StatusNoContent ||
+		resp.Header.Get("Access-Control-Allow-Origin") == "" {
+		t.Errorf("preflight of the metadata: HTTP %d %v", resp.StatusCode, resp.Header)
 	}
 }

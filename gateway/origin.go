@@ -35,11 +35,12 @@ func (s *Server) checkHost(next http.Handler) http.Handler {
 // cors lets browser clients of allowed origins use the MCP endpoints: it answers their preflights (OPTIONS with
 // Access-Control-Request-Method, sent without credentials, so before the auth guard) and marks the answers they
 // may read, exposing the headers an MCP client needs (the session id, the negotiated version, and the challenge of
-// a 401). checkOrigin has already refused every other origin.
+// a 401). checkOrigin has already refused every other origin. Without an AllowOrigin policy no origin is granted:
+// accepting requests from any origin is not the same as letting any page read their answers.
 func (s *Server) cors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		o := r.Header.Get("Origin")
-		if o == "" {
+		if o == "" || s.opts.AllowOrigin == nil {
 			next.ServeHTTP(w, r)
 			return
 		}

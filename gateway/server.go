@@ -24,7 +24,8 @@ import (
 // Options configure the front end.
 type Options struct {
 	// AllowOrigin decides whether a request's Origin header is acceptable (it is called only when one is
-	// present); nil accepts any. AllowHost does the same for the Host header. Configuration owns the policy.
+	// present); nil accepts any. The origins it accepts are also granted CORS on the MCP endpoints (nil grants
+	// none). Configuration owns the policy.
 	AllowOrigin func(origin string) bool
 	// AllowHost decides whether a request's Host header is acceptable; nil accepts any.
 	AllowHost func(host string) bool
