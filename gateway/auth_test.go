@@ -759,69 +759,21 @@ func TestAuthSessionBinding(t *testing.T) {
 	}
 
 	// The legacy HTTP+SSE transport: A opens /sse; B posting to A's endpoint gets 404, A gets 202 and its answer.
-	ctx, cancel := context.WithTimeout(context.Background(), guard)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.base+"/sse", nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+tokA)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("A GET /sse: HTTP %d", resp.StatusCode)
-	}
-	events := make(chan [2]string, 16)
-	go func() {
-		defer close(events)
-		sc := bufio.NewScanner(resp.Body)
-		var ev, data string
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "event:"):
-				ev = strings.TrimSpace(line[6:])
-			case strings.HasPrefix(line, "data:"):
-				data = strings.TrimSpace(line[5:])
-			case line == "":
-				if data != "" {
-					events <- [2]string{ev, data}
-				}
-				ev, data = "", ""
-			}
-		}
-	}()
-	nextEvent := func() [2]string {
-		t.Helper()
-		select {
-		case e, ok := <-events:
-			if !ok {
-				t.Fatal("the /sse stream ended")
-			}
-			return e
-		case <-time.After(guard):
-			t.Fatal("no event on /sse")
-		}
-		return [2]string{}
-	}
-	ep := nextEvent()
-	if ep[0] != "endpoint" || !strings.HasPrefix(ep[1], "/message?sessionId=") {
-		t.Fatalf("first /sse event = %v", ep)
-	}
+	lc := openLegacy(t, g.base, map[string]string{"Authorization": "Bearer " + tokA})
 	legacyInit := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"legacy","version":"1"}}}`
-	if r := g.send(t, http.MethodPost, ep[1], tokB, "", legacyInit); r.status != http.StatusNotFound {
-		t.Errorf("B POST %s: HTTP %d, want 404: %s", ep[1], r.status, r.body)
+	asB := map[string]string{"Authorization": "Bearer " + tokB}
+	if r := lc.post(legacyInit, asB); r.status != http.StatusNotFound {
+		t.Errorf("B POST %s: HTTP %d, want 404: %s", lc.endpoint, r.status, r.body)
 	}
-	if r := g.send(t, http.MethodPost, ep[1], tokA, "", legacyInit); r.status != http.StatusAccepted {
-		t.Fatalf("A POST %s: HTTP %d: %s", ep[1], r.status, r.body)
+	if r := lc.post(legacyInit, nil); r.status != http.StatusAccepted {
+		t.Fatalf("A POST %s: HTTP %d: %s", lc.endpoint, r.status, r.body)
 	}
-	if e := nextEvent(); !strings.Contains(e[1], `"id":1`) || !strings.Contains(e[1], "protocolVersion") {
+	if e := lc.next(); !strings.Contains(e[1], `"id":1`) || !strings.Contains(e[1], "protocolVersion") {
 		t.Fatalf("A's initialize answer on /sse = %v", e)
 	}
 	// B after A's initialize: still 404.
-	if r := g.send(t, http.MethodPost, ep[1], tokB, "", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); r.status != http.StatusNotFound {
-		t.Errorf("B POST %s after A's initialize: HTTP %d, want 404", ep[1], r.status)
+	if r := lc.post(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, asB); r.status != http.StatusNotFound {
+		t.Errorf("B POST %s after A's initialize: HTTP %d, want 404", lc.endpoint, r.status)
 	}
 }
 

@@ -790,3 +790,104 @@ func (s *stream) rest(t *testing.T) []json.RawMessage {
 		out = append(out, m)
 	}
 }
+
+// legacyConn is a 2024-11-05 HTTP+SSE connection: its GET /sse stream and the endpoint the stream announced.
+type legacyConn struct {
+	t        *testing.T
+	base     string
+	endpoint string
+	hdr      map[string]string
+	events   chan [2]string // event name, data
+}
+
+// openLegacy opens GET /sse on base (the gateway's URL without /mcp) with the headers hdr, and reads the endpoint
+// event. The stream is closed, and its reader waited for, when the test ends.
+func openLegacy(t *testing.T, base string, hdr map[string]string) *legacyConn {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctxGuard(t), http.MethodGet, base+"/sse", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET /sse: %v", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		t.Fatalf("GET /sse: HTTP %d", resp.StatusCode)
+	}
+	c := &legacyConn{t: t, base: base, hdr: hdr, events: make(chan [2]string, 64)}
+	done := make(chan struct{})
+	t.Cleanup(func() { resp.Body.Close(); <-done })
+	go func() {
+		defer close(done)
+		defer close(c.events)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+		var ev, data string
+		for sc.Scan() {
+			switch line := sc.Text(); {
+			case strings.HasPrefix(line, "event:"):
+				ev = strings.TrimSpace(line[6:])
+			case strings.HasPrefix(line, "data:"):
+				data = strings.TrimSpace(line[5:])
+			case line == "":
+				if data != "" {
+					c.events <- [2]string{ev, data}
+				}
+				ev, data = "", ""
+			}
+		}
+	}()
+	ep := c.next()
+	if ep[0] != "endpoint" || !strings.HasPrefix(ep[1], "/message?sessionId=") {
+		t.Fatalf("first /sse event = %v, want the endpoint", ep)
+	}
+	c.endpoint = ep[1]
+	return c
+}
+
+// next returns the stream's next event (name and data); bounded by guard.
+func (c *legacyConn) next() [2]string {
+	c.t.Helper()
+	select {
+	case e, ok := <-c.events:
+		if !ok {
+			c.t.Fatal("the /sse stream ended")
+		}
+		return e
+	case <-time.After(guard):
+		c.t.Fatalf("no event on /sse within %s", guard)
+	}
+	return [2]string{}
+}
+
+// post sends one message to the connection's endpoint with the connection's headers, changed by hdr ("" removes
+// one).
+func (c *legacyConn) post(body string, hdr map[string]string) rawResp {
+	c.t.Helper()
+	req, err := http.NewRequestWithContext(ctxGuard(c.t), http.MethodPost, c.base+c.endpoint, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for _, h := range []map[string]string{c.hdr, hdr} {
+		for k, v := range h {
+			if v == "" {
+				req.Header.Del(k)
+			} else {
+				req.Header.Set(k, v)
+			}
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("POST %s: %v", c.endpoint, err)
+	}
+	defer resp.Body.Close()
+	return readResp(c.t, resp)
+}

@@ -106,6 +106,11 @@ func (s *Server) stdioBatch(ctx context.Context, c *monoConn, line []byte) {
 		c.reply(jsonrpc.AppendError(nil, nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are only allowed in protocol version 2025-03-26, after initialize", nil))
 		return
 	}
+	if len(parts) > maxBatch {
+		// The same bound as over HTTP: one line must not fan out to the upstreams without limit.
+		c.reply(jsonrpc.AppendError(nil, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("a batch may hold at most %d messages; this one has %d: split it", maxBatch, len(parts)), nil))
+		return
+	}
 	var requests []jsonrpc.Message
 	var answers [][]byte
 	for _, p := range parts {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -12,8 +13,65 @@ import (
 	"github.com/switchboard-mcp/switchboard/routing"
 )
 
+// stdioClient drives the stdio front end line by line, as a desktop client that launched the gateway would.
+type stdioClient struct {
+	t     *testing.T
+	in    *io.PipeWriter
+	lines *bufio.Scanner
+	done  chan error
+}
+
+// startStdio serves the router's front end over pipes until the test ends (or close).
+func startStdio(t *testing.T, r *routing.Router) *stdioClient {
+	t.Helper()
+	srv := gateway.New(r, gateway.Options{Logger: testLogger()})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(ctxGuard(t))
+	c := &stdioClient{t: t, in: inW, lines: bufio.NewScanner(outR), done: make(chan error, 1)}
+	c.lines.Buffer(make([]byte, 1<<20), 1<<20)
+	go func() { c.done <- srv.ServeStdio(ctx, inR, outW); outW.Close() }()
+	t.Cleanup(func() { cancel(); inW.Close(); outR.Close(); <-c.done })
+	return c
+}
+
+// send writes one line.
+func (c *stdioClient) send(s string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.in, s+"\n"); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// next reads one line of output.
+func (c *stdioClient) next() string {
+	c.t.Helper()
+	if !c.lines.Scan() {
+		c.t.Fatalf("no more output: %v", c.lines.Err())
+	}
+	return c.lines.Text()
+}
+
+// initialize starts the session with the given version.
+func (c *stdioClient) initialize(version string) {
+	c.t.Helper()
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if got := c.next(); !strings.Contains(got, `"id":1,"result"`) || !strings.Contains(got, version) {
+		c.t.Fatalf("initialize answer: %s", got)
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+// close closes stdin, which is how a stdio client shuts its server down, and returns what ServeStdio returned.
+func (c *stdioClient) close() error {
+	c.in.Close()
+	err := <-c.done
+	c.done <- err // for the cleanup
+	return err
+}
+
 // TestStdioFrontEnd drives the stdio front end line by line: initialize, a call, a batch (2025-03-26 only, answered
-// as one array), malformed lines, and a batch refused in a later version.
+// as one array, and bounded like HTTP's), malformed lines, and a batch refused in a later version.
 func TestStdioFrontEnd(t *testing.T) {
 	for _, tc := range []struct {
 		version string
@@ -21,43 +79,18 @@ func TestStdioFrontEnd(t *testing.T) {
 	}{{"2025-03-26", true}, {"2025-11-25", false}} {
 		t.Run(tc.version, func(t *testing.T) {
 			h := startGateway(t, routing.Options{}, gateway.Options{}, stdioUpstream(t, "alpha", routing.Shared, markerDir(t)))
-			srv := gateway.New(h.r, gateway.Options{Logger: testLogger()})
-			inR, inW := io.Pipe()
-			outR, outW := io.Pipe()
-			ctx, cancel := context.WithCancel(ctxGuard(t))
-			defer cancel()
-			done := make(chan error, 1)
-			go func() { done <- srv.ServeStdio(ctx, inR, outW); outW.Close() }()
-			lines := bufio.NewScanner(outR)
-			lines.Buffer(make([]byte, 1<<20), 1<<20)
-			send := func(s string) {
-				t.Helper()
-				if _, err := io.WriteString(inW, s+"\n"); err != nil {
-					t.Fatal(err)
-				}
-			}
-			next := func() string {
-				t.Helper()
-				if !lines.Scan() {
-					t.Fatalf("no more output: %v", lines.Err())
-				}
-				return lines.Text()
-			}
-			send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + tc.version + `","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-			if got := next(); !strings.Contains(got, `"id":1,"result"`) || !strings.Contains(got, tc.version) {
-				t.Fatalf("initialize answer: %s", got)
-			}
-			send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-			send(`{"jsonrpc":"2.0","id":"two","method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"hi"}}}`)
-			if got := next(); !strings.Contains(got, `"id":"two"`) || !strings.Contains(got, "hi") {
+			c := startStdio(t, h.r)
+			c.initialize(tc.version)
+			c.send(`{"jsonrpc":"2.0","id":"two","method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"hi"}}}`)
+			if got := c.next(); !strings.Contains(got, `"id":"two"`) || !strings.Contains(got, "hi") {
 				t.Fatalf("call answer: %s", got)
 			}
-			send(`{not json`)
-			if got := next(); !strings.Contains(got, `-32700`) {
+			c.send(`{not json`)
+			if got := c.next(); !strings.Contains(got, `-32700`) {
 				t.Fatalf("malformed line: %s", got)
 			}
-			send(`[{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"b"}}}]`)
-			got := next()
+			c.send(`[{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"b"}}}]`)
+			got := c.next()
 			if !tc.batchOK {
 				if !strings.Contains(got, "-32600") || !strings.Contains(got, "2025-03-26") {
 					t.Fatalf("batch in %s: %s", tc.version, got)
@@ -73,9 +106,17 @@ func TestStdioFrontEnd(t *testing.T) {
 				if !strings.Contains(ids, "3") || !strings.Contains(ids, "4") {
 					t.Fatalf("batch answer ids: %s", got)
 				}
+				// A batch over the bound is refused whole, before anything in it runs.
+				parts := make([]string, 101)
+				for i := range parts {
+					parts[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, 100+i)
+				}
+				c.send("[" + strings.Join(parts, ",") + "]")
+				if got := c.next(); !strings.Contains(got, `"code":-32600`) || !strings.Contains(got, "at most 100") || strings.Contains(got, `"result"`) {
+					t.Fatalf("a batch of 101: %s, want one -32600 naming the limit", got)
+				}
 			}
-			inW.Close() // stdin closed: the front end returns, as a stdio server does
-			if err := <-done; err != nil {
+			if err := c.close(); err != nil {
 				t.Fatalf("ServeStdio: %v", err)
 			}
 		})
