@@ -222,6 +222,12 @@ type authEchoIn struct {
 
 func startAuthUpstream(t *testing.T, name string, tools, resources, prompts []string) *authUpstream {
 	t.Helper()
+	return startAuthUpstreamWith(t, name, nil, tools, resources, prompts)
+}
+
+// startAuthUpstreamWith is startAuthUpstream with the SDK handler's options (Stateless: a 2026-07-28 upstream).
+func startAuthUpstreamWith(t *testing.T, name string, opts *mcp.StreamableHTTPOptions, tools, resources, prompts []string) *authUpstream {
+	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1.0.0"}, nil)
 	for _, tool := range tools {
 		mcp.AddTool(s, &mcp.Tool{Name: tool, Description: tool + " of " + name}, func(ctx context.Context, req *mcp.CallToolRequest, in authEchoIn) (*mcp.CallToolResult, any, error) {
@@ -254,7 +260,7 @@ func startAuthUpstream(t *testing.T, name string, tools, resources, prompts []st
 		})
 	}
 	seen := &seenHeaders{}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, opts)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen.add(r)
 		h.ServeHTTP(w, r)
@@ -712,6 +718,107 @@ func TestAuthValidToken(t *testing.T) {
 	for _, a := range up.seen.authorizations() {
 		if a != "" {
 			t.Errorf("the upstream received Authorization %q", a)
+		}
+	}
+}
+
+// TestAuthTokenNeverForwarded: "a client's token never leaves the gateway". Through every front end (streamable
+// HTTP, a 2025-03-26 batch, 2026-07-28, HTTP+SSE) and to every kind of upstream (shared, per-client, stateless
+// 2026-07-28), the upstreams, which have no credentials configured, receive no Authorization header at all.
+func TestAuthTokenNeverForwarded(t *testing.T) {
+	ai := newAuthIssuer(t)
+	shared := startAuthUpstream(t, "shared", []string{"echo"}, nil, nil)
+	perClient := startAuthUpstream(t, "own", []string{"echo"}, nil, nil)
+	stateless := startAuthUpstreamWith(t, "modern", &mcp.StreamableHTTPOptions{Stateless: true}, []string{"echo"}, nil, nil)
+	sharedCfg := routingUpstream(t, config.Upstream{Name: "shared", URL: shared.url})
+	sharedCfg.Mode = routing.Shared
+	g := startAuthGateway(t, ai, authGatewayOptions{}, sharedCfg,
+		routingUpstream(t, config.Upstream{Name: "own", URL: perClient.url}),
+		routingUpstream(t, config.Upstream{Name: "modern", URL: stateless.url}))
+	tok := ai.sign(ai.claims(g.audience, "alice", "eng"))
+	tools := []string{"shared__echo", "own__echo", "modern__echo"}
+	want := func(t *testing.T, tool string, got string) {
+		t.Helper()
+		if prefix, _, _ := strings.Cut(tool, "__"); got != prefix+":echo:x" {
+			t.Errorf("%s answered %q", tool, got)
+		}
+	}
+
+	t.Run("streamable HTTP", func(t *testing.T) {
+		cs := g.connectAs(t, "sdk", newBearer(tok))
+		for _, tool := range tools {
+			want(t, tool, call(t, cs, tool, map[string]any{"text": "x"}))
+		}
+	})
+	rc := &rawClient{t: t, url: g.mcpURL, hc: &http.Client{Transport: newBearer(tok)}}
+	callBody := func(id int, tool string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{"text":"x"}}}`, id, tool)
+	}
+	resultOf := func(t *testing.T, m rpcMsg) string {
+		t.Helper()
+		var res mcp.CallToolResult
+		if m.Error != nil || json.Unmarshal(m.Result, &res) != nil {
+			t.Fatalf("not a tools/call result: %+v %s", m.Error, m.Result)
+		}
+		return resultText(&res)
+	}
+	t.Run("2025-03-26 batch", func(t *testing.T) {
+		b := *rc
+		b.t = t
+		b.initialize("2025-03-26")
+		parts := make([]string, len(tools))
+		for i, tool := range tools {
+			parts[i] = callBody(i+1, tool)
+		}
+		r := b.do("["+strings.Join(parts, ",")+"]", nil)
+		if r.status != http.StatusOK || len(r.msgs) != len(tools) {
+			t.Fatalf("batch: HTTP %d %s", r.status, r.body)
+		}
+		for _, raw := range r.msgs {
+			m := decodeMsg(t, raw)
+			var id int
+			_ = json.Unmarshal(m.ID, &id)
+			if id >= 1 && id <= len(tools) {
+				want(t, tools[id-1], resultOf(t, m))
+			}
+		}
+	})
+	t.Run("2026-07-28", func(t *testing.T) {
+		m := *rc
+		m.t = t
+		for i, tool := range tools {
+			body := modernBody(t, i+1, "tools/call", map[string]any{"name": tool, "arguments": map[string]any{"text": "x"}}, `{}`)
+			r := modernDo(t, &m, body, nil)
+			if r.status != http.StatusOK {
+				t.Fatalf("%s: HTTP %d %s", tool, r.status, r.body)
+			}
+			want(t, tool, resultOf(t, r.final(t)))
+		}
+	})
+	t.Run("HTTP+SSE", func(t *testing.T) {
+		lc := openLegacy(t, g.base, map[string]string{"Authorization": "Bearer " + tok})
+		if r := lc.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"legacy","version":"1"}}}`, nil); r.status != http.StatusAccepted {
+			t.Fatalf("initialize: HTTP %d %s", r.status, r.body)
+		}
+		lc.next()
+		lc.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil)
+		for i, tool := range tools {
+			if r := lc.post(callBody(i+1, tool), nil); r.status != http.StatusAccepted {
+				t.Fatalf("%s: HTTP %d %s", tool, r.status, r.body)
+			}
+			want(t, tool, resultOf(t, decodeMsg(t, []byte(lc.next()[1]))))
+		}
+	})
+
+	for _, up := range []*authUpstream{shared, perClient, stateless} {
+		auths := up.seen.authorizations()
+		if len(auths) == 0 {
+			t.Errorf("upstream %s received no request", up.name)
+		}
+		for _, a := range auths {
+			if a != "" {
+				t.Errorf("upstream %s received Authorization %q (the client's token: %v)", up.name, a, strings.Contains(a, tok))
+			}
 		}
 	}
 }

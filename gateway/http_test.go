@@ -156,23 +156,89 @@ func TestHTTPBatch2025_03_26(t *testing.T) {
 	golden(t, "batch-2025-03-26.json", append(got, '\n'))
 }
 
-// TestHTTPNonIntegerIDs: "The request ID MUST be a string or integer": a fraction or an exponent is an invalid
-// request (-32600, HTTP 400), alone or in a 2025-03-26 batch, never a parse error and never forwarded.
-func TestHTTPNonIntegerIDs(t *testing.T) {
+// TestNonIntegerIDs: "The request ID MUST be a string or integer": a fraction or an exponent is an invalid request
+// (-32600), never a parse error (-32700), on every front end: a streamable HTTP POST (HTTP 400), an element of a
+// 2025-03-26 batch (its own error in the batch's answer, the others answered), a 2026-07-28 POST, a legacy HTTP+SSE
+// message, and a stdio line alone or in a batch.
+func TestNonIntegerIDs(t *testing.T) {
 	h := rawGateway(t)
-	cl := h.raw(t)
-	cl.initialize("2025-11-25")
-	for _, id := range []string{`1.5`, `1E400`, `1e3`, `-0.0`} {
-		r := cl.do(`{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"id"}}}`, nil)
-		if m := decodeMsg(t, r.body); r.status != http.StatusBadRequest || m.Error == nil || m.Error.Code != -32600 || !strings.Contains(m.Error.Message, "integer") {
-			t.Errorf("id %s: HTTP %d %s, want 400 and -32600 saying ids are strings or integers", id, r.status, r.body)
-		}
+	base := strings.TrimSuffix(h.url, "/mcp")
+	call := func(id string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"id"}}}`
 	}
-	b := h.raw(t)
-	b.initialize("2025-03-26")
-	r := b.do(`[{"jsonrpc":"2.0","id":1.5,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`, nil)
-	if r.status != http.StatusOK || !strings.Contains(string(r.body), `"code":-32600`) || !strings.Contains(string(r.body), `"id":2,"result"`) {
-		t.Errorf("batch with a non-integer id: HTTP %d %s, want -32600 for it and the other answered", r.status, r.body)
+	// batchAnswer finds the error answering the element with id null among a batch's answers, and checks that the
+	// valid element (id 2) was answered.
+	batchAnswer := func(t *testing.T, body []byte) rpcMsg {
+		t.Helper()
+		var arr []rpcMsg
+		if err := json.Unmarshal(body, &arr); err != nil {
+			t.Fatalf("batch answer %s: %v", body, err)
+		}
+		var bad rpcMsg
+		answered := false
+		for _, m := range arr {
+			switch string(m.ID) {
+			case "null":
+				bad = m
+			case "2":
+				answered = m.Error == nil
+			}
+		}
+		if !answered {
+			t.Errorf("batch answer %s: the valid element was not answered", body)
+		}
+		return bad
+	}
+
+	streamable := h.raw(t)
+	streamable.initialize("2025-11-25")
+	batch := h.raw(t)
+	batch.initialize("2025-03-26")
+	modern := h.raw(t)
+	legacy := openLegacy(t, base, nil)
+	stdio := startStdio(t, h.r)
+	stdio.initialize("2025-03-26")
+
+	frontEnds := []struct {
+		name   string
+		status int // the HTTP status, 0 for stdio
+		answer func(t *testing.T, id string) (status int, m rpcMsg)
+	}{
+		{"streamable HTTP", http.StatusBadRequest, func(t *testing.T, id string) (int, rpcMsg) {
+			r := streamable.do(call(id), nil)
+			return r.status, decodeMsg(t, r.body)
+		}},
+		{"2025-03-26 batch element", http.StatusOK, func(t *testing.T, id string) (int, rpcMsg) {
+			r := batch.do("["+call(id)+`,{"jsonrpc":"2.0","id":2,"method":"ping"}]`, nil)
+			return r.status, batchAnswer(t, r.body)
+		}},
+		{"2026-07-28", http.StatusBadRequest, func(t *testing.T, id string) (int, rpcMsg) {
+			body := modernBody(t, json.Number(id), "tools/call", map[string]any{"name": "alpha__echo", "arguments": map[string]any{"text": "id"}}, `{}`)
+			r := modernDo(t, modern, body, nil)
+			return r.status, decodeMsg(t, r.body)
+		}},
+		{"HTTP+SSE message", http.StatusBadRequest, func(t *testing.T, id string) (int, rpcMsg) {
+			r := legacy.post(call(id), nil)
+			return r.status, decodeMsg(t, r.body)
+		}},
+		{"stdio", 0, func(t *testing.T, id string) (int, rpcMsg) {
+			stdio.send(call(id))
+			return 0, decodeMsg(t, []byte(stdio.next()))
+		}},
+		{"stdio batch element", 0, func(t *testing.T, id string) (int, rpcMsg) {
+			stdio.send("[" + call(id) + `,{"jsonrpc":"2.0","id":2,"method":"ping"}]`)
+			return 0, batchAnswer(t, []byte(stdio.next()))
+		}},
+	}
+	for _, fe := range frontEnds {
+		for _, id := range []string{`1.5`, `1E400`, `1e3`, `-0.0`} {
+			t.Run(fe.name+"/"+id, func(t *testing.T) {
+				status, m := fe.answer(t, id)
+				if status != fe.status || m.Error == nil || m.Error.Code != -32600 || !strings.Contains(m.Error.Message, "integer") {
+					t.Errorf("HTTP %d, answer %+v; want %d and -32600 saying ids are strings or integers", status, m, fe.status)
+				}
+			})
+		}
 	}
 }
 
