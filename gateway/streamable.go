@@ -295,7 +295,10 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request, body []byte) 
 			sess.HandleResponse(m)
 		default:
 			// Each request of a batch counts against the limits as if it came alone, and a refused one gets its
-			// own error in the batch's answer while the others run.
+			// own error in the batch's answer while the others run. JSON-RPC answers a batch request by request:
+			// "A Response object SHOULD exist for each Request object", an error one for a request that failed,
+			// so a 429 for the whole batch would refuse the requests within the limits too. Calls over
+			// concurrentCalls are refused, not queued: a batch holds no request waiting for another's lease.
 			release, refused := s.check(r.Context(), key, m)
 			if refused != nil {
 				errs = append(errs, refused.answer(m))
