@@ -94,12 +94,14 @@ func checkModern(w http.ResponseWriter, r *http.Request, m jsonrpc.Message) (mod
 			routing.MetaProtocolVersion, routing.MetaClientCapabilities, vModern))
 		return meta, false
 	}
-	if len(caps) > maxCapabilitiesBytes {
-		// Each distinct capabilities object gets a pooled session that keeps it: bound what one request may pin.
-		// Real clients send well under 1 KiB.
-		writeError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidParams, fmt.Sprintf("params._meta[%q] is %d bytes; at most %d are accepted",
-			routing.MetaClientCapabilities, len(caps), maxCapabilitiesBytes))
-		return meta, false
+	// Each distinct capabilities object gets a pooled session that keeps it, and the client info of the request
+	// that started it: bound what one request may pin. Real clients send well under 1 KiB of each.
+	for _, member := range []string{routing.MetaClientCapabilities, routing.MetaClientInfo} {
+		if n := len(raw.Meta[member]); n > maxCapabilitiesBytes {
+			writeError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidParams, fmt.Sprintf("params._meta[%q] is %d bytes; at most %d are accepted",
+				member, n, maxCapabilitiesBytes))
+			return meta, false
+		}
 	}
 	if json.Unmarshal(v, &meta.version) != nil || !isObject(caps) {
 		writeError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidParams, fmt.Sprintf("params._meta[%q] must be a string and params._meta[%q] an object",
@@ -382,7 +384,7 @@ func (s *Server) respondModern(w http.ResponseWriter, r *http.Request, sess *rou
 	}
 }
 
-// maxCapabilitiesBytes bounds a 2026-07-28 request's client capabilities object.
+// maxCapabilitiesBytes bounds a 2026-07-28 request's client capabilities object, and its client info.
 const maxCapabilitiesBytes = 16 << 10
 
 // listen serves subscriptions/listen: a long-lived stream of the notifications the client asked for, each tagged

@@ -484,6 +484,11 @@ func TestModernWire(t *testing.T) {
 				t.Errorf("message %q does not name the limit", m.Error.Message)
 			}
 		}},
+		{name: "client info over 16 KiB", body: "huge-clientinfo.json", status: 400, code: -32602, check: func(t *testing.T, m rpcMsg) {
+			if !strings.Contains(m.Error.Message, "clientInfo") || !strings.Contains(m.Error.Message, "at most 16384") {
+				t.Errorf("message %q does not name the member and the limit", m.Error.Message)
+			}
+		}},
 		{name: "missing Mcp-Method", body: "tools-list.json", edit: map[string]string{"Mcp-Method": ""}, status: 400, code: -32020},
 		{name: "Mcp-Method mismatch", body: "tools-list.json", edit: map[string]string{"Mcp-Method": "prompts/list"}, status: 400, code: -32020},
 		{name: "missing Mcp-Name", body: "echo.json", edit: map[string]string{"Mcp-Name": ""}, status: 400, code: -32020},
