@@ -242,6 +242,54 @@ func TestNonIntegerIDs(t *testing.T) {
 	}
 }
 
+// TestInitializeBounds: a session keeps its client's capabilities and client info for its life, so initialize
+// refuses either over 16 KiB (-32602 naming the limit, no session) on every front end, as the 2026-07-28 front end
+// does for each request.
+func TestInitializeBounds(t *testing.T) {
+	h := startGateway(t, routing.Options{}, gateway.Options{}, stdioUpstream(t, "alpha", routing.Shared, markerDir(t)))
+	pad := strings.Repeat("x", 17<<10)
+	bodies := map[string]string{
+		"capabilities": `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{"experimental":{"pad":"` + pad + `"}},"clientInfo":{"name":"t","version":"1"}}}`,
+		"clientInfo":   `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1","title":"` + pad + `"}}}`,
+	}
+	stdio := startStdio(t, h.r)
+	frontEnds := []struct {
+		name   string
+		answer func(t *testing.T, body string) rpcMsg
+	}{
+		{"streamable HTTP", func(t *testing.T, body string) rpcMsg {
+			r := h.raw(t).do(body, nil)
+			if sid := r.header.Get("Mcp-Session-Id"); sid != "" {
+				t.Errorf("a session was started: %s", sid)
+			}
+			return r.final(t)
+		}},
+		{"HTTP+SSE", func(t *testing.T, body string) rpcMsg {
+			lc := openLegacy(t, strings.TrimSuffix(h.url, "/mcp"), nil)
+			if r := lc.post(body, nil); r.status != http.StatusAccepted {
+				t.Fatalf("POST: HTTP %d %s", r.status, r.body)
+			}
+			return decodeMsg(t, []byte(lc.next()[1]))
+		}},
+		{"stdio", func(t *testing.T, body string) rpcMsg {
+			stdio.send(body)
+			return decodeMsg(t, []byte(stdio.next()))
+		}},
+	}
+	for _, fe := range frontEnds {
+		for member, body := range bodies {
+			t.Run(fe.name+"/"+member, func(t *testing.T) {
+				m := fe.answer(t, body)
+				if m.Error == nil || m.Error.Code != -32602 || !strings.Contains(m.Error.Message, member) || !strings.Contains(m.Error.Message, "at most 16384") {
+					t.Errorf("answer %+v %s, want -32602 naming %s and the limit", m.Error, m.Result, member)
+				}
+			})
+		}
+	}
+	// Within the bound, the stdio connection (whose initialize was refused) can still start its session.
+	stdio.initialize("2025-03-26")
+}
+
 // TestHTTPDelete: DELETE ends the session; the id is then unknown (404) for every method.
 func TestHTTPDelete(t *testing.T) {
 	h := rawGateway(t)

@@ -220,6 +220,16 @@ func (s *Server) startSession(ctx context.Context, m jsonrpc.Message) (sess *rou
 	if err := json.Unmarshal(m.Params(), &p); err != nil || p.ProtocolVersion == "" {
 		return nil, jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidParams, "initialize needs params.protocolVersion, params.capabilities and params.clientInfo", nil)
 	}
+	// The session keeps both for its life (and the shared store a copy): the same bound as for a 2026-07-28
+	// request's, so that a session costs what a real client's does.
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"capabilities", p.Capabilities}, {"clientInfo", p.ClientInfo}} {
+		if len(f.raw) > maxCapabilitiesBytes {
+			return nil, jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidParams, fmt.Sprintf("params.%s is %d bytes; at most %d are accepted", f.name, len(f.raw), maxCapabilitiesBytes), nil)
+		}
+	}
 	version := p.ProtocolVersion
 	if !supportedVersion(version) {
 		version = v20251125
