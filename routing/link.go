@@ -521,6 +521,9 @@ func (l *link) serverRequest(m jsonrpc.Message, related []byte) {
 	if s == nil && rel != nil {
 		s = rel.session
 	}
+	if m.MethodIs("roots/list") {
+		l.up.asksRoots.Store(true) // its per-client sessions' first calls wait for the client's roots (awaitRoots)
+	}
 	if s == nil && l.up.template() && m.MethodIs("roots/list") {
 		// A template session lists tools for everyone and works in no one's roots.
 		l.reply(jsonrpc.AppendResult(nil, m.ID(), []byte(`{"roots":[]}`)))

@@ -237,7 +237,14 @@ func (s *Session) linkFor(up *Upstream) (*link, error) {
 		// A stateless upstream keeps nothing per client: every request carries the client's capabilities.
 		return up.main, nil
 	}
-	s.latestUpstreamSession(up)
+	if s.r.opts.Store != nil && up.cfg.Kind == "http" {
+		s.mu.Lock()
+		linked := s.links[up] != nil
+		s.mu.Unlock()
+		if !linked {
+			s.latestUpstreamSession(up) // a store read, outside the lock, only when a link is to be made
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if l := s.links[up]; l != nil {
@@ -307,36 +314,34 @@ func (s *Session) linkConnected(l *link) {
 	}()
 }
 
-// rootsGrace is how long a fresh per-client upstream session may take to ask for the client's roots before the
-// first call goes ahead without waiting for them. Servers that use roots ask as soon as they are initialized.
-const rootsGrace = 250 * time.Millisecond
-
 // awaitRoots holds a fresh per-client upstream session's first calls until it has the client's roots: a server
 // that limits itself to them (server-filesystem) asks with roots/list once initialized, and a call that arrives
-// before the answer is refused ("Access denied … outside allowed directories"). A server that has not asked
-// within rootsGrace does not use them.
+// before the answer is refused ("Access denied … outside allowed directories"). Only servers known to ask (their
+// catalog session asked, or a client's did) are waited for, so the others' first calls cost nothing; the waits
+// for the request and for the client's answer are bounded (the request may sit on a standalone stream the client
+// never opened).
 func (l *link) awaitRoots(ctx context.Context) {
-	grace := time.NewTimer(rootsGrace)
-	defer grace.Stop()
+	if !l.up.asksRoots.Load() {
+		return
+	}
+	wait := time.NewTimer(rootsAnswerWait)
+	defer wait.Stop()
 	select {
 	case <-l.rootsAsked:
-	case <-grace.C:
+	case <-wait.C:
 		return
 	case <-ctx.Done():
 		return
 	}
-	// The request may wait on a standalone stream the client never opened: bound the wait for its answer too.
-	answer := time.NewTimer(rootsAnswerWait)
-	defer answer.Stop()
 	select {
 	case <-l.rootsAnswered:
-	case <-answer.C:
+	case <-wait.C:
 		l.log.Debug("the client did not answer roots/list in time; calls go ahead")
 	case <-ctx.Done():
 	}
 }
 
-// rootsAnswerWait bounds how long first calls wait for the client's answer to the upstream's roots/list.
+// rootsAnswerWait bounds how long first calls wait for the upstream's roots/list and the client's answer.
 const rootsAnswerWait = 2 * time.Second
 
 func (s *Session) removeCall(c *call) {

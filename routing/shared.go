@@ -396,21 +396,15 @@ func (s *Session) handleRelayed(m jsonrpc.Message) {
 	}
 }
 
-// recordUpstreamSession keeps a per-client HTTP upstream session's id in the session's record, so that another
-// replica serving this session resumes it rather than starting a new one.
 // latestUpstreamSession picks up an HTTP upstream session another replica recorded for this session after this
 // replica restored it: before starting a per-client link of its own, a replica reads the record again, so that one
 // client keeps one upstream session (and one upstream state) whichever replica serves it. It runs outside the
-// session's lock (a store read), and only when a link is about to be made.
+// session's lock (a store read), and only when a per-client HTTP link is about to be made with a store.
 func (s *Session) latestUpstreamSession(up *Upstream) {
-	if s.r.opts.Store == nil || up.cfg.Kind != "http" || up.cfg.Mode == Shared {
-		return
-	}
 	s.mu.Lock()
-	_, linked := s.links[up]
 	_, known := s.resumable[up.cfg.Name]
 	s.mu.Unlock()
-	if linked || known {
+	if known {
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, storeTimeout)
@@ -433,6 +427,8 @@ func (s *Session) latestUpstreamSession(up *Upstream) {
 	s.mu.Unlock()
 }
 
+// recordUpstreamSession keeps a per-client HTTP upstream session's id in the session's record, so that another
+// replica serving this session resumes it rather than starting a new one.
 func (s *Session) recordUpstreamSession(l *link) {
 	if s.r.opts.Store == nil {
 		return

@@ -88,6 +88,9 @@ type Upstream struct {
 	instances atomic.Int32
 	drained   atomic.Bool
 	removed   atomic.Bool // taken out by a reload
+	// asksRoots: a session of this upstream asked for roots/list (the template session does, once initialized,
+	// if the server uses roots at all).
+	asksRoots atomic.Bool
 
 	stop context.CancelFunc // set by start; ends the main link and the refresher
 	wg   sync.WaitGroup
