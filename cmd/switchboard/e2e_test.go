@@ -5,8 +5,8 @@ package main
 // servers (server-everything over stdio and streamable HTTP, server-memory over
 // stdio). See docs/testing.md.
 //
-// The Node peers come from the repository's package.json (npm ci, or
-// .ci/setup). When they are missing the test skips, unless SWITCHBOARD_E2E=require
+// The Node peers come from .ci/peers/package.json (.ci/setup installs them and links node_modules at the root).
+// When they are missing the test skips, unless SWITCHBOARD_E2E=require
 // (as .ci/test sets it), which turns a missing peer into a failure.
 //
 // Environment:
@@ -76,7 +76,7 @@ func TestE2E(t *testing.T) {
 	memoryJS := filepath.Join(nm, "@modelcontextprotocol", "server-memory", "dist", "index.js")
 	for _, p := range []string{filepath.Join(nm, "@modelcontextprotocol", "sdk", "package.json"), everythingJS, memoryJS} {
 		if _, err := os.Stat(p); err != nil {
-			missing("Node peer %s not installed: run .ci/setup (or npm ci) in %s", p, root)
+			missing("Node peer %s not installed: run .ci/setup in %s", p, root)
 		}
 	}
 	node, err := exec.LookPath("node")

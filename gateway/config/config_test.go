@@ -771,7 +771,7 @@ func TestExamples(t *testing.T) {
 	}
 	ev, mem := cfg.Upstreams[0], cfg.Upstreams[1]
 	if cfg.Listen != "127.0.0.1:8080" || ev.Name != "everything" || ev.Session != SessionPerClient ||
-		!reflect.DeepEqual(ev.Args, []string{"node_modules/@modelcontextprotocol/server-everything/dist/index.js", "stdio"}) ||
+		ev.Command != "npx" || !reflect.DeepEqual(ev.Args, []string{"-y", "@modelcontextprotocol/server-everything@2026.8.31", "stdio"}) ||
 		mem.Name != "memory" || mem.Session != SessionShared || mem.Env["MEMORY_FILE_PATH"] != "/var/tmp/switchboard-demo-memory.jsonl" {
 		t.Errorf("demo = %s", cfg)
 	}
