@@ -655,6 +655,15 @@ func TestReplicasShareLateUpstreamSession(t *testing.T) {
 	if got := ca.do(call, nil); got.status != http.StatusOK || !strings.Contains(string(got.body), `"x"`) {
 		t.Fatalf("call on A: HTTP %d %s", got.status, got.body)
 	}
+	// A records its upstream session in the background; once it is there, B must use it.
+	reader := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { reader.Close() })
+	records := state.NewRedis(reader, "late:")
+	t.Cleanup(records.Shutdown)
+	waitFor(t, "A's upstream session in the record", func() bool {
+		rec, err := records.Get(ctxGuard(t), ca.session)
+		return err == nil && rec.UpstreamSessions["alpha"] != ""
+	})
 	if got := cb.do(strings.Replace(call, `"id":3`, `"id":4`, 1), nil); got.status != http.StatusOK || !strings.Contains(string(got.body), `"x"`) {
 		t.Fatalf("call on B: HTTP %d %s", got.status, got.body)
 	}
