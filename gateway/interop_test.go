@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/routing"
 	"github.com/switchboard-mcp/switchboard/upstream"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // upstreamTools are the tools every test server offers.
@@ -110,8 +111,8 @@ func TestInteropDefaultVersionClient(t *testing.T) {
 	up, _ := httpUpstream(t, "alpha", routing.Shared, md)
 	h := startGateway(t, routing.Options{}, gateway.Options{}, up)
 	cs := h.connectVersion(t, "default", nil, "")
-	if v := cs.InitializeResult().ProtocolVersion; v != routing.ModernVersion {
-		t.Errorf("negotiated %q, want %q", v, routing.ModernVersion)
+	if v := cs.InitializeResult().ProtocolVersion; v != protocol.Modern {
+		t.Errorf("negotiated %q, want %q", v, protocol.Modern)
 	}
 	if got := call(t, cs, "alpha__echo", map[string]any{"text": "x"}); got != "x" {
 		t.Errorf("echo answered %q", got)
@@ -285,8 +286,8 @@ func TestRequestTimeout(t *testing.T) {
 				t.Fatalf("a call that never ends succeeded")
 			}
 			we := wireError(t, err)
-			if we.Code != routing.CodeRequestTimeout {
-				t.Errorf("code %d, want %d (%s)", we.Code, routing.CodeRequestTimeout, we.Message)
+			if we.Code != protocol.CodeRequestTimeout {
+				t.Errorf("code %d, want %d (%s)", we.Code, protocol.CodeRequestTimeout, we.Message)
 			}
 			if !strings.Contains(we.Message, `"alpha"`) {
 				t.Errorf("the error does not name the upstream: %q", we.Message)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // The HTTP+SSE transport of 2024-11-05, kept for old clients: "Servers wanting to support older clients should
@@ -50,7 +51,7 @@ func (lc *legacyConns) remove(id string) {
 // legacyGet opens an HTTP+SSE connection; it lasts as long as this request, and its session with it.
 func (s *Server) legacyGet(w http.ResponseWriter, r *http.Request) {
 	if !accepts(r, "text/event-stream") {
-		writeError(w, http.StatusNotAcceptable, nil, jsonrpc.CodeInvalidRequest, "the Accept header must list text/event-stream")
+		writeError(w, http.StatusNotAcceptable, nil, protocol.CodeInvalidRequest, "the Accept header must list text/event-stream")
 		return
 	}
 	c := newMonoConn(s)
@@ -115,7 +116,7 @@ func isDone(ch <-chan struct{}) bool {
 func (s *Server) legacyPost(w http.ResponseWriter, r *http.Request) {
 	c := s.legacy.get(r.URL.Query().Get("sessionId"))
 	if c == nil || s.key(r.Context()) != c.owner {
-		writeError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest, "unknown sessionId: open a new connection with GET /sse")
+		writeError(w, http.StatusNotFound, nil, protocol.CodeInvalidRequest, "unknown sessionId: open a new connection with GET /sse")
 		return
 	}
 	body, ok := s.readBody(w, r)
@@ -138,7 +139,7 @@ func (s *Server) legacyPost(w http.ResponseWriter, r *http.Request) {
 		release()
 	}
 	if err := c.handle(r.Context(), m); err != nil {
-		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, err.Error())
+		writeError(w, http.StatusBadRequest, nil, protocol.CodeInvalidRequest, err.Error())
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)

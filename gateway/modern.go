@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/routing"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // The 2026-07-28 front end (design §6): the same /mcp endpoint serves stateless clients beside the legacy ones. A
@@ -18,42 +19,24 @@ import (
 // session. Each request stands alone: its version, capabilities and log level travel in params._meta, its SSE
 // stream carries only what relates to it, and closing that stream is its cancellation.
 
-// vModern is the protocol version of the stateless era.
-const vModern = routing.ModernVersion
-
-// Error codes of 2026-07-28 (-32020..-32099 are reserved for the spec).
-const (
-	codeHeaderMismatch      = -32020
-	codeMissingCapability   = -32021
-	codeUnsupportedProtocol = -32022
-)
-
-const (
-	headerMethod = "Mcp-Method"
-	headerName   = "Mcp-Name"
-)
-
-// supportedVersions lists every version the front end speaks, newest first, for server/discover and -32022.
-var supportedVersions = []string{vModern, v20251125, v20250618, v20250326, v20241105}
-
 // isModern reports whether a request belongs to the stateless era.
 func isModern(r *http.Request, m jsonrpc.Message) bool {
-	if r.Header.Get(headerProtocol) == vModern {
+	if r.Header.Get(protocol.HeaderProtocolVersion) == protocol.Modern {
 		return true
 	}
-	if r.Header.Get(headerSession) != "" || m.Kind() != jsonrpc.KindRequest {
+	if r.Header.Get(protocol.HeaderSessionID) != "" || m.Kind() != jsonrpc.KindRequest {
 		return false
 	}
-	_, _, ok := jsonrpc.Lookup(m.Params(), "_meta", routing.MetaProtocolVersion)
+	_, _, ok := jsonrpc.Lookup(m.Params(), "_meta", protocol.MetaProtocolVersion)
 	return ok
 }
 
 // unsupportedVersion answers a request for a protocol version the gateway does not speak: "400 Bad Request and an
 // UnsupportedProtocolVersionError listing its supported versions".
 func unsupportedVersion(w http.ResponseWriter, id []byte, requested string) {
-	data, _ := json.Marshal(map[string]any{"supported": supportedVersions, "requested": requested})
-	writeJSON(w, http.StatusBadRequest, jsonrpc.AppendError(nil, id, codeUnsupportedProtocol,
-		fmt.Sprintf("unsupported protocol version %q; supported: %s", requested, strings.Join(supportedVersions, ", ")), data))
+	data, _ := json.Marshal(map[string]any{"supported": protocol.Supported(), "requested": requested})
+	writeJSON(w, http.StatusBadRequest, jsonrpc.AppendError(nil, id, protocol.CodeUnsupportedProtocolVersion,
+		fmt.Sprintf("unsupported protocol version %q; supported: %s", requested, strings.Join(protocol.Supported(), ", ")), data))
 }
 
 // modernMeta is what a stateless request declares in params._meta.
@@ -69,9 +52,9 @@ type modernMeta struct {
 func checkModern(w http.ResponseWriter, r *http.Request, m jsonrpc.Message) (modernMeta, bool) {
 	id, params := m.ID(), m.Params()
 	var meta modernMeta
-	hv := r.Header.Get(headerProtocol)
+	hv := r.Header.Get(protocol.HeaderProtocolVersion)
 	if hv == "" {
-		writeError(w, http.StatusBadRequest, id, codeHeaderMismatch, "the MCP-Protocol-Version header is required and must equal params._meta[\""+routing.MetaProtocolVersion+"\"]")
+		writeError(w, http.StatusBadRequest, id, protocol.CodeHeaderMismatch, "the MCP-Protocol-Version header is required and must equal params._meta[\""+protocol.MetaProtocolVersion+"\"]")
 		return meta, false
 	}
 	var raw struct {
@@ -80,51 +63,51 @@ func checkModern(w http.ResponseWriter, r *http.Request, m jsonrpc.Message) (mod
 	// Only _meta is decoded: the arguments may be large, and nothing here needs them.
 	if st, e, status := jsonrpc.LookupStatus(params, "_meta"); status == jsonrpc.Found {
 		if err := json.Unmarshal(params[st:e], &raw.Meta); err != nil {
-			writeError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidParams, "params._meta must be an object")
+			writeError(w, http.StatusBadRequest, id, protocol.CodeInvalidParams, "params._meta must be an object")
 			return meta, false
 		}
 	} else if status == jsonrpc.Ambiguous || status == jsonrpc.Malformed && len(params) > 0 {
-		writeError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidParams, "params must be an object with one _meta member")
+		writeError(w, http.StatusBadRequest, id, protocol.CodeInvalidParams, "params must be an object with one _meta member")
 		return meta, false
 	}
-	v, okV := raw.Meta[routing.MetaProtocolVersion]
-	caps, okC := raw.Meta[routing.MetaClientCapabilities]
+	v, okV := raw.Meta[protocol.MetaProtocolVersion]
+	caps, okC := raw.Meta[protocol.MetaClientCapabilities]
 	if raw.Meta == nil || !okV || !okC {
-		writeError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidParams, fmt.Sprintf("params._meta must carry %q and %q in protocol version %s",
-			routing.MetaProtocolVersion, routing.MetaClientCapabilities, vModern))
+		writeError(w, http.StatusBadRequest, id, protocol.CodeInvalidParams, fmt.Sprintf("params._meta must carry %q and %q in protocol version %s",
+			protocol.MetaProtocolVersion, protocol.MetaClientCapabilities, protocol.Modern))
 		return meta, false
 	}
 	// Each distinct capabilities object gets a pooled session that keeps it, and the client info of the request
 	// that started it: bound what one request may pin. Real clients send well under 1 KiB of each.
-	for _, member := range []string{routing.MetaClientCapabilities, routing.MetaClientInfo} {
+	for _, member := range []string{protocol.MetaClientCapabilities, protocol.MetaClientInfo} {
 		if n := len(raw.Meta[member]); n > maxCapabilitiesBytes {
-			writeError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidParams, fmt.Sprintf("params._meta[%q] is %d bytes; at most %d are accepted",
+			writeError(w, http.StatusBadRequest, id, protocol.CodeInvalidParams, fmt.Sprintf("params._meta[%q] is %d bytes; at most %d are accepted",
 				member, n, maxCapabilitiesBytes))
 			return meta, false
 		}
 	}
 	if json.Unmarshal(v, &meta.version) != nil || !isObject(caps) {
-		writeError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidParams, fmt.Sprintf("params._meta[%q] must be a string and params._meta[%q] an object",
-			routing.MetaProtocolVersion, routing.MetaClientCapabilities))
+		writeError(w, http.StatusBadRequest, id, protocol.CodeInvalidParams, fmt.Sprintf("params._meta[%q] must be a string and params._meta[%q] an object",
+			protocol.MetaProtocolVersion, protocol.MetaClientCapabilities))
 		return meta, false
 	}
-	meta.caps, meta.clientInfo = caps, raw.Meta[routing.MetaClientInfo]
-	if lv, ok := raw.Meta[routing.MetaLogLevel]; ok {
+	meta.caps, meta.clientInfo = caps, raw.Meta[protocol.MetaClientInfo]
+	if lv, ok := raw.Meta[protocol.MetaLogLevel]; ok {
 		if json.Unmarshal(lv, &meta.logLevel) != nil || !validLogLevel(meta.logLevel) {
-			writeError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidParams, fmt.Sprintf("params._meta[%q] must be one of debug, info, notice, warning, error, critical, alert, emergency", routing.MetaLogLevel))
+			writeError(w, http.StatusBadRequest, id, protocol.CodeInvalidParams, fmt.Sprintf("params._meta[%q] must be one of debug, info, notice, warning, error, critical, alert, emergency", protocol.MetaLogLevel))
 			return meta, false
 		}
 	}
 	if meta.version != hv {
-		writeError(w, http.StatusBadRequest, id, codeHeaderMismatch, fmt.Sprintf("the MCP-Protocol-Version header (%q) does not match params._meta[%q] (%q)", hv, routing.MetaProtocolVersion, meta.version))
+		writeError(w, http.StatusBadRequest, id, protocol.CodeHeaderMismatch, fmt.Sprintf("the MCP-Protocol-Version header (%q) does not match params._meta[%q] (%q)", hv, protocol.MetaProtocolVersion, meta.version))
 		return meta, false
 	}
-	if hv != vModern {
+	if hv != protocol.Modern {
 		unsupportedVersion(w, id, hv)
 		return meta, false
 	}
-	if got := r.Header.Get(headerMethod); got != m.Method() {
-		writeError(w, http.StatusBadRequest, id, codeHeaderMismatch, fmt.Sprintf("the Mcp-Method header (%q) must equal the request's method (%q)", got, m.Method()))
+	if got := r.Header.Get(protocol.HeaderMethod); got != m.Method() {
+		writeError(w, http.StatusBadRequest, id, protocol.CodeHeaderMismatch, fmt.Sprintf("the Mcp-Method header (%q) must equal the request's method (%q)", got, m.Method()))
 		return meta, false
 	}
 	var want string
@@ -136,9 +119,9 @@ func checkModern(w http.ResponseWriter, r *http.Request, m jsonrpc.Message) (mod
 		want, named = jsonrpc.LookupString(params, "uri")
 	}
 	if named {
-		got, ok := decodeHeaderValue(r.Header.Get(headerName))
+		got, ok := decodeHeaderValue(r.Header.Get(protocol.HeaderName))
 		if !ok || got != want {
-			writeError(w, http.StatusBadRequest, id, codeHeaderMismatch, fmt.Sprintf("the Mcp-Name header must equal the request's name or uri (%q)", want))
+			writeError(w, http.StatusBadRequest, id, protocol.CodeHeaderMismatch, fmt.Sprintf("the Mcp-Name header must equal the request's name or uri (%q)", want))
 			return meta, false
 		}
 	}
@@ -174,7 +157,7 @@ func (s *Server) postModern(ctx context.Context, w http.ResponseWriter, r *http.
 		w.WriteHeader(http.StatusAccepted)
 		return
 	case jsonrpc.KindResponse:
-		writeError(w, http.StatusBadRequest, m.ID(), jsonrpc.CodeInvalidRequest, "a "+vModern+" client does not send responses: the server asks for input in input_required results")
+		writeError(w, http.StatusBadRequest, m.ID(), protocol.CodeInvalidRequest, "a "+protocol.Modern+" client does not send responses: the server asks for input in input_required results")
 		return
 	}
 	meta, ok := checkModern(w, r, m)
@@ -209,7 +192,7 @@ func (s *Server) postModern(ctx context.Context, w http.ResponseWriter, r *http.
 	if m.MethodIs("tools/call") {
 		name, _ := jsonrpc.LookupString(m.Params(), "name")
 		if why := routing.CheckParamHeaders(r.Header, m.Params(), sess.ParamHeaders(name)); why != "" {
-			writeError(w, http.StatusBadRequest, m.ID(), codeHeaderMismatch, why)
+			writeError(w, http.StatusBadRequest, m.ID(), protocol.CodeHeaderMismatch, why)
 			return
 		}
 	}
@@ -217,7 +200,7 @@ func (s *Server) postModern(ctx context.Context, w http.ResponseWriter, r *http.
 	internal := sess.MintID()
 	fwd, err := jsonrpc.Parse(m.AppendWithID(nil, internal))
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, clientID, jsonrpc.CodeInternalError, "switchboard: rewriting the request id failed")
+		writeError(w, http.StatusInternalServerError, clientID, protocol.CodeInternalError, "switchboard: rewriting the request id failed")
 		return
 	}
 	out := s.r.NewStream(1, 0)
@@ -231,7 +214,7 @@ func (s *Server) discoverResult() []byte {
 	_ = json.Unmarshal(s.r.Capabilities(), &caps)
 	delete(caps, "tasks") // 2026-07-28 moved tasks to an extension the gateway does not offer yet
 	c, _ := json.Marshal(caps)
-	res := map[string]any{"supportedVersions": supportedVersions, "capabilities": json.RawMessage(c)}
+	res := map[string]any{"supportedVersions": protocol.Supported(), "capabilities": json.RawMessage(c)}
 	if in := s.r.Instructions(); in != "" {
 		res["instructions"] = in
 	}
@@ -289,9 +272,9 @@ func (s *Server) decorate(result []byte, method string) []byte {
 	}
 	if meta.Found {
 		edits = append(edits, jsonrpc.Edit{Start: meta.Start, End: meta.End,
-			With: jsonrpc.SetMember(result[meta.Start:meta.End], routing.MetaServerInfo, s.r.ServerInfo())})
+			With: jsonrpc.SetMember(result[meta.Start:meta.End], protocol.MetaServerInfo, s.r.ServerInfo())})
 	} else {
-		add("_meta", append(append(jsonrpc.AppendQuote([]byte(`{`), routing.MetaServerInfo), ':'), append(s.r.ServerInfo(), '}')...))
+		add("_meta", append(append(jsonrpc.AppendQuote([]byte(`{`), protocol.MetaServerInfo), ':'), append(s.r.ServerInfo(), '}')...))
 	}
 	open := bytes.IndexByte(result, '{') + 1
 	if len(insert) > 0 {
@@ -313,18 +296,18 @@ func (s *Server) decorate(result []byte, method string) []byte {
 func (s *Server) modernFinal(msg, clientID []byte, method string) ([]byte, int) {
 	m, err := jsonrpc.Parse(msg)
 	if err != nil {
-		return jsonrpc.AppendError(nil, clientID, jsonrpc.CodeInternalError, "switchboard: malformed answer", nil), http.StatusOK
+		return jsonrpc.AppendError(nil, clientID, protocol.CodeInternalError, "switchboard: malformed answer", nil), http.StatusOK
 	}
 	if e := m.Error(); e != nil {
 		code, _ := m.ErrorCode()
-		if code == jsonrpc.CodeResourceNotFound {
+		if code == protocol.CodeResourceNotFound {
 			// "-32002 is retired: resource-not-found becomes -32602".
 			var v struct {
 				Message string          `json:"message"`
 				Data    json.RawMessage `json:"data"`
 			}
 			_ = json.Unmarshal(e, &v)
-			return jsonrpc.AppendError(nil, clientID, jsonrpc.CodeInvalidParams, v.Message, v.Data), http.StatusBadRequest
+			return jsonrpc.AppendError(nil, clientID, protocol.CodeInvalidParams, v.Message, v.Data), http.StatusBadRequest
 		}
 		return m.AppendWithID(nil, clientID), errorStatus(code)
 	}
@@ -335,9 +318,9 @@ func (s *Server) modernFinal(msg, clientID []byte, method string) ([]byte, int) 
 // capability → 400", "unsupported version → 400", "malformed _meta → 400".
 func errorStatus(code int) int {
 	switch code {
-	case jsonrpc.CodeMethodNotFound:
+	case protocol.CodeMethodNotFound:
 		return http.StatusNotFound
-	case jsonrpc.CodeInvalidParams, jsonrpc.CodeInvalidRequest, codeHeaderMismatch, codeMissingCapability, codeUnsupportedProtocol:
+	case protocol.CodeInvalidParams, protocol.CodeInvalidRequest, protocol.CodeHeaderMismatch, protocol.CodeMissingCapability, protocol.CodeUnsupportedProtocolVersion:
 		return http.StatusBadRequest
 	}
 	return http.StatusOK
@@ -399,7 +382,7 @@ func (s *Server) listen(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		} `json:"notifications"`
 	}
 	if err := json.Unmarshal(m.Params(), &p); err != nil || p.Notifications == nil {
-		writeError(w, http.StatusBadRequest, m.ID(), jsonrpc.CodeInvalidParams, "subscriptions/listen needs params.notifications")
+		writeError(w, http.StatusBadRequest, m.ID(), protocol.CodeInvalidParams, "subscriptions/listen needs params.notifications")
 		return
 	}
 	want := p.Notifications
@@ -413,7 +396,7 @@ func (s *Server) listen(ctx context.Context, w http.ResponseWriter, r *http.Requ
 			honoured = append(honoured, uri)
 		}
 	}
-	ack := map[string]any{"_meta": map[string]json.RawMessage{routing.MetaSubscriptionID: m.ID()}}
+	ack := map[string]any{"_meta": map[string]json.RawMessage{protocol.MetaSubscriptionID: m.ID()}}
 	n := map[string]any{}
 	if want.ToolsListChanged {
 		n["toolsListChanged"] = true
@@ -494,7 +477,7 @@ func tagSubscription(m jsonrpc.Message, id []byte) []byte {
 	if meta == nil {
 		meta = map[string]json.RawMessage{}
 	}
-	meta[routing.MetaSubscriptionID] = id
+	meta[protocol.MetaSubscriptionID] = id
 	params["_meta"], _ = json.Marshal(meta)
 	b, _ := json.Marshal(params)
 	return jsonrpc.AppendNotification(nil, m.Method(), b)

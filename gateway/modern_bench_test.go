@@ -40,6 +40,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/routing"
 	"github.com/switchboard-mcp/switchboard/upstream"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 const (
@@ -215,13 +216,13 @@ func (c *mbClient) initialize(b *testing.B, caps string) {
 
 // mbModernMeta is the _meta of a 2026-07-28 request from a client with capabilities caps.
 func mbModernMeta(caps string) string {
-	return `"_meta":{"` + routing.MetaProtocolVersion + `":"` + routing.ModernVersion + `","` + routing.MetaClientCapabilities + `":` + caps +
-		`,"` + routing.MetaClientInfo + `":{"name":"bench","version":"1"}}`
+	return `"_meta":{"` + protocol.MetaProtocolVersion + `":"` + protocol.Modern + `","` + protocol.MetaClientCapabilities + `":` + caps +
+		`,"` + protocol.MetaClientInfo + `":{"name":"bench","version":"1"}}`
 }
 
 // mbModernHeaders are the headers of a 2026-07-28 tools/call.
 func mbModernHeaders(tool string) map[string]string {
-	return map[string]string{"Mcp-Protocol-Version": routing.ModernVersion, "Mcp-Method": "tools/call", "Mcp-Name": tool}
+	return map[string]string{"Mcp-Protocol-Version": protocol.Modern, "Mcp-Method": "tools/call", "Mcp-Name": tool}
 }
 
 // prepareEcho builds the tools/call of echo (named tool) that call sends: a 2026-07-28 request, or a legacy one

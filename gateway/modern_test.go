@@ -26,6 +26,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/routing"
 	"github.com/switchboard-mcp/switchboard/upstream"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -225,7 +226,7 @@ func TestInputBridge(t *testing.T) {
 		name      string
 		ask, want string // the version the client asks for ("" for its default) and the one it must get
 	}{
-		{"modern", "", routing.ModernVersion},
+		{"modern", "", protocol.Modern},
 		{"legacy", legacyVersion, legacyVersion},
 	} {
 		t.Run(era.name, func(t *testing.T) {
@@ -260,10 +261,10 @@ func TestInputBridge(t *testing.T) {
 				t.Errorf("the client was asked %d elicitations and %d samples, want 2 and 2", e, s)
 			}
 			responses, retries := rec.sent(t)
-			if era.want == routing.ModernVersion && (responses != 0 || retries < 4) {
+			if era.want == protocol.Modern && (responses != 0 || retries < 4) {
 				t.Errorf("the 2026-07-28 client sent %d responses and %d retries with requestState, want none and at least 4", responses, retries)
 			}
-			if era.want != routing.ModernVersion && (responses < 5 || retries != 0) {
+			if era.want != protocol.Modern && (responses < 5 || retries != 0) {
 				t.Errorf("the 2025-11-25 client sent %d responses and %d retries with requestState, want at least 5 and none", responses, retries)
 			}
 
@@ -308,7 +309,7 @@ func modernHeaders(t *testing.T, body string) map[string]string {
 	if err := json.Unmarshal([]byte(body), &m); err != nil {
 		t.Fatalf("bad test body %s: %v", body, err)
 	}
-	h := map[string]string{"Mcp-Protocol-Version": routing.ModernVersion, "Mcp-Method": m.Method}
+	h := map[string]string{"Mcp-Protocol-Version": protocol.Modern, "Mcp-Method": m.Method}
 	name := m.Params.Name
 	if m.Method == "resources/read" {
 		name = m.Params.URI
@@ -346,7 +347,7 @@ func modernBody(t *testing.T, id any, method string, params map[string]any, caps
 	if meta == nil {
 		meta = map[string]any{}
 	}
-	meta[metaVersion] = routing.ModernVersion
+	meta[metaVersion] = protocol.Modern
 	meta[metaCaps] = json.RawMessage(caps)
 	p["_meta"] = meta
 	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": p})
@@ -440,7 +441,7 @@ func TestModernWire(t *testing.T) {
 			obj := checkModernResult(t, m.Result, true, "public")
 			var versions []string
 			_ = json.Unmarshal(obj["supportedVersions"], &versions)
-			for _, v := range []string{routing.ModernVersion, "2025-11-25"} {
+			for _, v := range []string{protocol.Modern, "2025-11-25"} {
 				if !slices.Contains(versions, v) {
 					t.Errorf("supportedVersions %v lacks %s", versions, v)
 				}
@@ -473,7 +474,7 @@ func TestModernWire(t *testing.T) {
 				Requested string   `json:"requested"`
 			}
 			if err := json.Unmarshal(m.Error.Data, &data); err != nil || data.Requested != "2099-01-01" ||
-				!slices.Contains(data.Supported, routing.ModernVersion) || !slices.Contains(data.Supported, "2025-11-25") {
+				!slices.Contains(data.Supported, protocol.Modern) || !slices.Contains(data.Supported, "2025-11-25") {
 				t.Errorf("error data %s, want supported versions and requested 2099-01-01", m.Error.Data)
 			}
 		}},

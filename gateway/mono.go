@@ -7,6 +7,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/routing"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // monoConn is a client connection with one outbound channel for everything: a 2024-11-05 HTTP+SSE client (its
@@ -44,7 +45,7 @@ func (c *monoConn) handle(ctx context.Context, m jsonrpc.Message) error {
 		c.initializing = !busy
 		c.mu.Unlock()
 		if busy {
-			c.reply(jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidRequest, "the session is already initialized", nil))
+			c.reply(jsonrpc.AppendError(nil, m.ID(), protocol.CodeInvalidRequest, "the session is already initialized", nil))
 			return nil
 		}
 		newSess, answer := c.s.startSession(ctx, m)
@@ -63,7 +64,7 @@ func (c *monoConn) handle(ctx context.Context, m jsonrpc.Message) error {
 				c.pre.Push(jsonrpc.AppendResult(nil, m.ID(), []byte("{}")), routing.ClassFinal)
 				return nil
 			}
-			c.pre.Push(jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidRequest, errNotInitialized.Error(), nil), routing.ClassFinal)
+			c.pre.Push(jsonrpc.AppendError(nil, m.ID(), protocol.CodeInvalidRequest, errNotInitialized.Error(), nil), routing.ClassFinal)
 			return nil
 		}
 		return errNotInitialized

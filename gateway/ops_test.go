@@ -36,6 +36,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/gateway/telemetry"
 	"github.com/switchboard-mcp/switchboard/routing"
 	"github.com/switchboard-mcp/switchboard/upstream"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -510,8 +511,8 @@ func TestMetricsExposition(t *testing.T) {
 	}
 	// The tight upstream's 50ms timeout fires on a call that is never released.
 	_, err := cs.CallTool(ctxGuard(t), &mcp.CallToolParams{Name: "tight__hold", Arguments: map[string]any{"tag": fmt.Sprintf("metrics-timeout-%d", gateSeq.Add(1))}})
-	if err == nil || wireError(t, err).Code != routing.CodeRequestTimeout {
-		t.Errorf("tight__hold answered %v, want error %d", err, routing.CodeRequestTimeout)
+	if err == nil || wireError(t, err).Code != protocol.CodeRequestTimeout {
+		t.Errorf("tight__hold answered %v, want error %d", err, protocol.CodeRequestTimeout)
 	}
 
 	// A call in flight shows in switchboard_upstream_inflight; the client cancels it.

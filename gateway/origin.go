@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // checkOrigin guards against DNS rebinding. The spec: "Servers MUST validate the Origin header on all incoming
@@ -14,7 +14,7 @@ import (
 func (s *Server) checkOrigin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if o := r.Header.Get("Origin"); o != "" && s.opts.AllowOrigin != nil && !s.opts.AllowOrigin(o) {
-			writeError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, "Origin "+quote(o)+" is not allowed; add it to allowedOrigins")
+			writeError(w, http.StatusForbidden, nil, protocol.CodeInvalidRequest, "Origin "+quote(o)+" is not allowed; add it to allowedOrigins")
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -25,7 +25,7 @@ func (s *Server) checkOrigin(next http.Handler) http.Handler {
 func (s *Server) checkHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.opts.AllowHost != nil && !s.opts.AllowHost(r.Host) {
-			writeError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, "Host "+quote(r.Host)+" is not allowed; add it to allowedHosts")
+			writeError(w, http.StatusForbidden, nil, protocol.CodeInvalidRequest, "Host "+quote(r.Host)+" is not allowed; add it to allowedHosts")
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/routing"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // A stateless client has no session to pin it to a replica, so the retry of a multi-round call (design §6) may
@@ -21,7 +22,7 @@ const headerForwarded = "Switchboard-Forwarded"
 
 // forwardedHeaders are the request headers a forwarded retry keeps: what the owner needs to authenticate the
 // caller and to check the request as the client sent it.
-var forwardedHeaders = []string{"Authorization", "Accept", "Content-Type", "Origin", headerProtocol, headerMethod, headerName, "Traceparent", "Tracestate"}
+var forwardedHeaders = []string{"Authorization", "Accept", "Content-Type", "Origin", protocol.HeaderProtocolVersion, protocol.HeaderMethod, protocol.HeaderName, "Traceparent", "Tracestate"}
 
 // retryElsewhere sends a stateless retry to the replica that holds its parked call, reporting whether it did
 // (false: the call is held here, or nobody knows where; serve it here).
@@ -38,7 +39,7 @@ func (s *Server) retryElsewhere(ctx context.Context, w http.ResponseWriter, r *h
 	owner, err := s.r.StateOwner(ctx, s.key(ctx), m, state)
 	if err != nil {
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, m.ID(), jsonrpc.CodeInternalError, "switchboard: the replica holding this call cannot be looked up right now; retry shortly")
+		writeError(w, http.StatusServiceUnavailable, m.ID(), protocol.CodeInternalError, "switchboard: the replica holding this call cannot be looked up right now; retry shortly")
 		return true
 	}
 	if owner == "" {
@@ -46,7 +47,7 @@ func (s *Server) retryElsewhere(ctx context.Context, w http.ResponseWriter, r *h
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, owner, bytes.NewReader(m.Raw()))
 	if err != nil {
-		writeError(w, http.StatusBadGateway, m.ID(), jsonrpc.CodeInternalError, "switchboard: the replica holding this call cannot be reached; call again without requestState")
+		writeError(w, http.StatusBadGateway, m.ID(), protocol.CodeInternalError, "switchboard: the replica holding this call cannot be reached; call again without requestState")
 		return true
 	}
 	for _, k := range forwardedHeaders {
@@ -55,7 +56,7 @@ func (s *Server) retryElsewhere(ctx context.Context, w http.ResponseWriter, r *h
 		}
 	}
 	for k, v := range r.Header {
-		if strings.HasPrefix(k, "Mcp-Param-") {
+		if strings.HasPrefix(k, protocol.HeaderParamPrefix) {
 			req.Header[k] = v
 		}
 	}
@@ -65,7 +66,7 @@ func (s *Server) retryElsewhere(ctx context.Context, w http.ResponseWriter, r *h
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Warn("retry not forwarded to the replica holding its call", "replica", owner, "err", err)
-			writeError(w, http.StatusBadGateway, m.ID(), jsonrpc.CodeInternalError, "switchboard: the replica holding this call cannot be reached; call again without requestState")
+			writeError(w, http.StatusBadGateway, m.ID(), protocol.CodeInternalError, "switchboard: the replica holding this call cannot be reached; call again without requestState")
 		}
 		return true
 	}

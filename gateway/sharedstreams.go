@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/routing"
 	"github.com/switchboard-mcp/switchboard/routing/state"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // Shared streams (design §7). With an EventLog (Redis Streams), every SSE event a session's streams carry is
@@ -121,7 +122,7 @@ func (s *Server) respondShared(ctx context.Context, w http.ResponseWriter, sess 
 		return false
 	}
 	sw := s.startSSE(w, sess, nil)
-	if sess.ProtocolVersion() >= v20251125 {
+	if protocol.AtLeast(sess.ProtocolVersion(), protocol.V20251125) {
 		if id, err := s.logAppend(sess, n, nil); err == nil {
 			sw.buf = appendPriming(sw.buf[:0], id)
 			_ = sw.write()
@@ -194,7 +195,7 @@ func streamOwner(data []byte) (replica string, ids []json.RawMessage) {
 // to an earlier request."
 func answerOrphans(sw *sseWriter, ids []json.RawMessage) {
 	for _, id := range ids {
-		msg := jsonrpc.AppendError(nil, id, jsonrpc.CodeInternalError, "the gateway replica that was running this request stopped before it answered; send the request again", nil)
+		msg := jsonrpc.AppendError(nil, id, protocol.CodeInternalError, "the gateway replica that was running this request stopped before it answered; send the request again", nil)
 		if sw.event("", msg) != nil {
 			return
 		}

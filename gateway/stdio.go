@@ -11,6 +11,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/routing"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // ServeStdio serves one client over stdio, so that a desktop client can launch Switchboard as a local server:
@@ -33,7 +34,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		if len(line)+len(chunk) > limit {
 			// Too long: answer once, then skip the rest of the line.
 			if len(line) <= limit {
-				c.reply(jsonrpc.AppendError(nil, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message exceeds the limit of %d bytes", limit), nil))
+				c.reply(jsonrpc.AppendError(nil, nil, protocol.CodeInvalidRequest, fmt.Sprintf("message exceeds the limit of %d bytes", limit), nil))
 			}
 			line = line[:0]
 			if isPrefix {
@@ -86,9 +87,9 @@ func (s *Server) stdioMessage(ctx context.Context, c *monoConn, line []byte) {
 // parseErrorMessage is the answer to a message that does not parse: -32700 for bytes that are not JSON, -32600
 // for JSON that is not a valid request.
 func parseErrorMessage(err error) []byte {
-	code := jsonrpc.CodeInvalidRequest
+	code := protocol.CodeInvalidRequest
 	if errors.Is(err, jsonrpc.ErrParse) {
-		code = jsonrpc.CodeParseError
+		code = protocol.CodeParseError
 	}
 	return jsonrpc.AppendError(nil, nil, code, err.Error(), nil)
 }
@@ -102,13 +103,13 @@ func (s *Server) stdioBatch(ctx context.Context, c *monoConn, line []byte) {
 		return
 	}
 	sess := c.session()
-	if sess == nil || sess.ProtocolVersion() != v20250326 {
-		c.reply(jsonrpc.AppendError(nil, nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are only allowed in protocol version 2025-03-26, after initialize", nil))
+	if sess == nil || sess.ProtocolVersion() != protocol.V20250326 {
+		c.reply(jsonrpc.AppendError(nil, nil, protocol.CodeInvalidRequest, "JSON-RPC batches are only allowed in protocol version 2025-03-26, after initialize", nil))
 		return
 	}
 	if len(parts) > maxBatch {
 		// The same bound as over HTTP: one line must not fan out to the upstreams without limit.
-		c.reply(jsonrpc.AppendError(nil, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("a batch may hold at most %d messages; this one has %d: split it", maxBatch, len(parts)), nil))
+		c.reply(jsonrpc.AppendError(nil, nil, protocol.CodeInvalidRequest, fmt.Sprintf("a batch may hold at most %d messages; this one has %d: split it", maxBatch, len(parts)), nil))
 		return
 	}
 	var requests []jsonrpc.Message
@@ -119,7 +120,7 @@ func (s *Server) stdioBatch(ctx context.Context, c *monoConn, line []byte) {
 		case err != nil:
 			answers = append(answers, parseErrorMessage(err))
 		case m.MethodIs("initialize"):
-			answers = append(answers, jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidRequest, "initialize must not be part of a batch", nil))
+			answers = append(answers, jsonrpc.AppendError(nil, m.ID(), protocol.CodeInvalidRequest, "initialize must not be part of a batch", nil))
 		case m.Kind() == jsonrpc.KindRequest:
 			requests = append(requests, m)
 		default:

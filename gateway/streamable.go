@@ -12,28 +12,8 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/routing"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 	"github.com/switchboard-mcp/switchboard/upstream/sse"
-)
-
-// Protocol versions of the legacy era that the front end negotiates, newest first.
-const (
-	v20251125 = "2025-11-25"
-	v20250618 = "2025-06-18"
-	v20250326 = "2025-03-26"
-	v20241105 = "2024-11-05"
-)
-
-func supportedVersion(v string) bool {
-	switch v {
-	case v20251125, v20250618, v20250326, v20241105:
-		return true
-	}
-	return false
-}
-
-const (
-	headerSession  = "Mcp-Session-Id"
-	headerProtocol = "Mcp-Protocol-Version"
 )
 
 // post handles every client message: "Every JSON-RPC message sent from the client MUST be a new HTTP POST
@@ -44,12 +24,12 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	w = sw
 	defer func() { s.record(label, "streamable-http", sw.status, start) }()
 	if !accepts(r, "application/json") || !accepts(r, "text/event-stream") {
-		writeError(w, http.StatusNotAcceptable, nil, jsonrpc.CodeInvalidRequest, "the Accept header must list both application/json and text/event-stream")
+		writeError(w, http.StatusNotAcceptable, nil, protocol.CodeInvalidRequest, "the Accept header must list both application/json and text/event-stream")
 		return
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if !isJSONType(ct) {
-			writeError(w, http.StatusUnsupportedMediaType, nil, jsonrpc.CodeInvalidRequest, "the Content-Type must be application/json")
+			writeError(w, http.StatusUnsupportedMediaType, nil, protocol.CodeInvalidRequest, "the Content-Type must be application/json")
 			return
 		}
 	}
@@ -57,13 +37,13 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	hv := r.Header.Get(headerProtocol)
+	hv := r.Header.Get(protocol.HeaderProtocolVersion)
 	if jsonrpc.IsBatch(body) {
-		if hv == vModern {
-			writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not allowed in protocol version "+vModern+": send one request per POST")
+		if hv == protocol.Modern {
+			writeError(w, http.StatusBadRequest, nil, protocol.CodeInvalidRequest, "JSON-RPC batches are not allowed in protocol version "+protocol.Modern+": send one request per POST")
 			return
 		}
-		if hv != "" && !supportedVersion(hv) {
+		if hv != "" && !protocol.SupportedLegacy(hv) {
 			unsupportedVersion(w, nil, hv)
 			return
 		}
@@ -77,13 +57,13 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	label = methodLabel(m)
-	ctx, span := s.startRequest(r, m, r.Header.Get(headerSession))
+	ctx, span := s.startRequest(r, m, r.Header.Get(protocol.HeaderSessionID))
 	defer func() { endSpan(span, sw.status) }()
 	if isModern(r, m) {
 		s.postModern(ctx, w, r, m)
 		return
 	}
-	if hv != "" && !supportedVersion(hv) {
+	if hv != "" && !protocol.SupportedLegacy(hv) {
 		unsupportedVersion(w, m.ID(), hv)
 		return
 	}
@@ -146,10 +126,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("the request body exceeds the limit of %d bytes", tooBig.Limit))
+			writeError(w, http.StatusRequestEntityTooLarge, nil, protocol.CodeInvalidRequest, fmt.Sprintf("the request body exceeds the limit of %d bytes", tooBig.Limit))
 			return nil, false
 		}
-		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "reading the request body failed")
+		writeError(w, http.StatusBadRequest, nil, protocol.CodeParseError, "reading the request body failed")
 		return nil, false
 	}
 	return body, true
@@ -159,17 +139,17 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 // for JSON that is not a valid request; both with HTTP 400.
 func writeParseError(w http.ResponseWriter, err error) {
 	if errors.Is(err, jsonrpc.ErrParse) {
-		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "parse error: "+err.Error())
+		writeError(w, http.StatusBadRequest, nil, protocol.CodeParseError, "parse error: "+err.Error())
 		return
 	}
-	writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+	writeError(w, http.StatusBadRequest, nil, protocol.CodeInvalidRequest, "invalid request: "+err.Error())
 }
 
 // session finds the session a request names, answering 400 or 404 itself when there is none.
 func (s *Server) session(w http.ResponseWriter, r *http.Request) (*routing.Session, bool) {
-	id := r.Header.Get(headerSession)
+	id := r.Header.Get(protocol.HeaderSessionID)
 	if id == "" {
-		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "the Mcp-Session-Id header is required; send initialize first to start a session")
+		writeError(w, http.StatusBadRequest, nil, protocol.CodeInvalidRequest, "the Mcp-Session-Id header is required; send initialize first to start a session")
 		return nil, false
 	}
 	sess := s.r.Session(id)
@@ -181,7 +161,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) (*routing.Sessi
 			// Whether the session lives on another replica is unknown: a 404 would oblige the client to start
 			// over, so answer with a status it retries.
 			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeInternalError, "the gateway cannot reach its shared session store to find this session; retry shortly")
+			writeError(w, http.StatusServiceUnavailable, nil, protocol.CodeInternalError, "the gateway cannot reach its shared session store to find this session; retry shortly")
 			return nil, false
 		}
 		if sess != nil {
@@ -191,7 +171,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) (*routing.Sessi
 	if sess == nil || !s.owns(r, sess) {
 		// "The server MAY terminate the session at any time, after which it MUST respond to requests containing
 		// that session ID with HTTP 404 Not Found."
-		writeError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest, "session not found: it ended or never existed; send initialize to start a new one")
+		writeError(w, http.StatusNotFound, nil, protocol.CodeInvalidRequest, "session not found: it ended or never existed; send initialize to start a new one")
 		return nil, false
 	}
 	return sess, true
@@ -201,7 +181,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) (*routing.Sessi
 func (s *Server) initialize(w http.ResponseWriter, r *http.Request, m jsonrpc.Message) {
 	sess, answer := s.startSession(r.Context(), m)
 	if sess != nil {
-		w.Header().Set(headerSession, sess.ID())
+		w.Header().Set(protocol.HeaderSessionID, sess.ID())
 		s.shareSession(sess)
 	}
 	writeJSON(w, http.StatusOK, answer)
@@ -218,7 +198,7 @@ func (s *Server) startSession(ctx context.Context, m jsonrpc.Message) (sess *rou
 		ClientInfo      json.RawMessage `json:"clientInfo"`
 	}
 	if err := json.Unmarshal(m.Params(), &p); err != nil || p.ProtocolVersion == "" {
-		return nil, jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidParams, "initialize needs params.protocolVersion, params.capabilities and params.clientInfo", nil)
+		return nil, jsonrpc.AppendError(nil, m.ID(), protocol.CodeInvalidParams, "initialize needs params.protocolVersion, params.capabilities and params.clientInfo", nil)
 	}
 	// The session keeps both for its life (and the shared store a copy): the same bound as for a 2026-07-28
 	// request's, so that a session costs what a real client's does.
@@ -227,12 +207,12 @@ func (s *Server) startSession(ctx context.Context, m jsonrpc.Message) (sess *rou
 		raw  json.RawMessage
 	}{{"capabilities", p.Capabilities}, {"clientInfo", p.ClientInfo}} {
 		if len(f.raw) > maxCapabilitiesBytes {
-			return nil, jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidParams, fmt.Sprintf("params.%s is %d bytes; at most %d are accepted", f.name, len(f.raw), maxCapabilitiesBytes), nil)
+			return nil, jsonrpc.AppendError(nil, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("params.%s is %d bytes; at most %d are accepted", f.name, len(f.raw), maxCapabilitiesBytes), nil)
 		}
 	}
 	version := p.ProtocolVersion
-	if !supportedVersion(version) {
-		version = v20251125
+	if !protocol.SupportedLegacy(version) {
+		version = protocol.V20251125
 	}
 	wctx, cancel := context.WithTimeout(ctx, s.opts.InitWait)
 	_ = s.r.WaitReady(wctx) // a slow upstream must not hold every client back for long
@@ -271,14 +251,14 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request, body []byte) 
 	if !ok {
 		return
 	}
-	if v := sess.ProtocolVersion(); v != v20250326 {
-		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("JSON-RPC batches are not allowed in protocol version %s (only in 2025-03-26)", v))
+	if v := sess.ProtocolVersion(); v != protocol.V20250326 {
+		writeError(w, http.StatusBadRequest, nil, protocol.CodeInvalidRequest, fmt.Sprintf("JSON-RPC batches are not allowed in protocol version %s (only in 2025-03-26)", v))
 		return
 	}
 	if len(parts) > maxBatch {
 		// One POST must not fan out without bound: the limits below count each request, but a batch of 20,000
 		// would still be 20,000 calls at once for a caller with no limits configured.
-		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("a batch may hold at most %d messages; this one has %d: split it", maxBatch, len(parts)))
+		writeError(w, http.StatusBadRequest, nil, protocol.CodeInvalidRequest, fmt.Sprintf("a batch may hold at most %d messages; this one has %d: split it", maxBatch, len(parts)))
 		return
 	}
 	var requests []jsonrpc.Message
@@ -294,11 +274,11 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request, body []byte) 
 		m, err := jsonrpc.Parse(part)
 		switch {
 		case err != nil && errors.Is(err, jsonrpc.ErrParse):
-			errs = append(errs, jsonrpc.AppendError(nil, nil, jsonrpc.CodeParseError, "parse error: "+err.Error(), nil))
+			errs = append(errs, jsonrpc.AppendError(nil, nil, protocol.CodeParseError, "parse error: "+err.Error(), nil))
 		case err != nil:
-			errs = append(errs, jsonrpc.AppendError(nil, nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error(), nil))
+			errs = append(errs, jsonrpc.AppendError(nil, nil, protocol.CodeInvalidRequest, "invalid request: "+err.Error(), nil))
 		case m.MethodIs("initialize"):
-			errs = append(errs, jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidRequest, "initialize must not be part of a batch", nil))
+			errs = append(errs, jsonrpc.AppendError(nil, m.ID(), protocol.CodeInvalidRequest, "initialize must not be part of a batch", nil))
 		case m.Kind() == jsonrpc.KindNotification:
 			sess.HandleNotification(m)
 		case m.Kind() == jsonrpc.KindResponse:
@@ -415,7 +395,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, sess *routing.S
 // requests with no request to travel with), or, with Last-Event-ID, resumes a stream that lost its connection.
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if !accepts(r, "text/event-stream") {
-		writeError(w, http.StatusNotAcceptable, nil, jsonrpc.CodeInvalidRequest, "the Accept header must list text/event-stream")
+		writeError(w, http.StatusNotAcceptable, nil, protocol.CodeInvalidRequest, "the Accept header must list text/event-stream")
 		return
 	}
 	sess, ok := s.session(w, r)
@@ -444,7 +424,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		claimed = rs.takeover(stop) // the client resumes a stream whose old connection the server has not seen drop
 	}
 	if !claimed {
-		writeError(w, http.StatusConflict, nil, jsonrpc.CodeInvalidRequest, "this stream is already being read by another connection")
+		writeError(w, http.StatusConflict, nil, protocol.CodeInvalidRequest, "this stream is already being read by another connection")
 		return
 	}
 	sess.StreamOpened()
@@ -486,7 +466,7 @@ func (s *Server) startSSE(w http.ResponseWriter, sess *routing.Session, rs *repl
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	sw := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: s.opts.WriteTimeout}
-	if rs != nil && sess.ProtocolVersion() >= v20251125 {
+	if rs != nil && protocol.AtLeast(sess.ProtocolVersion(), protocol.V20251125) {
 		sw.buf = sse.AppendEvent(sw.buf[:0], sse.Event{ID: eventID(rs.id, rs.primeSeq()), Retry: primingRetry})
 		_ = sw.write()
 		return sw

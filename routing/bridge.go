@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // The other bridge of design §6: a stateless (2026-07-28) upstream never sends requests; it answers a call with
@@ -57,7 +58,7 @@ func (s *Session) bridgeInput(c *call, result []byte) {
 		c.out.Push(jsonrpc.AppendError(nil, c.clientID, code, msg, nil), ClassFinal)
 	}
 	if c.rounds >= maxBridgeRounds {
-		fail(jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q asked for input %d times in one call; switchboard gave up", c.link.up.cfg.Name, c.rounds))
+		fail(protocol.CodeInternalError, fmt.Sprintf("upstream %q asked for input %d times in one call; switchboard gave up", c.link.up.cfg.Name, c.rounds))
 		return
 	}
 	var ir struct {
@@ -68,7 +69,7 @@ func (s *Session) bridgeInput(c *call, result []byte) {
 		RequestState *string `json:"requestState"`
 	}
 	if err := json.Unmarshal(result, &ir); err != nil {
-		fail(jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q answered input_required that cannot be read: %v", c.link.up.cfg.Name, err))
+		fail(protocol.CodeInternalError, fmt.Sprintf("upstream %q answered input_required that cannot be read: %v", c.link.up.cfg.Name, err))
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, c.link.up.timeout())
@@ -96,7 +97,7 @@ func (s *Session) bridgeInput(c *call, result []byte) {
 		msg := jsonrpc.AppendRequest(nil, []byte("0"), req.Method, orEmpty(req.Params))
 		m, err := jsonrpc.Parse(msg)
 		if err != nil || !m.MethodIs("sampling/createMessage") && !m.MethodIs("elicitation/create") && !m.MethodIs("roots/list") {
-			fail(jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q asked for input of an unknown kind (%q)", c.link.up.cfg.Name, req.Method))
+			fail(protocol.CodeInternalError, fmt.Sprintf("upstream %q asked for input of an unknown kind (%q)", c.link.up.cfg.Name, req.Method))
 			return
 		}
 		if why := s.refuses(m); why != "" {
@@ -111,7 +112,7 @@ func (s *Session) bridgeInput(c *call, result []byte) {
 		s.mu.Unlock()
 		asked = append(asked, p)
 		if !c.out.Push(m.AppendWithID(nil, jsonrpc.AppendInt(nil, p.gid)), ClassRequest) {
-			fail(jsonrpc.CodeInternalError, "the client is not reading its stream")
+			fail(protocol.CodeInternalError, "the client is not reading its stream")
 			s.forgetAsks(asked)
 			return
 		}
@@ -142,12 +143,12 @@ func (s *Session) bridgeInput(c *call, result []byte) {
 			if s.ctx.Err() != nil {
 				return // the session ended: nobody is waiting
 			}
-			fail(CodeRequestTimeout, fmt.Sprintf("the client did not answer upstream %q's request for input within %s", c.link.up.cfg.Name, c.link.up.timeout()))
+			fail(protocol.CodeRequestTimeout, fmt.Sprintf("the client did not answer upstream %q's request for input within %s", c.link.up.cfg.Name, c.link.up.timeout()))
 			return
 		}
 	}
 	if err := s.retryWithInput(c, answers, ir.RequestState); err != nil {
-		fail(jsonrpc.CodeInternalError, err.Error())
+		fail(protocol.CodeInternalError, err.Error())
 	}
 }
 
@@ -201,7 +202,7 @@ func (s *Session) retryWithInput(c *call, answers map[string]json.RawMessage, st
 	wctx, cancel := context.WithTimeout(ctx, c.link.up.timeout())
 	defer cancel()
 	if err := c.link.write(wctx, n.req); err != nil && c.link.takeIf(n) {
-		s.r.fail(n, outcomeFailed, jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q: sending %s failed: %v", c.link.up.cfg.Name, c.method, err))
+		s.r.fail(n, outcomeFailed, protocol.CodeInternalError, fmt.Sprintf("upstream %q: sending %s failed: %v", c.link.up.cfg.Name, c.method, err))
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/routing/state"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // HandleRequest answers or forwards one client request; the answer, and anything related to it that comes
@@ -30,7 +31,7 @@ func (s *Session) HandleRequestContext(ctx context.Context, m jsonrpc.Message, o
 	case "ping":
 		reply(out, id, []byte("{}"))
 	case "initialize":
-		replyError(out, id, jsonrpc.CodeInvalidRequest, "the session is already initialized; start a new session to initialize again")
+		replyError(out, id, protocol.CodeInvalidRequest, "the session is already initialized; start a new session to initialize again")
 	case "tools/list":
 		s.list(ctx, m, out, kindTools)
 	case "prompts/list":
@@ -58,7 +59,7 @@ func (s *Session) HandleRequestContext(ctx context.Context, m jsonrpc.Message, o
 	case "tasks/list":
 		s.listTasks(ctx, m, out)
 	default:
-		replyError(out, id, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q is not supported by this gateway", m.Method()))
+		replyError(out, id, protocol.CodeMethodNotFound, fmt.Sprintf("method %q is not supported by this gateway", m.Method()))
 	}
 }
 
@@ -86,7 +87,7 @@ func (s *Session) list(ctx context.Context, m jsonrpc.Message, out *Stream, k li
 	cursor, _ := jsonrpc.LookupString(m.Params(), "cursor")
 	page, err := s.catalog().page(k, cursor, s.r.opts.PageSize, s.r.cursors, s.params.Allow)
 	if err != nil {
-		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, err.Error())
+		replyError(out, m.ID(), protocol.CodeInvalidParams, err.Error())
 		return
 	}
 	reply(out, m.ID(), page)
@@ -96,7 +97,7 @@ func (s *Session) list(ctx context.Context, m jsonrpc.Message, out *Stream, k li
 func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream, k listKind) {
 	name, ok := jsonrpc.LookupString(m.Params(), "name")
 	if !ok {
-		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, m.Method()+" needs params.name")
+		replyError(out, m.ID(), protocol.CodeInvalidParams, m.Method()+" needs params.name")
 		return
 	}
 	cat := s.catalog()
@@ -111,7 +112,7 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 	}
 	if !ok {
 		// What a principal may not use does not exist for it: the same answer as for a name nobody offers.
-		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown %s %q: list %ss to see what is available", what, name, what))
+		replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("unknown %s %q: list %ss to see what is available", what, name, what))
 		return
 	}
 	var edits []jsonrpc.ParamEdit
@@ -125,7 +126,7 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 		if _, _, ok := jsonrpc.Lookup(m.Params(), "task"); ok {
 			var err error
 			if transform, err = s.taskCall(t.up); err != nil {
-				replyError(out, m.ID(), jsonrpc.CodeMethodNotFound, err.Error())
+				replyError(out, m.ID(), protocol.CodeMethodNotFound, err.Error())
 				return
 			}
 		}
@@ -137,7 +138,7 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 func (s *Session) callURI(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	uri, ok := jsonrpc.LookupString(m.Params(), "uri")
 	if !ok {
-		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, m.Method()+" needs params.uri")
+		replyError(out, m.ID(), protocol.CodeInvalidParams, m.Method()+" needs params.uri")
 		return
 	}
 	up := s.resourceUpstream(uri)
@@ -147,7 +148,7 @@ func (s *Session) callURI(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	}
 	if up == nil {
 		if s.params.Stateless {
-			notFoundCode(out, m.ID(), uri, jsonrpc.CodeInvalidParams)
+			notFoundCode(out, m.ID(), uri, protocol.CodeInvalidParams)
 			return
 		}
 		notFound(out, m.ID(), uri)
@@ -216,7 +217,7 @@ func (s *Session) complete(ctx context.Context, m jsonrpc.Message, out *Stream) 
 			ok = false
 		}
 		if !ok {
-			replyError(out, m.ID(), jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown prompt %q", name))
+			replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("unknown prompt %q", name))
 			return
 		}
 		var edits []jsonrpc.ParamEdit
@@ -231,12 +232,12 @@ func (s *Session) complete(ctx context.Context, m jsonrpc.Message, out *Stream) 
 			up = cat.resourceUpstream(uri)
 		}
 		if up == nil || !(s.allows(up, kindTemplates, uri) || s.allowsURI(up, uri)) {
-			replyError(out, m.ID(), jsonrpc.CodeInvalidParams, fmt.Sprintf("no upstream offers resource template %q", uri))
+			replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("no upstream offers resource template %q", uri))
 			return
 		}
 		s.forward(ctx, up, m, out, "")
 	default:
-		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, `completion/complete needs params.ref of type "ref/prompt" or "ref/resource"`)
+		replyError(out, m.ID(), protocol.CodeInvalidParams, `completion/complete needs params.ref of type "ref/prompt" or "ref/resource"`)
 	}
 }
 
@@ -246,7 +247,7 @@ func (s *Session) setLevel(ctx context.Context, m jsonrpc.Message, out *Stream) 
 	level, _ := jsonrpc.LookupString(m.Params(), "level")
 	i := levelIndex(level)
 	if i < 0 {
-		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, fmt.Sprintf("invalid log level %q: use one of debug, info, notice, warning, error, critical, alert, emergency", level))
+		replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("invalid log level %q: use one of debug, info, notice, warning, error, critical, alert, emergency", level))
 		return
 	}
 	s.storeUpdate(func(rec *state.SessionRecord) { rec.LogLevel = level })

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/upstream"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // Tools of 2026-07-28 may mark parameters with x-mcp-header in their inputSchema: "clients MUST mirror those
@@ -23,9 +24,6 @@ type ParamHeader struct {
 	Path   []string
 	Header string // the full header name, Mcp-Param-{Name}
 }
-
-// paramHeaderPrefix starts every mirrored parameter header.
-const paramHeaderPrefix = "Mcp-Param-"
 
 // headerIndex holds a catalog's parameter-header bindings per exposed tool name, computed on first use.
 type headerIndex struct {
@@ -73,7 +71,7 @@ func schemaHeaders(schema []byte) []ParamHeader {
 			path := append(append([]string(nil), prefix...), k)
 			var h string
 			if json.Unmarshal(p.XMCPHeader, &h) == nil && h != "" {
-				out = append(out, ParamHeader{Path: path, Header: http.CanonicalHeaderKey(paramHeaderPrefix + h)})
+				out = append(out, ParamHeader{Path: path, Header: http.CanonicalHeaderKey(protocol.HeaderParamPrefix + h)})
 			}
 			walk(p.Properties, path)
 		}

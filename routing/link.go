@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/upstream"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // maxSafeID keeps minted upstream ids below 2^53: many servers are JavaScript, where larger integers lose
@@ -408,7 +409,7 @@ func (l *link) lost(err error) {
 	l.mu.Unlock()
 	reason := publicReason(err)
 	for _, c := range calls {
-		l.r.fail(c, outcomeFailed, jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q failed during %s: %s; retry the request", l.up.cfg.Name, c.method, reason))
+		l.r.fail(c, outcomeFailed, protocol.CodeInternalError, fmt.Sprintf("upstream %q failed during %s: %s; retry the request", l.up.cfg.Name, c.method, reason))
 	}
 	if l.owner != nil {
 		l.owner.serverRequestsLost(l)
@@ -530,7 +531,7 @@ func (l *link) serverRequest(m jsonrpc.Message, related []byte) {
 		return
 	}
 	if s == nil {
-		l.reply(jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidRequest,
+		l.reply(jsonrpc.AppendError(nil, m.ID(), protocol.CodeInvalidRequest,
 			fmt.Sprintf("switchboard cannot tell which client %s is for: this upstream is shared by several sessions; configure it with session: per-client", m.Method()), nil))
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // The 2026-07-28 era is stateless: a client carries its protocol version, capabilities and log level in every
@@ -19,19 +20,6 @@ import (
 // one stateless Session per (principal, capabilities, log level), shared by every request that carries the same
 // triple and closed when idle. Such a session is never stored, never named to the client and hears only what
 // relates to a request.
-
-// ModernVersion is the protocol version of the stateless era.
-const ModernVersion = "2026-07-28"
-
-// The _meta keys of the stateless era ("io.modelcontextprotocol/" is a reserved prefix).
-const (
-	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
-	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
-	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
-	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
-)
 
 // maxStatelessSessions bounds the pool: a client that invents capability objects must not make the gateway
 // start children without end. Past it, the least recently used idle session is closed.
@@ -54,7 +42,7 @@ type statelessPool struct {
 func (r *Router) StatelessSession(p SessionParams) *Session {
 	p.Stateless = true
 	// Toward legacy upstreams the gateway speaks the newest legacy version on the client's behalf.
-	p.ProtocolVersion = latestVersion
+	p.ProtocolVersion = protocol.LatestLegacy
 	if levelIndex(p.LogLevel) < 0 {
 		p.LogLevel = ""
 	}
@@ -107,7 +95,7 @@ func (r *Router) evictIdle(which func(*Session) bool) {
 // carries the list changes and resource updates the stream asked for. The caller closes it when the stream ends.
 func (r *Router) Listener(p SessionParams) *Session {
 	p.Stateless = true
-	p.ProtocolVersion = latestVersion
+	p.ProtocolVersion = protocol.LatestLegacy
 	p.LogLevel = ""
 	s := newSession(r, p)
 	s.listener = true
@@ -169,7 +157,7 @@ func (s *Session) Cancel(id []byte, reason string) {
 func (up *Upstream) stateless() bool {
 	up.mu.Lock()
 	defer up.mu.Unlock()
-	return up.hello != nil && up.hello.ProtocolVersion >= ModernVersion
+	return up.hello != nil && up.hello.ProtocolVersion >= protocol.Modern
 }
 
 // legacyLinks reports whether legacy clients of this stateless upstream get per-client legacy sessions rather
@@ -184,7 +172,7 @@ func (up *Upstream) legacyLinks() bool {
 	}
 	up.mu.Lock()
 	defer up.mu.Unlock()
-	return up.hello != nil && up.hello.Stateless() && slices.Contains(up.hello.SupportedVersions, latestVersion)
+	return up.hello != nil && up.hello.Stateless() && slices.Contains(up.hello.SupportedVersions, protocol.LatestLegacy)
 }
 
 // modern reports whether the link's current connection speaks the stateless era.
@@ -211,24 +199,24 @@ func (s *Session) adaptMeta(l *link, m jsonrpc.Message) jsonrpc.Message {
 			meta = params[st:e]
 		}
 		edited := meta
-		if v, ok := jsonrpc.LookupString(meta, MetaProtocolVersion); !ok || v != ModernVersion {
-			edited = jsonrpc.SetMember(edited, MetaProtocolVersion, []byte(`"`+ModernVersion+`"`))
+		if v, ok := jsonrpc.LookupString(meta, protocol.MetaProtocolVersion); !ok || v != protocol.Modern {
+			edited = jsonrpc.SetMember(edited, protocol.MetaProtocolVersion, []byte(`"`+protocol.Modern+`"`))
 		}
-		if _, _, ok := jsonrpc.Lookup(meta, MetaClientCapabilities); !ok {
+		if _, _, ok := jsonrpc.Lookup(meta, protocol.MetaClientCapabilities); !ok {
 			caps := s.params.Capabilities
 			if len(caps) == 0 {
 				caps = json.RawMessage(`{}`)
 			}
-			edited = jsonrpc.SetMember(edited, MetaClientCapabilities, caps)
+			edited = jsonrpc.SetMember(edited, protocol.MetaClientCapabilities, caps)
 		}
-		if _, _, ok := jsonrpc.Lookup(meta, MetaClientInfo); !ok && len(s.params.ClientInfo) > 0 {
-			edited = jsonrpc.SetMember(edited, MetaClientInfo, s.params.ClientInfo)
+		if _, _, ok := jsonrpc.Lookup(meta, protocol.MetaClientInfo); !ok && len(s.params.ClientInfo) > 0 {
+			edited = jsonrpc.SetMember(edited, protocol.MetaClientInfo, s.params.ClientInfo)
 		}
 		s.mu.Lock()
 		level := s.logLevel
 		s.mu.Unlock()
-		if _, _, ok := jsonrpc.Lookup(meta, MetaLogLevel); !ok && level >= 0 {
-			edited = jsonrpc.SetMember(edited, MetaLogLevel, []byte(`"`+logLevels[level]+`"`))
+		if _, _, ok := jsonrpc.Lookup(meta, protocol.MetaLogLevel); !ok && level >= 0 {
+			edited = jsonrpc.SetMember(edited, protocol.MetaLogLevel, []byte(`"`+logLevels[level]+`"`))
 		}
 		if hasMeta && len(edited) == len(meta) && &edited[0] == &meta[0] {
 			return m // a stateless client's own request, already complete: the common case costs no copy
@@ -238,7 +226,7 @@ func (s *Session) adaptMeta(l *link, m jsonrpc.Message) jsonrpc.Message {
 		if !hasMeta {
 			return m
 		}
-		meta := jsonrpc.DeleteMembers(params[st:e], MetaProtocolVersion, MetaClientCapabilities, MetaClientInfo, MetaLogLevel)
+		meta := jsonrpc.DeleteMembers(params[st:e], protocol.MetaProtocolVersion, protocol.MetaClientCapabilities, protocol.MetaClientInfo, protocol.MetaLogLevel)
 		if len(meta) == e-st && &meta[0] == &params[st] {
 			return m
 		}
@@ -288,7 +276,7 @@ func (s *Session) statelessRequest(ctx context.Context, m jsonrpc.Message, out *
 	switch m.Method() {
 	case "initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
 		"tasks/list", "tasks/result", "tasks/get", "tasks/cancel":
-		replyError(out, m.ID(), jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q does not exist in protocol version %s", m.Method(), ModernVersion))
+		replyError(out, m.ID(), protocol.CodeMethodNotFound, fmt.Sprintf("method %q does not exist in protocol version %s", m.Method(), protocol.Modern))
 		return true
 	case "tools/call", "prompts/get", "resources/read":
 		if state, ok := jsonrpc.LookupString(m.Params(), "requestState"); ok && IsGatewayState(state) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // Multi round-trip requests (MRTR, 2026-07-28): "Servers never send requests". A legacy upstream does, during a
@@ -91,7 +92,7 @@ func (t *parkTable) holds(s *Session) bool {
 // current round, which is answered with an InputRequiredResult once the gather window closes.
 func (r *Router) park(s *Session, l *link, m jsonrpc.Message, rel *call) {
 	if rel == nil || rel.session != s || rel.internal != nil {
-		l.reply(jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidRequest,
+		l.reply(jsonrpc.AppendError(nil, m.ID(), protocol.CodeInvalidRequest,
 			"switchboard: a 2026-07-28 client can be asked for input only during one of its calls", nil))
 		return
 	}
@@ -115,7 +116,7 @@ func (r *Router) park(s *Session, l *link, m jsonrpc.Message, rel *call) {
 	p.mu.Lock()
 	if p.done {
 		p.mu.Unlock()
-		l.reply(jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInternalError, "switchboard: the call this request belongs to has ended", nil))
+		l.reply(jsonrpc.AppendError(nil, m.ID(), protocol.CodeInternalError, "switchboard: the call this request belongs to has ended", nil))
 		return
 	}
 	p.nextKey++
@@ -232,7 +233,7 @@ func (p *park) finished() {
 		p.forget()
 	}
 	for _, a := range asks {
-		a.link.reply(jsonrpc.AppendError(nil, a.upID, jsonrpc.CodeInternalError, "switchboard: the client's call ended before it answered", nil))
+		a.link.reply(jsonrpc.AppendError(nil, a.upID, protocol.CodeInternalError, "switchboard: the client's call ended before it answered", nil))
 	}
 }
 
@@ -279,19 +280,19 @@ func (s *Session) resume(ctx context.Context, m jsonrpc.Message, out *Stream, st
 	id := m.ID()
 	p, err := s.r.parks.find(s.r, state, bindHash(s.params.Principal, m.Method(), requestName(m)))
 	if err != nil {
-		replyError(out, id, jsonrpc.CodeInvalidParams, err.Error())
+		replyError(out, id, protocol.CodeInvalidParams, err.Error())
 		return
 	}
 	var responses map[string]json.RawMessage
 	if st, e, ok := jsonrpc.Lookup(m.Params(), "inputResponses"); ok {
 		if json.Unmarshal(m.Params()[st:e], &responses) != nil {
-			replyError(out, id, jsonrpc.CodeInvalidParams, "params.inputResponses must be an object mapping each inputRequests key to its result")
+			replyError(out, id, protocol.CodeInvalidParams, "params.inputResponses must be an object mapping each inputRequests key to its result")
 			return
 		}
 	}
 	for k, v := range responses {
 		if t := firstByte(v); t != '{' {
-			replyError(out, id, jsonrpc.CodeInvalidParams, fmt.Sprintf("params.inputResponses[%q] must be a result object", k))
+			replyError(out, id, protocol.CodeInvalidParams, fmt.Sprintf("params.inputResponses[%q] must be a result object", k))
 			return
 		}
 	}
@@ -307,7 +308,7 @@ func (s *Session) resume(ctx context.Context, m jsonrpc.Message, out *Stream, st
 	}
 	if p.done || p.attached {
 		p.mu.Unlock()
-		replyError(out, id, jsonrpc.CodeInvalidParams, "requestState names a call that ended or is being retried already; call again without requestState")
+		replyError(out, id, protocol.CodeInvalidParams, "requestState names a call that ended or is being retried already; call again without requestState")
 		return
 	}
 	// The answers go to the upstream once the call is re-attached (below), outside the lock: an upstream that
@@ -379,7 +380,7 @@ func (s *Session) relayFinal(ctx context.Context, buf *Stream, out *Stream, id [
 	for {
 		msg, final, ok := buf.Next(ctx)
 		if !ok {
-			replyError(out, id, jsonrpc.CodeInternalError, "switchboard: the parked call ended without an answer; call again")
+			replyError(out, id, protocol.CodeInternalError, "switchboard: the parked call ended without an answer; call again")
 			return
 		}
 		if final {

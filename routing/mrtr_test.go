@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/upstream"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // stateRouter is the least of a Router that mints and checks requestStates: the key, and one park in round 2.
@@ -134,8 +135,8 @@ func TestStatelessPoolKey(t *testing.T) {
 			if (a == b) != tc.same {
 				t.Errorf("same session = %v, want %v (keys %q and %q)", a == b, tc.same, a.poolKey, b.poolKey)
 			}
-			if !a.Stateless() || a.ProtocolVersion() != latestVersion {
-				t.Errorf("pooled session: stateless %v, version %q; want a stateless session speaking %s upstream", a.Stateless(), a.ProtocolVersion(), latestVersion)
+			if !a.Stateless() || a.ProtocolVersion() != protocol.LatestLegacy {
+				t.Errorf("pooled session: stateless %v, version %q; want a stateless session speaking %s upstream", a.Stateless(), a.ProtocolVersion(), protocol.LatestLegacy)
 			}
 		})
 	}
@@ -193,7 +194,7 @@ func TestStatelessPoolBounds(t *testing.T) {
 func TestAdaptMeta(t *testing.T) {
 	s := &Session{params: SessionParams{Capabilities: json.RawMessage(`{"sampling":{}}`), ClientInfo: json.RawMessage(`{"name":"c","version":"1"}`)}, logLevel: levelIndex("warning")}
 	legacy := &link{conn: &upstream.Conn{Server: upstream.ServerHello{ProtocolVersion: "2025-11-25"}}}
-	modern := &link{conn: &upstream.Conn{Server: upstream.ServerHello{ProtocolVersion: ModernVersion}}}
+	modern := &link{conn: &upstream.Conn{Server: upstream.ServerHello{ProtocolVersion: protocol.Modern}}}
 	eraMeta := `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{}},"io.modelcontextprotocol/clientInfo":{"name":"x"},"io.modelcontextprotocol/logLevel":"debug"`
 	for _, tc := range []struct {
 		name   string

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/upstream"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // Capability profiles. Servers offer some tools only to clients that declared a capability (server-everything
@@ -165,7 +166,7 @@ func (up *Upstream) ensureShadow(profile string, caps json.RawMessage) (*Upstrea
 		return sh, false
 	}
 	sh := &Upstream{cfg: up.cfg, r: up.r, transport: up.transport, kick: make(chan struct{}, 1), subs: map[string]int{}, shadowOf: up}
-	sh.main = newLink(up.r, sh, nil, upstream.ClientHello{ProtocolVersion: latestVersion, Capabilities: caps, ClientInfo: up.r.clientInfo()})
+	sh.main = newLink(up.r, sh, nil, upstream.ClientHello{ProtocolVersion: protocol.LatestLegacy, Capabilities: caps, ClientInfo: up.r.clientInfo()})
 	if up.shadows == nil {
 		up.shadows = map[string]*Upstream{}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // maxSeenURIs bounds the URIs a session remembers from results.
@@ -16,7 +17,7 @@ const maxSeenURIs = 1000
 // (task ids) and translation for clients of older protocol versions. It is nil when there is nothing to do, so
 // the common answer is spliced, not rebuilt.
 func (s *Session) resultTransform(inner func([]byte) []byte) func([]byte) []byte {
-	if s.params.ProtocolVersion >= "2025-06-18" {
+	if protocol.AtLeast(s.params.ProtocolVersion, protocol.V20250618) {
 		return inner
 	}
 	return func(res []byte) []byte {
@@ -36,7 +37,7 @@ func legacyResult(res []byte) []byte {
 	if st != jsonrpc.Found {
 		return out
 	}
-	meta := jsonrpc.DeleteMembers(out[s:e], MetaServerInfo)
+	meta := jsonrpc.DeleteMembers(out[s:e], protocol.MetaServerInfo)
 	if len(meta) == e-s {
 		return out
 	}
@@ -108,7 +109,7 @@ func downgradeResult(res []byte, version string) []byte {
 		case "resource_link":
 			content[i] = map[string]any{"type": "text", "text": "Resource: " + str(blk["name"]) + " <" + str(blk["uri"]) + ">"}
 		case "audio":
-			if version < "2025-03-26" {
+			if !protocol.AtLeast(version, protocol.V20250326) {
 				content[i] = map[string]any{"type": "text", "text": "[audio content (" + str(blk["mimeType"]) + ") omitted: this client's protocol version has no audio]"}
 			}
 		}

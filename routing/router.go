@@ -23,12 +23,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
 
-// latestVersion is the newest legacy-era protocol version the gateway speaks.
-const latestVersion = "2025-11-25"
-
-// CodeRequestTimeout answers a request an upstream did not finish in time (the TypeScript SDK's RequestTimeout).
-const CodeRequestTimeout = -32001
-
 // Options tune the router.
 type Options struct {
 	// PageSize is the number of items on one page of a list; zero means 100.

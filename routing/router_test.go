@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/upstream"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // plainUpstream answers the handshake and the lists, and every tools/call at once.
@@ -90,8 +91,8 @@ func TestTimeoutErrorNamesTheTimeout(t *testing.T) {
 		UpstreamConfig{Name: "fake", Prefix: "fake__", Mode: Shared, Transport: ft, Kind: "stdio"})
 	s := r.session(defaultClientCaps)
 	m := roundTrip(t, r, s, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fake__add","arguments":{}}}`)
-	if code, _ := m.ErrorCode(); code != CodeRequestTimeout {
-		t.Fatalf("answer %s, want error %d", m.Raw(), CodeRequestTimeout)
+	if code, _ := m.ErrorCode(); code != protocol.CodeRequestTimeout {
+		t.Fatalf("answer %s, want error %d", m.Raw(), protocol.CodeRequestTimeout)
 	}
 	msg := errorMessage(m.Error())
 	if strings.Contains(msg, "within 0s") || !strings.Contains(msg, "50ms") {

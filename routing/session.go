@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/upstream"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // SessionParams is what a client declared in initialize, after negotiation.
@@ -372,12 +373,12 @@ func (s *Session) forward(ctx context.Context, up *Upstream, m jsonrpc.Message, 
 func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Message, out *Stream, tool string, transform func([]byte) []byte, edits ...jsonrpc.ParamEdit) {
 	id := m.ID()
 	if up.drained.Load() {
-		replyError(out, id, jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q is drained for maintenance; retry later", up.cfg.Name))
+		replyError(out, id, protocol.CodeInternalError, fmt.Sprintf("upstream %q is drained for maintenance; retry later", up.cfg.Name))
 		return
 	}
 	l, err := s.linkFor(up)
 	if err != nil {
-		replyError(out, id, jsonrpc.CodeInternalError, err.Error())
+		replyError(out, id, protocol.CodeInternalError, err.Error())
 		return
 	}
 	if s.params.Stateless || l.modern() {
@@ -386,7 +387,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	rctx, cancel := context.WithTimeout(s.ctx, up.timeout())
 	defer cancel()
 	if _, err := l.ready(rctx); err != nil {
-		replyError(out, id, jsonrpc.CodeInternalError, err.Error()+"; retry later")
+		replyError(out, id, protocol.CodeInternalError, err.Error()+"; retry later")
 		return
 	}
 	select { // a fresh upstream session is first brought up to the client's state (log level)
@@ -410,14 +411,14 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 		case jsonrpc.Ambiguous:
 			// A duplicated or case-variant token would reach the upstream unrewritten, in the gateway's own token
 			// space, where it could name another client's call.
-			replyError(out, id, jsonrpc.CodeInvalidParams, "params._meta.progressToken appears more than once (or in two spellings); send it once")
+			replyError(out, id, protocol.CodeInvalidParams, "params._meta.progressToken appears more than once (or in two spellings); send it once")
 			return
 		}
 	}
 	s.mu.Lock()
 	if _, dup := s.calls[string(c.clientID)]; dup {
 		s.mu.Unlock()
-		replyError(out, id, jsonrpc.CodeInvalidRequest, fmt.Sprintf("request id %s is already in use by a request in flight", id))
+		replyError(out, id, protocol.CodeInvalidRequest, fmt.Sprintf("request id %s is already in use by a request in flight", id))
 		return
 	}
 	s.calls[string(c.clientID)] = c
@@ -441,7 +442,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 		if _, err := l.ready(rctx); err != nil || tries == 3 {
 			s.r.endLeg(c, outcomeFailed)
 			s.removeCall(c)
-			replyError(out, id, jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q disconnected; retry the request", up.cfg.Name))
+			replyError(out, id, protocol.CodeInternalError, fmt.Sprintf("upstream %q disconnected; retry the request", up.cfg.Name))
 			return
 		}
 	}
@@ -449,7 +450,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	defer cancelWrite()
 	if err := l.write(wctx, msg); err != nil {
 		if l.takeIf(c) {
-			s.r.fail(c, outcomeFailed, jsonrpc.CodeInternalError, fmt.Sprintf("upstream %q: sending %s failed: %v", up.cfg.Name, c.method, err))
+			s.r.fail(c, outcomeFailed, protocol.CodeInternalError, fmt.Sprintf("upstream %q: sending %s failed: %v", up.cfg.Name, c.method, err))
 		}
 	}
 }
@@ -466,12 +467,12 @@ func (s *Session) timeout(c *call) {
 	}
 	if c.detached {
 		c.link.sendCancel(c.upID, "switchboard: the client did not come back with the input asked for")
-		s.r.fail(c, outcomeTimeout, CodeRequestTimeout, fmt.Sprintf("the client did not retry %s with the input upstream %q asked for within %s; the call was cancelled",
+		s.r.fail(c, outcomeTimeout, protocol.CodeRequestTimeout, fmt.Sprintf("the client did not retry %s with the input upstream %q asked for within %s; the call was cancelled",
 			what, c.link.up.cfg.Name, parkTTL))
 		return
 	}
 	c.link.sendCancel(c.upID, "switchboard: request timed out")
-	s.r.fail(c, outcomeTimeout, CodeRequestTimeout, fmt.Sprintf("upstream %q did not finish %s within its timeout of %s (after %s in all); the request was cancelled",
+	s.r.fail(c, outcomeTimeout, protocol.CodeRequestTimeout, fmt.Sprintf("upstream %q did not finish %s within its timeout of %s (after %s in all); the request was cancelled",
 		c.link.up.cfg.Name, what, c.link.up.timeout(), time.Since(c.started).Round(time.Millisecond)))
 }
 
@@ -517,7 +518,7 @@ func (s *Session) cancelCall(params []byte) {
 // gateway id, on the stream of the request it relates to when there is one (design §4).
 func (s *Session) forwardServerRequest(l *link, m jsonrpc.Message, rel *call) {
 	if why := s.refuses(m); why != "" {
-		l.reply(jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeMethodNotFound, why, nil))
+		l.reply(jsonrpc.AppendError(nil, m.ID(), protocol.CodeMethodNotFound, why, nil))
 		return
 	}
 	if s.params.Stateless {
@@ -538,8 +539,8 @@ func (s *Session) forwardServerRequest(l *link, m jsonrpc.Message, rel *call) {
 	s.serverReqs[gid] = &serverReq{link: l, upID: clone(m.ID()), out: out, roots: roots}
 	s.mu.Unlock()
 	msg := m.AppendWithID(nil, jsonrpc.AppendInt(nil, gid))
-	if _, _, ok := jsonrpc.Lookup(m.Params(), "_meta", relatedTask); ok {
-		msg = editString(msg, exposeTask(l.up), "params", "_meta", relatedTask, "taskId")
+	if _, _, ok := jsonrpc.Lookup(m.Params(), "_meta", protocol.MetaRelatedTask); ok {
+		msg = editString(msg, exposeTask(l.up), "params", "_meta", protocol.MetaRelatedTask, "taskId")
 	}
 	if m.MethodIs("elicitation/create") {
 		if eid, ok := jsonrpc.LookupString(m.Params(), "elicitationId"); ok {
@@ -550,7 +551,7 @@ func (s *Session) forwardServerRequest(l *link, m jsonrpc.Message, rel *call) {
 		s.mu.Lock()
 		delete(s.serverReqs, gid)
 		s.mu.Unlock()
-		l.reply(jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInternalError, "the client is not reading its stream", nil))
+		l.reply(jsonrpc.AppendError(nil, m.ID(), protocol.CodeInternalError, "the client is not reading its stream", nil))
 	}
 }
 

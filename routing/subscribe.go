@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/routing/state"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // Resource subscriptions. A per-client upstream session belongs to one client, so its subscriptions pass
@@ -19,7 +20,7 @@ import (
 func (s *Session) subscribe(ctx context.Context, m jsonrpc.Message, out *Stream, on bool) {
 	uri, ok := jsonrpc.LookupString(m.Params(), "uri")
 	if !ok {
-		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, m.Method()+" needs params.uri")
+		replyError(out, m.ID(), protocol.CodeInvalidParams, m.Method()+" needs params.uri")
 		return
 	}
 	s.mu.Lock()
@@ -32,7 +33,7 @@ func (s *Session) subscribe(ctx context.Context, m jsonrpc.Message, out *Stream,
 		}
 	}
 	if _, ok := up.capability("resources"); !ok || !up.canSubscribe() {
-		replyError(out, m.ID(), jsonrpc.CodeMethodNotFound, fmt.Sprintf("upstream %q does not support resource subscriptions", up.cfg.Name))
+		replyError(out, m.ID(), protocol.CodeMethodNotFound, fmt.Sprintf("upstream %q does not support resource subscriptions", up.cfg.Name))
 		return
 	}
 	// The check and the change happen under one lock, so that concurrent requests of one session count once.
@@ -196,7 +197,7 @@ func (l *link) updated(m jsonrpc.Message) {
 }
 
 func notFound(out *Stream, id []byte, uri string) {
-	notFoundCode(out, id, uri, jsonrpc.CodeResourceNotFound)
+	notFoundCode(out, id, uri, protocol.CodeResourceNotFound)
 }
 
 // notFoundCode is notFound with the code of the client's era: 2026-07-28 retired -32002 for -32602.

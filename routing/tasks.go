@@ -7,14 +7,13 @@ import (
 	"strings"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // Tasks (2025-11-25, experimental). Task ids are minted by each upstream, so two upstreams can hand out the
 // same one: the gateway exposes "<upstream>:<id>" (an upstream name never holds ':'), translates it back on
 // tasks/get, tasks/result and tasks/cancel, and, on a shared upstream, lets a session see only the tasks it
 // created ("tasks MUST be bound to" the requestor's context).
-
-const relatedTask = "io.modelcontextprotocol/related-task"
 
 func exposeTask(up *Upstream) func(string) string {
 	return func(id string) string { return up.cfg.Name + ":" + id }
@@ -58,7 +57,7 @@ func (s *Session) taskCall(up *Upstream) (func([]byte) []byte, error) {
 			s.ownTask(expose(id))
 		}
 		res = editString(res, expose, "task", "taskId")
-		return editString(res, expose, "_meta", relatedTask, "taskId")
+		return editString(res, expose, "_meta", protocol.MetaRelatedTask, "taskId")
 	}, nil
 }
 
@@ -84,13 +83,13 @@ func (s *Session) taskRequest(ctx context.Context, m jsonrpc.Message, out *Strea
 	exposed, _ := jsonrpc.LookupString(m.Params(), "taskId")
 	up, id, ok := s.r.taskTarget(exposed)
 	if !ok || !s.allowsUpstream(up) || (up.cfg.Mode == Shared && !s.ownsTask(exposed)) {
-		replyError(out, m.ID(), jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown task %q", exposed))
+		replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("unknown task %q", exposed))
 		return
 	}
 	s.forwardWith(ctx, up, m, out, "", func(res []byte) []byte {
 		expose := exposeTask(up)
 		res = editString(res, expose, "taskId")
-		return editString(res, expose, "_meta", relatedTask, "taskId")
+		return editString(res, expose, "_meta", protocol.MetaRelatedTask, "taskId")
 	}, jsonrpc.ParamEdit{Path: []string{"taskId"}, With: jsonrpc.AppendQuote(nil, id)})
 }
 
@@ -160,7 +159,7 @@ func (l *link) taskStatus(m jsonrpc.Message) {
 		return
 	}
 	exposed := exposeTask(l.up)(id)
-	msg := editString(editString(clone(m.Raw()), exposeTask(l.up), "params", "taskId"), exposeTask(l.up), "params", "_meta", relatedTask, "taskId")
+	msg := editString(editString(clone(m.Raw()), exposeTask(l.up), "params", "taskId"), exposeTask(l.up), "params", "_meta", protocol.MetaRelatedTask, "taskId")
 	if l.owner != nil {
 		l.owner.notify(msg)
 		return

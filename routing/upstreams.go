@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/upstream"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // SessionMode says how client sessions map to upstream sessions (design §3).
@@ -114,7 +115,7 @@ func (up *Upstream) timeout() time.Duration {
 // newMainLink prepares the main link; start connects it. It is made in New so that up.main never changes once
 // the router runs.
 func (up *Upstream) newMainLink() {
-	hello := upstream.ClientHello{ProtocolVersion: latestVersion, Capabilities: json.RawMessage(`{}`), ClientInfo: up.r.clientInfo()}
+	hello := upstream.ClientHello{ProtocolVersion: protocol.LatestLegacy, Capabilities: json.RawMessage(`{}`), ClientInfo: up.r.clientInfo()}
 	if up.template() {
 		hello.Capabilities = json.RawMessage(templateCaps)
 	}
@@ -167,7 +168,7 @@ func (up *Upstream) connected(l *link, conn *upstream.Conn) {
 	up.hello, up.caps, up.subscribe = &hello, caps, res.Subscribe
 	up.mu.Unlock()
 	up.invalidate(kindTools, kindPrompts, kindResources, kindTemplates)
-	if hello.ProtocolVersion >= ModernVersion {
+	if hello.ProtocolVersion >= protocol.Modern {
 		go up.listenChanges(l) // owned by the link: ends when its connection does
 		up.relisten()
 		go up.stopShadows() // profiles made before the era was known have nothing to show
