@@ -57,8 +57,8 @@ func (s *Session) bridgeInput(c *call, result []byte) {
 		s.removeCall(c)
 		c.out.Push(jsonrpc.AppendError(nil, c.clientID, code, msg, nil), ClassFinal)
 	}
-	if c.rounds >= maxBridgeRounds {
-		fail(protocol.CodeInternalError, fmt.Sprintf("upstream %q asked for input %d times in one call; switchboard gave up", c.link.up.cfg.Name, c.rounds))
+	if c.bridge.rounds >= maxBridgeRounds {
+		fail(protocol.CodeInternalError, fmt.Sprintf("upstream %q asked for input %d times in one call; switchboard gave up", c.link.up.cfg.Name, c.bridge.rounds))
 		return
 	}
 	var ir struct {
@@ -81,12 +81,12 @@ func (s *Session) bridgeInput(c *call, result []byte) {
 		c.out.Abandon() // cancelled by the client while its upstream was answering
 		return
 	}
-	c.bridging = cancelled
+	c.bridge.asking = cancelled
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		if c.bridging == cancelled {
-			c.bridging = nil
+		if c.bridge.asking == cancelled {
+			c.bridge.asking = nil
 		}
 		s.mu.Unlock()
 	}()
@@ -163,7 +163,7 @@ func (s *Session) forgetAsks(asked []bridgeAsk) {
 
 // retryWithInput sends the call again with the client's answers, as a new upstream leg under a new id.
 func (s *Session) retryWithInput(c *call, answers map[string]json.RawMessage, state *string) error {
-	orig, err := jsonrpc.Parse(c.req)
+	orig, err := jsonrpc.Parse(c.bridge.req)
 	if err != nil {
 		return fmt.Errorf("switchboard: the call cannot be retried: %w", err)
 	}
@@ -180,9 +180,11 @@ func (s *Session) retryWithInput(c *call, answers map[string]json.RawMessage, st
 	next := *c
 	n := &next
 	n.upID = c.link.mint()
-	n.rounds = c.rounds + 1
 	n.started = time.Now()
-	n.req = jsonrpc.AppendRequest(nil, jsonrpc.AppendInt(nil, n.upID), c.method, params)
+	n.bridge = &bridged{
+		req:    jsonrpc.AppendRequest(nil, jsonrpc.AppendInt(nil, n.upID), c.method, params),
+		rounds: c.bridge.rounds + 1,
+	}
 	n.timer = time.AfterFunc(c.link.up.timeout(), func() { s.timeout(n) })
 	s.mu.Lock()
 	if s.calls[string(c.clientID)] != c {
@@ -194,15 +196,15 @@ func (s *Session) retryWithInput(c *call, answers map[string]json.RawMessage, st
 	s.mu.Unlock()
 	ctx, _ := s.r.startLeg(s.ctx, n)
 	ctx = s.paramHeaders(ctx, c.link, n, params)
-	if !c.link.add(n) {
+	if !c.link.add(n.upID, n) {
 		s.r.endLeg(n, outcomeFailed)
 		s.removeCall(n)
 		return errors.New("upstream " + c.link.up.cfg.Name + " disconnected while the client was answering; retry the request")
 	}
 	wctx, cancel := context.WithTimeout(ctx, c.link.up.timeout())
 	defer cancel()
-	if err := c.link.write(wctx, n.req); err != nil && c.link.takeIf(n) {
-		s.r.fail(n, outcomeFailed, protocol.CodeInternalError, fmt.Sprintf("upstream %q: sending %s failed: %v", c.link.up.cfg.Name, c.method, err))
+	if err := c.link.write(wctx, n.bridge.req); err != nil && c.link.takeIf(n) {
+		n.failed(outcomeFailed, protocol.CodeInternalError, fmt.Sprintf("upstream %q: sending %s failed: %v", c.link.up.cfg.Name, c.method, err))
 	}
 	return nil
 }

@@ -51,7 +51,7 @@ func (s *Session) HandleRequestContext(ctx context.Context, m jsonrpc.Message, o
 	case "resources/unsubscribe":
 		s.subscribe(ctx, m, out, false)
 	case "completion/complete":
-		s.complete(ctx, m, out)
+		s.completion(ctx, m, out)
 	case "logging/setLevel":
 		s.setLevel(ctx, m, out)
 	case "tasks/get", "tasks/result", "tasks/cancel":
@@ -78,7 +78,7 @@ func (s *Session) HandleNotification(m jsonrpc.Message) {
 		}
 		s.mu.Unlock()
 		for _, l := range links {
-			l.reply(clone(m.Raw()))
+			l.respond(clone(m.Raw()))
 		}
 	}
 }
@@ -119,10 +119,8 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 	if t.name != name {
 		edits = append(edits, jsonrpc.ParamEdit{Path: []string{"name"}, With: jsonrpc.AppendQuote(nil, t.name)})
 	}
-	tool := ""
 	var transform func([]byte) []byte
 	if k == kindTools {
-		tool = name
 		if _, _, ok := jsonrpc.Lookup(m.Params(), "task"); ok {
 			var err error
 			if transform, err = s.taskCall(t.up); err != nil {
@@ -131,7 +129,7 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 			}
 		}
 	}
-	s.forwardWith(ctx, t.up, m, out, tool, s.resultTransform(transform), edits...)
+	s.forwardWith(ctx, t.up, m, out, s.resultTransform(transform), edits...)
 }
 
 // callURI routes resources/read by the resource URI (design §5).
@@ -154,7 +152,7 @@ func (s *Session) callURI(ctx context.Context, m jsonrpc.Message, out *Stream) {
 		notFound(out, m.ID(), uri)
 		return
 	}
-	s.forward(ctx, up, m, out, "")
+	s.forward(ctx, up, m, out)
 }
 
 // allowsUpstream reports whether the session's policy lets it use the upstream at all.
@@ -203,8 +201,8 @@ func (s *Session) resourceUpstream(uri string) *Upstream {
 	return s.r.soleProvider("resources")
 }
 
-// complete routes completion/complete by its reference: a prompt name or a resource template URI.
-func (s *Session) complete(ctx context.Context, m jsonrpc.Message, out *Stream) {
+// completion routes completion/completion by its reference: a prompt name or a resource template URI.
+func (s *Session) completion(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	params := m.Params()
 	typ, _ := jsonrpc.LookupString(params, "ref", "type")
 	cat := s.catalog()
@@ -224,7 +222,7 @@ func (s *Session) complete(ctx context.Context, m jsonrpc.Message, out *Stream) 
 		if t.name != name {
 			edits = append(edits, jsonrpc.ParamEdit{Path: []string{"ref", "name"}, With: jsonrpc.AppendQuote(nil, t.name)})
 		}
-		s.forward(ctx, t.up, m, out, "", edits...)
+		s.forward(ctx, t.up, m, out, edits...)
 	case "ref/resource":
 		uri, _ := jsonrpc.LookupString(params, "ref", "uri")
 		up := cat.templateUpstream(uri)
@@ -235,7 +233,7 @@ func (s *Session) complete(ctx context.Context, m jsonrpc.Message, out *Stream) 
 			replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("no upstream offers resource template %q", uri))
 			return
 		}
-		s.forward(ctx, up, m, out, "")
+		s.forward(ctx, up, m, out)
 	default:
 		replyError(out, m.ID(), protocol.CodeInvalidParams, `completion/complete needs params.ref of type "ref/prompt" or "ref/resource"`)
 	}

@@ -154,10 +154,10 @@ func ParamHeaderValues(params []byte, bindings []ParamHeader) http.Header {
 // write: the gateway mirrors the marked arguments as every 2026-07-28 client must, whichever era its own client
 // speaks.
 func (s *Session) paramHeaders(ctx context.Context, l *link, c *call, params []byte) context.Context {
-	if c.method != "tools/call" || c.tool == "" || !l.modern() {
+	if c.method != "tools/call" || c.tool() == "" || !l.modern() {
 		return ctx
 	}
-	return upstream.WithParamHeaders(ctx, ParamHeaderValues(params, s.catalog().paramHeaders(c.tool)))
+	return upstream.WithParamHeaders(ctx, ParamHeaderValues(params, s.catalog().paramHeaders(c.tool())))
 }
 
 // DecodeHeaderValue undoes the spec's encoding of values that are not header-safe: "=?base64?…?=".

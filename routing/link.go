@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/switchboard-mcp/switchboard/upstream"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
@@ -36,45 +34,6 @@ const (
 
 func (s linkState) String() string {
 	return [...]string{"connecting", "ready", "down", "closed"}[s]
-}
-
-// call is one request in flight on a link: a client's request being forwarded, or one of the gateway's own
-// (listing, handshake-adjacent) requests. Whoever removes it from the link's pending table owns its completion,
-// which makes the response, a cancellation, a timeout and a lost connection race safely: exactly one wins.
-type call struct {
-	link   *link
-	upID   int64
-	method string
-
-	// A client's request: where the answer goes and how to translate it back.
-	session  *Session
-	clientID []byte // the client's id, byte for byte
-	token    []byte // the client's progress token, nil if none
-	out      *Stream
-	timer    *time.Timer
-	started  time.Time
-	tool     string
-	// transform, when set, rewrites a successful result before it goes to the client: cold-path translations
-	// (task ids, older protocol versions) that most calls never need.
-	transform func(result []byte) []byte
-	span      trace.Span // the upstream leg's client span; nil when not tracing
-	code      int        // the JSON-RPC error code it ended with, for the audit log
-	// park, when set, is the multi round-trip this call serves a 2026-07-28 client through (mrtr.go); name is
-	// the tool or prompt name a retry must repeat (stateless sessions only).
-	park *park
-	name string
-	// detached marks a parked call with no client request waiting on it (set at creation, never changed).
-	detached bool
-	// req is the request as sent to a stateless upstream, for a legacy client's call: the gateway retries it
-	// with the client's answers when the upstream returns input_required (bridge.go).
-	req    []byte
-	rounds int // input rounds so far
-	// bridging, while the gateway asks the client for a stateless upstream's input, is closed by the client's
-	// cancellation (guarded by the session's mu).
-	bridging chan struct{}
-
-	// One of the gateway's own requests: the raw response is delivered here.
-	internal chan jsonrpc.Message
 }
 
 // link is one upstream session: a shared one for every client, the template session that feeds the catalog of
@@ -107,7 +66,7 @@ type link struct {
 	// prep is closed once a fresh connection is brought up to the client's state (its log level): calls wait
 	// for it, so that the upstream does not drop logs of the first call for want of a level.
 	prep     chan struct{}
-	pending  map[int64]*call
+	pending  map[int64]pending
 	restarts int
 
 	ctx    context.Context
@@ -121,7 +80,7 @@ func newLink(r *Router, up *Upstream, owner *Session, hello upstream.ClientHello
 		r: r, up: up, owner: owner, hello: hello,
 		log:     r.log.With("upstream", up.cfg.Name),
 		changed: make(chan struct{}),
-		pending: map[int64]*call{},
+		pending: map[int64]pending{},
 		done:    make(chan struct{}),
 	}
 	if owner != nil {
@@ -325,19 +284,20 @@ func (l *link) mint() int64 {
 	return id
 }
 
-func (l *link) add(c *call) bool {
+// add publishes p in the pending table under its upstream id, reporting false when the link is not ready.
+func (l *link) add(upID int64, p pending) bool {
 	l.lastUsed.Store(time.Now().UnixNano())
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.state != linkReady {
 		return false
 	}
-	l.pending[c.upID] = c
+	l.pending[upID] = p
 	return true
 }
 
-// take removes a pending call; the caller that gets it owns its completion.
-func (l *link) take(id int64) *call {
+// take removes a pending request; the caller that gets it owns its completion.
+func (l *link) take(id int64) pending {
 	l.mu.Lock()
 	c := l.pending[id]
 	delete(l.pending, id)
@@ -369,10 +329,12 @@ func (l *link) swap(prev, next *call) bool {
 	return true
 }
 
+// peek returns the client call pending under id, or nil (none, or one of the gateway's own requests).
 func (l *link) peek(id int64) *call {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.pending[id]
+	c, _ := l.pending[id].(*call)
+	return c
 }
 
 // soleCaller returns a call in flight on this link when all of them belong to one session, or nil when there are
@@ -383,8 +345,9 @@ func (l *link) soleCaller() *call {
 	defer l.mu.Unlock()
 	var found *call
 	n := 0
-	for _, c := range l.pending {
-		if c.session == nil || c.detached {
+	for _, p := range l.pending {
+		c, ok := p.(*call)
+		if !ok || c.detached() {
 			continue // a parked call waits for its client; its upstream waits for the answers it asked for
 		}
 		if found != nil && found.session != c.session {
@@ -405,11 +368,11 @@ func (l *link) soleCaller() *call {
 func (l *link) lost(err error) {
 	l.mu.Lock()
 	calls := l.pending
-	l.pending = map[int64]*call{}
+	l.pending = map[int64]pending{}
 	l.mu.Unlock()
 	reason := publicReason(err)
-	for _, c := range calls {
-		l.r.fail(c, outcomeFailed, protocol.CodeInternalError, fmt.Sprintf("upstream %q failed during %s: %s; retry the request", l.up.cfg.Name, c.method, reason))
+	for _, p := range calls {
+		p.failed(outcomeFailed, protocol.CodeInternalError, fmt.Sprintf("upstream %q failed during %s: %s; retry the request", l.up.cfg.Name, p.what(), reason))
 	}
 	if l.owner != nil {
 		l.owner.serverRequestsLost(l)
@@ -434,8 +397,8 @@ func (l *link) request(ctx context.Context, method string, params []byte) ([]byt
 	if _, err := l.ready(ctx); err != nil {
 		return nil, err
 	}
-	c := &call{link: l, upID: l.mint(), method: method, internal: make(chan jsonrpc.Message, 1)}
-	if !l.add(c) {
+	c := &ownRequest{upID: l.mint(), method: method, answer: make(chan jsonrpc.Message, 1)}
+	if !l.add(c.upID, c) {
 		return nil, fmt.Errorf("upstream %q is not connected", l.up.cfg.Name)
 	}
 	id := jsonrpc.AppendInt(nil, c.upID)
@@ -444,7 +407,7 @@ func (l *link) request(ctx context.Context, method string, params []byte) ([]byt
 		return nil, fmt.Errorf("upstream %q: %s: %w", l.up.cfg.Name, method, err)
 	}
 	select {
-	case m := <-c.internal:
+	case m := <-c.answer:
 		if e := m.Error(); e != nil {
 			return nil, fmt.Errorf("upstream %q: %s: %s", l.up.cfg.Name, method, errorMessage(e))
 		}
@@ -491,11 +454,11 @@ func (l *link) route(in upstream.Incoming) {
 			l.log.Debug("response with an id the gateway did not mint; dropped")
 			return
 		}
-		c := l.take(id)
-		if c == nil {
+		p := l.take(id)
+		if p == nil {
 			return // cancelled or timed out: the late response is dropped (design §4)
 		}
-		l.r.complete(c, m)
+		p.answered(m)
 	case jsonrpc.KindRequest:
 		l.serverRequest(m, in.Related)
 	case jsonrpc.KindNotification:
@@ -506,7 +469,7 @@ func (l *link) route(in upstream.Incoming) {
 // serverRequest routes a request the upstream sends to the client (design §4).
 func (l *link) serverRequest(m jsonrpc.Message, related []byte) {
 	if m.MethodIs("ping") {
-		l.reply(jsonrpc.AppendResult(nil, m.ID(), []byte("{}")))
+		l.respond(jsonrpc.AppendResult(nil, m.ID(), []byte("{}")))
 		return
 	}
 	var rel *call
@@ -527,19 +490,19 @@ func (l *link) serverRequest(m jsonrpc.Message, related []byte) {
 	}
 	if s == nil && l.up.template() && m.MethodIs("roots/list") {
 		// A template session lists tools for everyone and works in no one's roots.
-		l.reply(jsonrpc.AppendResult(nil, m.ID(), []byte(`{"roots":[]}`)))
+		l.respond(jsonrpc.AppendResult(nil, m.ID(), []byte(`{"roots":[]}`)))
 		return
 	}
 	if s == nil {
-		l.reply(jsonrpc.AppendError(nil, m.ID(), protocol.CodeInvalidRequest,
+		l.respond(jsonrpc.AppendError(nil, m.ID(), protocol.CodeInvalidRequest,
 			fmt.Sprintf("switchboard cannot tell which client %s is for: this upstream is shared by several sessions; configure it with session: per-client", m.Method()), nil))
 		return
 	}
 	s.forwardServerRequest(l, m, rel)
 }
 
-// reply sends a response to the upstream; best effort.
-func (l *link) reply(msg []byte) {
+// respond sends a response to the upstream; best effort.
+func (l *link) respond(msg []byte) {
 	ctx, cancel := context.WithTimeout(l.ctx, 5*time.Second)
 	defer cancel()
 	if err := l.write(ctx, msg); err != nil {
@@ -571,7 +534,7 @@ func (l *link) notification(m jsonrpc.Message, related []byte) {
 		if c == nil || c.token == nil {
 			return // late progress after the response is not forwarded (design §4)
 		}
-		c.progressed(l.r)
+		c.progressed()
 		msg := m.AppendWith(nil, nil, jsonrpc.ParamEdit{Path: []string{"progressToken"}, With: c.token})
 		c.out.Push(msg, ClassNotice)
 	case "notifications/cancelled":
@@ -652,19 +615,6 @@ func (l *link) forwardNotice(m jsonrpc.Message, related []byte, want func(*Sessi
 			s.notify(clone(m.Raw()))
 		}
 	})
-}
-
-// progressed resets the call's timeout on progress, within the hard maximum (spec: "MAY reset the timer when
-// progress arrives, but SHOULD still enforce a hard maximum").
-func (c *call) progressed(r *Router) {
-	if c.timer == nil {
-		return
-	}
-	left := r.opts.MaxRequestTimeout - time.Since(c.started)
-	if left <= 0 {
-		return
-	}
-	c.timer.Reset(min(c.link.up.timeout(), left))
 }
 
 // cancelledParams builds the params of notifications/cancelled for a request id (raw JSON).

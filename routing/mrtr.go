@@ -91,8 +91,8 @@ func (t *parkTable) holds(s *Session) bool {
 // park takes a server→client request of a legacy upstream for a stateless session's call: it joins the call's
 // current round, which is answered with an InputRequiredResult once the gather window closes.
 func (r *Router) park(s *Session, l *link, m jsonrpc.Message, rel *call) {
-	if rel == nil || rel.session != s || rel.internal != nil {
-		l.reply(jsonrpc.AppendError(nil, m.ID(), protocol.CodeInvalidRequest,
+	if rel == nil || rel.session != s {
+		l.respond(jsonrpc.AppendError(nil, m.ID(), protocol.CodeInvalidRequest,
 			"switchboard: a 2026-07-28 client can be asked for input only during one of its calls", nil))
 		return
 	}
@@ -116,7 +116,7 @@ func (r *Router) park(s *Session, l *link, m jsonrpc.Message, rel *call) {
 	p.mu.Lock()
 	if p.done {
 		p.mu.Unlock()
-		l.reply(jsonrpc.AppendError(nil, m.ID(), protocol.CodeInternalError, "switchboard: the call this request belongs to has ended", nil))
+		l.respond(jsonrpc.AppendError(nil, m.ID(), protocol.CodeInternalError, "switchboard: the call this request belongs to has ended", nil))
 		return
 	}
 	p.nextKey++
@@ -187,7 +187,7 @@ func (p *park) flush() {
 // detachedCopy is c with its answers going to the park's buffer, under a timer that gives up on the client.
 func (p *park) detachedCopy(c *call) *call {
 	next := *c
-	next.out, next.park, next.detached = p.buf, p, true
+	next.out, next.park = p.buf, p
 	s := c.session
 	n := &next
 	n.timer = time.AfterFunc(parkTTL, func() { s.timeout(n) })
@@ -233,7 +233,7 @@ func (p *park) finished() {
 		p.forget()
 	}
 	for _, a := range asks {
-		a.link.reply(jsonrpc.AppendError(nil, a.upID, protocol.CodeInternalError, "switchboard: the client's call ended before it answered", nil))
+		a.link.respond(jsonrpc.AppendError(nil, a.upID, protocol.CodeInternalError, "switchboard: the client's call ended before it answered", nil))
 	}
 }
 
@@ -327,7 +327,7 @@ func (s *Session) resume(ctx context.Context, m jsonrpc.Message, out *Stream, st
 	cur := p.cur
 	next := *cur
 	n := &next
-	n.out, n.clientID, n.started, n.detached = out, clone(id), time.Now(), false
+	n.out, n.clientID, n.started = out, clone(id), time.Now()
 	if st, e, ok := jsonrpc.Lookup(m.Params(), "_meta", "progressToken"); ok {
 		n.token = clone(m.Params()[st:e])
 	}
@@ -351,7 +351,7 @@ func (s *Session) resume(ctx context.Context, m jsonrpc.Message, out *Stream, st
 	}
 	p.mu.Unlock()
 	for _, an := range answers {
-		an.a.link.reply(jsonrpc.AppendResult(nil, an.a.upID, an.resp))
+		an.a.link.respond(jsonrpc.AppendResult(nil, an.a.upID, an.resp))
 	}
 	if !swapped {
 		n.timer.Stop()

@@ -119,12 +119,12 @@ func (r *Router) startLeg(ctx context.Context, c *call) (context.Context, string
 		attribute.String("switchboard.upstream", c.link.up.cfg.Name),
 		attribute.String("mcp.session.id", c.session.logID()),
 	}
-	if c.tool != "" {
-		attrs = append(attrs, attribute.String("gen_ai.tool.name", c.tool))
+	if c.tool() != "" {
+		attrs = append(attrs, attribute.String("gen_ai.tool.name", c.tool()))
 	}
 	name := c.method
-	if c.tool != "" {
-		name += " " + c.tool
+	if c.tool() != "" {
+		name += " " + c.tool()
 	}
 	ctx, c.span = r.inst.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	carrier := propagation.MapCarrier{}
@@ -145,7 +145,7 @@ func (r *Router) endLeg(c *call, outcome string) {
 	if r.opts.Audit != nil {
 		r.opts.Audit(CallEvent{
 			Session: c.session.logID(), Principal: c.session.params.Principal, Upstream: c.link.up.cfg.Name,
-			Method: c.method, Tool: c.tool, Outcome: outcome, Code: c.code, Duration: time.Since(c.started),
+			Method: c.method, Tool: c.tool(), Outcome: outcome, Code: c.code, Duration: time.Since(c.started),
 		})
 	}
 	if c.span != nil {

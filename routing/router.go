@@ -406,61 +406,6 @@ func (r *Router) Instructions() string {
 	return b.String()
 }
 
-// complete delivers an upstream's response for a call the caller has taken from its link.
-func (r *Router) complete(c *call, m jsonrpc.Message) {
-	if c.internal != nil {
-		c.internal <- m
-		return
-	}
-	if c.req != nil && isInputRequired(m.Result()) {
-		go c.session.bridgeInput(c, m.Result()) // owned by the call: ends with its answer, error or timeout
-		return
-	}
-	outcome := outcomeOK
-	if m.Error() != nil {
-		outcome = outcomeError
-		c.code, _ = m.ErrorCode()
-	}
-	r.endLeg(c, outcome)
-	c.session.removeCall(c)
-	if c.park != nil {
-		c.park.finished()
-	}
-	if res := m.Result(); res != nil && (c.method == "tools/call" || c.method == "prompts/get") && mayNameResources(res) {
-		c.session.noteURIs(c.link.up, res)
-	}
-	if res := m.Result(); res != nil && !c.session.Stateless() && c.link.modern() {
-		if res = legacyResult(res); c.transform != nil {
-			res = c.transform(res)
-		}
-		c.out.Push(jsonrpc.AppendResult(nil, c.clientID, res), ClassFinal)
-		return
-	}
-	if c.transform != nil && m.Result() != nil {
-		c.out.Push(jsonrpc.AppendResult(nil, c.clientID, c.transform(m.Result())), ClassFinal)
-		return
-	}
-	c.out.Push(m.AppendWithID(make([]byte, 0, len(m.Raw())+len(c.clientID)), c.clientID), ClassFinal)
-}
-
-// fail answers a taken call with an error of the gateway's own.
-func (r *Router) fail(c *call, outcome string, code int, message string) {
-	if c.internal != nil {
-		raw := jsonrpc.AppendError(nil, jsonrpc.AppendInt(nil, c.upID), code, message, nil)
-		if m, err := jsonrpc.Parse(raw); err == nil {
-			c.internal <- m
-		}
-		return
-	}
-	c.code = code
-	r.endLeg(c, outcome)
-	c.session.removeCall(c)
-	if c.park != nil {
-		c.park.finished()
-	}
-	c.out.Push(jsonrpc.AppendError(nil, c.clientID, code, message, nil), ClassFinal)
-}
-
 // NewSession starts a client session for a client that sent initialize. The caller has negotiated version.
 func (r *Router) NewSession(p SessionParams) *Session {
 	s := newSession(r, p)

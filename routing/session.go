@@ -81,6 +81,9 @@ type Session struct {
 	// unshared: the store failed when the session started; the janitor writes its record later (shareLate).
 	unshared atomic.Bool
 
+	// workers are the goroutines the session starts for its calls (bridge.go); Close waits for them.
+	workers sync.WaitGroup
+
 	mu           sync.Mutex
 	links        map[*Upstream]*link
 	calls        map[string]*call
@@ -190,7 +193,20 @@ func (s *Session) Close() {
 		}()
 	}
 	wg.Wait()
+	s.workers.Wait()
 	s.standalone.Close()
+}
+
+// goWork runs f on a goroutine that Close waits for, reporting false (and running nothing) once the session is
+// closed.
+func (s *Session) goWork(f func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.workers.Go(f)
+	return true
 }
 
 // closeIdleLinks closes the per-client upstream sessions unused for their upstream's idle timeout: stdio children
@@ -365,12 +381,12 @@ func replyError(out *Stream, id []byte, code int, msg string) {
 
 // forward sends a client request to an upstream with a fresh id (and progress token), and registers it so the
 // response, progress and cancellation find their way back (design §4).
-func (s *Session) forward(ctx context.Context, up *Upstream, m jsonrpc.Message, out *Stream, tool string, edits ...jsonrpc.ParamEdit) {
-	s.forwardWith(ctx, up, m, out, tool, nil, edits...)
+func (s *Session) forward(ctx context.Context, up *Upstream, m jsonrpc.Message, out *Stream, edits ...jsonrpc.ParamEdit) {
+	s.forwardWith(ctx, up, m, out, nil, edits...)
 }
 
 // forwardWith is forward with a transform of the successful result (see call.transform).
-func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Message, out *Stream, tool string, transform func([]byte) []byte, edits ...jsonrpc.ParamEdit) {
+func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Message, out *Stream, transform func([]byte) []byte, edits ...jsonrpc.ParamEdit) {
 	id := m.ID()
 	if up.drained.Load() {
 		replyError(out, id, protocol.CodeInternalError, fmt.Sprintf("upstream %q is drained for maintenance; retry later", up.cfg.Name))
@@ -396,10 +412,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	}
 	c := &call{
 		link: l, upID: l.mint(), method: m.Method(), session: s,
-		clientID: clone(id), out: out, started: time.Now(), tool: tool, transform: transform,
-	}
-	if s.params.Stateless {
-		c.name = requestName(m)
+		clientID: clone(id), out: out, started: time.Now(), name: requestName(m), transform: transform,
 	}
 	var idBuf [20]byte
 	upID := jsonrpc.AppendInt(idBuf[:0], c.upID)
@@ -435,9 +448,9 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	}
 	msg := m.AppendWith(make([]byte, 0, len(m.Raw())+32), upID, edits...)
 	if !s.params.Stateless && l.modern() && multiRound(c.method) {
-		c.req = msg // kept to retry it with the client's answers if the upstream asks for input (bridge.go)
+		c.bridge = &bridged{req: msg} // kept to retry it with the client's answers if the upstream asks for input
 	}
-	for tries := 0; !l.add(c); tries++ {
+	for tries := 0; !l.add(c.upID, c); tries++ {
 		// The connection went away since ready (a restart, a crash): wait for the next one, a few times at most.
 		if _, err := l.ready(rctx); err != nil || tries == 3 {
 			s.r.endLeg(c, outcomeFailed)
@@ -450,7 +463,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	defer cancelWrite()
 	if err := l.write(wctx, msg); err != nil {
 		if l.takeIf(c) {
-			s.r.fail(c, outcomeFailed, protocol.CodeInternalError, fmt.Sprintf("upstream %q: sending %s failed: %v", up.cfg.Name, c.method, err))
+			c.failed(outcomeFailed, protocol.CodeInternalError, fmt.Sprintf("upstream %q: sending %s failed: %v", up.cfg.Name, c.method, err))
 		}
 	}
 }
@@ -462,17 +475,17 @@ func (s *Session) timeout(c *call) {
 		return
 	}
 	what := c.method
-	if c.tool != "" {
-		what += " " + c.tool
+	if c.name != "" {
+		what += " " + c.name
 	}
-	if c.detached {
+	if c.detached() {
 		c.link.sendCancel(c.upID, "switchboard: the client did not come back with the input asked for")
-		s.r.fail(c, outcomeTimeout, protocol.CodeRequestTimeout, fmt.Sprintf("the client did not retry %s with the input upstream %q asked for within %s; the call was cancelled",
+		c.failed(outcomeTimeout, protocol.CodeRequestTimeout, fmt.Sprintf("the client did not retry %s with the input upstream %q asked for within %s; the call was cancelled",
 			what, c.link.up.cfg.Name, parkTTL))
 		return
 	}
 	c.link.sendCancel(c.upID, "switchboard: request timed out")
-	s.r.fail(c, outcomeTimeout, protocol.CodeRequestTimeout, fmt.Sprintf("upstream %q did not finish %s within its timeout of %s (after %s in all); the request was cancelled",
+	c.failed(outcomeTimeout, protocol.CodeRequestTimeout, fmt.Sprintf("upstream %q did not finish %s within its timeout of %s (after %s in all); the request was cancelled",
 		c.link.up.cfg.Name, what, c.link.up.timeout(), time.Since(c.started).Round(time.Millisecond)))
 }
 
@@ -485,13 +498,13 @@ func (s *Session) cancelCall(params []byte) {
 	s.mu.Lock()
 	c := s.calls[string(params[st:e])]
 	delete(s.calls, string(params[st:e]))
-	var bridging chan struct{}
-	if c != nil {
-		bridging, c.bridging = c.bridging, nil
+	var asking chan struct{}
+	if c != nil && c.bridge != nil {
+		asking, c.bridge.asking = c.bridge.asking, nil
 	}
 	s.mu.Unlock()
-	if bridging != nil {
-		close(bridging) // the gateway is asking the client on a stateless upstream's behalf (bridge.go): stop
+	if asking != nil {
+		close(asking) // the gateway is asking the client on a stateless upstream's behalf (bridge.go): stop
 		return
 	}
 	if c == nil {
@@ -518,7 +531,7 @@ func (s *Session) cancelCall(params []byte) {
 // gateway id, on the stream of the request it relates to when there is one (design §4).
 func (s *Session) forwardServerRequest(l *link, m jsonrpc.Message, rel *call) {
 	if why := s.refuses(m); why != "" {
-		l.reply(jsonrpc.AppendError(nil, m.ID(), protocol.CodeMethodNotFound, why, nil))
+		l.respond(jsonrpc.AppendError(nil, m.ID(), protocol.CodeMethodNotFound, why, nil))
 		return
 	}
 	if s.params.Stateless {
@@ -551,7 +564,7 @@ func (s *Session) forwardServerRequest(l *link, m jsonrpc.Message, rel *call) {
 		s.mu.Lock()
 		delete(s.serverReqs, gid)
 		s.mu.Unlock()
-		l.reply(jsonrpc.AppendError(nil, m.ID(), protocol.CodeInternalError, "the client is not reading its stream", nil))
+		l.respond(jsonrpc.AppendError(nil, m.ID(), protocol.CodeInternalError, "the client is not reading its stream", nil))
 	}
 }
 
