@@ -1,7 +1,7 @@
 package routing
 
-// Golden JSON-RPC exchanges through a fake upstream. Each file in testdata/exchanges is one case, in a
-// txtar-like format: a free-text description, then sections introduced by "-- name --" lines:
+// Golden JSON-RPC exchanges through a fake upstream. Each file in testdata/exchanges is one case, a txtar
+// archive (golang.org/x/tools/txtar): a free-text description, then sections introduced by "-- name --" lines:
 //
 //	config          "key: value" lines: mode (shared | per-client), timeout (Options.RequestTimeout),
 //	                pagesize (Options.PageSize), caps (the upstream's capabilities), tools (the upstream's
@@ -16,6 +16,9 @@ package routing
 //
 //	new S caps          create session S with these client capabilities (sessions are otherwise created on first
 //	                    use with {"sampling":{},"roots":{}})
+//	modern S caps       let S be the router's pooled session for modern (2026-07-28) clients with these
+//	                    capabilities; its requests carry their own _meta
+//	S close R           the client of stream R closes it: for a modern client, its request's cancellation
 //	S request R msg     S.HandleRequest(msg) with a fresh stream named R (one response expected)
 //	S notify msg        S.HandleNotification(msg)
 //	S respond msg       S.HandleResponse(msg)
@@ -44,6 +47,7 @@ package routing
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -56,66 +60,30 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"golang.org/x/tools/txtar"
 )
 
 var updateExchanges = flag.Bool("update-exchanges", false, "rewrite the want sections of testdata/exchanges/*.txt")
 
-// archive is a parsed case file.
-type archive struct {
-	comment  string
-	sections []section
-}
-
-type section struct {
-	name string
-	body string
-}
-
-func parseArchive(data string) archive {
-	var a archive
-	cur := -1
-	for _, line := range strings.SplitAfter(data, "\n") {
-		trimmed := strings.TrimRight(line, "\r\n")
-		if strings.HasPrefix(trimmed, "-- ") && strings.HasSuffix(trimmed, " --") && len(trimmed) > 6 {
-			a.sections = append(a.sections, section{name: strings.TrimSpace(trimmed[3 : len(trimmed)-3])})
-			cur = len(a.sections) - 1
-			continue
-		}
-		if cur < 0 {
-			a.comment += line
-		} else {
-			a.sections[cur].body += line
+// section returns the body of a case file's section ("" when it has none).
+func section(a *txtar.Archive, name string) string {
+	for _, f := range a.Files {
+		if f.Name == name {
+			return string(f.Data)
 		}
 	}
-	return a
+	return ""
 }
 
-func (a archive) get(name string) (string, bool) {
-	for _, s := range a.sections {
-		if s.name == name {
-			return s.body, true
-		}
-	}
-	return "", false
-}
-
-func (a *archive) set(name, body string) {
-	for i := range a.sections {
-		if a.sections[i].name == name {
-			a.sections[i].body = body
+// setSection replaces (or appends) a section of a case file.
+func setSection(a *txtar.Archive, name, body string) {
+	for i := range a.Files {
+		if a.Files[i].Name == name {
+			a.Files[i].Data = []byte(body)
 			return
 		}
 	}
-	a.sections = append(a.sections, section{name, body})
-}
-
-func (a archive) format() string {
-	var b strings.Builder
-	b.WriteString(a.comment)
-	for _, s := range a.sections {
-		fmt.Fprintf(&b, "-- %s --\n%s", s.name, s.body)
-	}
-	return b.String()
+	a.Files = append(a.Files, txtar.File{Name: name, Data: []byte(body)})
 }
 
 // lines returns the non-blank, non-comment lines of a section.
@@ -145,18 +113,17 @@ func TestExchanges(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := parseArchive(string(data))
+			a := txtar.Parse(data)
 			gotUp, gotClient := runExchange(t, a)
 			if *updateExchanges {
-				a.set("want upstream", gotUp)
-				a.set("want client", gotClient)
-				if err := os.WriteFile(file, []byte(a.format()), 0o644); err != nil {
+				setSection(a, "want upstream", gotUp)
+				setSection(a, "want client", gotClient)
+				if err := os.WriteFile(file, txtar.Format(a), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
-			wantUp, _ := a.get("want upstream")
-			wantClient, _ := a.get("want client")
+			wantUp, wantClient := section(a, "want upstream"), section(a, "want client")
 			if gotUp != wantUp {
 				t.Errorf("upstream traffic differs\n--- got\n%s--- want\n%s%s", gotUp, wantUp, lineDiff(gotUp, wantUp))
 			}
@@ -247,6 +214,7 @@ type exchange struct {
 
 type xStream struct {
 	s      *Stream
+	id     []byte   // the id of the request the stream answers
 	events []string // raw messages, or "end"
 	last   []byte
 }
@@ -322,19 +290,16 @@ func (x *exchange) handle(rules []*rule, caps, tools string) func(*fakeConn, jso
 	}
 }
 
-func runExchange(t *testing.T, a archive) (upstreamTraffic, clientTraffic string) {
+func runExchange(t *testing.T, a *txtar.Archive) (upstreamTraffic, clientTraffic string) {
 	cfg := map[string]string{"mode": "shared", "caps": fakeInitCaps, "tools": `[{"name":"add","inputSchema":{"type":"object"}}]`}
-	if body, ok := a.get("config"); ok {
-		for _, l := range lines(body) {
-			k, v, ok := strings.Cut(l, ":")
-			if !ok {
-				t.Fatalf("bad config line %q", l)
-			}
-			cfg[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	for _, l := range lines(section(a, "config")) {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok {
+			t.Fatalf("bad config line %q", l)
 		}
+		cfg[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}
-	script, _ := a.get("upstream script")
-	steps, _ := a.get("client")
+	script, steps := section(a, "upstream script"), section(a, "client")
 	x := &exchange{t: t, sessions: map[string]*Session{}, streams: map[string]*xStream{}}
 	x.ft = newFakeTransport(x.handle(parseScript(t, script), cfg["caps"], cfg["tools"]))
 	var opts Options
@@ -418,6 +383,10 @@ func (x *exchange) step(step string) {
 		f = strings.SplitN(step, " ", 3)
 		fieldsAt(3)
 		x.newSession(f[1], f[2])
+	case "modern":
+		f = strings.SplitN(step, " ", 3)
+		fieldsAt(3)
+		x.sessions[f[1]] = x.r.StatelessSession(SessionParams{Capabilities: json.RawMessage(f[2])})
 	case "read":
 		fieldsAt(2)
 		st := x.stream(f[1])
@@ -470,10 +439,15 @@ func (x *exchange) step(step string) {
 			if x.streams[label] != nil {
 				t.Fatalf("stream %s already exists", label)
 			}
-			st := &xStream{s: NewStream(1, 256)}
+			m := mustParse(t, x.substLocked(msg))
+			st := &xStream{s: NewStream(1, 256), id: m.ID()}
 			x.streams[label] = st
 			x.order = append(x.order, label)
-			s.HandleRequest(mustParse(t, x.substLocked(msg)), st.s)
+			s.HandleRequest(m, st.s)
+		case "close":
+			st := x.stream(f[2])
+			st.s.Close()
+			s.Cancel(st.id, "the client closed the stream")
 		case "notify":
 			s.HandleNotification(mustParse(t, x.substLocked(f[2])))
 		case "respond":
@@ -545,6 +519,9 @@ func (x *exchange) upstreamTraffic() string {
 // elapsedRE hides the elapsed time the gateway reports in timeout errors ("within 0s", "after 51ms in all").
 var elapsedRE = regexp.MustCompile(`(within|after) [0-9.]+(ns|µs|ms|s|m|h)+`)
 
+// stateRE hides a requestState the gateway sealed (a random nonce makes each one different).
+var stateRE = regexp.MustCompile(`"requestState":"[^"]*"`)
+
 func (x *exchange) clientTraffic() string {
 	p := &placeholders{prefix: "c"}
 	var b strings.Builder
@@ -567,7 +544,8 @@ func (x *exchange) clientTraffic() string {
 			if m.MethodIs("notifications/cancelled") {
 				paths = append(paths, pathReqID)
 			}
-			fmt.Fprintf(&b, "%s %s\n", label, elapsedRE.ReplaceAllString(normalise(m.Raw(), p, paths...), "$1 <elapsed>"))
+			line := elapsedRE.ReplaceAllString(normalise(m.Raw(), p, paths...), "$1 <elapsed>")
+			fmt.Fprintf(&b, "%s %s\n", label, stateRE.ReplaceAllString(line, `"requestState":"<sealed>"`))
 		}
 	}
 	return b.String()
