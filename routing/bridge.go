@@ -50,7 +50,8 @@ type bridgeAsk struct {
 // bridgeInput answers a stateless upstream's input_required result for a legacy client: it asks the client, then
 // retries the call upstream with the answers. It runs on its own goroutine; the call has been taken off its link,
 // so nothing else completes it meanwhile.
-func (s *Session) bridgeInput(c *call, result []byte) {
+func (lc *legacyClient) bridgeInput(c *call, result []byte) {
+	s := lc.s
 	s.r.endLeg(c, outcomeInput)
 	fail := func(code int, msg string) {
 		c.code = code
@@ -106,14 +107,14 @@ func (s *Session) bridgeInput(c *call, result []byte) {
 		}
 		p := bridgeAsk{key: key, ch: make(chan jsonrpc.Message, 1)}
 		s.mu.Lock()
-		s.nextServerID++
-		p.gid = s.nextServerID
-		s.serverReqs[p.gid] = &serverReq{out: c.out, answer: p.ch}
+		lc.nextServerID++
+		p.gid = lc.nextServerID
+		lc.serverReqs[p.gid] = &serverReq{out: c.out, answer: p.ch}
 		s.mu.Unlock()
 		asked = append(asked, p)
 		if !c.out.Push(m.AppendWithID(nil, jsonrpc.AppendInt(nil, p.gid)), ClassRequest) {
 			fail(protocol.CodeInternalError, "the client is not reading its stream")
-			s.forgetAsks(asked)
+			lc.forgetAsks(asked)
 			return
 		}
 	}
@@ -123,12 +124,12 @@ func (s *Session) bridgeInput(c *call, result []byte) {
 			if e := m.Error(); e != nil {
 				code, _ := m.ErrorCode()
 				fail(code, "the client refused the upstream's request for input: "+errorMessage(e))
-				s.forgetAsks(asked)
+				lc.forgetAsks(asked)
 				return
 			}
 			answers[p.key] = json.RawMessage(clone(m.Result()))
 		case <-cancelled:
-			s.forgetAsks(asked)
+			lc.forgetAsks(asked)
 			for _, q := range asked { // the client's own requests stop too, as they would for a legacy server's
 				p := cancelledParams(jsonrpc.AppendInt(nil, q.gid), "the call was cancelled")
 				msg := jsonrpc.AppendNotification(nil, "notifications/cancelled", p)
@@ -139,7 +140,7 @@ func (s *Session) bridgeInput(c *call, result []byte) {
 			c.out.Abandon()
 			return
 		case <-ctx.Done():
-			s.forgetAsks(asked)
+			lc.forgetAsks(asked)
 			if s.ctx.Err() != nil {
 				return // the session ended: nobody is waiting
 			}
@@ -147,22 +148,24 @@ func (s *Session) bridgeInput(c *call, result []byte) {
 			return
 		}
 	}
-	if err := s.retryWithInput(c, answers, ir.RequestState); err != nil {
+	if err := lc.retryWithInput(c, answers, ir.RequestState); err != nil {
 		fail(protocol.CodeInternalError, err.Error())
 	}
 }
 
 // forgetAsks drops the server→client requests of a bridge round that ended early.
-func (s *Session) forgetAsks(asked []bridgeAsk) {
+func (lc *legacyClient) forgetAsks(asked []bridgeAsk) {
+	s := lc.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range asked {
-		delete(s.serverReqs, p.gid)
+		delete(lc.serverReqs, p.gid)
 	}
 }
 
 // retryWithInput sends the call again with the client's answers, as a new upstream leg under a new id.
-func (s *Session) retryWithInput(c *call, answers map[string]json.RawMessage, state *string) error {
+func (lc *legacyClient) retryWithInput(c *call, answers map[string]json.RawMessage, state *string) error {
+	s := lc.s
 	orig, err := jsonrpc.Parse(c.bridge.req)
 	if err != nil {
 		return fmt.Errorf("switchboard: the call cannot be retried: %w", err)
@@ -184,6 +187,7 @@ func (s *Session) retryWithInput(c *call, answers map[string]json.RawMessage, st
 	n.bridge = &bridged{
 		req:    jsonrpc.AppendRequest(nil, jsonrpc.AppendInt(nil, n.upID), c.method, params),
 		rounds: c.bridge.rounds + 1,
+		client: c.bridge.client,
 	}
 	n.timer = time.AfterFunc(c.link.up.timeout(), func() { s.timeout(n) })
 	s.mu.Lock()

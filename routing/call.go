@@ -59,7 +59,8 @@ type call struct {
 // bridged is the role of a legacy client's call to a modern upstream: the gateway answers the upstream's
 // input_required by asking the client, then retries the request with the answers (bridge.go).
 type bridged struct {
-	req    []byte // the request as sent upstream, to retry
+	client *legacyClient // who is asked
+	req    []byte        // the request as sent upstream, to retry
 	rounds int    // input rounds so far
 	// asking, while the gateway asks the client, is closed by the client's cancellation (guarded by the
 	// session's mu).
@@ -91,7 +92,7 @@ func (c *call) what() string { return c.method }
 func (c *call) answered(m jsonrpc.Message) {
 	if c.bridge != nil && isInputRequired(m.Result()) {
 		res := m.Result()
-		if !c.session.goWork(func() { c.session.bridgeInput(c, res) }) {
+		if !c.session.goWork(func() { c.bridge.client.bridgeInput(c, res) }) {
 			c.out.Abandon() // the session ended: nobody waits for the answer
 		}
 		return
@@ -111,7 +112,7 @@ func (c *call) answered(m jsonrpc.Message) {
 	if res != nil && (c.method == protocol.MethodToolsCall || c.method == protocol.MethodPromptsGet) && mayNameResources(res) {
 		s.noteURIs(c.link.up, res)
 	}
-	if res != nil && !s.Stateless() && c.link.modern() {
+	if res != nil && !s.era.modern() && c.link.modern() {
 		if res = legacyResult(res); c.transform != nil {
 			res = c.transform(res)
 		}

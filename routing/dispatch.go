@@ -24,7 +24,7 @@ func (s *Session) HandleRequestContext(ctx context.Context, m jsonrpc.Message, o
 	ctx = context.WithoutCancel(ctx)
 	s.touch()
 	id := m.ID()
-	if s.params.Stateless && s.statelessRequest(ctx, m, out) {
+	if s.era.preempt(ctx, m, out) {
 		return
 	}
 	switch m.Method() {
@@ -71,13 +71,7 @@ func (s *Session) HandleNotification(m jsonrpc.Message) {
 		s.cancelCall(m.Params())
 	case "notifications/roots/list_changed":
 		// Roots belong to the client: every per-client upstream session hears of the change.
-		s.mu.Lock()
-		links := make([]*link, 0, len(s.links))
-		for _, l := range s.links {
-			links = append(links, l)
-		}
-		s.mu.Unlock()
-		for _, l := range links {
+		for _, l := range s.links.all() {
 			l.respond(clone(m.Raw()))
 		}
 	}
@@ -145,7 +139,7 @@ func (s *Session) callURI(ctx context.Context, m jsonrpc.Message, out *Stream) {
 		up = nil
 	}
 	if up == nil {
-		if s.params.Stateless {
+		if s.era.modern() {
 			notFoundCode(out, m.ID(), uri, protocol.CodeInvalidParams)
 			return
 		}
@@ -248,14 +242,11 @@ func (s *Session) setLevel(ctx context.Context, m jsonrpc.Message, out *Stream) 
 		replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("invalid log level %q: use one of debug, info, notice, warning, error, critical, alert, emergency", level))
 		return
 	}
-	s.storeUpdate(func(rec *state.SessionRecord) { rec.LogLevel = level })
+	s.record.update(func(rec *state.SessionRecord) { rec.LogLevel = level })
 	s.mu.Lock()
 	s.logLevel = i
-	links := make([]*link, 0, len(s.links))
-	for _, l := range s.links {
-		links = append(links, l)
-	}
 	s.mu.Unlock()
+	links := s.links.all()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	defer context.AfterFunc(s.ctx, cancel)() // the session's end stops it too

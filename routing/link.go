@@ -356,7 +356,7 @@ func (l *link) soleCaller() *call {
 		found = c
 		n++
 	}
-	if found != nil && found.session.params.Stateless && n > 1 {
+	if found != nil && found.session.era.modern() && n > 1 {
 		// A stateless session serves many clients at once: two calls of it are two clients, and guessing
 		// would show one client another's request.
 		return nil
@@ -375,9 +375,9 @@ func (l *link) lost(err error) {
 		p.failed(outcomeFailed, protocol.CodeInternalError, fmt.Sprintf("upstream %q failed during %s: %s; retry the request", l.up.cfg.Name, p.what(), reason))
 	}
 	if l.owner != nil {
-		l.owner.serverRequestsLost(l)
+		l.owner.era.linkLost(l)
 	} else {
-		l.r.eachSession(func(s *Session) { s.serverRequestsLost(l) })
+		l.r.eachSession(func(s *Session) { s.era.linkLost(l) })
 	}
 }
 
@@ -498,7 +498,11 @@ func (l *link) serverRequest(m jsonrpc.Message, related []byte) {
 			fmt.Sprintf("switchboard cannot tell which client %s is for: this upstream is shared by several sessions; configure it with session: per-client", m.Method()), nil))
 		return
 	}
-	s.forwardServerRequest(l, m, rel)
+	if why := s.refuses(m); why != "" {
+		l.respond(jsonrpc.AppendError(nil, m.ID(), protocol.CodeMethodNotFound, why, nil))
+		return
+	}
+	s.era.serverRequest(l, m, rel)
 }
 
 // respond sends a response to the upstream; best effort.
@@ -539,10 +543,10 @@ func (l *link) notification(m jsonrpc.Message, related []byte) {
 		c.out.Push(msg, ClassNotice)
 	case "notifications/cancelled":
 		if l.owner != nil {
-			l.owner.serverRequestCancelled(l, m)
+			l.owner.era.serverRequestCancelled(l, m)
 			return
 		}
-		l.r.eachSession(func(s *Session) { s.serverRequestCancelled(l, m) })
+		l.r.eachSession(func(s *Session) { s.era.serverRequestCancelled(l, m) })
 		if st, e, ok := jsonrpc.Lookup(m.Params(), "requestId"); ok {
 			l.r.parks.withdraw(nil, l, m.Params()[st:e]) // stateless sessions are not in the list above
 		}

@@ -133,10 +133,10 @@ func TestStatelessPoolKey(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a, b := r.StatelessSession(tc.a), r.StatelessSession(tc.b)
 			if (a == b) != tc.same {
-				t.Errorf("same session = %v, want %v (keys %q and %q)", a == b, tc.same, a.poolKey, b.poolKey)
+				t.Errorf("same session = %v, want %v (keys %q and %q)", a == b, tc.same, a.era.(*pooledClient).key, b.era.(*pooledClient).key)
 			}
-			if !a.Stateless() || a.ProtocolVersion() != protocol.LatestLegacy {
-				t.Errorf("pooled session: stateless %v, version %q; want a stateless session speaking %s upstream", a.Stateless(), a.ProtocolVersion(), protocol.LatestLegacy)
+			if !a.Modern() || a.ProtocolVersion() != protocol.LatestLegacy {
+				t.Errorf("pooled session: stateless %v, version %q; want a stateless session speaking %s upstream", a.Modern(), a.ProtocolVersion(), protocol.LatestLegacy)
 			}
 		})
 	}
@@ -162,8 +162,8 @@ func TestStatelessPoolBounds(t *testing.T) {
 		if i == 0 {
 			first = s
 		}
-		if len(s.poolKey) != 32 {
-			t.Fatalf("pool key of %d bytes, want a 32-byte hash", len(s.poolKey))
+		if len(s.era.(*pooledClient).key) != 32 {
+			t.Fatalf("pool key of %d bytes, want a 32-byte hash", len(s.era.(*pooledClient).key))
 		}
 	}
 	r.pool.mu.Lock()
@@ -173,8 +173,8 @@ func TestStatelessPoolBounds(t *testing.T) {
 			mallory++
 		}
 	}
-	_, bobPooled := r.pool.m[bob.poolKey]
-	_, firstPooled := r.pool.m[first.poolKey]
+	_, bobPooled := r.pool.m[bob.era.(*pooledClient).key]
+	_, firstPooled := r.pool.m[first.era.(*pooledClient).key]
 	r.pool.mu.Unlock()
 	if mallory != maxStatelessPerPrincipal || total != maxStatelessPerPrincipal+1 {
 		t.Errorf("pool holds %d of mallory's sessions (%d in all), want %d (+1 of bob's)", mallory, total, maxStatelessPerPrincipal)

@@ -111,18 +111,13 @@ func (r *Router) Reconfigure(cfgs []UpstreamConfig) (ReloadResult, error) {
 // subscriptions there.
 func (s *Session) dropUpstream(up *Upstream) {
 	s.mu.Lock()
-	l := s.links[up]
-	delete(s.links, up)
 	for uri, u := range s.subs {
 		if u == up {
 			delete(s.subs, uri)
 		}
 	}
 	s.mu.Unlock()
-	if l != nil {
-		l.close()
-		up.instances.Add(-1)
-	}
+	s.links.drop(up)
 }
 
 // RestartUpstream re-establishes an upstream's sessions: its main session and every per-client one. Calls in
@@ -134,10 +129,7 @@ func (r *Router) RestartUpstream(name string) error {
 	}
 	up.main.restart()
 	r.eachSession(func(s *Session) {
-		s.mu.Lock()
-		l := s.links[up]
-		s.mu.Unlock()
-		if l != nil {
+		if l := s.links.peek(up); l != nil {
 			l.restart()
 		}
 	})

@@ -5,8 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/routing/state"
@@ -95,19 +95,6 @@ func (r *Router) record(s *Session) state.SessionRecord {
 	}
 }
 
-// storeCreate records a new session; without the store the session still works on this replica.
-func (r *Router) storeCreate(s *Session) {
-	if r.opts.Store == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	defer cancel()
-	if err := r.opts.Store.Create(ctx, r.record(s)); err != nil {
-		r.log.Warn("session not shared with other replicas yet: the store failed; it is written when the store is back", "session", s.logID(), "err", err)
-		s.unshared.Store(true)
-	}
-}
-
 // shareLate writes the records of the sessions started while the store could not be reached (storeCreate), with
 // what they hold now, so that the other replicas can serve them once it is back. The janitor calls it; it stops at
 // the first failure, since the store is then still away.
@@ -116,7 +103,7 @@ func (r *Router) shareLate() {
 		return
 	}
 	for _, s := range r.allSessions() {
-		if !s.unshared.Load() {
+		if s.record == nil || !s.record.unshared.Load() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
@@ -124,7 +111,7 @@ func (r *Router) shareLate() {
 		cancel()
 		switch {
 		case err == nil, errors.Is(err, state.ErrExists):
-			s.unshared.Store(false)
+			s.record.unshared.Store(false)
 			r.log.Info("session shared with the other replicas now that the store is back", "session", s.logID())
 		default:
 			return
@@ -142,8 +129,8 @@ func (s *Session) currentRecord() state.SessionRecord {
 	for uri := range s.subs {
 		rec.Subscriptions = append(rec.Subscriptions, uri)
 	}
-	links := maps.Clone(s.links)
 	s.mu.Unlock() // a session's lock and a link's are never held together
+	links := s.links.snapshot()
 	slices.Sort(rec.Subscriptions)
 	for up, l := range links {
 		l.mu.Lock()
@@ -184,14 +171,15 @@ func (r *Router) RestoreSession(ctx context.Context, id, principal string, allow
 	if rec.Principal != principal {
 		return nil, nil // another principal's session is, for this caller, no session
 	}
-	s := newSessionWithID(r, SessionParams{
+	s := newSession(r, SessionParams{
 		ProtocolVersion: rec.ProtocolVersion, Capabilities: rec.Capabilities, ClientInfo: rec.ClientInfo,
 		Principal: rec.Principal, Allow: allow, Context: decorate,
-	}, id)
+	}, id, func(s *Session) era { return newLegacyClient(s) })
+	s.record = &sharedRecord{s: s} // it exists: this replica shares it as it is
 	if i := levelIndex(rec.LogLevel); i >= 0 {
 		s.logLevel = i
 	}
-	s.resumable = rec.UpstreamSessions
+	s.links.resumable = rec.UpstreamSessions
 	for _, uri := range rec.Subscriptions {
 		if up := s.resourceUpstream(uri); up != nil {
 			s.subs[uri] = up
@@ -218,58 +206,6 @@ func notice(text string) []byte {
 	b := []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"notice","logger":"switchboard","data":`)
 	b = jsonrpc.AppendQuote(b, text)
 	return append(b, "}}"...)
-}
-
-// storeTouch refreshes the record's TTL, at most every touchEvery.
-func (s *Session) storeTouch() {
-	st := s.r.opts.Store
-	if st == nil || s.params.Stateless { // a stateless session has no record
-		return
-	}
-	now := time.Now().UnixNano()
-	last := s.storeTouched.Load()
-	if now-last < int64(touchEvery) || !s.storeTouched.CompareAndSwap(last, now) {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	defer cancel()
-	if err := st.Touch(ctx, s.id); err != nil && !errors.Is(err, state.ErrNotFound) {
-		s.r.log.Debug("session record not refreshed", "session", s.logID(), "err", err)
-	}
-}
-
-// storeUpdate changes the session's record, in the background (bounded by storeTimeout).
-func (s *Session) storeUpdate(fn func(*state.SessionRecord)) {
-	st := s.r.opts.Store
-	if st == nil || s.params.Stateless { // a stateless session has no record
-		return
-	}
-	go func() { // owned by the session's store updates: bounded by storeTimeout
-		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-		defer cancel()
-		err := st.Update(ctx, s.id, func(rec *state.SessionRecord) error { fn(rec); return nil })
-		if err != nil && !errors.Is(err, state.ErrNotFound) {
-			s.r.log.Debug("session record not updated", "session", s.logID(), "err", err)
-		}
-	}()
-}
-
-// End ends the session at its client's request, on every replica: the record goes, and the other replicas
-// close their copy.
-func (s *Session) End() {
-	if st := s.r.opts.Store; st != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-		if err := st.Delete(ctx, s.id); err != nil {
-			s.r.log.Warn("session record not deleted", "session", s.logID(), "err", err)
-		}
-		if b := s.r.opts.Bus; b != nil {
-			if err := b.Publish(ctx, endedChannel, []byte(s.id)); err != nil {
-				s.r.log.Warn("other replicas not told the session ended", "session", s.logID(), "err", err)
-			}
-		}
-		cancel()
-	}
-	s.Close()
 }
 
 // followEnded closes local copies of sessions ended on other replicas, until ctx ends.
@@ -314,33 +250,114 @@ func (r *Router) follow(ctx context.Context, channel string, handle func([]byte)
 	}
 }
 
+// sharedRecord is a legacy session's record in the store, which lets any replica serve the session. A nil
+// *sharedRecord is a session that is not shared: a modern pool entry, or any session without a store; its
+// methods then do nothing.
+type sharedRecord struct {
+	s *Session
+	// touched is when the record's TTL was last refreshed (unix ns).
+	touched atomic.Int64
+	// unshared: the store failed when the session started; the janitor writes the record later (shareLate).
+	unshared atomic.Bool
+}
+
+// share writes a new session's record; without the store the session still works on this replica.
+func (r *Router) share(s *Session) {
+	if r.opts.Store == nil {
+		return
+	}
+	s.record = &sharedRecord{s: s}
+	s.record.touched.Store(time.Now().UnixNano()) // written fresh
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if err := r.opts.Store.Create(ctx, r.record(s)); err != nil {
+		r.log.Warn("session not shared with other replicas yet: the store failed; it is written when the store is back", "session", s.logID(), "err", err)
+		s.record.unshared.Store(true)
+	}
+}
+
+// touch refreshes the record's TTL, at most every touchEvery.
+func (sr *sharedRecord) touch() {
+	if sr == nil {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := sr.touched.Load()
+	if now-last < int64(touchEvery) || !sr.touched.CompareAndSwap(last, now) {
+		return
+	}
+	s := sr.s
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if err := s.r.opts.Store.Touch(ctx, s.id); err != nil && !errors.Is(err, state.ErrNotFound) {
+		s.r.log.Debug("session record not refreshed", "session", s.logID(), "err", err)
+	}
+}
+
+// update changes the record, in the background (bounded by storeTimeout, joined by the session's Close).
+func (sr *sharedRecord) update(fn func(*state.SessionRecord)) {
+	if sr == nil {
+		return
+	}
+	s := sr.s
+	s.goWork(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		defer cancel()
+		err := s.r.opts.Store.Update(ctx, s.id, func(rec *state.SessionRecord) error { fn(rec); return nil })
+		if err != nil && !errors.Is(err, state.ErrNotFound) {
+			s.r.log.Debug("session record not updated", "session", s.logID(), "err", err)
+		}
+	})
+}
+
+// remove deletes the record and tells the other replicas the session ended.
+func (sr *sharedRecord) remove() {
+	if sr == nil {
+		return
+	}
+	s := sr.s
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if err := s.r.opts.Store.Delete(ctx, s.id); err != nil {
+		s.r.log.Warn("session record not deleted", "session", s.logID(), "err", err)
+	}
+	if b := s.r.opts.Bus; b != nil {
+		if err := b.Publish(ctx, endedChannel, []byte(s.id)); err != nil {
+			s.r.log.Warn("other replicas not told the session ended", "session", s.logID(), "err", err)
+		}
+	}
+}
+
+// End ends the session at its client's request, on every replica: the record goes, and the other replicas
+// close their copy.
+func (s *Session) End() {
+	s.record.remove()
+	s.Close()
+}
+
 // relayChannel carries client messages that reached a replica other than the one holding what they answer or
 // cancel: an answer to a server→client request, a cancellation of a call in flight.
 const relayChannel = "sessions:relay"
 
-// relay publishes a client's answer that no local request awaits, for the replica that asked.
-func (s *Session) relay(m jsonrpc.Message) {
-	if s.r.opts.Bus == nil || s.params.Stateless {
+// relay publishes a client's message that answers or cancels nothing held here, for the replica that holds it.
+func (sr *sharedRecord) relay(msg []byte) {
+	if sr == nil || sr.s.r.opts.Bus == nil {
 		return
 	}
-	s.publishRelay(m.Raw())
-}
-
-// relayCancel publishes a client's cancellation of a call this replica does not run.
-func (s *Session) relayCancel(params []byte) {
-	if s.r.opts.Bus == nil || s.params.Stateless {
-		return
-	}
-	s.publishRelay(jsonrpc.AppendNotification(nil, "notifications/cancelled", params))
-}
-
-func (s *Session) publishRelay(msg []byte) {
+	s := sr.s
 	b := make([]byte, 0, len(s.id)+1+len(msg))
 	b = append(append(append(b, s.id...), '\n'), msg...)
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	if err := s.r.opts.Bus.Publish(ctx, relayChannel, b); err != nil {
 		s.r.log.Debug("client message not relayed to other replicas", "session", s.logID(), "err", err)
+	}
+}
+
+// relayCancel relays a client's cancellation of a call this replica does not run.
+func (sr *sharedRecord) relayCancel(params []byte) {
+	if sr != nil {
+		sr.relay(jsonrpc.AppendNotification(nil, "notifications/cancelled", params))
 	}
 }
 
@@ -359,41 +376,10 @@ func (r *Router) followRelay(ctx context.Context) {
 		if err != nil {
 			return
 		}
-		s.handleRelayed(m)
+		if lc, ok := s.era.(*legacyClient); ok { // only a legacy session is recorded, and so relayed to
+			lc.handleRelayed(m)
+		}
 	})
-}
-
-// handleRelayed acts on a message relayed from another replica, without relaying it again.
-func (s *Session) handleRelayed(m jsonrpc.Message) {
-	switch m.Kind() {
-	case jsonrpc.KindResponse:
-		gid, ok := jsonrpc.ParseInt(m.ID())
-		if !ok {
-			return
-		}
-		s.mu.Lock()
-		req := s.serverReqs[gid]
-		delete(s.serverReqs, gid)
-		s.mu.Unlock()
-		if req != nil {
-			ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
-			defer cancel()
-			_ = req.link.write(ctx, m.AppendWithID(nil, req.upID))
-		}
-	case jsonrpc.KindNotification:
-		if m.MethodIs("notifications/cancelled") {
-			st, e, ok := jsonrpc.Lookup(m.Params(), "requestId")
-			if !ok {
-				return
-			}
-			s.mu.Lock()
-			c := s.calls[string(m.Params()[st:e])]
-			s.mu.Unlock()
-			if c != nil {
-				s.cancelCall(m.Params())
-			}
-		}
-	}
 }
 
 // latestUpstreamSession picks up an HTTP upstream session another replica recorded for this session after this
@@ -401,10 +387,7 @@ func (s *Session) handleRelayed(m jsonrpc.Message) {
 // client keeps one upstream session (and one upstream state) whichever replica serves it. It runs outside the
 // session's lock (a store read), and only when a per-client HTTP link is about to be made with a store.
 func (s *Session) latestUpstreamSession(up *Upstream) {
-	s.mu.Lock()
-	_, known := s.resumable[up.cfg.Name]
-	s.mu.Unlock()
-	if known {
+	if s.links.resumes(up.cfg.Name) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, storeTimeout)
@@ -417,14 +400,7 @@ func (s *Session) latestUpstreamSession(up *Upstream) {
 	if !ok {
 		return
 	}
-	s.mu.Lock()
-	if _, linked := s.links[up]; !linked {
-		if s.resumable == nil {
-			s.resumable = map[string]string{}
-		}
-		s.resumable[up.cfg.Name] = v
-	}
-	s.mu.Unlock()
+	s.links.resume(up, v)
 }
 
 // recordUpstreamSession keeps a per-client HTTP upstream session's id in the session's record, so that another
@@ -445,7 +421,7 @@ func (s *Session) recordUpstreamSession(l *link) {
 	}
 	v := conn.Server.ProtocolVersion + " " + sid
 	name := l.up.cfg.Name
-	s.storeUpdate(func(rec *state.SessionRecord) {
+	s.record.update(func(rec *state.SessionRecord) {
 		if rec.UpstreamSessions == nil {
 			rec.UpstreamSessions = map[string]string{}
 		}

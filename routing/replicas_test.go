@@ -45,7 +45,7 @@ func TestSessionsSharedAfterAnOutage(t *testing.T) {
 	if err != nil || rec.LogLevel != "debug" || rec.ProtocolVersion != "2025-11-25" {
 		t.Fatalf("record after the outage: %+v, %v; want the session with its level", rec, err)
 	}
-	if s.unshared.Load() {
+	if s.record.unshared.Load() {
 		t.Error("the session is still marked unshared")
 	}
 }

@@ -112,8 +112,10 @@ type Router struct {
 	reloadMu  sync.Mutex // serialises Reconfigure
 	elicits   elicitations
 	inst      instruments
-	pool      statelessPool // sessions of 2026-07-28 clients (modern.go)
-	parks     parkTable     // upstream calls waiting for a 2026-07-28 client's input (mrtr.go)
+	pool      statelessPool  // sessions of 2026-07-28 clients (pool.go)
+	closing   sync.WaitGroup // pooled sessions evicted and being closed; Run waits for them
+	minted    atomic.Int64   // MintID's counter
+	parks     parkTable      // upstream calls waiting for a 2026-07-28 client's input (mrtr.go)
 
 	mu       sync.Mutex
 	running  bool // Run has started the upstreams; reloads start new ones at once
@@ -193,12 +195,12 @@ func (r *Router) Run(ctx context.Context) {
 	}
 	r.mu.Unlock()
 	r.readyChanged()
-	go r.followEnded(ctx) // ends with ctx
-	go r.followRelay(ctx) // ends with ctx
+	var followers sync.WaitGroup // they end with ctx
+	defer followers.Wait()
+	followers.Go(func() { r.followEnded(ctx) })
+	followers.Go(func() { r.followRelay(ctx) })
 	if r.opts.Replicas != nil && r.opts.Replica != "" {
-		var wg sync.WaitGroup
-		defer wg.Wait()
-		wg.Go(func() { r.registerReplica(ctx) })
+		followers.Go(func() { r.registerReplica(ctx) })
 	}
 	t := time.NewTicker(r.janitorInterval())
 	defer t.Stop()
@@ -211,6 +213,7 @@ func (r *Router) Run(ctx context.Context) {
 			for _, s := range r.statelessSessions() {
 				s.Close()
 			}
+			r.closing.Wait()
 			for _, up := range r.upstreams() {
 				up.stopAndWait()
 			}
@@ -408,8 +411,8 @@ func (r *Router) Instructions() string {
 
 // NewSession starts a client session for a client that sent initialize. The caller has negotiated version.
 func (r *Router) NewSession(p SessionParams) *Session {
-	s := newSession(r, p)
-	r.storeCreate(s)
+	s := newSession(r, p, newSessionID(), func(s *Session) era { return newLegacyClient(s) })
+	r.share(s)
 	r.mu.Lock()
 	r.sessions[s.id] = s
 	r.mu.Unlock()
@@ -478,6 +481,6 @@ func (r *Router) expireSessions() {
 			s.Close()
 			continue
 		}
-		s.closeIdleLinks(now)
+		s.links.closeIdle(now)
 	}
 }

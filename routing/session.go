@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,10 +30,6 @@ type SessionParams struct {
 	// Context, when set, decorates the session's context, from which its upstream sessions' contexts derive:
 	// the principal travels that way to upstream credentials that depend on it.
 	Context func(context.Context) context.Context
-	// Stateless marks a session the gateway keeps for clients of the 2026-07-28 era, which have none of their
-	// own (modern.go): it is never stored or listed, its server→client requests become input_required results,
-	// and it hears no notification that is not related to a request.
-	Stateless bool
 	// LogLevel is the level a stateless session's requests asked for ("" for none: no log messages at all).
 	LogLevel string
 }
@@ -52,17 +47,6 @@ type clientCaps struct {
 	} `json:"elicitation"`
 }
 
-// serverReq is a server→client request in flight: which upstream asked, under which id.
-type serverReq struct {
-	link *link
-	upID []byte
-	out  *Stream
-	// answer, when set, receives the client's response instead of an upstream: the gateway asked on behalf of a
-	// stateless upstream's input_required result (bridge.go).
-	answer chan jsonrpc.Message
-	roots  bool // a roots/list: its answer releases the link's first calls (awaitRoots)
-}
-
 // Session is one client session of the legacy era (design §3): created by initialize, bound to a principal,
 // holding its per-client upstream sessions, its calls in flight and its standalone stream.
 type Session struct {
@@ -76,44 +60,36 @@ type Session struct {
 	cancel     context.CancelFunc
 	lastUsed   atomic.Int64
 	streams    atomic.Int32
-	// storeTouched is when the shared record's TTL was last refreshed (unix ns).
-	storeTouched atomic.Int64
-	// unshared: the store failed when the session started; the janitor writes its record later (shareLate).
-	unshared atomic.Bool
+	era        era           // what differs with the clients' era: legacyClient or pooledClient
+	record     *sharedRecord // the session's record for other replicas; nil when not shared (replicas.go)
 
 	// workers are the goroutines the session starts for its calls (bridge.go); Close waits for them.
 	workers sync.WaitGroup
 
-	mu           sync.Mutex
-	links        map[*Upstream]*link
-	calls        map[string]*call
-	serverReqs   map[int64]*serverReq
-	nextServerID int64
-	logLevel     int                  // index into logLevels; -1 when the client set none
-	subs         map[string]*Upstream // resource subscriptions: URI → upstream
-	seenURIs     map[string]*Upstream // URIs that upstreams' results named, for reads (bounded)
-	tasks        map[string]bool      // exposed ids of the tasks this session created
-	resumable    map[string]string    // upstream name → "<protocol> <session id>" recorded by another replica
-	closed       bool
+	links clientLinks // the client's own upstream sessions (per-client upstreams)
 
-	listener bool   // a stateless session serving one subscriptions/listen stream (modern.go)
-	poolKey  string // where the router's pool of stateless sessions keeps it
-	minted   atomic.Int64
+	mu       sync.Mutex
+	calls    map[string]*call
+	logLevel int                  // index into logLevels; -1 when the client set none
+	subs     map[string]*Upstream // resource subscriptions: URI → upstream
+	seenURIs map[string]*Upstream // URIs that upstreams' results named, for reads (bounded)
+	tasks    map[string]bool      // exposed ids of the tasks this session created
+	closed   bool
 }
 
-func newSession(r *Router, p SessionParams) *Session {
+// newSessionID returns a fresh session id: 128 random bits.
+func newSessionID() string {
 	var idb [16]byte
 	rand.Read(idb[:])
-	return newSessionWithID(r, p, hex.EncodeToString(idb[:]))
+	return hex.EncodeToString(idb[:])
 }
 
-func newSessionWithID(r *Router, p SessionParams, id string) *Session {
+// newSession returns a session of the era mkEra makes.
+func newSession(r *Router, p SessionParams, id string, mkEra func(*Session) era) *Session {
 	s := &Session{
 		r: r, id: id, params: p,
 		standalone: r.NewStream(-1, 1024),
-		links:      map[*Upstream]*link{},
 		calls:      map[string]*call{},
-		serverReqs: map[int64]*serverReq{},
 		subs:       map[string]*Upstream{},
 		seenURIs:   map[string]*Upstream{},
 		tasks:      map[string]bool{},
@@ -126,12 +102,7 @@ func newSessionWithID(r *Router, p SessionParams, id string) *Session {
 		ctx = p.Context(ctx)
 	}
 	s.ctx, s.cancel = context.WithCancel(ctx)
-	if r.opts.Store != nil {
-		// Copies of a session on several replicas share the client's streams: their server→client request ids
-		// must not collide, so each copy counts from its own random start.
-		s.nextServerID = randomBelow(1 << 50)
-	}
-	s.storeTouched.Store(time.Now().UnixNano()) // the record is written fresh
+	s.era = mkEra(s)
 	s.touch()
 	return s
 }
@@ -159,7 +130,7 @@ func (s *Session) StreamClosed() { s.streams.Add(-1); s.touch() }
 
 func (s *Session) touch() {
 	s.lastUsed.Store(time.Now().UnixNano())
-	s.storeTouch()
+	s.record.touch()
 }
 
 // logID is a short, non-secret form of the id for logs: the session id is a bearer of state and stays out of logs.
@@ -174,25 +145,12 @@ func (s *Session) Close() {
 		return
 	}
 	s.closed = true
-	links := s.links
-	s.links = map[*Upstream]*link{}
 	s.mu.Unlock()
 	s.r.dropSession(s)
-	if s.params.Stateless && !s.listener {
-		s.r.unpool(s)
-	}
+	s.era.closing()
 	s.dropSubscriptions()
 	s.cancel()
-	var wg sync.WaitGroup
-	for up, l := range links {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l.close()
-			up.instances.Add(-1)
-		}()
-	}
-	wg.Wait()
+	s.links.closeAll()
 	s.workers.Wait()
 	s.standalone.Close()
 }
@@ -209,40 +167,10 @@ func (s *Session) goWork(f func()) bool {
 	return true
 }
 
-// closeIdleLinks closes the per-client upstream sessions unused for their upstream's idle timeout: stdio children
-// are the classic leak of gateways, and a client that went quiet should not keep one alive (design §3).
-func (s *Session) closeIdleLinks(now time.Time) {
-	s.mu.Lock()
-	links := make(map[*Upstream]*link, len(s.links))
-	for up, l := range s.links {
-		if up.cfg.IdleTimeout > 0 {
-			links[up] = l
-		}
-	}
-	s.mu.Unlock()
-	var idle []*link
-	for up, l := range links { // a link's lock is never taken under the session's
-		if !l.idle(now.Add(-up.cfg.IdleTimeout).UnixNano()) {
-			continue
-		}
-		s.mu.Lock()
-		if s.links[up] == l {
-			delete(s.links, up)
-			idle = append(idle, l)
-		}
-		s.mu.Unlock()
-	}
-	for _, l := range idle {
-		l.log.Info("closing idle per-client upstream session")
-		l.close()
-		l.up.instances.Add(-1)
-	}
-}
-
 // notify queues a notification on the standalone stream; dropped when the client does not keep up. A stateless
 // session has no standalone stream unless it serves a subscriptions/listen request.
 func (s *Session) notify(msg []byte) {
-	if s.params.Stateless && !s.listener {
+	if !s.era.hearsUnrelated() {
 		return
 	}
 	s.standalone.Push(msg, ClassNotice)
@@ -250,52 +178,23 @@ func (s *Session) notify(msg []byte) {
 
 // linkFor returns the upstream session that serves this client for up, starting a per-client one on first use.
 func (s *Session) linkFor(up *Upstream) (*link, error) {
-	if up.cfg.Mode == Shared || up.stateless() && (s.params.Stateless || !up.legacyLinks()) {
+	if up.cfg.Mode == Shared || up.stateless() && (s.era.modern() || !up.legacyLinks()) {
 		// A stateless upstream keeps nothing per client: every request carries the client's capabilities.
 		return up.main, nil
 	}
-	if s.r.opts.Store != nil && up.cfg.Kind == "http" {
-		s.mu.Lock()
-		linked := s.links[up] != nil
-		s.mu.Unlock()
-		if !linked {
-			s.latestUpstreamSession(up) // a store read, outside the lock, only when a link is to be made
-		}
+	if s.r.opts.Store != nil && up.cfg.Kind == "http" && s.links.peek(up) == nil {
+		s.latestUpstreamSession(up) // a store read, outside any lock, only when a link is to be made
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if l := s.links[up]; l != nil {
-		l.lastUsed.Store(time.Now().UnixNano()) // in use: not idle, whatever the janitor is about to decide
-		return l, nil
-	}
-	if s.closed {
-		return nil, fmt.Errorf("session closed")
-	}
-	if up.removed.Load() {
-		return nil, fmt.Errorf("upstream %q was removed from the configuration", up.cfg.Name)
-	}
-	if n := up.cfg.MaxInstances; n > 0 && int(up.instances.Load()) >= n {
-		return nil, fmt.Errorf("upstream %q has reached its limit of %d per-client sessions; try again later or raise maxInstances", up.cfg.Name, n)
-	}
-	up.instances.Add(1)
 	caps := s.params.Capabilities
 	if len(caps) == 0 {
 		caps = json.RawMessage(`{}`)
 	}
-	l := newLink(s.r, up, s, upstream.ClientHello{
+	return s.links.open(s, up, upstream.ClientHello{
 		ProtocolVersion: s.params.ProtocolVersion,
 		Capabilities:    caps,
 		ClientInfo:      s.r.clientInfo(),
 		Legacy:          up.stateless(), // a legacy client's own session of an upstream that speaks both eras
 	})
-	if v, ok := s.resumable[up.cfg.Name]; ok {
-		delete(s.resumable, up.cfg.Name)
-		// Another replica may use the same upstream session: the link's random id start keeps the two apart.
-		l.resumeProto, l.resumeSID, _ = strings.Cut(v, " ")
-	}
-	l.start(s.ctx)
-	s.links[up] = l
-	return l, nil
 }
 
 // linkConnected brings a fresh per-client upstream session up to the client's state.
@@ -308,7 +207,7 @@ func (s *Session) linkConnected(l *link) {
 	s.mu.Unlock()
 	_, logs := l.up.capability("logging")
 	setLevel := level >= 0 && logs
-	waitRoots := s.caps.Roots != nil && !s.params.Stateless
+	waitRoots := s.caps.Roots != nil && !s.era.modern()
 	if !setLevel && !waitRoots {
 		l.setUp(prep)
 		return
@@ -397,7 +296,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 		replyError(out, id, protocol.CodeInternalError, err.Error())
 		return
 	}
-	if s.params.Stateless || l.modern() {
+	if s.era.modern() || l.modern() {
 		m = s.adaptMeta(l, m) // the request's _meta speaks the upstream's era (modern.go)
 	}
 	rctx, cancel := context.WithTimeout(s.ctx, up.timeout())
@@ -447,8 +346,8 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 		}
 	}
 	msg := m.AppendWith(make([]byte, 0, len(m.Raw())+32), upID, edits...)
-	if !s.params.Stateless && l.modern() && multiRound(c.method) {
-		c.bridge = &bridged{req: msg} // kept to retry it with the client's answers if the upstream asks for input
+	if lc, ok := s.era.(*legacyClient); ok && l.modern() && multiRound(c.method) {
+		c.bridge = &bridged{client: lc, req: msg} // kept to retry it with the client's answers if the upstream asks for input
 	}
 	for tries := 0; !l.add(c.upID, c); tries++ {
 		// The connection went away since ready (a restart, a crash): wait for the next one, a few times at most.
@@ -508,7 +407,7 @@ func (s *Session) cancelCall(params []byte) {
 		return
 	}
 	if c == nil {
-		s.relayCancel(params) // the call may run on another replica (handleRelayed never relays again)
+		s.record.relayCancel(params) // the call may run on another replica (handleRelayed never relays again)
 	}
 	if c == nil || !c.link.takeIf(c) {
 		return // unknown, finished, or crossing its response: ignored, as the spec allows
@@ -525,47 +424,6 @@ func (s *Session) cancelCall(params []byte) {
 	}
 	c.link.sendCancel(c.upID, reason)
 	c.out.Abandon()
-}
-
-// forwardServerRequest relays an upstream's request (sampling, elicitation, roots) to this client under a
-// gateway id, on the stream of the request it relates to when there is one (design §4).
-func (s *Session) forwardServerRequest(l *link, m jsonrpc.Message, rel *call) {
-	if why := s.refuses(m); why != "" {
-		l.respond(jsonrpc.AppendError(nil, m.ID(), protocol.CodeMethodNotFound, why, nil))
-		return
-	}
-	if s.params.Stateless {
-		s.r.park(s, l, m, rel) // a 2026-07-28 client is asked through an input_required result (modern.go)
-		return
-	}
-	out := s.standalone
-	if rel != nil && rel.session == s && !rel.out.Closed() {
-		out = rel.out
-	}
-	roots := m.MethodIs("roots/list")
-	if roots {
-		l.rootsAskedOnce.Do(func() { close(l.rootsAsked) })
-	}
-	s.mu.Lock()
-	s.nextServerID++
-	gid := s.nextServerID
-	s.serverReqs[gid] = &serverReq{link: l, upID: clone(m.ID()), out: out, roots: roots}
-	s.mu.Unlock()
-	msg := m.AppendWithID(nil, jsonrpc.AppendInt(nil, gid))
-	if _, _, ok := jsonrpc.Lookup(m.Params(), "_meta", protocol.MetaRelatedTask); ok {
-		msg = editString(msg, exposeTask(l.up), "params", "_meta", protocol.MetaRelatedTask, "taskId")
-	}
-	if m.MethodIs("elicitation/create") {
-		if eid, ok := jsonrpc.LookupString(m.Params(), "elicitationId"); ok {
-			s.r.noteElicitation(l, eid, s)
-		}
-	}
-	if !out.Push(msg, ClassRequest) && (out == s.standalone || !s.standalone.Push(msg, ClassRequest)) {
-		s.mu.Lock()
-		delete(s.serverReqs, gid)
-		s.mu.Unlock()
-		l.respond(jsonrpc.AppendError(nil, m.ID(), protocol.CodeInternalError, "the client is not reading its stream", nil))
-	}
 }
 
 // refuses says why a server→client request cannot go to this client: only clients that declared the
@@ -592,81 +450,6 @@ func (s *Session) refuses(m jsonrpc.Message) string {
 	return ""
 }
 
-// HandleResponse relays the client's answer to a server→client request back to the upstream that asked.
-func (s *Session) HandleResponse(m jsonrpc.Message) {
-	s.touch()
-	gid, ok := jsonrpc.ParseInt(m.ID())
-	if !ok {
-		return
-	}
-	s.mu.Lock()
-	req := s.serverReqs[gid]
-	delete(s.serverReqs, gid)
-	s.mu.Unlock()
-	if req == nil {
-		s.relay(m) // the upstream that asked may be held by another replica
-		return
-	}
-	if req.answer != nil {
-		req.answer <- m // buffered for exactly this one answer
-		return
-	}
-	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
-	defer cancel()
-	if err := req.link.write(ctx, m.AppendWithID(nil, req.upID)); err != nil {
-		req.link.log.Debug("client response not delivered", "err", err)
-	}
-	if req.roots {
-		req.link.rootsAnsweredOnce.Do(func() { close(req.link.rootsAnswered) })
-	}
-}
-
-// serverRequestCancelled relays an upstream's cancellation of its own request to the client.
-func (s *Session) serverRequestCancelled(l *link, m jsonrpc.Message) {
-	params := m.Params()
-	st, e, ok := jsonrpc.Lookup(params, "requestId")
-	if !ok {
-		return
-	}
-	if s.params.Stateless {
-		s.r.parks.withdraw(s, l, params[st:e]) // the request waits in a park, not on a stream
-		return
-	}
-	s.mu.Lock()
-	var gid int64
-	var req *serverReq
-	for id, r := range s.serverReqs {
-		if r.link == l && string(r.upID) == string(params[st:e]) {
-			gid, req = id, r
-			delete(s.serverReqs, id)
-			break
-		}
-	}
-	s.mu.Unlock()
-	if req == nil {
-		return
-	}
-	req.out.Push(m.AppendWith(nil, nil, jsonrpc.ParamEdit{Path: []string{"requestId"}, With: jsonrpc.AppendInt(nil, gid)}), ClassNotice)
-}
-
-// serverRequestsLost tells the client that the upstream's requests it holds are void: the upstream is gone.
-func (s *Session) serverRequestsLost(l *link) {
-	s.mu.Lock()
-	var lost []int64
-	var outs []*Stream
-	for id, r := range s.serverReqs {
-		if r.link == l {
-			lost, outs = append(lost, id), append(outs, r.out)
-			delete(s.serverReqs, id)
-		}
-	}
-	s.mu.Unlock()
-	for i, id := range lost {
-		p := cancelledParams(jsonrpc.AppendInt(nil, id), "upstream disconnected")
-		outs[i].Push(jsonrpc.AppendNotification(nil, "notifications/cancelled", p), ClassNotice)
-	}
-}
-
 // logLevels are the RFC 5424 levels of MCP logging, least severe first.
 var logLevels = [...]string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
@@ -686,7 +469,7 @@ func (s *Session) wantsLog(params []byte) bool {
 	s.mu.Unlock()
 	if min < 0 {
 		// "No notifications/message for requests that didn't set _meta.../logLevel" (2026-07-28).
-		return !s.params.Stateless
+		return !s.era.modern()
 	}
 	st, e, ok := jsonrpc.Lookup(params, "level")
 	if !ok {
@@ -712,3 +495,18 @@ func (s *Session) InFlight() int {
 	defer s.mu.Unlock()
 	return len(s.calls)
 }
+
+// Cancel ends one of the session's requests in flight, as the client's notifications/cancelled would: for a
+// stateless client, closing the request's stream is its cancellation.
+func (s *Session) Cancel(id []byte, reason string) {
+	s.cancelCall(cancelledParams(id, reason))
+}
+
+// HandleResponse relays the client's answer to a server→client request back to the upstream that asked.
+func (s *Session) HandleResponse(m jsonrpc.Message) {
+	s.touch()
+	s.era.answer(m)
+}
+
+// Modern reports whether the session serves clients of the modern (2026-07-28) era.
+func (s *Session) Modern() bool { return s.era.modern() }

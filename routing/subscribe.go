@@ -50,7 +50,7 @@ func (s *Session) subscribe(ctx context.Context, m jsonrpc.Message, out *Stream,
 		reply(out, m.ID(), []byte("{}")) // already so: both are idempotent
 		return
 	}
-	s.storeUpdate(func(rec *state.SessionRecord) {
+	s.record.update(func(rec *state.SessionRecord) {
 		rec.Subscriptions = slices.DeleteFunc(rec.Subscriptions, func(u string) bool { return u == uri })
 		if on {
 			rec.Subscriptions = append(rec.Subscriptions, uri)

@@ -106,9 +106,7 @@ func (s *Session) listTasks(ctx context.Context, m jsonrpc.Message, out *Stream)
 		if up.cfg.Mode == Shared {
 			l = up.main
 		} else {
-			s.mu.Lock()
-			l = s.links[up]
-			s.mu.Unlock()
+			l = s.links.peek(up)
 		}
 		if l == nil || !up.supportsTaskCalls() || !s.allowsUpstream(up) {
 			continue

@@ -1,0 +1,175 @@
+package routing
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/upstream"
+)
+
+// clientLinks are the upstream sessions a client has of its own, one per per-client upstream it used: started
+// on first use, closed when idle for their upstream's idle timeout and with the client (design §3). Stdio
+// children are the classic leak of gateways; this is where they are counted and stopped.
+//
+// Its lock is its own, never held with the session's or a link's.
+type clientLinks struct {
+	mu sync.Mutex
+	m  map[*Upstream]*link
+	// resumable maps an upstream's name to "<protocol> <session id>": an HTTP upstream session another replica
+	// recorded for this client, which the first link attaches to instead of starting afresh.
+	resumable map[string]string
+	closed    bool
+}
+
+// get returns the client's link to up, marking it used, or nil when there is none.
+func (cl *clientLinks) get(up *Upstream) *link {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	l := cl.m[up]
+	if l != nil {
+		l.lastUsed.Store(time.Now().UnixNano()) // in use: not idle, whatever the janitor is about to decide
+	}
+	return l
+}
+
+// peek returns the client's link to up without marking it used.
+func (cl *clientLinks) peek(up *Upstream) *link {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return cl.m[up]
+}
+
+// all returns the client's links.
+func (cl *clientLinks) all() []*link {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	out := make([]*link, 0, len(cl.m))
+	for _, l := range cl.m {
+		out = append(out, l)
+	}
+	return out
+}
+
+// open returns the client's link to up, starting one with hello under s's context on first use.
+func (cl *clientLinks) open(s *Session, up *Upstream, hello upstream.ClientHello) (*link, error) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if l := cl.m[up]; l != nil {
+		l.lastUsed.Store(time.Now().UnixNano())
+		return l, nil
+	}
+	if cl.closed {
+		return nil, fmt.Errorf("session closed")
+	}
+	if up.removed.Load() {
+		return nil, fmt.Errorf("upstream %q was removed from the configuration", up.cfg.Name)
+	}
+	if n := up.cfg.MaxInstances; n > 0 && int(up.instances.Load()) >= n {
+		return nil, fmt.Errorf("upstream %q has reached its limit of %d per-client sessions; try again later or raise maxInstances", up.cfg.Name, n)
+	}
+	up.instances.Add(1)
+	l := newLink(s.r, up, s, hello)
+	if v, ok := cl.resumable[up.cfg.Name]; ok {
+		delete(cl.resumable, up.cfg.Name)
+		// Another replica may use the same upstream session: the link's random id start keeps the two apart.
+		l.resumeProto, l.resumeSID, _ = strings.Cut(v, " ")
+	}
+	l.start(s.ctx)
+	if cl.m == nil {
+		cl.m = map[*Upstream]*link{}
+	}
+	cl.m[up] = l
+	return l, nil
+}
+
+// resumes reports whether an upstream session recorded elsewhere is known for the upstream named name.
+func (cl *clientLinks) resumes(name string) bool {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	_, ok := cl.resumable[name]
+	return ok
+}
+
+// resume notes an upstream session recorded by another replica, unless the client has a link to up already.
+func (cl *clientLinks) resume(up *Upstream, v string) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if _, linked := cl.m[up]; linked {
+		return
+	}
+	if cl.resumable == nil {
+		cl.resumable = map[string]string{}
+	}
+	cl.resumable[up.cfg.Name] = v
+}
+
+// drop closes the client's link to up, if any: the upstream was removed or replaced.
+func (cl *clientLinks) drop(up *Upstream) {
+	cl.mu.Lock()
+	l := cl.m[up]
+	delete(cl.m, up)
+	cl.mu.Unlock()
+	if l != nil {
+		l.close()
+		up.instances.Add(-1)
+	}
+}
+
+// closeIdle closes the links unused for their upstream's idle timeout.
+func (cl *clientLinks) closeIdle(now time.Time) {
+	cl.mu.Lock()
+	candidates := make(map[*Upstream]*link, len(cl.m))
+	for up, l := range cl.m {
+		if up.cfg.IdleTimeout > 0 {
+			candidates[up] = l
+		}
+	}
+	cl.mu.Unlock()
+	var idle []*link
+	for up, l := range candidates { // a link's lock is never taken under this one
+		if !l.idle(now.Add(-up.cfg.IdleTimeout).UnixNano()) {
+			continue
+		}
+		cl.mu.Lock()
+		if cl.m[up] == l {
+			delete(cl.m, up)
+			idle = append(idle, l)
+		}
+		cl.mu.Unlock()
+	}
+	for _, l := range idle {
+		l.log.Info("closing idle per-client upstream session")
+		l.close()
+		l.up.instances.Add(-1)
+	}
+}
+
+// closeAll closes every link, in parallel (a stdio child takes a while to stop), and refuses new ones.
+func (cl *clientLinks) closeAll() {
+	cl.mu.Lock()
+	cl.closed = true
+	links := cl.m
+	cl.m = nil
+	cl.mu.Unlock()
+	var wg sync.WaitGroup
+	for up, l := range links {
+		wg.Go(func() {
+			l.close()
+			up.instances.Add(-1)
+		})
+	}
+	wg.Wait()
+}
+
+// snapshot returns a copy of the client's links by upstream.
+func (cl *clientLinks) snapshot() map[*Upstream]*link {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	out := make(map[*Upstream]*link, len(cl.m))
+	for up, l := range cl.m {
+		out[up] = l
+	}
+	return out
+}

@@ -1,0 +1,219 @@
+package routing
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
+)
+
+// The 2026-07-28 era is stateless: a client carries its protocol version, capabilities and log level in every
+// request's _meta instead of a session (design §6). The gateway still needs something session-shaped to hold the
+// per-client upstream sessions of legacy upstreams (a stdio child per client) and the calls in flight, so it keeps
+// one stateless Session per (principal, capabilities, log level), shared by every request that carries the same
+// triple and closed when idle. Such a session is never stored, never named to the client and hears only what
+// relates to a request.
+
+// maxStatelessSessions bounds the pool: a client that invents capability objects must not make the gateway
+// start children without end. Past it, the least recently used idle session is closed.
+const maxStatelessSessions = 256
+
+// maxStatelessPerPrincipal bounds one principal's share of the pool: past it, that principal's least recently
+// used idle session is closed, never another principal's. So one caller inventing capability objects cannot
+// evict the others' sessions (and their per-client children). The front end bounds a capabilities object's
+// size (16 KiB), so the pool keeps at most 256 of them.
+const maxStatelessPerPrincipal = 16
+
+// statelessPool holds the stateless sessions by key.
+type statelessPool struct {
+	mu sync.Mutex
+	m  map[string]*Session
+}
+
+// StatelessSession returns the session that serves 2026-07-28 requests of p's principal with p's capabilities and
+// log level, starting one when there is none. Principal, Allow and Context are as for NewSession.
+func (r *Router) StatelessSession(p SessionParams) *Session {
+	// Toward legacy upstreams the gateway speaks the newest legacy version on the client's behalf.
+	p.ProtocolVersion = protocol.LatestLegacy
+	if levelIndex(p.LogLevel) < 0 {
+		p.LogLevel = ""
+	}
+	p.Capabilities = canonicalJSON(p.Capabilities)
+	// The key is a hash: the pool's map must not keep a second copy of every capabilities object.
+	sum := sha256.Sum256([]byte(p.Principal + "\x00" + string(p.Capabilities) + "\x00" + p.LogLevel))
+	key := string(sum[:])
+	r.pool.mu.Lock()
+	defer r.pool.mu.Unlock()
+	if r.pool.m == nil {
+		r.pool.m = map[string]*Session{}
+	}
+	if s := r.pool.m[key]; s != nil {
+		s.touch()
+		return s
+	}
+	mine := 0
+	for _, s := range r.pool.m {
+		if s.params.Principal == p.Principal {
+			mine++
+		}
+	}
+	switch {
+	case mine >= maxStatelessPerPrincipal:
+		r.evictIdle(func(s *Session) bool { return s.params.Principal == p.Principal })
+	case len(r.pool.m) >= maxStatelessSessions:
+		r.evictIdle(func(*Session) bool { return true })
+	}
+	s := newSession(r, p, newSessionID(), func(s *Session) era { return &pooledClient{s: s, key: key} })
+	r.pool.m[key] = s
+	return s
+}
+
+// evictIdle closes the least recently used idle pooled session that which selects; r.pool.mu is held.
+func (r *Router) evictIdle(which func(*Session) bool) {
+	var oldest *Session
+	for _, s := range r.pool.m {
+		if which(s) && s.InFlight() == 0 && !r.parks.holds(s) && (oldest == nil || s.lastUsed.Load() < oldest.lastUsed.Load()) {
+			oldest = s
+		}
+	}
+	if oldest != nil {
+		delete(r.pool.m, oldest.era.(*pooledClient).key)
+		r.closing.Go(oldest.Close) // closing stops children, which takes a while; Run waits for it
+	}
+}
+
+// Listener starts a stateless session of its own for one subscriptions/listen stream: its standalone stream
+// carries the list changes and resource updates the stream asked for. The caller closes it when the stream ends.
+func (r *Router) Listener(p SessionParams) *Session {
+	p.ProtocolVersion = protocol.LatestLegacy
+	p.LogLevel = ""
+	s := newSession(r, p, newSessionID(), func(s *Session) era { return &pooledClient{s: s, listener: true} })
+	r.mu.Lock()
+	r.sessions[s.id] = s // list changes reach it like any session; it is never stored
+	r.mu.Unlock()
+	return s
+}
+
+// unpool forgets a closing pooled session.
+func (r *Router) unpool(s *Session, key string) {
+	r.pool.mu.Lock()
+	if r.pool.m[key] == s {
+		delete(r.pool.m, key)
+	}
+	r.pool.mu.Unlock()
+}
+
+// statelessSessions lists the pooled sessions.
+func (r *Router) statelessSessions() []*Session {
+	r.pool.mu.Lock()
+	defer r.pool.mu.Unlock()
+	out := make([]*Session, 0, len(r.pool.m))
+	for _, s := range r.pool.m {
+		out = append(out, s)
+	}
+	return out
+}
+
+// expireStateless closes pooled sessions idle for the session idle timeout.
+func (r *Router) expireStateless(now time.Time) {
+	cutoff := now.Add(-r.opts.SessionIdleTimeout).UnixNano()
+	for _, s := range r.statelessSessions() {
+		if s.lastUsed.Load() < cutoff && s.InFlight() == 0 && !r.parks.holds(s) {
+			s.Close()
+			continue
+		}
+		s.links.closeIdle(now)
+	}
+}
+
+// MintID returns a request id unique within the session, for a front end whose clients' own ids may collide
+// (stateless clients sharing one session).
+func (s *Session) MintID() []byte {
+	b := append(make([]byte, 0, 24), `"sb-`...)
+	return append(jsonrpc.AppendInt(b, s.r.minted.Add(1)), '"')
+}
+
+// pooledClient is the era of a session in the pool of modern clients: many clients' stateless requests that
+// share a principal, capabilities and log level (or one subscriptions/listen stream: a listener).
+type pooledClient struct {
+	s        *Session
+	key      string // where the router's pool keeps it ("" for a listener, which is not pooled)
+	listener bool   // serves one subscriptions/listen stream, on its standalone stream
+}
+
+var _ era = (*pooledClient)(nil)
+
+func (pc *pooledClient) modern() bool { return true }
+
+// hearsUnrelated: only a listener has a stream for what relates to no request.
+func (pc *pooledClient) hearsUnrelated() bool { return pc.listener }
+
+// serverRequest parks the upstream's request: a modern client is asked through an input_required result
+// (mrtr.go).
+func (pc *pooledClient) serverRequest(l *link, m jsonrpc.Message, rel *call) {
+	pc.s.r.park(pc.s, l, m, rel)
+}
+
+// serverRequestCancelled withdraws the request from its park: it waits there, not on a stream.
+func (pc *pooledClient) serverRequestCancelled(l *link, m jsonrpc.Message) {
+	if st, e, ok := jsonrpc.Lookup(m.Params(), "requestId"); ok {
+		pc.s.r.parks.withdraw(pc.s, l, m.Params()[st:e])
+	}
+}
+
+// linkLost: a parked request of a lost link fails with its call.
+func (pc *pooledClient) linkLost(*link) {}
+
+// answer: a modern client is never sent a request, so a response from it answers nothing.
+func (pc *pooledClient) answer(jsonrpc.Message) {}
+
+func (pc *pooledClient) closing() {
+	if !pc.listener {
+		pc.s.r.unpool(pc.s, pc.key)
+	}
+}
+
+// preempt handles what differs for a modern request, reporting whether it did: the methods 2026-07-28 removed,
+// and the retries of parked calls.
+func (pc *pooledClient) preempt(ctx context.Context, m jsonrpc.Message, out *Stream) bool {
+	s := pc.s
+	switch m.Method() {
+	case "initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
+		"tasks/list", "tasks/result", "tasks/get", "tasks/cancel":
+		replyError(out, m.ID(), protocol.CodeMethodNotFound, fmt.Sprintf("method %q does not exist in protocol version %s", m.Method(), protocol.Modern))
+		return true
+	case "tools/call", "prompts/get", "resources/read":
+		if state, ok := jsonrpc.LookupString(m.Params(), "requestState"); ok && IsGatewayState(state) {
+			s.resume(ctx, m, out, state)
+			return true
+		}
+	}
+	return false
+}
+
+// Subscribe subscribes a listener session to a resource's updates, reporting whether an upstream honours it.
+func (s *Session) Subscribe(ctx context.Context, uri string) bool {
+	params := append(append([]byte(`{"uri":`), jsonrpc.AppendQuote(nil, uri)...), '}')
+	m, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, s.MintID(), "resources/subscribe", params))
+	if err != nil {
+		return false
+	}
+	out := s.r.NewStream(1, 0)
+	s.subscribe(ctx, m, out, true)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		msg, final, ok := out.Next(ctx)
+		if !ok {
+			return false
+		}
+		if final {
+			answer, err := jsonrpc.Parse(msg)
+			return err == nil && answer.Result() != nil
+		}
+	}
+}
