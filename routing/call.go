@@ -61,7 +61,7 @@ type call struct {
 type bridged struct {
 	client *legacyClient // who is asked
 	req    []byte        // the request as sent upstream, to retry
-	rounds int    // input rounds so far
+	rounds int           // input rounds so far
 	// asking, while the gateway asks the client, is closed by the client's cancellation (guarded by the
 	// session's mu).
 	asking chan struct{}
