@@ -276,7 +276,8 @@ func IsGatewayState(state string) bool { return strings.HasPrefix(state, statePr
 
 // resume continues a parked call with the client's retry m (same method, new id), answering the upstream's
 // requests with the client's inputResponses.
-func (s *Session) resume(ctx context.Context, m jsonrpc.Message, out *Stream, state string) {
+func (pc *pooledClient) resume(ctx context.Context, m jsonrpc.Message, out *Stream, state string) {
+	s := pc.s
 	id := m.ID()
 	p, err := s.r.parks.find(s.r, state, bindHash(s.params.Principal, m.Method(), requestName(m)))
 	if err != nil {
@@ -303,7 +304,7 @@ func (s *Session) resume(ctx context.Context, m jsonrpc.Message, out *Stream, st
 		p.expire.Stop()
 		p.mu.Unlock()
 		p.forget()
-		s.relayFinal(ctx, p.buf, out, id)
+		relayFinal(ctx, p.buf, out, id)
 		return
 	}
 	if p.done || p.attached {
@@ -357,7 +358,7 @@ func (s *Session) resume(ctx context.Context, m jsonrpc.Message, out *Stream, st
 		n.timer.Stop()
 		s.removeCall(n)
 		p.forget()
-		s.relayFinal(ctx, p.buf, out, id)
+		relayFinal(ctx, p.buf, out, id)
 		return
 	}
 	for { // what came while no request waited (progress) goes first
@@ -374,7 +375,7 @@ func (s *Session) resume(ctx context.Context, m jsonrpc.Message, out *Stream, st
 }
 
 // relayFinal moves a detached call's last messages to the retry that came for them.
-func (s *Session) relayFinal(ctx context.Context, buf *Stream, out *Stream, id []byte) {
+func relayFinal(ctx context.Context, buf *Stream, out *Stream, id []byte) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for {

@@ -180,7 +180,6 @@ func (pc *pooledClient) closing() {
 // preempt handles what differs for a modern request, reporting whether it did: the methods 2026-07-28 removed,
 // and the retries of parked calls.
 func (pc *pooledClient) preempt(ctx context.Context, m jsonrpc.Message, out *Stream) bool {
-	s := pc.s
 	switch m.Method() {
 	case "initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
 		"tasks/list", "tasks/result", "tasks/get", "tasks/cancel":
@@ -188,7 +187,7 @@ func (pc *pooledClient) preempt(ctx context.Context, m jsonrpc.Message, out *Str
 		return true
 	case "tools/call", "prompts/get", "resources/read":
 		if state, ok := jsonrpc.LookupString(m.Params(), "requestState"); ok && IsGatewayState(state) {
-			s.resume(ctx, m, out, state)
+			pc.resume(ctx, m, out, state)
 			return true
 		}
 	}

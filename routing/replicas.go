@@ -386,7 +386,11 @@ func (r *Router) followRelay(ctx context.Context) {
 // replica restored it: before starting a per-client link of its own, a replica reads the record again, so that one
 // client keeps one upstream session (and one upstream state) whichever replica serves it. It runs outside the
 // session's lock (a store read), and only when a per-client HTTP link is about to be made with a store.
-func (s *Session) latestUpstreamSession(up *Upstream) {
+func (sr *sharedRecord) latestUpstreamSession(up *Upstream) {
+	if sr == nil {
+		return
+	}
+	s := sr.s
 	if s.links.resumes(up.cfg.Name) {
 		return
 	}
@@ -405,8 +409,8 @@ func (s *Session) latestUpstreamSession(up *Upstream) {
 
 // recordUpstreamSession keeps a per-client HTTP upstream session's id in the session's record, so that another
 // replica serving this session resumes it rather than starting a new one.
-func (s *Session) recordUpstreamSession(l *link) {
-	if s.r.opts.Store == nil {
+func (sr *sharedRecord) recordUpstreamSession(l *link) {
+	if sr == nil {
 		return
 	}
 	l.mu.Lock()
@@ -421,7 +425,7 @@ func (s *Session) recordUpstreamSession(l *link) {
 	}
 	v := conn.Server.ProtocolVersion + " " + sid
 	name := l.up.cfg.Name
-	s.record.update(func(rec *state.SessionRecord) {
+	sr.update(func(rec *state.SessionRecord) {
 		if rec.UpstreamSessions == nil {
 			rec.UpstreamSessions = map[string]string{}
 		}

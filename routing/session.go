@@ -67,13 +67,13 @@ type Session struct {
 	workers sync.WaitGroup
 
 	links clientLinks // the client's own upstream sessions (per-client upstreams)
+	tasks taskSet     // the tasks the client created
 
 	mu       sync.Mutex
 	calls    map[string]*call
 	logLevel int                  // index into logLevels; -1 when the client set none
 	subs     map[string]*Upstream // resource subscriptions: URI → upstream
 	seenURIs map[string]*Upstream // URIs that upstreams' results named, for reads (bounded)
-	tasks    map[string]bool      // exposed ids of the tasks this session created
 	closed   bool
 }
 
@@ -92,7 +92,6 @@ func newSession(r *Router, p SessionParams, id string, mkEra func(*Session) era)
 		calls:      map[string]*call{},
 		subs:       map[string]*Upstream{},
 		seenURIs:   map[string]*Upstream{},
-		tasks:      map[string]bool{},
 		logLevel:   levelIndex(p.LogLevel),
 	}
 	_ = json.Unmarshal(p.Capabilities, &s.caps)
@@ -182,8 +181,8 @@ func (s *Session) linkFor(up *Upstream) (*link, error) {
 		// A stateless upstream keeps nothing per client: every request carries the client's capabilities.
 		return up.main, nil
 	}
-	if s.r.opts.Store != nil && up.cfg.Kind == "http" && s.links.peek(up) == nil {
-		s.latestUpstreamSession(up) // a store read, outside any lock, only when a link is to be made
+	if up.cfg.Kind == "http" && s.links.peek(up) == nil {
+		s.record.latestUpstreamSession(up) // a store read, outside any lock, only when a link is to be made
 	}
 	caps := s.params.Capabilities
 	if len(caps) == 0 {
@@ -200,7 +199,7 @@ func (s *Session) linkFor(up *Upstream) (*link, error) {
 // linkConnected brings a fresh per-client upstream session up to the client's state.
 func (s *Session) linkConnected(l *link) {
 	prep := l.prepared()
-	s.recordUpstreamSession(l)
+	s.record.recordUpstreamSession(l)
 	s.resubscribe(l)
 	s.mu.Lock()
 	level := s.logLevel

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
@@ -54,26 +55,33 @@ func (s *Session) taskCall(up *Upstream) (func([]byte) []byte, error) {
 	expose := exposeTask(up)
 	return func(res []byte) []byte {
 		if id, ok := jsonrpc.LookupString(res, "task", "taskId"); ok {
-			s.ownTask(expose(id))
+			s.tasks.add(expose(id))
 		}
 		res = editString(res, expose, "task", "taskId")
 		return editString(res, expose, "_meta", protocol.MetaRelatedTask, "taskId")
 	}, nil
 }
 
-func (s *Session) ownTask(id string) {
-	s.mu.Lock()
-	if len(s.tasks) >= maxTasksPerSession {
-		clear(s.tasks) // bounded: the oldest ownership records go first, all at once
-	}
-	s.tasks[id] = true
-	s.mu.Unlock()
+// taskSet is the exposed ids of the tasks a session created, bounded: on a shared upstream, a session may use
+// only its own.
+type taskSet struct {
+	mu  sync.Mutex
+	ids map[string]bool
 }
 
-func (s *Session) ownsTask(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.tasks[id]
+func (t *taskSet) add(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ids == nil || len(t.ids) >= maxTasksPerSession {
+		t.ids = map[string]bool{} // bounded: the oldest ownership records go first, all at once
+	}
+	t.ids[id] = true
+}
+
+func (t *taskSet) has(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ids[id]
 }
 
 const maxTasksPerSession = 10000
@@ -82,7 +90,7 @@ const maxTasksPerSession = 10000
 func (s *Session) taskRequest(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	exposed, _ := jsonrpc.LookupString(m.Params(), "taskId")
 	up, id, ok := s.r.taskTarget(exposed)
-	if !ok || !s.allowsUpstream(up) || (up.cfg.Mode == Shared && !s.ownsTask(exposed)) {
+	if !ok || !s.allowsUpstream(up) || (up.cfg.Mode == Shared && !s.tasks.has(exposed)) {
 		replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("unknown task %q", exposed))
 		return
 	}
@@ -132,7 +140,7 @@ func (s *Session) listTasks(ctx context.Context, m jsonrpc.Message, out *Stream)
 			for _, t := range page.Tasks {
 				id, _ := jsonrpc.LookupString(t, "taskId")
 				exposed := exposeTask(up)(id)
-				if up.cfg.Mode == Shared && !s.ownsTask(exposed) {
+				if up.cfg.Mode == Shared && !s.tasks.has(exposed) {
 					continue
 				}
 				if n > 0 {
@@ -166,7 +174,7 @@ func (l *link) taskStatus(m jsonrpc.Message) {
 		return
 	}
 	l.r.eachSession(func(s *Session) {
-		if s.ownsTask(exposed) {
+		if s.tasks.has(exposed) {
 			s.notify(msg)
 		}
 	})
