@@ -542,15 +542,15 @@ func TestEraCache(t *testing.T) {
 }
 
 // TestStdioProbeFallback runs legacy stdio servers that do not answer the
-// probe as a modern server would: Dial must fall back to initialize within
-// the probe's bound (half of Dial's remaining time here), on the same child
-// unless it exited, and a late answer to the probe must not reach the
+// probe as a modern server would: Dial must fall back to initialize once the
+// probe's bound has passed (TestProbeBound times that bound), on the same
+// child unless it exited, and a late answer to the probe must not reach the
 // caller. The second Dial skips the probe.
 func TestStdioProbeFallback(t *testing.T) {
 	const budget = 2 * time.Second // the probe gets half of it
 	tests := []struct {
 		early    string
-		wantWait bool // Dial waits for the probe's bound
+		timedOut bool // the probe ends by its bound, not by the child
 	}{
 		{"silent", true},
 		{"late", true},
@@ -558,12 +558,13 @@ func TestStdioProbeFallback(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.early, func(t *testing.T) {
-			tr := mustTransport(t, rawStdioSpec(map[string]string{"RAW_EARLY": tt.early}))
+			log := newLogCapture()
+			spec := rawStdioSpec(map[string]string{"RAW_EARLY": tt.early})
+			spec.Logger = slog.New(log)
+			tr := mustTransport(t, spec)
 			for i := range 2 {
 				ctx, cancel := context.WithTimeout(t.Context(), budget)
-				start := time.Now()
 				conn, err := Dial(ctx, tr, ClientHello{})
-				elapsed := time.Since(start)
 				cancel()
 				if err != nil {
 					t.Fatalf("Dial %d: %v", i, err)
@@ -571,8 +572,18 @@ func TestStdioProbeFallback(t *testing.T) {
 				if conn.Server.ProtocolVersion != "2025-11-25" {
 					t.Errorf("protocol version %q", conn.Server.ProtocolVersion)
 				}
-				if waited := elapsed >= budget/2-100*time.Millisecond; waited != (tt.wantWait && i == 0) {
-					t.Errorf("Dial %d took %v", i, elapsed)
+				var reasons []string
+				log.find(func(r logRecord) bool {
+					if strings.Contains(r.Msg, "does not speak the modern protocol") {
+						reasons = append(reasons, r.Attrs["reason"])
+					}
+					return false
+				})
+				if len(reasons) != 1 {
+					t.Fatalf("Dial %d: %d fallbacks logged, want the first Dial's only: %q", i, len(reasons), reasons)
+				}
+				if timedOut := strings.HasPrefix(reasons[0], "no answer to server/discover within"); timedOut != tt.timedOut {
+					t.Errorf("fallback reason %q, want a timeout: %v", reasons[0], tt.timedOut)
 				}
 				resp, before := roundTrip(t, conn, 1, "tools/list", "")
 				if !bytes.Contains(resp.Msg.Result(), []byte("tools/list")) || len(before) != 0 {
