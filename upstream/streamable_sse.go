@@ -198,29 +198,11 @@ func (c *httpConn) runGetStream() {
 				return // the connection has ended
 			}
 		case resp.StatusCode == http.StatusOK && mediaType(resp.Header) == mediaEventStream:
-			r := sse.NewReader(resp.Body, c.maxMsg)
-			progressed := false
-			for {
-				ev, err := r.Next()
-				if err != nil {
-					if c.ctx.Err() == nil && !errors.Is(err, io.EOF) {
-						c.log.Debug("standalone GET stream ended", "error", err)
-					}
-					break
-				}
-				progressed = true
-				if len(ev.Data) == 0 {
-					continue
-				}
-				if m, ok := c.parseEvent(ev); ok && !c.deliver(Incoming{Msg: m}) {
-					break
-				}
-			}
-			discard(resp)
-			if id := r.LastEventID(); id != "" {
+			id, r, progressed := c.readGetStream(resp)
+			if id != "" {
 				lastID = id
 			}
-			retry = r.Retry()
+			retry = r
 			if progressed {
 				attempt = 0
 			}
@@ -241,6 +223,31 @@ func (c *httpConn) runGetStream() {
 			return
 		}
 	}
+}
+
+// readGetStream delivers the messages of one standalone GET stream until it
+// ends, and closes it. It returns the last event id (where to resume), the
+// server's last retry field, and whether any event arrived.
+func (c *httpConn) readGetStream(resp *http.Response) (lastEventID string, retry time.Duration, progressed bool) {
+	r := sse.NewReader(resp.Body, c.maxMsg)
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			if c.ctx.Err() == nil && !errors.Is(err, io.EOF) {
+				c.log.Debug("standalone GET stream ended", "error", err)
+			}
+			break
+		}
+		progressed = true
+		if len(ev.Data) == 0 {
+			continue
+		}
+		if m, ok := c.parseEvent(ev); ok && !c.deliver(Incoming{Msg: m}) {
+			break
+		}
+	}
+	discard(resp)
+	return r.LastEventID(), r.Retry(), progressed
 }
 
 // get opens an SSE stream with GET, resuming after lastEventID if set.
