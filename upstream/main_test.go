@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,7 +28,15 @@ func TestMain(m *testing.M) {
 	case "":
 		os.Exit(m.Run())
 	case "sdk":
-		err := newTestServer().Run(context.Background(), &mcp.StdioTransport{})
+		var tr mcp.Transport = &mcp.StdioTransport{}
+		if os.Getenv(envTestTee) != "" {
+			// The suite compares what the gateway reads with what the server wrote, byte for byte.
+			tr = &mcp.IOTransport{
+				Reader: io.NopCloser(io.TeeReader(os.Stdin, &lineTee{prefix: wireIn})),
+				Writer: teeCloser{io.MultiWriter(os.Stdout, &lineTee{prefix: wireOut}), os.Stdout},
+			}
+		}
+		err := newTestServer().Run(context.Background(), tr)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "test server:", err)
 			os.Exit(1)
@@ -53,6 +62,41 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 }
+
+// envTestTee makes the "sdk" test server copy every line it reads and writes to stderr, prefixed with wireIn
+// or wireOut, where the stdio connection logs it.
+const envTestTee = "SWITCHBOARD_TEST_TEE"
+
+const (
+	wireIn  = "wire-in: "
+	wireOut = "wire-out: "
+)
+
+// lineTee writes each complete line written to it to stderr, after prefix.
+type lineTee struct {
+	prefix string
+	buf    []byte
+}
+
+func (w *lineTee) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		fmt.Fprintf(os.Stderr, "%s%s\n", w.prefix, w.buf[:i])
+		w.buf = w.buf[i+1:]
+	}
+}
+
+// teeCloser writes to w and closes c.
+type teeCloser struct {
+	io.Writer
+	c io.Closer
+}
+
+func (t teeCloser) Close() error { return t.c.Close() }
 
 type echoIn struct {
 	Text string `json:"text"`

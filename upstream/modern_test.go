@@ -250,131 +250,11 @@ func TestStatelessHTTP(t *testing.T) {
 	conn := mustDial(t, spec, rootsHello)
 	sc := conn.Connection.(*statelessConn)
 
-	t.Run("one POST per request with the metadata headers", func(t *testing.T) {
-		tests := []struct {
-			method, params string
-			wantName       string // Mcp-Name; "" for none
-		}{
-			{"tools/list", `{}`, ""},
-			{"tools/call", `{"name":"echo","arguments":{"text":"hi"}}`, "echo"},
-			// Not header-safe: carried base64-encoded, which the SDK
-			// decodes and checks against the body (a mismatch is -32020).
-			{"prompts/get", `{"name":"grüße"}`, "=?base64?Z3LDvMOfZQ==?="},
-			{"resources/read", `{"uri":"test://résumé"}`, "=?base64?dGVzdDovL3LDqXN1bcOp?="},
-		}
-		for i, tt := range tests {
-			t.Run(tt.method, func(t *testing.T) {
-				id := 100 + i
-				resp, _ := roundTrip(t, conn, id, tt.method, tt.params)
-				if resp.Msg.Error() != nil || string(resp.Related) != strconv.Itoa(id) {
-					t.Fatalf("response %s related %s", resp.Msg.Raw(), resp.Related)
-				}
-				posts := rec.requests(func(r recorded) bool { return bytes.Contains(r.body, []byte(`"id":`+strconv.Itoa(id)+`,`)) })
-				if len(posts) != 1 {
-					t.Fatalf("%d POSTs for the request, want 1", len(posts))
-				}
-				h := posts[0].header
-				for k, want := range map[string]string{
-					"MCP-Protocol-Version": ModernProtocolVersion,
-					"Mcp-Method":           tt.method,
-					"Mcp-Name":             tt.wantName,
-					"X-Test-Token":         "secret",
-					"Mcp-Session-Id":       "",
-					"Content-Type":         "application/json",
-				} {
-					if got := h.Get(k); got != want {
-						t.Errorf("%s: %q, want %q", k, got, want)
-					}
-				}
-			})
-		}
-	})
-
-	t.Run("request _meta", func(t *testing.T) {
-		tests := []struct {
-			name, meta string
-			want       *regexp.Regexp
-		}{
-			// The SDK always reports a "roots" member; the hello's has listChanged.
-			{"added from the hello", ``, regexp.MustCompile(`^version=2026-07-28 client=switchboard caps=\{"roots":\{"listChanged":true\}\}$`)},
-			{"the end client's kept", `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"end-client","version":"1"}}`,
-				regexp.MustCompile(`^version=2026-07-28 client=end-client caps=\{"roots":\{\},"elicitation":\{`)},
-		}
-		for i, tt := range tests {
-			t.Run(tt.name, func(t *testing.T) {
-				resp, _ := roundTrip(t, conn, 200+i, "tools/call", `{"name":"whoami"`+tt.meta+`}`)
-				if text := toolText(t, resp); !tt.want.MatchString(text) {
-					t.Errorf("server saw %q, want match %v", text, tt.want)
-				}
-			})
-		}
-	})
-
-	t.Run("SSE response carrying progress", func(t *testing.T) {
-		resp, before := roundTrip(t, conn, 300, "tools/call", `{"name":"progress","arguments":{"steps":3},"_meta":{"progressToken":"p"}}`)
-		if len(before) != 3 {
-			t.Fatalf("want 3 progress notifications, got %s", describe(before))
-		}
-		for _, in := range append(before, resp) {
-			if string(in.Related) != "300" {
-				t.Errorf("%s related %s", in.Msg.Raw(), in.Related)
-			}
-		}
-	})
-
-	t.Run("cancellation closes the stream", func(t *testing.T) {
-		if err := conn.Write(waitCtx(t), request(400, "tools/call", `{"name":"block"}`)); err != nil {
-			t.Fatal(err)
-		}
-		waitChan(t, hooks.started)
-		if err := conn.Write(waitCtx(t), cancelled(400)); err != nil {
-			t.Fatal(err)
-		}
-		waitChan(t, hooks.cancelled) // the server saw the stream close
-		waitIdle(t, sc)
-		// Nothing came for the cancelled request, not even an error.
-		resp, before := roundTrip(t, conn, 401, "tools/call", `{"name":"echo","arguments":{"text":"after"}}`)
-		if len(before) != 0 || resp.Msg.Error() != nil {
-			t.Errorf("after cancellation: %s, before %s", resp.Msg.Raw(), describe(before))
-		}
-		if n := rec.count("notifications/cancelled"); n != 0 {
-			t.Errorf("notifications/cancelled was POSTed %d times", n)
-		}
-	})
-
-	t.Run("subscriptions/listen stays open", func(t *testing.T) {
-		if err := conn.Write(waitCtx(t), request(500, "subscriptions/listen", `{"notifications":{"toolsListChanged":true}}`)); err != nil {
-			t.Fatal(err)
-		}
-		ack := readIncoming(t, conn)
-		if ack.Msg.Method() != "notifications/subscriptions/acknowledged" || string(ack.Related) != "500" {
-			t.Fatalf("first message %s related %s", ack.Msg.Raw(), ack.Related)
-		}
-		if err := conn.Write(waitCtx(t), request(501, "tools/call", `{"name":"addtool"}`)); err != nil {
-			t.Fatal(err)
-		}
-		for gotResp, gotNote := false, false; !gotResp || !gotNote; {
-			in := readIncoming(t, conn)
-			switch m := in.Msg; {
-			case m.Method() == "notifications/tools/list_changed":
-				gotNote = true
-				if string(in.Related) != "500" {
-					t.Errorf("list_changed related %s", in.Related)
-				}
-			case m.Kind() == jsonrpc.KindResponse && string(m.ID()) == "501":
-				gotResp = true
-			default:
-				t.Errorf("unexpected %s related %s", m.Raw(), in.Related)
-			}
-		}
-		if n := inflight(sc); n != 1 {
-			t.Errorf("%d requests in flight, want the listen", n)
-		}
-		if err := conn.Write(waitCtx(t), cancelled(500)); err != nil {
-			t.Fatal(err)
-		}
-		waitIdle(t, sc)
-	})
+	t.Run("one POST per request with the metadata headers", func(t *testing.T) { testStatelessMetadataHeaders(t, conn, rec) })
+	t.Run("request _meta", func(t *testing.T) { testStatelessRequestMeta(t, conn) })
+	t.Run("SSE response carrying progress", func(t *testing.T) { testStatelessProgress(t, conn) })
+	t.Run("cancellation closes the stream", func(t *testing.T) { testStatelessCancel(t, conn, rec, sc, hooks) })
+	t.Run("subscriptions/listen stays open", func(t *testing.T) { testStatelessListen(t, conn, sc) })
 
 	// Close aborts what is in flight.
 	if err := conn.Write(waitCtx(t), request(600, "tools/call", `{"name":"block"}`)); err != nil {
@@ -394,6 +274,137 @@ func TestStatelessHTTP(t *testing.T) {
 		t.Error("Read after Close succeeded")
 	}
 	waitGoroutines(t, before)
+}
+
+// testStatelessMetadataHeaders: one POST per request, with the metadata headers and without a session.
+func testStatelessMetadataHeaders(t *testing.T, conn *Conn, rec *recorder) {
+	tests := []struct {
+		method, params string
+		wantName       string // Mcp-Name; "" for none
+	}{
+		{"tools/list", `{}`, ""},
+		{"tools/call", `{"name":"echo","arguments":{"text":"hi"}}`, "echo"},
+		// Not header-safe: carried base64-encoded, which the SDK
+		// decodes and checks against the body (a mismatch is -32020).
+		{"prompts/get", `{"name":"grüße"}`, "=?base64?Z3LDvMOfZQ==?="},
+		{"resources/read", `{"uri":"test://résumé"}`, "=?base64?dGVzdDovL3LDqXN1bcOp?="},
+	}
+	for i, tt := range tests {
+		t.Run(tt.method, func(t *testing.T) {
+			id := 100 + i
+			resp, _ := roundTrip(t, conn, id, tt.method, tt.params)
+			if resp.Msg.Error() != nil || string(resp.Related) != strconv.Itoa(id) {
+				t.Fatalf("response %s related %s", resp.Msg.Raw(), resp.Related)
+			}
+			posts := rec.requests(func(r recorded) bool { return bytes.Contains(r.body, []byte(`"id":`+strconv.Itoa(id)+`,`)) })
+			if len(posts) != 1 {
+				t.Fatalf("%d POSTs for the request, want 1", len(posts))
+			}
+			h := posts[0].header
+			for k, want := range map[string]string{
+				"MCP-Protocol-Version": ModernProtocolVersion,
+				"Mcp-Method":           tt.method,
+				"Mcp-Name":             tt.wantName,
+				"X-Test-Token":         "secret",
+				"Mcp-Session-Id":       "",
+				"Content-Type":         "application/json",
+			} {
+				if got := h.Get(k); got != want {
+					t.Errorf("%s: %q, want %q", k, got, want)
+				}
+			}
+		})
+	}
+}
+
+// testStatelessRequestMeta: every request carries the _meta the era requires, the end client's kept.
+func testStatelessRequestMeta(t *testing.T, conn *Conn) {
+	tests := []struct {
+		name, meta string
+		want       *regexp.Regexp
+	}{
+		// The SDK always reports a "roots" member; the hello's has listChanged.
+		{"added from the hello", ``, regexp.MustCompile(`^version=2026-07-28 client=switchboard caps=\{"roots":\{"listChanged":true\}\}$`)},
+		{"the end client's kept", `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"end-client","version":"1"}}`,
+			regexp.MustCompile(`^version=2026-07-28 client=end-client caps=\{"roots":\{\},"elicitation":\{`)},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, _ := roundTrip(t, conn, 200+i, "tools/call", `{"name":"whoami"`+tt.meta+`}`)
+			if text := toolText(t, resp); !tt.want.MatchString(text) {
+				t.Errorf("server saw %q, want match %v", text, tt.want)
+			}
+		})
+	}
+}
+
+// testStatelessProgress: notifications on a request's SSE stream relate to it.
+func testStatelessProgress(t *testing.T, conn *Conn) {
+	resp, before := roundTrip(t, conn, 300, "tools/call", `{"name":"progress","arguments":{"steps":3},"_meta":{"progressToken":"p"}}`)
+	if len(before) != 3 {
+		t.Fatalf("want 3 progress notifications, got %s", describe(before))
+	}
+	for _, in := range append(before, resp) {
+		if string(in.Related) != "300" {
+			t.Errorf("%s related %s", in.Msg.Raw(), in.Related)
+		}
+	}
+}
+
+// testStatelessCancel: notifications/cancelled closes the request's stream instead of being POSTed.
+func testStatelessCancel(t *testing.T, conn *Conn, rec *recorder, sc *statelessConn, hooks *testHooks) {
+	if err := conn.Write(waitCtx(t), request(400, "tools/call", `{"name":"block"}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitChan(t, hooks.started)
+	if err := conn.Write(waitCtx(t), cancelled(400)); err != nil {
+		t.Fatal(err)
+	}
+	waitChan(t, hooks.cancelled) // the server saw the stream close
+	waitIdle(t, sc)
+	// Nothing came for the cancelled request, not even an error.
+	resp, before := roundTrip(t, conn, 401, "tools/call", `{"name":"echo","arguments":{"text":"after"}}`)
+	if len(before) != 0 || resp.Msg.Error() != nil {
+		t.Errorf("after cancellation: %s, before %s", resp.Msg.Raw(), describe(before))
+	}
+	if n := rec.count("notifications/cancelled"); n != 0 {
+		t.Errorf("notifications/cancelled was POSTed %d times", n)
+	}
+}
+
+// testStatelessListen: subscriptions/listen stays open, carrying notifications, until cancelled.
+func testStatelessListen(t *testing.T, conn *Conn, sc *statelessConn) {
+	if err := conn.Write(waitCtx(t), request(500, "subscriptions/listen", `{"notifications":{"toolsListChanged":true}}`)); err != nil {
+		t.Fatal(err)
+	}
+	ack := readIncoming(t, conn)
+	if ack.Msg.Method() != "notifications/subscriptions/acknowledged" || string(ack.Related) != "500" {
+		t.Fatalf("first message %s related %s", ack.Msg.Raw(), ack.Related)
+	}
+	if err := conn.Write(waitCtx(t), request(501, "tools/call", `{"name":"addtool"}`)); err != nil {
+		t.Fatal(err)
+	}
+	for gotResp, gotNote := false, false; !gotResp || !gotNote; {
+		in := readIncoming(t, conn)
+		switch m := in.Msg; {
+		case m.Method() == "notifications/tools/list_changed":
+			gotNote = true
+			if string(in.Related) != "500" {
+				t.Errorf("list_changed related %s", in.Related)
+			}
+		case m.Kind() == jsonrpc.KindResponse && string(m.ID()) == "501":
+			gotResp = true
+		default:
+			t.Errorf("unexpected %s related %s", m.Raw(), in.Related)
+		}
+	}
+	if n := inflight(sc); n != 1 {
+		t.Errorf("%d requests in flight, want the listen", n)
+	}
+	if err := conn.Write(waitCtx(t), cancelled(500)); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, sc)
 }
 
 // TestStatelessErrorStatus checks that an HTTP error status surfaces as the
@@ -531,15 +542,15 @@ func TestEraCache(t *testing.T) {
 }
 
 // TestStdioProbeFallback runs legacy stdio servers that do not answer the
-// probe as a modern server would: Dial must fall back to initialize within
-// the probe's bound (half of Dial's remaining time here), on the same child
-// unless it exited, and a late answer to the probe must not reach the
+// probe as a modern server would: Dial must fall back to initialize once the
+// probe's bound has passed (TestProbeBound times that bound), on the same
+// child unless it exited, and a late answer to the probe must not reach the
 // caller. The second Dial skips the probe.
 func TestStdioProbeFallback(t *testing.T) {
 	const budget = 2 * time.Second // the probe gets half of it
 	tests := []struct {
 		early    string
-		wantWait bool // Dial waits for the probe's bound
+		timedOut bool // the probe ends by its bound, not by the child
 	}{
 		{"silent", true},
 		{"late", true},
@@ -547,12 +558,13 @@ func TestStdioProbeFallback(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.early, func(t *testing.T) {
-			tr := mustTransport(t, rawStdioSpec(map[string]string{"RAW_EARLY": tt.early}))
+			log := newLogCapture()
+			spec := rawStdioSpec(map[string]string{"RAW_EARLY": tt.early})
+			spec.Logger = slog.New(log)
+			tr := mustTransport(t, spec)
 			for i := range 2 {
 				ctx, cancel := context.WithTimeout(t.Context(), budget)
-				start := time.Now()
 				conn, err := Dial(ctx, tr, ClientHello{})
-				elapsed := time.Since(start)
 				cancel()
 				if err != nil {
 					t.Fatalf("Dial %d: %v", i, err)
@@ -560,8 +572,18 @@ func TestStdioProbeFallback(t *testing.T) {
 				if conn.Server.ProtocolVersion != "2025-11-25" {
 					t.Errorf("protocol version %q", conn.Server.ProtocolVersion)
 				}
-				if waited := elapsed >= budget/2-100*time.Millisecond; waited != (tt.wantWait && i == 0) {
-					t.Errorf("Dial %d took %v", i, elapsed)
+				var reasons []string
+				log.find(func(r logRecord) bool {
+					if strings.Contains(r.Msg, "does not speak the modern protocol") {
+						reasons = append(reasons, r.Attrs["reason"])
+					}
+					return false
+				})
+				if len(reasons) != 1 {
+					t.Fatalf("Dial %d: %d fallbacks logged, want the first Dial's only: %q", i, len(reasons), reasons)
+				}
+				if timedOut := strings.HasPrefix(reasons[0], "no answer to server/discover within"); timedOut != tt.timedOut {
+					t.Errorf("fallback reason %q, want a timeout: %v", reasons[0], tt.timedOut)
 				}
 				resp, before := roundTrip(t, conn, 1, "tools/list", "")
 				if !bytes.Contains(resp.Msg.Result(), []byte("tools/list")) || len(before) != 0 {
@@ -602,108 +624,6 @@ func TestStdioModern(t *testing.T) {
 		t.Fatal(err)
 	}
 	log.waitFor(t, func(r logRecord) bool { return r.Attrs["line"] == "block: cancelled" })
-}
-
-func TestInjectMeta(t *testing.T) {
-	meta, err := newRequestMeta(ClientHello{Capabilities: json.RawMessage(`{ "roots": {} }`), ClientInfo: json.RawMessage(`{"name":"gw","version":"1"}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const all = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{}},"io.modelcontextprotocol/clientInfo":{"name":"gw","version":"1"}`
-	tests := []struct {
-		name, in, want string // want "" means an error
-	}{
-		{"no params", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{` + all + `}}}`},
-		{"empty params", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{ }}`, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{` + all + `} }}`},
-		{"params without _meta", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{` + all + `},"name":"x"}}`},
-		{"empty _meta", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{}}}`, `{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{` + all + `}}}`},
-		{"progress token kept", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"progressToken":7}}}`, `{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{` + all + `,"progressToken":7}}}`},
-		{"client's capabilities and info kept, version overwritten", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"c"},"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}}`,
-			`{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"c"},"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}}`},
-		{"only the version added", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"io.modelcontextprotocol/clientInfo":{},"io.modelcontextprotocol/clientCapabilities":{}}}}`,
-			`{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{},"io.modelcontextprotocol/clientCapabilities":{}}}}`},
-		{"params not an object", `{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}`, ""},
-		{"_meta not an object", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":1}}`, ""},
-		{"_meta twice", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{},"_meta":{}}}`, ""},
-		{"version twice", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"a","io.modelcontextprotocol/protocolVersion":"b"}}}`, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			m, err := jsonrpc.Parse([]byte(tt.in))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := meta.inject(nil, m)
-			if tt.want == "" {
-				if err == nil {
-					t.Fatalf("inject = %s, want an error", got)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(got) != tt.want {
-				t.Errorf("inject =\n%s\nwant\n%s", got, tt.want)
-			}
-			if _, err := jsonrpc.Parse(got); err != nil {
-				t.Errorf("result does not parse: %v", err)
-			}
-		})
-	}
-}
-
-func TestHeaderSafe(t *testing.T) {
-	// The examples of basic/transports/streamable-http.mdx, Value Encoding.
-	tests := []struct{ in, want string }{
-		{"us-west1", "us-west1"},
-		{"get_weather", "get_weather"},
-		{"file:///projects/myapp/config.json", "file:///projects/myapp/config.json"},
-		{"Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="},
-		{" padded ", "=?base64?IHBhZGRlZCA=?="},
-		{"line1\nline2", "=?base64?bGluZTEKbGluZTI=?="},
-		{"=?base64?literal?=", "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="},
-		{"tab\tinside", "=?base64?dGFiCWluc2lkZQ==?="},
-		{"", ""},
-	}
-	for _, tt := range tests {
-		if got := headerSafe(tt.in); got != tt.want {
-			t.Errorf("headerSafe(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
-func TestParseDiscoverResult(t *testing.T) {
-	tests := []struct{ name, result, info string }{
-		{"serverInfo in _meta", `{"supportedVersions":["2026-07-28"],"capabilities":{},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"a"}},"serverInfo":{"name":"b"}}`, `{"name":"a"}`},
-		{"top-level serverInfo", `{"supportedVersions":["2026-07-28"],"capabilities":{},"serverInfo":{"name":"b"}}`, `{"name":"b"}`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			sh, err := parseDiscoverResult([]byte(tt.result))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(sh.ServerInfo) != tt.info || sh.ProtocolVersion != ModernProtocolVersion || !sh.Stateless() {
-				t.Errorf("hello %+v", sh)
-			}
-		})
-	}
-	if (ServerHello{ProtocolVersion: "2025-11-25"}).Stateless() || (ServerHello{}).Stateless() {
-		t.Error("a legacy hello is stateless")
-	}
-}
-
-func TestIDKey(t *testing.T) {
-	same := [][2]string{{`1`, `1.0`}, {`1`, `1e0`}, {`"a"`, `"\u0061"`}}
-	for _, p := range same {
-		if idKey([]byte(p[0])) != idKey([]byte(p[1])) || !sameID([]byte(p[0]), []byte(p[1])) {
-			t.Errorf("%s and %s differ", p[0], p[1])
-		}
-	}
-	if idKey([]byte(`1`)) == idKey([]byte(`"1"`)) {
-		t.Error(`1 and "1" collide`)
-	}
 }
 
 // cancelled builds the notifications/cancelled the gateway sends for id.

@@ -281,11 +281,15 @@ func (c *statelessConn) roundTrip(ctx context.Context, call *statelessCall, body
 const drainWait = time.Second
 
 // drain reads what is left of a response body, for a bounded time, and
-// closes it.
+// closes it. The timer's goroutine, if it fired, is waited for, so that it
+// never outlives the call (and Close).
 func (c *statelessConn) drain(call *statelessCall, resp *http.Response) {
-	t := time.AfterFunc(drainWait, call.cancel)
-	defer t.Stop()
+	fired := make(chan struct{})
+	t := time.AfterFunc(drainWait, func() { defer close(fired); call.cancel() })
 	discard(resp)
+	if !t.Stop() {
+		<-fired
+	}
 }
 
 // statusError turns a non-200 answer into the request's error response.

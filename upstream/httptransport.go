@@ -1,0 +1,166 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+)
+
+// The HTTP plumbing every HTTP upstream shares, whatever its era (Streamable HTTP, legacy HTTP+SSE, stateless
+// 2026-07-28): the client, request building with the configured and per-caller headers, and status errors.
+
+const (
+	mediaJSON        = "application/json"
+	mediaEventStream = "text/event-stream"
+)
+
+// maxErrorBody bounds how much of an HTTP error body is read to find a
+// JSON-RPC error message in it.
+const maxErrorBody = 4 << 10
+
+// HTTPTransport connects to a remote MCP server over Streamable HTTP. [Dial]
+// first probes for the stateless modern era (2026-07-28, see
+// Spec.Protocol); a legacy server gets Streamable HTTP (2025-11-25), falling
+// back to the legacy HTTP+SSE transport (2024-11-05) when the server rejects
+// the initialize POST.
+type HTTPTransport struct {
+	spec   Spec
+	url    *url.URL
+	client *http.Client
+	eras   eraCache
+}
+
+// do sends a request, keeping the URL's query string (where API keys often live) out of the error: errors
+// travel to logs, /readyz and clients' error messages.
+func (t *HTTPTransport) do(req *http.Request) (*http.Response, error) {
+	resp, err := t.client.Do(req)
+	var ue *url.Error
+	if err != nil && errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			u.RawQuery, u.User, u.Fragment = "", nil, ""
+			ue.URL = u.String()
+		}
+	}
+	return resp, err
+}
+
+func newHTTPTransport(spec Spec, u *url.URL) *HTTPTransport {
+	t := &HTTPTransport{spec: spec, url: u, client: spec.HTTPClient}
+	if t.client == nil {
+		// No overall timeout: SSE streams are long-lived. Every request is
+		// bound to the connection's context instead.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		// Many calls run at once on one upstream: keep their connections for reuse (the default keeps two per
+		// host, so most requests would dial anew; the benchmark showed dialing at 15% of the gateway's CPU).
+		tr.MaxIdleConns = 0
+		tr.MaxIdleConnsPerHost = 1024
+		t.client = &http.Client{Transport: tr}
+	}
+	return t
+}
+
+func (t *HTTPTransport) upstreamSpec() Spec { return t.spec }
+
+// newRequest builds a request to target with the configured headers, then
+// the body's: what every request of either era carries. handed, if set, is
+// called once the HTTP transport has consumed the body.
+func (t *HTTPTransport) newRequest(ctx context.Context, method, target string, body []byte, handed func()) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = &handoffReader{r: bytes.NewReader(body), handed: handed}
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, rd)
+	if err != nil {
+		return nil, err
+	}
+	// Configured headers first, so that they cannot override the protocol's.
+	for k, v := range t.spec.Headers {
+		req.Header.Set(k, v)
+	}
+	if f := t.spec.RequestHeaders; f != nil {
+		if err := f(ctx, req.Header); err != nil {
+			return nil, fmt.Errorf("request headers: %w", err)
+		}
+	}
+	if body != nil {
+		req.ContentLength = int64(len(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		req.Header.Set("Content-Type", mediaJSON)
+		// "The client MUST include an Accept header, listing both
+		// application/json and text/event-stream as supported content
+		// types."
+		req.Header.Set("Accept", mediaJSON+", "+mediaEventStream)
+	}
+	return req, nil
+}
+
+// handoffReader is a request body that reports when the HTTP transport has
+// consumed it (read it all, or closed it): that is when Write returns.
+type handoffReader struct {
+	r      *bytes.Reader
+	handed func()
+}
+
+func (h *handoffReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	if h.r.Len() == 0 && h.handed != nil {
+		h.handed()
+	}
+	return n, err
+}
+
+func (h *handoffReader) Close() error {
+	if h.handed != nil {
+		h.handed()
+	}
+	return nil
+}
+
+// mediaType returns the lower-cased media type of a Content-Type header.
+func mediaType(h http.Header) string {
+	ct := h.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err == nil {
+		return mt
+	}
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// discard drains (a bounded amount of) a response body and closes it, so the
+// HTTP connection can be reused.
+func discard(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+}
+
+// httpStatusError describes an unexpected HTTP status, including the message
+// of a JSON-RPC error in the body if there is one ("The HTTP response body
+// MAY comprise a JSON-RPC error response that has no id"). Header values are
+// never included: they may carry credentials.
+func httpStatusError(resp *http.Response) *StatusError {
+	e := &StatusError{Code: resp.StatusCode, text: "HTTP " + resp.Status}
+	if mediaType(resp.Header) == mediaJSON {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		if m, err := jsonrpc.Parse(body); err == nil && m.Error() != nil {
+			e.text += " (" + describeRPCError(m.Error()) + ")"
+		}
+	}
+	return e
+}
+
+// StatusError is an HTTP upstream's answer with a status that is not success: the status, and the JSON-RPC error
+// the body carried, if any. It never holds the URL.
+type StatusError struct {
+	Code int
+	text string
+}
+
+func (e *StatusError) Error() string { return e.text }
