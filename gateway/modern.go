@@ -188,7 +188,7 @@ func (s *Server) postModern(ctx context.Context, w http.ResponseWriter, r *http.
 	if s.retryElsewhere(ctx, w, r, m) {
 		return
 	}
-	sess := s.r.StatelessSession(params)
+	sess := s.r.PooledSession(params)
 	if m.MethodIs("tools/call") {
 		name, _ := jsonrpc.LookupString(m.Params(), "name")
 		if why := routing.CheckParamHeaders(r.Header, m.Params(), sess.ParamHeaders(name)); why != "" {

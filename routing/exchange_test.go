@@ -386,7 +386,7 @@ func (x *exchange) step(step string) {
 	case "modern":
 		f = strings.SplitN(step, " ", 3)
 		fieldsAt(3)
-		x.sessions[f[1]] = x.r.StatelessSession(SessionParams{Capabilities: json.RawMessage(f[2])})
+		x.sessions[f[1]] = x.r.PooledSession(SessionParams{Capabilities: json.RawMessage(f[2])})
 	case "read":
 		fieldsAt(2)
 		st := x.stream(f[1])

@@ -9,8 +9,8 @@ import (
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
-// stateless reports whether the upstream speaks the 2026-07-28 era.
-func (up *Upstream) stateless() bool {
+// modern reports whether the upstream speaks the 2026-07-28 era.
+func (up *Upstream) modern() bool {
 	up.mu.Lock()
 	defer up.mu.Unlock()
 	return up.hello != nil && up.hello.ProtocolVersion >= protocol.Modern
@@ -28,14 +28,14 @@ func (up *Upstream) legacyLinks() bool {
 	}
 	up.mu.Lock()
 	defer up.mu.Unlock()
-	return up.hello != nil && up.hello.Stateless() && slices.Contains(up.hello.SupportedVersions, protocol.LatestLegacy)
+	return up.hello != nil && up.hello.Modern() && slices.Contains(up.hello.SupportedVersions, protocol.LatestLegacy)
 }
 
 // modern reports whether the link's current connection speaks the stateless era.
 func (l *link) modern() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.conn != nil && l.conn.Server.Stateless()
+	return l.conn != nil && l.conn.Server.Modern()
 }
 
 // adaptMeta makes a request's _meta speak the upstream's era. A legacy upstream learnt the client's version,

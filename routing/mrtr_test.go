@@ -131,7 +131,7 @@ func TestStatelessPoolKey(t *testing.T) {
 			SessionParams{Principal: "alice", Capabilities: json.RawMessage(`{"roots":{"listChanged":false}}`)}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, b := r.StatelessSession(tc.a), r.StatelessSession(tc.b)
+			a, b := r.PooledSession(tc.a), r.PooledSession(tc.b)
 			if (a == b) != tc.same {
 				t.Errorf("same session = %v, want %v (keys %q and %q)", a == b, tc.same, a.era.(*pooledClient).key, b.era.(*pooledClient).key)
 			}
@@ -142,9 +142,9 @@ func TestStatelessPoolKey(t *testing.T) {
 	}
 	// A closed session leaves the pool: the next request with its key gets a new one.
 	p := SessionParams{Principal: "carol"}
-	s := r.StatelessSession(p)
+	s := r.PooledSession(p)
 	s.Close()
-	if r.StatelessSession(p) == s {
+	if r.PooledSession(p) == s {
 		t.Errorf("a closed stateless session is still served from the pool")
 	}
 }
@@ -154,11 +154,11 @@ func TestStatelessPoolKey(t *testing.T) {
 // a hash, not a copy of the capabilities.
 func TestStatelessPoolBounds(t *testing.T) {
 	r := startRouter(t, Options{}, UpstreamConfig{Name: "fake", Prefix: "fake__", Mode: PerClient, Transport: plainUpstream(), Kind: "stdio"})
-	bob := r.StatelessSession(SessionParams{Principal: "bob"})
+	bob := r.PooledSession(SessionParams{Principal: "bob"})
 	big := strings.Repeat("x", 8<<10)
 	var first *Session
 	for i := range 3 * maxStatelessPerPrincipal {
-		s := r.StatelessSession(SessionParams{Principal: "mallory", Capabilities: json.RawMessage(fmt.Sprintf(`{"experimental":{"n%d":%q}}`, i, big))})
+		s := r.PooledSession(SessionParams{Principal: "mallory", Capabilities: json.RawMessage(fmt.Sprintf(`{"experimental":{"n%d":%q}}`, i, big))})
 		if i == 0 {
 			first = s
 		}
@@ -179,7 +179,7 @@ func TestStatelessPoolBounds(t *testing.T) {
 	if mallory != maxStatelessPerPrincipal || total != maxStatelessPerPrincipal+1 {
 		t.Errorf("pool holds %d of mallory's sessions (%d in all), want %d (+1 of bob's)", mallory, total, maxStatelessPerPrincipal)
 	}
-	if !bobPooled || r.StatelessSession(SessionParams{Principal: "bob"}) != bob {
+	if !bobPooled || r.PooledSession(SessionParams{Principal: "bob"}) != bob {
 		t.Error("another principal's flood evicted bob's idle session")
 	}
 	if firstPooled {
@@ -316,7 +316,7 @@ func startAsk(t *testing.T) (*testRouter, *askUpstream, *Session) {
 	t.Helper()
 	a := newAskUpstream()
 	r := startRouter(t, Options{}, UpstreamConfig{Name: "fake", Prefix: "fake__", Mode: PerClient, Transport: a.ft, Kind: "stdio"})
-	return r, a, r.StatelessSession(SessionParams{Principal: "alice", Capabilities: json.RawMessage(`{"elicitation":{}}`)})
+	return r, a, r.PooledSession(SessionParams{Principal: "alice", Capabilities: json.RawMessage(`{"elicitation":{}}`)})
 }
 
 // TestParkedCallResumes: a legacy upstream's elicitation during a stateless session's call becomes the call's
@@ -385,10 +385,10 @@ func TestParkedCallSurvivesPoolPressure(t *testing.T) {
 	}
 	key, _, state := inputRequired(t, first)
 	for i := range maxStatelessSessions {
-		r.StatelessSession(SessionParams{Principal: fmt.Sprintf("other-%d", i)})
+		r.PooledSession(SessionParams{Principal: fmt.Sprintf("other-%d", i)})
 	}
 	// The retry comes through the pool, as the front end's does.
-	s2 := r.StatelessSession(SessionParams{Principal: "alice", Capabilities: json.RawMessage(`{"elicitation":{}}`)})
+	s2 := r.PooledSession(SessionParams{Principal: "alice", Capabilities: json.RawMessage(`{"elicitation":{}}`)})
 	if s2 != s {
 		t.Fatalf("the session holding a parked call was evicted from the pool")
 	}
@@ -411,7 +411,7 @@ func TestParkedRetryLeavesNothingInFlight(t *testing.T) {
 	a := newAskUpstream()
 	r := startRouter(t, Options{}, UpstreamConfig{Name: "fake", Prefix: "fake__", Mode: Shared, Transport: a.ft, Kind: "stdio"})
 	for i := range 200 {
-		s := r.StatelessSession(SessionParams{Principal: fmt.Sprint("p", i), Capabilities: json.RawMessage(`{"elicitation":{}}`)})
+		s := r.PooledSession(SessionParams{Principal: fmt.Sprint("p", i), Capabilities: json.RawMessage(`{"elicitation":{}}`)})
 		first, err := ask(r.ctx, s, askCall("c1", "", ""))
 		if err != nil {
 			t.Fatal(err)

@@ -28,15 +28,15 @@ const maxStatelessSessions = 256
 // size (16 KiB), so the pool keeps at most 256 of them.
 const maxStatelessPerPrincipal = 16
 
-// statelessPool holds the stateless sessions by key.
-type statelessPool struct {
+// modernPool holds the stateless sessions by key.
+type modernPool struct {
 	mu sync.Mutex
 	m  map[string]*Session
 }
 
-// StatelessSession returns the session that serves 2026-07-28 requests of p's principal with p's capabilities and
+// PooledSession returns the session that serves 2026-07-28 requests of p's principal with p's capabilities and
 // log level, starting one when there is none. Principal, Allow and Context are as for NewSession.
-func (r *Router) StatelessSession(p SessionParams) *Session {
+func (r *Router) PooledSession(p SessionParams) *Session {
 	// Toward legacy upstreams the gateway speaks the newest legacy version on the client's behalf.
 	p.ProtocolVersion = protocol.LatestLegacy
 	if levelIndex(p.LogLevel) < 0 {
@@ -107,8 +107,8 @@ func (r *Router) unpool(s *Session, key string) {
 	r.pool.mu.Unlock()
 }
 
-// statelessSessions lists the pooled sessions.
-func (r *Router) statelessSessions() []*Session {
+// pooledSessions lists the pooled sessions.
+func (r *Router) pooledSessions() []*Session {
 	r.pool.mu.Lock()
 	defer r.pool.mu.Unlock()
 	out := make([]*Session, 0, len(r.pool.m))
@@ -118,10 +118,10 @@ func (r *Router) statelessSessions() []*Session {
 	return out
 }
 
-// expireStateless closes pooled sessions idle for the session idle timeout.
-func (r *Router) expireStateless(now time.Time) {
+// expirePooled closes pooled sessions idle for the session idle timeout.
+func (r *Router) expirePooled(now time.Time) {
 	cutoff := now.Add(-r.opts.SessionIdleTimeout).UnixNano()
-	for _, s := range r.statelessSessions() {
+	for _, s := range r.pooledSessions() {
 		if s.lastUsed.Load() < cutoff && s.InFlight() == 0 && !r.parks.holds(s) {
 			s.Close()
 			continue

@@ -155,7 +155,7 @@ func (s *Session) catalog() *catalog {
 // ensureShadow starts the template session of a per-client upstream for a profile: a hidden upstream with the
 // same configuration whose only job is to list what clients of that profile see.
 func (up *Upstream) ensureShadow(profile string, caps json.RawMessage) (*Upstream, bool) {
-	if !up.template() || up.stateless() {
+	if !up.template() || up.modern() {
 		// A stateless upstream's lists "MUST NOT vary per connection": there is nothing a profile could see
 		// differently.
 		return nil, false
@@ -228,7 +228,7 @@ func (up *Upstream) triedOnce() bool {
 // listsFor returns the lists the catalog of a profile uses for this upstream: its profile's template session's
 // once it has listed them (and is up), the default template's otherwise.
 func (up *Upstream) listsFor(profile string) [numKinds][]item {
-	if profile != "" && up.template() && !up.stateless() {
+	if profile != "" && up.template() && !up.modern() {
 		up.mu.Lock()
 		sh := up.shadows[profile]
 		up.mu.Unlock()

@@ -112,7 +112,7 @@ type Router struct {
 	reloadMu  sync.Mutex // serialises Reconfigure
 	elicits   elicitations
 	inst      instruments
-	pool      statelessPool  // sessions of 2026-07-28 clients (pool.go)
+	pool      modernPool     // sessions of 2026-07-28 clients (pool.go)
 	closing   sync.WaitGroup // pooled sessions evicted and being closed; Run waits for them
 	minted    atomic.Int64   // MintID's counter
 	parks     parkTable      // upstream calls waiting for a 2026-07-28 client's input (mrtr.go)
@@ -210,7 +210,7 @@ func (r *Router) Run(ctx context.Context) {
 			for _, s := range r.allSessions() {
 				s.Close()
 			}
-			for _, s := range r.statelessSessions() {
+			for _, s := range r.pooledSessions() {
 				s.Close()
 			}
 			r.closing.Wait()
@@ -473,7 +473,7 @@ func (r *Router) expireSessions() {
 	r.shareLate()
 	now := time.Now()
 	r.expireElicitations(now)
-	r.expireStateless(now)
+	r.expirePooled(now)
 	cutoff := now.Add(-r.opts.SessionIdleTimeout).UnixNano()
 	for _, s := range r.allSessions() {
 		if s.lastUsed.Load() < cutoff && s.streams.Load() == 0 {

@@ -177,7 +177,7 @@ func (s *Session) notify(msg []byte) {
 
 // linkFor returns the upstream session that serves this client for up, starting a per-client one on first use.
 func (s *Session) linkFor(up *Upstream) (*link, error) {
-	if up.cfg.Mode == Shared || up.stateless() && (s.era.modern() || !up.legacyLinks()) {
+	if up.cfg.Mode == Shared || up.modern() && (s.era.modern() || !up.legacyLinks()) {
 		// A stateless upstream keeps nothing per client: every request carries the client's capabilities.
 		return up.main, nil
 	}
@@ -192,7 +192,7 @@ func (s *Session) linkFor(up *Upstream) (*link, error) {
 		ProtocolVersion: s.params.ProtocolVersion,
 		Capabilities:    caps,
 		ClientInfo:      s.r.clientInfo(),
-		Legacy:          up.stateless(), // a legacy client's own session of an upstream that speaks both eras
+		Legacy:          up.modern(), // a legacy client's own session of an upstream that speaks both eras
 	})
 }
 

@@ -56,7 +56,7 @@ func (s *Session) subscribe(ctx context.Context, m jsonrpc.Message, out *Stream,
 			rec.Subscriptions = append(rec.Subscriptions, uri)
 		}
 	})
-	if up.stateless() {
+	if up.modern() {
 		// No resources/subscribe in 2026-07-28: the upstream's resource listen is widened or narrowed instead.
 		if on && up.addSub(uri) || !on && up.dropSub(uri) {
 			up.relisten()
@@ -88,7 +88,7 @@ func (s *Session) dropSubscriptions() {
 	s.mu.Unlock()
 	for uri, up := range subs {
 		switch {
-		case up.stateless():
+		case up.modern():
 			if up.dropSub(uri) {
 				up.relisten()
 			}
@@ -186,7 +186,7 @@ func (l *link) updated(m jsonrpc.Message) {
 		}
 		return
 	}
-	if l.up.template() && !l.up.stateless() {
+	if l.up.template() && !l.up.modern() {
 		return // a stateless upstream's template link is every client's link
 	}
 	l.r.eachSession(func(s *Session) {

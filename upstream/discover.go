@@ -10,15 +10,11 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 const (
 	methodDiscover = "server/discover"
-
-	// CodeUnsupportedProtocolVersion is the modern era's error for a request
-	// whose _meta names a version the server does not serve; its data lists
-	// the "supported" ones.
-	CodeUnsupportedProtocolVersion = -32022
 
 	// stdioProbeTimeout bounds the wait for the answer to server/discover on
 	// stdio. "Legacy protocol revisions never specified how a server
@@ -76,7 +72,7 @@ func probeBound(ctx context.Context, base time.Duration) time.Duration {
 // error (such as UnsupportedProtocolVersionError) identifies a modern
 // server: the client retries with a supported version rather than falling
 // back. Anything else identifies a legacy server." A server is modern only
-// if it lists ModernProtocolVersion among its supportedVersions: the Go
+// if it lists protocol.Modern among its supportedVersions: the Go
 // SDK's stateful HTTP handler answers discover too, listing only legacy
 // versions. The returned error is Dial's context ending; every other
 // failure is a legacy verdict.
@@ -115,7 +111,7 @@ func probe(ctx context.Context, conn Connection, log *slog.Logger, meta *request
 		if err != nil {
 			return probeResult{why: fmt.Sprintf("bad server/discover result: %v", err)}, nil
 		}
-		if !slices.Contains(sh.SupportedVersions, ModernProtocolVersion) {
+		if !slices.Contains(sh.SupportedVersions, protocol.Modern) {
 			return probeResult{why: fmt.Sprintf("server/discover lists only %q", sh.SupportedVersions)}, nil
 		}
 		return probeResult{modern: true, hello: sh}, nil
@@ -149,9 +145,9 @@ func awaitResponse(ctx context.Context, conn Connection, log *slog.Logger, id []
 }
 
 // retryDiscover reports whether a discover error is a -32022 whose
-// data.supported lists ModernProtocolVersion.
+// data.supported lists protocol.Modern.
 func retryDiscover(resp jsonrpc.Message) bool {
-	if code, ok := resp.ErrorCode(); !ok || code != CodeUnsupportedProtocolVersion {
+	if code, ok := resp.ErrorCode(); !ok || code != protocol.CodeUnsupportedProtocolVersion {
 		return false
 	}
 	var e struct {
@@ -159,7 +155,7 @@ func retryDiscover(resp jsonrpc.Message) bool {
 			Supported []string `json:"supported"`
 		} `json:"data"`
 	}
-	return json.Unmarshal(resp.Error(), &e) == nil && slices.Contains(e.Data.Supported, ModernProtocolVersion)
+	return json.Unmarshal(resp.Error(), &e) == nil && slices.Contains(e.Data.Supported, protocol.Modern)
 }
 
 // parseDiscoverResult turns a DiscoverResult into a ServerHello. The
@@ -184,7 +180,7 @@ func parseDiscoverResult(result []byte) (ServerHello, error) {
 		info = r.ServerInfo
 	}
 	return ServerHello{
-		ProtocolVersion:   ModernProtocolVersion,
+		ProtocolVersion:   protocol.Modern,
 		Capabilities:      r.Capabilities,
 		ServerInfo:        info,
 		Instructions:      r.Instructions,
@@ -221,12 +217,12 @@ func dialHTTP(ctx context.Context, t *HTTPTransport, hello ClientHello) (*Conn, 
 	}
 	if res.modern {
 		t.eras.set(eraModern, res.hello)
-		log.Info("upstream speaks the modern protocol; using stateless HTTP", "protocolVersion", ModernProtocolVersion)
+		log.Info("upstream speaks the modern protocol; using stateless HTTP", "protocolVersion", protocol.Modern)
 		return &Conn{Connection: sc, Server: res.hello}, nil
 	}
 	sc.Close() // aborts an unanswered probe
 	if mode == ProtocolModern {
-		return nil, fmt.Errorf("upstream %s: protocol is modern, but the upstream does not speak %s: %s", spec.Name, ModernProtocolVersion, res.why)
+		return nil, fmt.Errorf("upstream %s: protocol is modern, but the upstream does not speak %s: %s", spec.Name, protocol.Modern, res.why)
 	}
 	log.Info("upstream does not speak the modern protocol; using initialize", "reason", res.why)
 	return dialLegacy(ctx, t, hello, &t.eras)
@@ -264,12 +260,12 @@ func dialStdio(ctx context.Context, t *CommandTransport, hello ClientHello) (*Co
 	if res.modern {
 		sc.meta.Store(meta)
 		t.eras.set(eraModern, res.hello)
-		log.Info("upstream speaks the modern protocol; no initialize", "protocolVersion", ModernProtocolVersion)
+		log.Info("upstream speaks the modern protocol; no initialize", "protocolVersion", protocol.Modern)
 		return &Conn{Connection: sc, Server: res.hello}, nil
 	}
 	if mode == ProtocolModern {
 		sc.Close()
-		return nil, fmt.Errorf("upstream %s: protocol is modern, but the upstream does not speak %s: %s", spec.Name, ModernProtocolVersion, res.why)
+		return nil, fmt.Errorf("upstream %s: protocol is modern, but the upstream does not speak %s: %s", spec.Name, protocol.Modern, res.why)
 	}
 	log.Info("upstream does not speak the modern protocol; using initialize", "reason", res.why)
 	if res.ended {

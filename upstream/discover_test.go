@@ -2,6 +2,8 @@ package upstream
 
 import (
 	"testing"
+
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 func TestParseDiscoverResult(t *testing.T) {
@@ -15,12 +17,12 @@ func TestParseDiscoverResult(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if string(sh.ServerInfo) != tt.info || sh.ProtocolVersion != ModernProtocolVersion || !sh.Stateless() {
+			if string(sh.ServerInfo) != tt.info || sh.ProtocolVersion != protocol.Modern || !sh.Modern() {
 				t.Errorf("hello %+v", sh)
 			}
 		})
 	}
-	if (ServerHello{ProtocolVersion: "2025-11-25"}).Stateless() || (ServerHello{}).Stateless() {
+	if (ServerHello{ProtocolVersion: "2025-11-25"}).Modern() || (ServerHello{}).Modern() {
 		t.Error("a legacy hello is stateless")
 	}
 }

@@ -17,11 +17,6 @@ const (
 	ProtocolModern = "modern"
 )
 
-// ModernProtocolVersion is the stateless protocol revision the upstream side
-// speaks to a modern upstream: no initialize, no sessions, every request
-// carrying its version, capabilities and client identity in params._meta.
-const ModernProtocolVersion = "2026-07-28"
-
 // checkProtocol validates Spec.Protocol.
 func checkProtocol(p string) error {
 	switch p {

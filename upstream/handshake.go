@@ -9,38 +9,22 @@ import (
 	"log/slog"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 const (
 	// initRequestID is the id of our initialize request. A string, so it can
 	// never collide with the integer ids the gateway mints from 1 upward.
 	initRequestID = `"switchboard-init-1"`
-	// LatestProtocolVersion is the protocol version Dial asks for in
-	// initialize when ClientHello.ProtocolVersion is empty: the latest legacy
-	// version (the modern one has no initialize).
-	LatestProtocolVersion = "2025-11-25"
 
 	methodInitialize  = "initialize"
 	methodInitialized = "notifications/initialized"
 )
 
-// SupportedProtocolVersion reports whether v is a legacy protocol version
-// the upstream side of the gateway can negotiate with initialize:
-// 2025-11-25, 2025-06-18, 2025-03-26 or 2024-11-05. The modern era
-// (ModernProtocolVersion) has no initialize and is not among them; see
-// ServerHello.Stateless.
-func SupportedProtocolVersion(v string) bool {
-	switch v {
-	case "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05":
-		return true
-	}
-	return false
-}
-
 // ClientHello is what the gateway declares in initialize.
 type ClientHello struct {
 	// ProtocolVersion is the version offered; empty means
-	// LatestProtocolVersion.
+	// protocol.LatestLegacy.
 	ProtocolVersion string
 	// Capabilities is a ClientCapabilities object; nil means {}.
 	Capabilities json.RawMessage
@@ -57,7 +41,7 @@ type ClientHello struct {
 // ServerHello is what the upstream answered to initialize, or for a modern
 // upstream to server/discover.
 type ServerHello struct {
-	// ProtocolVersion is the negotiated version; ModernProtocolVersion for a
+	// ProtocolVersion is the negotiated version; protocol.Modern for a
 	// modern upstream.
 	ProtocolVersion string
 	// Capabilities is the ServerCapabilities object.
@@ -76,14 +60,14 @@ type ServerHello struct {
 	SupportedVersions []string
 }
 
-// Stateless reports whether the upstream speaks the stateless modern era
+// Modern reports whether the upstream speaks the stateless modern era
 // (2026-07-28 and later): no initialize and no session, every request
 // carrying its protocol version, client capabilities and client identity in
 // params._meta, no server→client requests (input is requested through
 // InputRequiredResult instead), subscriptions/listen instead of the GET
 // stream, and cancellation by closing the request's stream over HTTP.
-func (h ServerHello) Stateless() bool {
-	return h.ProtocolVersion >= ModernProtocolVersion
+func (h ServerHello) Modern() bool {
+	return protocol.IsModern(h.ProtocolVersion)
 }
 
 // Conn is a connection whose handshake is done.
@@ -112,9 +96,9 @@ func identify(t Transport) (string, *slog.Logger) {
 //
 // With Spec.Protocol auto (the default), the first Dial probes with
 // server/discover; the upstream is modern if the result lists
-// ModernProtocolVersion among its supportedVersions. A modern upstream gets
+// protocol.Modern among its supportedVersions. A modern upstream gets
 // no initialize: the returned Conn is ready at once, its Server is the
-// discover answer (Server.Stateless() is true), and every request written
+// discover answer (Server.Modern() is true), and every request written
 // to it gets the _meta the era requires (the hello's capabilities and
 // identity unless the request carries its own). Over HTTP the Connection is
 // stateless: one POST per request, no session. Any other answer, or none
@@ -225,7 +209,7 @@ func handshake(ctx context.Context, conn Connection, name string, log *slog.Logg
 	}
 	// "If the client does not support the version in the server's response,
 	// it SHOULD disconnect."
-	if !SupportedProtocolVersion(sh.ProtocolVersion) {
+	if !protocol.SupportedLegacy(sh.ProtocolVersion) {
 		return ServerHello{}, fmt.Errorf("upstream %s: server chose protocol version %q, which the gateway does not support (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)", name, sh.ProtocolVersion)
 	}
 	if err := conn.Write(ctx, jsonrpc.AppendNotification(nil, methodInitialized, nil)); err != nil {
@@ -241,7 +225,7 @@ func answerEarlyRequest(ctx context.Context, conn Connection, m jsonrpc.Message)
 	if m.MethodIs("ping") {
 		answer = jsonrpc.AppendResult(nil, m.ID(), []byte("{}"))
 	} else {
-		answer = jsonrpc.AppendError(nil, m.ID(), jsonrpc.CodeInvalidRequest, "client is not initialized yet", nil)
+		answer = jsonrpc.AppendError(nil, m.ID(), protocol.CodeInvalidRequest, "client is not initialized yet", nil)
 	}
 	return conn.Write(ctx, answer)
 }
@@ -253,7 +237,7 @@ func initializeParams(h ClientHello) ([]byte, error) {
 		ClientInfo      json.RawMessage `json:"clientInfo"`
 	}{h.ProtocolVersion, h.Capabilities, h.ClientInfo}
 	if p.ProtocolVersion == "" {
-		p.ProtocolVersion = LatestProtocolVersion
+		p.ProtocolVersion = protocol.LatestLegacy
 	}
 	if len(p.Capabilities) == 0 {
 		p.Capabilities = json.RawMessage(defaultClientCapabilities)

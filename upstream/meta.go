@@ -8,14 +8,7 @@ import (
 	"fmt"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
-)
-
-// The request _meta keys of the modern era (2026-07-28 basic/index.mdx).
-const (
-	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
-	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 const (
@@ -74,13 +67,13 @@ func (rm *requestMeta) appendMembers(b []byte, version, caps, info bool) []byte 
 		b = append(b, v...)
 	}
 	if version {
-		add(metaProtocolVersion, []byte(`"`+ModernProtocolVersion+`"`))
+		add(protocol.MetaProtocolVersion, []byte(`"`+protocol.Modern+`"`))
 	}
 	if caps {
-		add(metaClientCapabilities, rm.caps)
+		add(protocol.MetaClientCapabilities, rm.caps)
 	}
 	if info {
-		add(metaClientInfo, rm.info)
+		add(protocol.MetaClientInfo, rm.info)
 	}
 	return b
 }
@@ -93,7 +86,7 @@ var errBadMeta = errors.New("cannot add the request _meta")
 // modern upstream, editing bytes in place (the rest of the message is kept
 // as sent):
 //
-//   - protocolVersion is set to ModernProtocolVersion, overwriting whatever
+//   - protocolVersion is set to protocol.Modern, overwriting whatever
 //     was there: it must agree with the MCP-Protocol-Version header ("The
 //     header value MUST match the io.modelcontextprotocol/protocolVersion
 //     field carried in the request body's _meta"), and the gateway speaks
@@ -135,22 +128,22 @@ func (rm *requestMeta) inject(dst []byte, m jsonrpc.Message) ([]byte, error) {
 		n                    int
 		addPV, addCaps, addI bool
 	)
-	vs, ve, st := jsonrpc.LookupStatus(raw, "params", "_meta", metaProtocolVersion)
+	vs, ve, st := jsonrpc.LookupStatus(raw, "params", "_meta", protocol.MetaProtocolVersion)
 	switch st {
 	case jsonrpc.Found:
-		if v := raw[vs:ve]; !bytes.Equal(v, []byte(`"`+ModernProtocolVersion+`"`)) {
-			edits[1] = jsonrpc.Edit{Start: vs, End: ve, With: []byte(`"` + ModernProtocolVersion + `"`)}
+		if v := raw[vs:ve]; !bytes.Equal(v, []byte(`"`+protocol.Modern+`"`)) {
+			edits[1] = jsonrpc.Edit{Start: vs, End: ve, With: []byte(`"` + protocol.Modern + `"`)}
 			n = 1
 		}
 	case jsonrpc.Absent:
 		addPV = true
 	default:
-		return nil, fmt.Errorf("%w: %s appears twice", errBadMeta, metaProtocolVersion)
+		return nil, fmt.Errorf("%w: %s appears twice", errBadMeta, protocol.MetaProtocolVersion)
 	}
 	for _, k := range []struct {
 		key string
 		add *bool
-	}{{metaClientCapabilities, &addCaps}, {metaClientInfo, &addI}} {
+	}{{protocol.MetaClientCapabilities, &addCaps}, {protocol.MetaClientInfo, &addI}} {
 		switch _, _, st := jsonrpc.LookupStatus(raw, "params", "_meta", k.key); st {
 		case jsonrpc.Absent:
 			*k.add = true

@@ -22,6 +22,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // recorded is one HTTP request as the upstream received it.
@@ -162,15 +163,15 @@ func TestEraDetection(t *testing.T) {
 		wantErr  *regexp.Regexp // nil: success
 		probes   int            // server/discover POSTs; -1: not HTTP
 	}{
-		{"http stateless sdk server is modern", httpSpec(true), "", ModernProtocolVersion, "testserver", nil, 1},
+		{"http stateless sdk server is modern", httpSpec(true), "", protocol.Modern, "testserver", nil, 1},
 		{"http stateful sdk server lists only legacy versions", httpSpec(false), "", "2025-11-25", "testserver", nil, 1},
 		{"http forced legacy skips the probe", httpSpec(true), ProtocolLegacy, "2025-11-25", "testserver", nil, 0},
-		{"http forced modern", httpSpec(true), ProtocolModern, ModernProtocolVersion, "testserver", nil, 1},
+		{"http forced modern", httpSpec(true), ProtocolModern, protocol.Modern, "testserver", nil, 1},
 		{"http forced modern on a legacy server fails", httpSpec(false), ProtocolModern, "", "", regexp.MustCompile(`^upstream modern: protocol is modern, but the upstream does not speak 2026-07-28: server/discover lists only \["2025-11-25"`), 1},
-		{"stdio sdk server is modern", stdioSpec(quickExit(sdkStdioSpec(newLogCapture()))), "", ModernProtocolVersion, "testserver", nil, -1},
+		{"stdio sdk server is modern", stdioSpec(quickExit(sdkStdioSpec(newLogCapture()))), "", protocol.Modern, "testserver", nil, -1},
 		{"stdio everything-server fixture is modern", func(t *testing.T) (Spec, *recorder) {
 			return Spec{Name: "everything", Command: everythingServer(t), Logger: slog.New(newLogCapture())}, nil
-		}, "", ModernProtocolVersion, "mcp-conformance-test-server", nil, -1},
+		}, "", protocol.Modern, "mcp-conformance-test-server", nil, -1},
 		{"stdio legacy server answering discover is legacy", stdioSpec(rawStdioSpec(nil)), "", "2025-11-25", "raw", nil, -1},
 		{"stdio forced legacy", stdioSpec(quickExit(sdkStdioSpec(newLogCapture()))), ProtocolLegacy, "2025-11-25", "testserver", nil, -1},
 		{"stdio forced modern on a legacy server fails", stdioSpec(rawStdioSpec(nil)), ProtocolModern, "", "", regexp.MustCompile(`^upstream raw: protocol is modern, but the upstream does not speak 2026-07-28: bad server/discover result|lists only`), -1},
@@ -196,14 +197,14 @@ func TestEraDetection(t *testing.T) {
 			}
 			defer conn.Close()
 			sh := conn.Server
-			if sh.ProtocolVersion != tt.want || sh.Stateless() != (tt.want == ModernProtocolVersion) {
-				t.Errorf("protocol version %q (stateless %v), want %q", sh.ProtocolVersion, sh.Stateless(), tt.want)
+			if sh.ProtocolVersion != tt.want || sh.Modern() != (tt.want == protocol.Modern) {
+				t.Errorf("protocol version %q (stateless %v), want %q", sh.ProtocolVersion, sh.Modern(), tt.want)
 			}
 			var info struct{ Name string }
 			if json.Unmarshal(sh.ServerInfo, &info); info.Name != tt.server {
 				t.Errorf("serverInfo %s, want name %q", sh.ServerInfo, tt.server)
 			}
-			if sh.Stateless() && (!slices.Contains(sh.SupportedVersions, ModernProtocolVersion) || len(sh.Capabilities) == 0 || !bytes.Contains(sh.Result, []byte("supportedVersions"))) {
+			if sh.Modern() && (!slices.Contains(sh.SupportedVersions, protocol.Modern) || len(sh.Capabilities) == 0 || !bytes.Contains(sh.Result, []byte("supportedVersions"))) {
 				t.Errorf("modern hello %+v", sh)
 			}
 			// The connection works in its era.
@@ -248,7 +249,7 @@ func TestStatelessHTTP(t *testing.T) {
 		return body, false
 	}
 	conn := mustDial(t, spec, rootsHello)
-	sc := conn.Connection.(*statelessConn)
+	sc := conn.Connection.(*modernConn)
 
 	t.Run("one POST per request with the metadata headers", func(t *testing.T) { testStatelessMetadataHeaders(t, conn, rec) })
 	t.Run("request _meta", func(t *testing.T) { testStatelessRequestMeta(t, conn) })
@@ -302,7 +303,7 @@ func testStatelessMetadataHeaders(t *testing.T, conn *Conn, rec *recorder) {
 			}
 			h := posts[0].header
 			for k, want := range map[string]string{
-				"MCP-Protocol-Version": ModernProtocolVersion,
+				"MCP-Protocol-Version": protocol.Modern,
 				"Mcp-Method":           tt.method,
 				"Mcp-Name":             tt.wantName,
 				"X-Test-Token":         "secret",
@@ -352,7 +353,7 @@ func testStatelessProgress(t *testing.T, conn *Conn) {
 }
 
 // testStatelessCancel: notifications/cancelled closes the request's stream instead of being POSTed.
-func testStatelessCancel(t *testing.T, conn *Conn, rec *recorder, sc *statelessConn, hooks *testHooks) {
+func testStatelessCancel(t *testing.T, conn *Conn, rec *recorder, sc *modernConn, hooks *testHooks) {
 	if err := conn.Write(waitCtx(t), request(400, "tools/call", `{"name":"block"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +374,7 @@ func testStatelessCancel(t *testing.T, conn *Conn, rec *recorder, sc *statelessC
 }
 
 // testStatelessListen: subscriptions/listen stays open, carrying notifications, until cancelled.
-func testStatelessListen(t *testing.T, conn *Conn, sc *statelessConn) {
+func testStatelessListen(t *testing.T, conn *Conn, sc *modernConn) {
 	if err := conn.Write(waitCtx(t), request(500, "subscriptions/listen", `{"notifications":{"toolsListChanged":true}}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +419,7 @@ func TestStatelessErrorStatus(t *testing.T) {
 			r.Header.Set("Mcp-Name", "other") // a proxy rewriting headers
 		case bytes.Contains(body, []byte("tamper-version")):
 			r.Header.Set("MCP-Protocol-Version", "2099-01-01")
-			body = bytes.ReplaceAll(body, []byte(ModernProtocolVersion), []byte("2099-01-01"))
+			body = bytes.ReplaceAll(body, []byte(protocol.Modern), []byte("2099-01-01"))
 		case bytes.Contains(body, []byte("no-id")):
 			// "The HTTP response body MAY comprise a JSON-RPC error
 			// response that has no id", as an intermediary's would.
@@ -444,12 +445,12 @@ func TestStatelessErrorStatus(t *testing.T) {
 		message              *regexp.Regexp
 		data                 string // a substring of error.data
 	}{
-		{"404 unknown method", "foo/bar", `{}`, jsonrpc.CodeMethodNotFound, regexp.MustCompile(`foo/bar`), ""},
+		{"404 unknown method", "foo/bar", `{}`, protocol.CodeMethodNotFound, regexp.MustCompile(`foo/bar`), ""},
 		{"400 header mismatch", "tools/call", `{"name":"echo","arguments":{"text":"tamper-name"}}`, -32020, regexp.MustCompile(`Mcp-Name`), ""},
-		{"400 unsupported version", "tools/call", `{"name":"echo","arguments":{"text":"tamper-version"}}`, CodeUnsupportedProtocolVersion, regexp.MustCompile(`unsupported protocol version`), `"supported":["2026-07-28"`},
+		{"400 unsupported version", "tools/call", `{"name":"echo","arguments":{"text":"tamper-version"}}`, protocol.CodeUnsupportedProtocolVersion, regexp.MustCompile(`unsupported protocol version`), `"supported":["2026-07-28"`},
 		{"400 error without an id", "tools/call", `{"name":"echo","arguments":{"text":"no-id"}}`, -32021, regexp.MustCompile(`^missing capability$`), `"requiredCapabilities":{"sampling":{}}`},
-		{"stream ended before the response", "tools/call", `{"name":"echo","arguments":{"text":"cut-stream"}}`, jsonrpc.CodeInternalError, regexp.MustCompile(`^upstream modern: response stream ended before the response`), ""},
-		{"502 without a JSON-RPC body", "tools/call", `{"name":"echo","arguments":{"text":"bad-gateway"}}`, jsonrpc.CodeInternalError, regexp.MustCompile(`^upstream modern: HTTP 502`), ""},
+		{"stream ended before the response", "tools/call", `{"name":"echo","arguments":{"text":"cut-stream"}}`, protocol.CodeInternalError, regexp.MustCompile(`^upstream modern: response stream ended before the response`), ""},
+		{"502 without a JSON-RPC body", "tools/call", `{"name":"echo","arguments":{"text":"bad-gateway"}}`, protocol.CodeInternalError, regexp.MustCompile(`^upstream modern: HTTP 502`), ""},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -492,7 +493,7 @@ func TestEraCache(t *testing.T) {
 		if m := len(rec.requests(func(recorded) bool { return true })); m != n {
 			t.Errorf("the second Dial sent %d requests, want none", m-n)
 		}
-		if !second.Server.Stateless() || !bytes.Equal(second.Server.Result, first.Server.Result) {
+		if !second.Server.Modern() || !bytes.Equal(second.Server.Result, first.Server.Result) {
 			t.Errorf("second hello %+v", second.Server)
 		}
 		if resp, _ := roundTrip(t, second, 1, "tools/call", `{"name":"echo","arguments":{"text":"x"}}`); resp.Msg.Error() != nil {
@@ -523,7 +524,7 @@ func TestEraCache(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if resp, _ := roundTrip(t, c, 1, "tools/call", `{"name":"echo","arguments":{"text":"x"}}`); resp.Msg.Error() != nil || !c.Server.Stateless() {
+			if resp, _ := roundTrip(t, c, 1, "tools/call", `{"name":"echo","arguments":{"text":"x"}}`); resp.Msg.Error() != nil || !c.Server.Modern() {
 				t.Errorf("Dial %d: %s", i, resp.Msg.Raw())
 			}
 			c.Close()
@@ -603,7 +604,7 @@ func TestStdioModern(t *testing.T) {
 	spec.Protocol = ProtocolModern
 	conn := mustDial(t, spec, rootsHello)
 	defer conn.Close()
-	if _, ok := conn.Connection.(*stdioConn); !ok || !conn.Server.Stateless() {
+	if _, ok := conn.Connection.(*stdioConn); !ok || !conn.Server.Modern() {
 		t.Fatalf("connection %T, hello %+v", conn.Connection, conn.Server)
 	}
 
@@ -661,14 +662,14 @@ func waitChan(t *testing.T, ch <-chan struct{}) {
 	}
 }
 
-func inflight(c *statelessConn) int {
+func inflight(c *modernConn) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.inflight)
 }
 
 // waitIdle waits until no request is in flight on c.
-func waitIdle(t *testing.T, c *statelessConn) {
+func waitIdle(t *testing.T, c *modernConn) {
 	t.Helper()
 	ctx := waitCtx(t)
 	for inflight(c) > 0 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // Reading from a stdio child: stdout lines into messages, stderr lines into logs.
@@ -65,7 +66,7 @@ func (c *stdioConn) readStdout(f *os.File) {
 			// its id (an answer's "id" usually precedes its large "result").
 			if id := leadingID(line); id != nil {
 				msg := fmt.Sprintf("upstream %q sent an answer of more than %d bytes, over its message limit (maxMessageBytes); the answer was discarded", c.name, c.maxMsg)
-				if !c.handleLine(jsonrpc.AppendError(nil, id, jsonrpc.CodeInternalError, msg, nil)) {
+				if !c.handleLine(jsonrpc.AppendError(nil, id, protocol.CodeInternalError, msg, nil)) {
 					return
 				}
 			}

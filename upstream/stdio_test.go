@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // sdkStdioSpec runs this test binary as the Go SDK test server over stdio.
@@ -197,8 +198,8 @@ func TestStdioSDKServer(t *testing.T) {
 	conn := mustDial(t, sdkStdioSpec(log), ClientHello{})
 	pid := stdioPID(t, conn)
 
-	if got := conn.Server.ProtocolVersion; got != LatestProtocolVersion {
-		t.Errorf("protocol version = %q, want %q", got, LatestProtocolVersion)
+	if got := conn.Server.ProtocolVersion; got != protocol.LatestLegacy {
+		t.Errorf("protocol version = %q, want %q", got, protocol.LatestLegacy)
 	}
 	if !bytes.Contains(conn.Server.ServerInfo, []byte(`"testserver"`)) {
 		t.Errorf("serverInfo = %s", conn.Server.ServerInfo)
@@ -528,7 +529,7 @@ func TestStdioOversizedAnswer(t *testing.T) {
 	}
 	defer conn.Close()
 	in, _ := roundTrip(t, conn, 7, "big", "")
-	if code, _ := in.Msg.ErrorCode(); code != jsonrpc.CodeInternalError || !strings.Contains(string(in.Msg.Raw()), "maxMessageBytes") {
+	if code, _ := in.Msg.ErrorCode(); code != protocol.CodeInternalError || !strings.Contains(string(in.Msg.Raw()), "maxMessageBytes") {
 		t.Fatalf("answer = %s, want -32603 naming the message limit", in.Msg.Raw())
 	}
 	if in, _ := roundTrip(t, conn, 8, "ping", ""); in.Msg.Error() != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // The Streamable HTTP (2025-11-25) connection: its lifetime, its goroutines, and the queue that Read drains.
@@ -188,7 +189,7 @@ func (c *httpConn) deliver(in Incoming) bool {
 func (c *httpConn) deliverError(id []byte, what string) {
 	text := fmt.Sprintf("upstream %s: %s", c.name, what)
 	c.log.Warn("upstream request failed", "error", what)
-	raw := jsonrpc.AppendError(nil, id, jsonrpc.CodeInternalError, text, nil)
+	raw := jsonrpc.AppendError(nil, id, protocol.CodeInternalError, text, nil)
 	m, err := jsonrpc.Parse(raw)
 	if err != nil {
 		c.log.Error("cannot build error response", "error", err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // httpFixture wraps an MCP HTTP handler from the Go SDK to observe and
@@ -419,8 +420,8 @@ func TestStreamableSynthesizedErrors(t *testing.T) {
 			if err := json.Unmarshal(resp.Msg.Error(), &e); err != nil {
 				t.Fatalf("response %s is not an error: %v", resp.Msg.Raw(), err)
 			}
-			if e.Code != jsonrpc.CodeInternalError || !tt.want.MatchString(e.Message) {
-				t.Errorf("error %d %q, want %d matching %v", e.Code, e.Message, jsonrpc.CodeInternalError, tt.want)
+			if e.Code != protocol.CodeInternalError || !tt.want.MatchString(e.Message) {
+				t.Errorf("error %d %q, want %d matching %v", e.Code, e.Message, protocol.CodeInternalError, tt.want)
 			}
 			if string(resp.Related) != "1" {
 				t.Errorf("Related = %s", resp.Related)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // The conformance suite: one set of behaviour tests that every kind of connection runs, against a real peer
@@ -66,21 +67,21 @@ type connKind struct {
 
 func connKinds() []connKind {
 	return []connKind{
-		{name: "stdio", start: stdioPeer(ProtocolLegacy), protocol: LatestProtocolVersion, connType: "*upstream.stdioConn",
+		{name: "stdio", start: stdioPeer(ProtocolLegacy), protocol: protocol.LatestLegacy, connType: "*upstream.stdioConn",
 			serverRequests: true, dies: readFails, oversized: answerFails},
-		{name: "stdio-modern", start: stdioPeer(ProtocolAuto), protocol: ModernProtocolVersion, connType: "*upstream.stdioConn",
+		{name: "stdio-modern", start: stdioPeer(ProtocolAuto), protocol: protocol.Modern, connType: "*upstream.stdioConn",
 			rewritesRequests: true, dies: readFails, oversized: answerFails},
 		{name: "streamable", start: httpPeer(func(s *mcp.Server) http.Handler {
 			return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
-		}), protocol: LatestProtocolVersion, connType: "*upstream.httpConn", session: true,
+		}), protocol: protocol.LatestLegacy, connType: "*upstream.httpConn", session: true,
 			related: true, serverRequests: true, dies: answerFails, oversized: answerFails},
 		{name: "legacy-sse", start: httpPeer(func(s *mcp.Server) http.Handler {
 			return mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s }, nil)
-		}), protocol: LatestProtocolVersion, connType: "*upstream.httpConn",
+		}), protocol: protocol.LatestLegacy, connType: "*upstream.httpConn",
 			serverRequests: true, dies: readFails, oversized: readFails},
 		{name: "stateless", start: httpPeer(func(s *mcp.Server) http.Handler {
 			return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
-		}), protocol: ModernProtocolVersion, connType: "*upstream.statelessConn",
+		}), protocol: protocol.Modern, connType: "*upstream.modernConn",
 			related: true, rewritesRequests: true, dies: answerFails, oversized: answerFails},
 	}
 }
@@ -129,8 +130,8 @@ func (k connKind) checkRelated(t *testing.T, in Incoming, id string) {
 func testDial(t *testing.T, k connKind) {
 	p, c := k.dial(t, 0)
 	sh := c.Server
-	if sh.ProtocolVersion != k.protocol || sh.Stateless() != (k.protocol == ModernProtocolVersion) {
-		t.Errorf("protocol version %q (stateless %v), want %q", sh.ProtocolVersion, sh.Stateless(), k.protocol)
+	if sh.ProtocolVersion != k.protocol || sh.Modern() != (k.protocol == protocol.Modern) {
+		t.Errorf("protocol version %q (stateless %v), want %q", sh.ProtocolVersion, sh.Modern(), k.protocol)
 	}
 	if !bytes.Contains(sh.ServerInfo, []byte(`"testserver"`)) {
 		t.Errorf("serverInfo %s", sh.ServerInfo)
@@ -141,7 +142,7 @@ func testDial(t *testing.T, k connKind) {
 	if (c.SessionID() != "") != k.session {
 		t.Errorf("session id %q, want one: %v", c.SessionID(), k.session)
 	}
-	if k.protocol == ModernProtocolVersion {
+	if k.protocol == protocol.Modern {
 		p.sawIn(t, []byte(`"method":"server/discover"`))
 	} else {
 		p.sawIn(t, []byte(`"method":"notifications/initialized"`))
@@ -288,7 +289,7 @@ func testUpstreamDies(t *testing.T, k connKind) {
 		resp, _ := readResponse(t, c, 5)
 		code, _ := resp.Msg.ErrorCode()
 		msg, _ := jsonrpc.LookupString(resp.Msg.Error(), "message")
-		if code != jsonrpc.CodeInternalError || !strings.HasPrefix(msg, "upstream suite: ") {
+		if code != protocol.CodeInternalError || !strings.HasPrefix(msg, "upstream suite: ") {
 			t.Errorf("answer %s, want -32603 naming the upstream", resp.Msg.Raw())
 		}
 		k.checkRelated(t, resp, "5")
@@ -312,7 +313,7 @@ func testOversized(t *testing.T, k connKind) {
 		resp, _ := readResponse(t, c, 6)
 		code, _ := resp.Msg.ErrorCode()
 		msg, _ := jsonrpc.LookupString(resp.Msg.Error(), "message")
-		if code != jsonrpc.CodeInternalError || !strings.Contains(msg, "suite") || !strings.Contains(msg, "4096") {
+		if code != protocol.CodeInternalError || !strings.Contains(msg, "suite") || !strings.Contains(msg, "4096") {
 			t.Errorf("answer %s, want -32603 naming the upstream and the limit", resp.Msg.Raw())
 		}
 		// The connection goes on.

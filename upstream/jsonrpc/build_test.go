@@ -3,6 +3,8 @@ package jsonrpc
 import (
 	"errors"
 	"testing"
+
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 func TestBuild(t *testing.T) {
@@ -20,9 +22,9 @@ func TestBuild(t *testing.T) {
 			`{"jsonrpc":"2.0","method":"we\"ird","params":[]}`, KindNotification},
 		{string(AppendResult(nil, []byte(`9007199254740993`), []byte(`{"tools":[]}`))),
 			`{"jsonrpc":"2.0","id":9007199254740993,"result":{"tools":[]}}`, KindResponse},
-		{string(AppendError(nil, nil, CodeParseError, "Parse error", nil)),
+		{string(AppendError(nil, nil, protocol.CodeParseError, "Parse error", nil)),
 			`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`, KindResponse},
-		{string(AppendError(nil, []byte(`"x"`), CodeResourceNotFound, "no \"such\"\n", []byte(`{"uri":"a"}`))),
+		{string(AppendError(nil, []byte(`"x"`), protocol.CodeResourceNotFound, "no \"such\"\n", []byte(`{"uri":"a"}`))),
 			`{"jsonrpc":"2.0","id":"x","error":{"code":-32002,"message":"no \"such\"\n","data":{"uri":"a"}}}`, KindResponse},
 	}
 	for _, tt := range tests {
@@ -35,8 +37,8 @@ func TestBuild(t *testing.T) {
 			t.Errorf("%s: kind %v err %v", tt.got, m.Kind(), err)
 		}
 	}
-	m, _ := Parse(AppendError(nil, []byte(`1`), CodeInvalidParams, "bad", nil))
-	if code, ok := m.ErrorCode(); !ok || code != CodeInvalidParams {
+	m, _ := Parse(AppendError(nil, []byte(`1`), protocol.CodeInvalidParams, "bad", nil))
+	if code, ok := m.ErrorCode(); !ok || code != protocol.CodeInvalidParams {
 		t.Errorf("ErrorCode = %d %v", code, ok)
 	}
 }

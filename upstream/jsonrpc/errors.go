@@ -5,16 +5,6 @@ import (
 	"fmt"
 )
 
-// Standard JSON-RPC 2.0 error codes, plus the MCP code for a missing resource.
-const (
-	CodeParseError       = -32700
-	CodeInvalidRequest   = -32600
-	CodeMethodNotFound   = -32601
-	CodeInvalidParams    = -32602
-	CodeInternalError    = -32603
-	CodeResourceNotFound = -32002
-)
-
 // Sentinel errors; errors returned by this package wrap one of them so that
 // callers can pick the JSON-RPC error code with errors.Is.
 var (

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 func TestParseIDs(t *testing.T) {
@@ -180,7 +182,7 @@ func TestParseMembers(t *testing.T) {
 		t.Errorf("id %s result %s error %s", m.ID(), m.Result(), m.Error())
 	}
 	e, _ := Parse([]byte(`{"jsonrpc":"2.0","id":1,"error":{"message":"x","code":-32601,"data":{"code":1}}}`))
-	if code, ok := e.ErrorCode(); !ok || code != CodeMethodNotFound {
+	if code, ok := e.ErrorCode(); !ok || code != protocol.CodeMethodNotFound {
 		t.Errorf("ErrorCode = %d %v", code, ok)
 	}
 	if _, ok := m.ErrorCode(); ok {

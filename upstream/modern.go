@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 	"github.com/switchboard-mcp/switchboard/upstream/sse"
 )
 
@@ -27,7 +28,7 @@ const (
 	maxStatusBody = 64 << 10
 )
 
-// statelessConn is a Connection to a modern (2026-07-28) Streamable HTTP
+// modernConn is a Connection to a modern (2026-07-28) Streamable HTTP
 // upstream. There is no session: "The client sends every JSON-RPC request
 // or notification as its own HTTP POST", with no initialize, no
 // Mcp-Session-Id, no GET stream and no resumption ("Resumable SSE streams
@@ -36,7 +37,7 @@ const (
 // Goroutines: one per request POST, from Write until its response has been
 // delivered, its stream has ended, the caller cancelled it, or Close. Close
 // cancels them all and waits for them.
-type statelessConn struct {
+type modernConn struct {
 	t      *HTTPTransport
 	name   string
 	log    *slog.Logger
@@ -49,7 +50,7 @@ type statelessConn struct {
 
 	mu       sync.Mutex
 	closing  bool
-	inflight map[string]*statelessCall // by idKey
+	inflight map[string]*modernCall // by idKey
 	wg       sync.WaitGroup
 
 	closeOnce sync.Once
@@ -59,8 +60,8 @@ type statelessConn struct {
 	quiet atomic.Bool
 }
 
-// statelessCall is one request whose POST is in flight.
-type statelessCall struct {
+// modernCall is one request whose POST is in flight.
+type modernCall struct {
 	id     []byte
 	key    string          // idKey(id)
 	ctx    context.Context // the POST's: ends with Close, the cancellation or the call
@@ -72,10 +73,10 @@ type statelessCall struct {
 }
 
 // connectStateless returns a stateless connection; it does no I/O.
-func (t *HTTPTransport) connectStateless(ctx context.Context, meta *requestMeta) *statelessConn {
+func (t *HTTPTransport) connectStateless(ctx context.Context, meta *requestMeta) *modernConn {
 	// The connection outlives ctx but keeps its values (a session's identity for credentials).
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	return &statelessConn{
+	return &modernConn{
 		t:        t,
 		name:     t.spec.Name,
 		log:      t.spec.logger(),
@@ -84,13 +85,13 @@ func (t *HTTPTransport) connectStateless(ctx context.Context, meta *requestMeta)
 		ctx:      cctx,
 		cancel:   cancel,
 		queue:    make(chan Incoming, queueLen),
-		inflight: map[string]*statelessCall{},
+		inflight: map[string]*modernCall{},
 	}
 }
 
 // Read returns the next message: a response, or a notification sent on a
 // request's response stream, with Related set to that request's id.
-func (c *statelessConn) Read(ctx context.Context) (Incoming, error) {
+func (c *modernConn) Read(ctx context.Context) (Incoming, error) {
 	select {
 	case in := <-c.queue:
 		return in, nil
@@ -118,7 +119,7 @@ func (c *statelessConn) Read(ctx context.Context) (Incoming, error) {
 //     level): "This revision of the core protocol defines no
 //     client-to-server notifications over Streamable HTTP", and "The client
 //     MUST NOT send JSON-RPC responses".
-func (c *statelessConn) Write(ctx context.Context, raw []byte) error {
+func (c *modernConn) Write(ctx context.Context, raw []byte) error {
 	msg, err := jsonrpc.Parse(raw)
 	if err != nil {
 		return fmt.Errorf("upstream %s: write: %w", c.name, err)
@@ -143,14 +144,14 @@ func (c *statelessConn) Write(ctx context.Context, raw []byte) error {
 
 // request starts the POST of a request and waits until its body is handed
 // over (or ctx ends; the outcome still arrives through Read).
-func (c *statelessConn) request(ctx context.Context, msg jsonrpc.Message) error {
+func (c *modernConn) request(ctx context.Context, msg jsonrpc.Message) error {
 	body, err := c.meta.inject(nil, msg)
 	if err != nil {
 		return fmt.Errorf("upstream %s: write %s: %w", c.name, msg.Method(), err)
 	}
 	method := msg.Method()
 	h := http.Header{}
-	h.Set(headerProtocolVersion, ModernProtocolVersion)
+	h.Set(headerProtocolVersion, protocol.Modern)
 	h.Set(headerMethod, method)
 	if p := nameParam(method); p != "" {
 		if v, ok := jsonrpc.LookupString(msg.Params(), p); ok {
@@ -160,7 +161,7 @@ func (c *statelessConn) request(ctx context.Context, msg jsonrpc.Message) error 
 	for k, vs := range paramHeadersFrom(ctx) {
 		h[k] = vs
 	}
-	call := &statelessCall{id: bytes.Clone(msg.ID())}
+	call := &modernCall{id: bytes.Clone(msg.ID())}
 	call.key = idKey(call.id)
 	// The POST lives as long as the connection or until cancelled, not as
 	// long as the caller's ctx, but carries the caller's values (trace
@@ -204,13 +205,13 @@ func (c *statelessConn) request(ctx context.Context, msg jsonrpc.Message) error 
 }
 
 // done ends a call whose goroutine is finishing.
-func (c *statelessConn) done(call *statelessCall) {
+func (c *modernConn) done(call *modernCall) {
 	call.cancel()
 	c.forget(call)
 }
 
 // forget removes a call from the in-flight set.
-func (c *statelessConn) forget(call *statelessCall) {
+func (c *modernConn) forget(call *modernCall) {
 	c.mu.Lock()
 	if c.inflight[call.key] == call {
 		delete(c.inflight, call.key)
@@ -219,7 +220,7 @@ func (c *statelessConn) forget(call *statelessCall) {
 }
 
 // abort cancels the POST of the request a notifications/cancelled names.
-func (c *statelessConn) abort(msg jsonrpc.Message) {
+func (c *modernConn) abort(msg jsonrpc.Message) {
 	s, e, ok := jsonrpc.Lookup(msg.Params(), "requestId")
 	if !ok {
 		c.log.Debug("dropping notifications/cancelled without a requestId")
@@ -240,7 +241,7 @@ func (c *statelessConn) abort(msg jsonrpc.Message) {
 
 // roundTrip POSTs one request and delivers its response, the notifications
 // on its response stream, or an error response.
-func (c *statelessConn) roundTrip(ctx context.Context, call *statelessCall, body []byte, h http.Header, handed func()) {
+func (c *modernConn) roundTrip(ctx context.Context, call *modernCall, body []byte, h http.Header, handed func()) {
 	req, err := c.t.newRequest(ctx, http.MethodPost, c.t.url.String(), body, handed)
 	if err != nil {
 		c.fail(call, err.Error())
@@ -283,7 +284,7 @@ const drainWait = time.Second
 // drain reads what is left of a response body, for a bounded time, and
 // closes it. The timer's goroutine, if it fired, is waited for, so that it
 // never outlives the call (and Close).
-func (c *statelessConn) drain(call *statelessCall, resp *http.Response) {
+func (c *modernConn) drain(call *modernCall, resp *http.Response) {
 	fired := make(chan struct{})
 	t := time.AfterFunc(drainWait, func() { defer close(fired); call.cancel() })
 	discard(resp)
@@ -299,7 +300,7 @@ func (c *statelessConn) drain(call *statelessCall, resp *http.Response) {
 // the upstream sent it (code, message and data), with the request's id
 // ("The HTTP response body MAY comprise a JSON-RPC error response that has
 // no id"); without one, an error -32603 naming the status is synthesized.
-func (c *statelessConn) statusError(call *statelessCall, resp *http.Response) {
+func (c *modernConn) statusError(call *modernCall, resp *http.Response) {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxStatusBody))
 	body = bytes.TrimSpace(body)
 	// The error object is taken whatever the id beside it (absent, null or
@@ -317,7 +318,7 @@ func (c *statelessConn) statusError(call *statelessCall, resp *http.Response) {
 }
 
 // readJSON reads an application/json response: one JSON-RPC response.
-func (c *statelessConn) readJSON(ctx context.Context, call *statelessCall, body io.Reader) error {
+func (c *modernConn) readJSON(ctx context.Context, call *modernCall, body io.Reader) error {
 	data, err := io.ReadAll(io.LimitReader(body, int64(c.maxMsg)+1))
 	if err != nil {
 		if ctx.Err() != nil {
@@ -346,7 +347,7 @@ func (c *statelessConn) readJSON(ctx context.Context, call *statelessCall, body 
 // stream carries notifications only, for as long as it stays open. Streams
 // are not resumable in this era: a stream that ends before the response
 // fails the request.
-func (c *statelessConn) readStream(ctx context.Context, call *statelessCall, body io.Reader) error {
+func (c *modernConn) readStream(ctx context.Context, call *modernCall, body io.Reader) error {
 	r := sse.NewReader(body, c.maxMsg)
 	for {
 		ev, err := r.Next()
@@ -395,7 +396,7 @@ func (c *statelessConn) readStream(ctx context.Context, call *statelessCall, bod
 // deliver queues a message for Read, blocking while the queue is full
 // (back-pressure). It reports false if the request was cancelled or the
 // connection closed first: a cancelled request delivers nothing more.
-func (c *statelessConn) deliver(call *statelessCall, in Incoming) bool {
+func (c *modernConn) deliver(call *modernCall, in Incoming) bool {
 	if call.aborted.Load() {
 		return false
 	}
@@ -415,7 +416,7 @@ func (c *statelessConn) deliver(call *statelessCall, in Incoming) bool {
 // fail synthesizes the error response for a request whose POST failed, so
 // that the caller never waits forever for it, unless the caller cancelled
 // it (it no longer waits) or the connection is closing.
-func (c *statelessConn) fail(call *statelessCall, what string) {
+func (c *modernConn) fail(call *modernCall, what string) {
 	if call.aborted.Load() || c.ctx.Err() != nil {
 		c.log.Debug("request ended after cancellation", "detail", what)
 		return
@@ -425,7 +426,7 @@ func (c *statelessConn) fail(call *statelessCall, what string) {
 		level = slog.LevelDebug
 	}
 	c.log.Log(context.Background(), level, "upstream request failed", "error", what)
-	raw := jsonrpc.AppendError(nil, call.id, jsonrpc.CodeInternalError, fmt.Sprintf("upstream %s: %s", c.name, what), nil)
+	raw := jsonrpc.AppendError(nil, call.id, protocol.CodeInternalError, fmt.Sprintf("upstream %s: %s", c.name, what), nil)
 	m, err := jsonrpc.Parse(raw)
 	if err != nil {
 		c.log.Error("cannot build error response", "error", err)
@@ -436,7 +437,7 @@ func (c *statelessConn) fail(call *statelessCall, what string) {
 
 // Close aborts every request in flight and waits for their goroutines.
 // There is no session to end.
-func (c *statelessConn) Close() error {
+func (c *modernConn) Close() error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
 		c.closing = true
