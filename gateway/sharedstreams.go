@@ -120,10 +120,15 @@ func sharedStreamID() int64 {
 // resuming the stream elsewhere can tell when the producer is gone and answer the requests with an error at once,
 // instead of keep-alives until the log expires.
 func (s *Server) newSharedStream(sess *routing.Session, ids [][]byte) *sharedLog {
-	lg := &sharedLog{s: s, sess: sess, n: sharedStreamID()}
-	if _, err := s.logAppend(sess, lg.n, ownerMarker(s.r.Replica(), ids)); err != nil {
+	// The marker is also the stream's first claim, by the connection that starts it: nobody else can hold a
+	// stream that did not exist.
+	lg := &sharedLog{s: s, sess: sess, n: sharedStreamID(), token: rand.Text(), renewed: time.Now()}
+	lg.holder, lg.holderEnd = lg.token, lg.renewed.Add(lg.lease()).UnixMilli()
+	id, err := s.logAppend(sess, lg.n, ownerMarker(s.r.Replica(), ids, lg.token, lg.holderEnd))
+	if err != nil {
 		return nil
 	}
+	lg.seen, lg.lastLook = id, time.Now()
 	return lg
 }
 
@@ -157,6 +162,9 @@ func (lg *sharedLog) lease() time.Duration { return 2*lg.s.opts.KeepAlive + 2*lo
 
 // Claim implements streamLog.
 func (lg *sharedLog) Claim(ctx context.Context, takeover bool, _ context.CancelFunc) error {
+	if lg.token != "" {
+		return nil // claimed when the stream started
+	}
 	token := rand.Text()
 	now := time.Now()
 	if _, err := lg.s.logAppend(lg.sess, lg.n, encodeMarker(marker{Claim: token, Until: now.Add(lg.lease()).UnixMilli(), Takeover: takeover})); err != nil {
@@ -333,9 +341,10 @@ func (e *orphanedError) Error() string {
 	return "the gateway replica producing this stream is gone"
 }
 
-// ownerMarker is the log entry that names a stream's producer and its requests: a 0 byte (never the start of a
-// JSON-RPC message), then {"replica": URL, "ids": [...]}.
-func ownerMarker(replica string, ids [][]byte) []byte {
+// ownerMarker is the log entry that names a stream's producer and its requests, and claims the stream for the
+// producer's connection: a 0 byte (never the start of a JSON-RPC message), then
+// {"replica": URL, "ids": [...], "claim": token, "until": unix ms}.
+func ownerMarker(replica string, ids [][]byte, claim string, until int64) []byte {
 	b := append([]byte{markerPrefix}, `{"replica":`...)
 	b = jsonrpc.AppendQuote(b, replica)
 	b = append(b, `,"ids":[`...)
@@ -345,13 +354,17 @@ func ownerMarker(replica string, ids [][]byte) []byte {
 		}
 		b = append(b, id...)
 	}
-	return append(b, "]}"...)
+	b = append(b, `],"claim":`...)
+	b = jsonrpc.AppendQuote(b, claim)
+	b = append(b, `,"until":`...)
+	b = strconv.AppendInt(b, until, 10)
+	return append(b, '}')
 }
 
 // streamOwner reads a stream's owner marker: its producer and the ids of its requests ("" when it has none).
 func streamOwner(data []byte) (replica string, ids []json.RawMessage) {
 	m, ok := decodeMarker(data)
-	if !ok || m.Claim != "" || m.Release != "" {
+	if !ok {
 		return "", nil
 	}
 	return m.Replica, m.IDs
