@@ -6,7 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"net/http"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -39,65 +39,72 @@ const freshReplay = 30 * time.Second
 // stream's log 5 minutes after its last event).
 const staleStream = 5 * time.Minute
 
-// forwarders records the sessions whose standalone messages this replica forwards into the log.
-type forwarders struct {
-	mu sync.Mutex
-	m  map[*routing.Session]bool
+// claimCheck is how often a connection that writes a stream from its source looks in the log for a takeover.
+const claimCheck = 500 * time.Millisecond
+
+// sharedLog is one stream of the shared event log as one connection sees it; its ids are the log's,
+// "<stream>_<ms>-<seq>" (state.FormatEventID).
+//
+// Claims across replicas. The spec has each message go out on one connection only: "The server MUST send each
+// of its JSON-RPC messages on only one of the connected streams; that is, it MUST NOT broadcast the same message
+// across multiple streams", and a client resumes a stream, any stream, with "an HTTP GET to the MCP endpoint"
+// and Last-Event-ID ("Resumability and Redelivery", 2025-11-25). A claim is therefore made in the log itself, so
+// that every replica sees it in the same order: the claiming connection appends a claim marker (never
+// delivered) naming a random token and a lease. The holder is the connection of the first claim in log order
+// whose lease is live and which no release follows, except that a takeover claim (a resumption with
+// Last-Event-ID of a POST stream) supersedes every claim before it. A connection appends its claim, then reads
+// the markers of the last lease: if it is not the holder it releases its claim and is refused (409), so two
+// racing claims, on any replicas, agree on who won. A holder renews its claim while it writes and releases it
+// when it ends; a replica that dies leaves a claim that lapses with its lease (2 keep-alive intervals and a
+// little), so a standalone stream held there is refused until then. A superseded holder learns of the takeover
+// from the log: a connection following the log at its next read, one writing from its source within claimCheck
+// (it logs what it takes, for the new holder, but writes no more). While the log is unavailable no claim can be
+// made and the stream is served unclaimed, as this replica's fallback.
+type sharedLog struct {
+	s    *Server
+	sess *routing.Session
+	n    int64
+
+	// The producer's marker, read on the first Read of a POST stream.
+	ownerRead bool
+	owner     string
+	ownerIDs  []json.RawMessage
+	lastEvent time.Time // of the last event followed, for staleStream
+
+	// The claim.
+	token     string // "" while unclaimed
+	holder    string // the token holding the stream, as far as the markers read tell
+	holderEnd int64  // its lease's end (unix ms)
+	seen      string // the id up to which markers were read
+	lastLook  time.Time
+	renewed   time.Time
 }
 
-// shareSession starts forwarding a session's standalone messages into the shared log, once per session per
-// replica; the forwarder ends with the session.
-func (s *Server) shareSession(sess *routing.Session) {
-	if s.opts.Events == nil {
-		return
+// markerPrefix starts every log entry that is not a message: a 0 byte, never the start of a JSON-RPC message.
+const markerPrefix = 0
+
+// marker is a log entry that is not delivered: the owner marker (Replica, IDs), a claim (Claim, Until,
+// Takeover) or a release (Release).
+type marker struct {
+	Replica  string            `json:"replica,omitempty"`
+	IDs      []json.RawMessage `json:"ids,omitempty"`
+	Claim    string            `json:"claim,omitempty"`
+	Until    int64             `json:"until,omitempty"`
+	Takeover bool              `json:"takeover,omitempty"`
+	Release  string            `json:"release,omitempty"`
+}
+
+func encodeMarker(m marker) []byte {
+	b, _ := json.Marshal(m)
+	return append([]byte{markerPrefix}, b...)
+}
+
+func decodeMarker(data []byte) (marker, bool) {
+	var m marker
+	if len(data) == 0 || data[0] != markerPrefix || json.Unmarshal(data[1:], &m) != nil {
+		return marker{}, false
 	}
-	s.fwd.mu.Lock()
-	if s.fwd.m == nil {
-		s.fwd.m = map[*routing.Session]bool{}
-	}
-	started := s.fwd.m[sess]
-	s.fwd.m[sess] = true
-	s.fwd.mu.Unlock()
-	if started {
-		return
-	}
-	go func() { // owned by the session: ends when it does
-		defer func() {
-			s.fwd.mu.Lock()
-			delete(s.fwd.m, sess)
-			s.fwd.mu.Unlock()
-		}()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go func() { // owned by the forwarder: ends with the session or the forwarder
-			select {
-			case <-sess.Done():
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		for {
-			// While the log is down, leave the messages in the local stream: a GET served here reads them there
-			// (getShared), so a held session keeps being served during an outage.
-			for s.logIsDown() {
-				t := time.NewTimer(250 * time.Millisecond)
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					return
-				case <-t.C:
-				}
-			}
-			msg, _, ok := sess.Standalone().Next(ctx)
-			if !ok {
-				return
-			}
-			if _, err := s.logAppend(sess, standaloneStream, msg); err != nil {
-				// Not lost: back to the local stream, where a GET served here finds it while the log is down.
-				sess.Standalone().Push(msg, routing.ClassNotice)
-			}
-		}
-	}()
+	return m, true
 }
 
 // sharedStreamID picks a stream number unique across replicas (a session's streams are numbered by whichever
@@ -108,61 +115,238 @@ func sharedStreamID() int64 {
 	return int64(binary.BigEndian.Uint64(b[:])>>2) + 1
 }
 
-// respondShared writes a request's SSE stream through the shared log: every event is logged before it is
-// written, with the log's id, so any replica can resume the stream. held are messages already taken from out.
-// If the client goes away before the answer, the rest of the stream still goes into the log.
-// It reports false, having written nothing, when the log cannot take the stream: the caller then makes the stream
-// resumable on this replica alone, so that its events still carry ids.
-func (s *Server) respondShared(ctx context.Context, w http.ResponseWriter, sess *routing.Session, out *routing.Stream, held [][]byte, ids [][]byte) bool {
-	n := sharedStreamID()
-	// The stream's first entry names who produces it and for which requests, and is never sent to a client: a
-	// replica resuming the stream elsewhere can tell when the producer is gone and answer the requests with an
-	// error at once, instead of keep-alives until the log expires.
-	if _, err := s.logAppend(sess, n, ownerMarker(s.r.Replica(), ids)); err != nil {
-		return false
+// newSharedStream starts a request's stream in the shared log, or returns nil when the log cannot take it (the
+// caller then makes the stream resumable on this replica alone, so that its events still carry ids). The
+// stream's first entry names who produces it and for which requests, and is never sent to a client: a replica
+// resuming the stream elsewhere can tell when the producer is gone and answer the requests with an error at once,
+// instead of keep-alives until the log expires.
+func (s *Server) newSharedStream(sess *routing.Session, ids [][]byte) *sharedLog {
+	// The marker is also the stream's first claim, by the connection that starts it: nobody else can hold a
+	// stream that did not exist.
+	lg := &sharedLog{s: s, sess: sess, n: sharedStreamID(), token: rand.Text(), renewed: time.Now()}
+	lg.holder, lg.holderEnd = lg.token, lg.renewed.Add(lg.lease()).UnixMilli()
+	id, err := s.logAppend(sess, lg.n, ownerMarker(s.r.Replica(), ids, lg.token, lg.holderEnd))
+	if err != nil {
+		return nil
 	}
-	sw := s.startSSE(w, sess, nil)
-	if protocol.AtLeast(sess.ProtocolVersion(), protocol.V20251125) {
-		if id, err := s.logAppend(sess, n, nil); err == nil {
-			sw.buf = appendPriming(sw.buf[:0], id)
-			_ = sw.write()
-		}
-	}
-	write := func(msg []byte) bool {
-		id, err := s.logAppend(sess, n, msg)
-		if err != nil {
-			id = "" // unlogged: still delivered, just not resumable
-		}
-		return sw.event(id, msg) == nil
-	}
-	for _, m := range held {
-		if !write(m) {
-			go s.drainToLog(sess, out, n)
-			return true
-		}
-	}
-	for {
-		msg, _, ok := out.Next(ctx)
-		if !ok {
-			break
-		}
-		if !write(msg) {
-			go s.drainToLog(sess, out, n)
-			return true
-		}
-	}
-	if ctx.Err() != nil && !(out.Closed() || out.Pending() == 0) {
-		go s.drainToLog(sess, out, n)
-		return true
-	}
-	s.logClose(sess, n)
-	return true
+	lg.seen, lg.lastLook = id, time.Now()
+	return lg
 }
 
-// ownerMarker is the log entry that names a stream's producer and its requests: a 0 byte (never the start of a
-// JSON-RPC message), then {"replica": URL, "ids": [...]}.
-func ownerMarker(replica string, ids [][]byte) []byte {
-	b := append([]byte("\x00"), `{"replica":`...)
+// sharedStreamFor is the stream of the shared log a GET reads, and where it starts: the stream Last-Event-ID
+// names (from after that event), or the session's standalone stream.
+func (s *Server) sharedStreamFor(sess *routing.Session, lastEventID string) (*sharedLog, string) {
+	if n, _, ok := state.ParseEventID(lastEventID); ok {
+		return &sharedLog{s: s, sess: sess, n: n}, lastEventID
+	}
+	// A fresh standalone stream gets what was logged in the last moments (messages queued just before the
+	// client opened it, as a local stream would hold them), not the whole log: older messages went to an
+	// earlier stream, and a server→client request answered long ago must not be asked again. (Log positions
+	// are Redis stream ids, milliseconds first.)
+	return &sharedLog{s: s, sess: sess, n: standaloneStream}, sinceID(standaloneStream, time.Now().Add(-freshReplay))
+}
+
+// sinceID is an event id of stream just before anything logged at t.
+func sinceID(stream int64, t time.Time) string {
+	return state.FormatEventID(stream, strconv.FormatInt(max(t.UnixMilli(), 0), 10)+"-0")
+}
+
+func (lg *sharedLog) stream() int64 { return lg.n }
+
+// Append implements streamLog.
+func (lg *sharedLog) Append(_ context.Context, data []byte) (string, error) {
+	return lg.s.logAppend(lg.sess, lg.n, data)
+}
+
+// lease is how long a claim stands unless renewed.
+func (lg *sharedLog) lease() time.Duration { return 2*lg.s.opts.KeepAlive + 2*logTimeout }
+
+// Claim implements streamLog.
+func (lg *sharedLog) Claim(ctx context.Context, takeover bool, _ context.CancelFunc) error {
+	if lg.token != "" {
+		return nil // claimed when the stream started
+	}
+	token := rand.Text()
+	now := time.Now()
+	if _, err := lg.s.logAppend(lg.sess, lg.n, encodeMarker(marker{Claim: token, Until: now.Add(lg.lease()).UnixMilli(), Takeover: takeover})); err != nil {
+		return nil // the log is unavailable: served unclaimed meanwhile
+	}
+	lg.token, lg.renewed = token, now
+	// The markers of the last lease decide; older claims have lapsed.
+	rctx, cancel := context.WithTimeout(ctx, logTimeout)
+	defer cancel()
+	events, err := lg.s.opts.Events.After(rctx, lg.sess.ID(), lg.n, sinceID(lg.n, now.Add(-lg.lease()-logTimeout)), 0)
+	if err != nil {
+		return nil // cannot tell: served as claimed
+	}
+	lg.markers(events)
+	if lg.holder != token {
+		lg.release()
+		return errStreamHeld
+	}
+	return nil
+}
+
+// markers follows the claims among events, which come in log order after those already seen.
+func (lg *sharedLog) markers(events []state.Event) {
+	now := time.Now().UnixMilli()
+	for _, e := range events {
+		lg.seen = e.ID
+		m, ok := decodeMarker(e.Data)
+		switch {
+		case !ok:
+		case m.Release != "" && m.Release == lg.holder:
+			lg.holder = ""
+		case m.Claim == "":
+		case m.Claim == lg.holder:
+			lg.holderEnd = m.Until
+		case m.Takeover || lg.holder == "" || lg.holderEnd <= now:
+			lg.holder, lg.holderEnd = m.Claim, m.Until
+		}
+	}
+	lg.lastLook = time.Now()
+}
+
+// Held implements streamLog: it renews the claim, and reads the markers logged since it last looked.
+func (lg *sharedLog) Held(ctx context.Context) bool {
+	if lg.token == "" {
+		return true // unclaimed: the log was down
+	}
+	if time.Since(lg.renewed) >= lg.s.opts.KeepAlive/2 {
+		lg.renewed = time.Now()
+		_, _ = lg.s.logAppend(lg.sess, lg.n, encodeMarker(marker{Claim: lg.token, Until: lg.renewed.Add(lg.lease()).UnixMilli()}))
+	}
+	if time.Since(lg.lastLook) >= claimCheck && lg.seen != "" {
+		rctx, cancel := context.WithTimeout(ctx, logTimeout)
+		events, err := lg.s.opts.Events.After(rctx, lg.sess.ID(), lg.n, lg.seen, 0)
+		cancel()
+		if err == nil {
+			lg.markers(events)
+		}
+	}
+	return lg.holder == lg.token || lg.holder == ""
+}
+
+// Release implements streamLog: a complete stream is closed in the log; the rest of one the connection left is
+// logged in the background, so that the client can resume it anywhere.
+func (lg *sharedLog) Release(src *routing.Stream, complete bool) {
+	lg.release()
+	switch {
+	case src == nil:
+	case complete:
+		lg.s.logClose(lg.sess, lg.n)
+	default:
+		sess, n := lg.sess, lg.n
+		if !lg.s.streams.of(sess).goWork(func(ctx context.Context) { lg.s.drainToLog(ctx, sess, src, n) }) {
+			lg.s.logClose(sess, n)
+		}
+	}
+}
+
+func (lg *sharedLog) release() {
+	if lg.token != "" {
+		_, _ = lg.s.logAppend(lg.sess, lg.n, encodeMarker(marker{Release: lg.token}))
+		lg.token = ""
+	}
+}
+
+// Read implements streamLog. While the log is unavailable, a standalone stream is read from this replica's copy
+// of the session instead, so that a held session keeps being served during an outage.
+func (lg *sharedLog) Read(ctx context.Context, after string, wait time.Duration) ([]state.Event, string, error) {
+	if lg.n == standaloneStream && lg.s.logIsDown() {
+		return lg.readLocal(ctx, after, wait)
+	}
+	if lg.n != standaloneStream && !lg.ownerRead {
+		lg.ownerRead, lg.lastEvent = true, time.Now()
+		fctx, cancel := context.WithTimeout(ctx, logTimeout)
+		if first, err := lg.s.opts.Events.After(fctx, lg.sess.ID(), lg.n, "", 1); err == nil && len(first) == 1 {
+			lg.owner, lg.ownerIDs = streamOwner(first[0].Data)
+		}
+		cancel()
+		if lg.s.r.ReplicaGone(ctx, lg.owner) {
+			return nil, after, &orphanedError{ids: lg.ownerIDs}
+		}
+	}
+	if lg.n != standaloneStream && wait > 0 && time.Since(lg.lastEvent) > staleStream {
+		return nil, after, errStale // nothing came for longer than a log lives: whoever produced it is gone
+	}
+	var events []state.Event
+	var err error
+	if wait > 0 {
+		// A deadline on every read: with Redis down, a read without one can wait out the client's reconnection
+		// attempts instead of failing fast.
+		tctx, cancel := context.WithTimeout(ctx, wait+logTimeout)
+		events, err = lg.s.opts.Events.Tail(tctx, lg.sess.ID(), lg.n, after, wait)
+		cancel()
+	} else {
+		rctx, cancel := context.WithTimeout(ctx, logTimeout)
+		events, err = lg.s.opts.Events.After(rctx, lg.sess.ID(), lg.n, after, 0)
+		cancel()
+	}
+	switch {
+	case errors.Is(err, state.ErrClosed):
+		return nil, after, errStreamDone
+	case err != nil && ctx.Err() == nil:
+		lg.s.logDownUntil.Store(time.Now().Add(logBackoff).UnixNano())
+		return nil, after, err
+	case err != nil:
+		return nil, after, err
+	}
+	return lg.deliverable(ctx, events, after, wait)
+}
+
+// deliverable keeps the messages among events, following the claims among the rest.
+func (lg *sharedLog) deliverable(ctx context.Context, events []state.Event, after string, wait time.Duration) ([]state.Event, string, error) {
+	next := after
+	if len(events) > 0 {
+		next = events[len(events)-1].ID
+	}
+	if lg.token != "" {
+		lg.markers(events)
+	}
+	out := events[:0]
+	for _, e := range events {
+		if len(e.Data) > 0 && e.Data[0] != markerPrefix {
+			out = append(out, e) // not a priming event nor a marker
+		}
+	}
+	switch {
+	case lg.token != "" && lg.holder != "" && lg.holder != lg.token:
+		return nil, next, errTakenOver // the new holder writes them
+	case len(out) > 0:
+		lg.lastEvent = time.Now()
+	case wait > 0 && len(events) == 0 && lg.s.r.ReplicaGone(ctx, lg.owner):
+		return nil, next, &orphanedError{ids: lg.ownerIDs}
+	}
+	return out, next, nil
+}
+
+// readLocal reads the session's standalone messages from this replica's copy (they carry no id).
+func (lg *sharedLog) readLocal(ctx context.Context, after string, wait time.Duration) ([]state.Event, string, error) {
+	if wait <= 0 {
+		return nil, after, nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	msg, _, ok := lg.sess.Standalone().Next(lctx)
+	if !ok {
+		return nil, after, nil
+	}
+	return []state.Event{{Data: msg}}, after, nil
+}
+
+// orphanedError: the producer of a resumed stream is gone, leaving its requests unanswered.
+type orphanedError struct{ ids []json.RawMessage }
+
+func (e *orphanedError) Error() string {
+	return "the gateway replica producing this stream is gone"
+}
+
+// ownerMarker is the log entry that names a stream's producer and its requests, and claims the stream for the
+// producer's connection: a 0 byte (never the start of a JSON-RPC message), then
+// {"replica": URL, "ids": [...], "claim": token, "until": unix ms}.
+func ownerMarker(replica string, ids [][]byte, claim string, until int64) []byte {
+	b := append([]byte{markerPrefix}, `{"replica":`...)
 	b = jsonrpc.AppendQuote(b, replica)
 	b = append(b, `,"ids":[`...)
 	for i, id := range ids {
@@ -171,19 +355,17 @@ func ownerMarker(replica string, ids [][]byte) []byte {
 		}
 		b = append(b, id...)
 	}
-	return append(b, "]}"...)
+	b = append(b, `],"claim":`...)
+	b = jsonrpc.AppendQuote(b, claim)
+	b = append(b, `,"until":`...)
+	b = strconv.AppendInt(b, until, 10)
+	return append(b, '}')
 }
 
 // streamOwner reads a stream's owner marker: its producer and the ids of its requests ("" when it has none).
 func streamOwner(data []byte) (replica string, ids []json.RawMessage) {
-	if len(data) == 0 || data[0] != 0 {
-		return "", nil
-	}
-	var m struct {
-		Replica string            `json:"replica"`
-		IDs     []json.RawMessage `json:"ids"`
-	}
-	if json.Unmarshal(data[1:], &m) != nil {
+	m, ok := decodeMarker(data)
+	if !ok {
 		return "", nil
 	}
 	return m.Replica, m.IDs
@@ -203,17 +385,8 @@ func answerOrphans(sw *sseWriter, ids []json.RawMessage) {
 }
 
 // drainToLog logs the rest of a stream whose client left, so that it can resume it anywhere; it ends with the
-// stream or the session.
-func (s *Server) drainToLog(sess *routing.Session, out *routing.Stream, n int64) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { // owned by the drain: ends with the session or the drain
-		select {
-		case <-sess.Done():
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+// stream or the session (ctx).
+func (s *Server) drainToLog(ctx context.Context, sess *routing.Session, out *routing.Stream, n int64) {
 	for {
 		msg, _, ok := out.Next(ctx)
 		if !ok {
@@ -224,6 +397,59 @@ func (s *Server) drainToLog(sess *routing.Session, out *routing.Stream, n int64)
 		}
 	}
 	s.logClose(sess, n)
+}
+
+// forwarders records the sessions whose standalone messages this replica forwards into the log.
+type forwarders struct {
+	mu sync.Mutex
+	m  map[*routing.Session]bool
+}
+
+// shareSession starts forwarding a session's standalone messages into the shared log, once per session per
+// replica; the forwarder is a worker of the session's streams, which wait for it when the session ends.
+func (s *Server) shareSession(sess *routing.Session) {
+	if s.opts.Events == nil {
+		return
+	}
+	s.fwd.mu.Lock()
+	if s.fwd.m == nil {
+		s.fwd.m = map[*routing.Session]bool{}
+	}
+	started := s.fwd.m[sess]
+	s.fwd.m[sess] = true
+	s.fwd.mu.Unlock()
+	if started {
+		return
+	}
+	forget := func() {
+		s.fwd.mu.Lock()
+		delete(s.fwd.m, sess)
+		s.fwd.mu.Unlock()
+	}
+	if !s.streams.of(sess).goWork(func(ctx context.Context) { defer forget(); s.forward(ctx, sess) }) {
+		forget()
+	}
+}
+
+// forward moves a session's standalone messages into the shared log until ctx ends.
+func (s *Server) forward(ctx context.Context, sess *routing.Session) {
+	for {
+		// While the log is down, leave the messages in the local stream: a GET served here reads them there
+		// (sharedLog.Read), so a held session keeps being served during an outage.
+		for s.logIsDown() {
+			if sleepCtx(ctx, 250*time.Millisecond) != nil {
+				return
+			}
+		}
+		msg, _, ok := sess.Standalone().Next(ctx)
+		if !ok {
+			return
+		}
+		if _, err := s.logAppend(sess, standaloneStream, msg); err != nil {
+			// Not lost: back to the local stream, where a GET served here finds it while the log is down.
+			sess.Standalone().Push(msg, routing.ClassNotice)
+		}
+	}
 }
 
 // errLogDown is what logAppend answers while the breaker is open.
@@ -246,131 +472,14 @@ func (s *Server) logAppend(sess *routing.Session, n int64, msg []byte) (string, 
 	if err != nil && !errors.Is(err, state.ErrClosed) {
 		s.logDownUntil.Store(time.Now().Add(logBackoff).UnixNano())
 	}
-	return id, err
+	if err != nil {
+		return "", fmt.Errorf("logging an event of stream %d: %w", n, err)
+	}
+	return id, nil
 }
 
 func (s *Server) logClose(sess *routing.Session, n int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), logTimeout)
 	defer cancel()
 	_ = s.opts.Events.Close(ctx, sess.ID(), n)
-}
-
-// getShared serves a GET from the shared log: the stream Last-Event-ID names (from after that event), or the
-// session's standalone stream.
-func (s *Server) getShared(w http.ResponseWriter, r *http.Request, sess *routing.Session) {
-	stream, after := int64(standaloneStream), ""
-	if last := r.Header.Get("Last-Event-ID"); last != "" {
-		if n, _, ok := state.ParseEventID(last); ok {
-			stream, after = n, last
-		}
-	}
-	if after == "" {
-		// A fresh standalone stream gets what was logged in the last moments (messages queued just before the
-		// client opened it, as a local stream would hold them), not the whole log: older messages went to an
-		// earlier stream, and a server→client request answered long ago must not be asked again. (Log
-		// positions are Redis stream ids, milliseconds first.)
-		since := time.Now().Add(-freshReplay).UnixMilli()
-		after = state.FormatEventID(standaloneStream, strconv.FormatInt(since, 10)+"-0")
-	}
-	sess.StreamOpened()
-	defer sess.StreamClosed()
-	sw := s.startSSE(w, sess, nil)
-	base, stop := context.WithCancel(r.Context())
-	defer stop()
-	go func() { // owned by this stream: ends with it or with the session
-		select {
-		case <-sess.Done():
-			stop()
-		case <-base.Done():
-		}
-	}()
-	ctx := base
-	if stream == standaloneStream {
-		var cancel context.CancelFunc
-		ctx, cancel = s.untilDrain(ctx)
-		defer cancel()
-	}
-	// Short blocking reads: a blocked read of the log cannot be interrupted, so its length bounds how long a
-	// closed stream lingers; keep-alives still go out only every KeepAlive.
-	block := min(s.opts.KeepAlive, 2*time.Second)
-	lastWrite, lastEvent := time.Now(), time.Now()
-	var owner string
-	var ownerIDs []json.RawMessage
-	if stream != standaloneStream {
-		fctx, fcancel := context.WithTimeout(ctx, logTimeout)
-		if first, err := s.opts.Events.After(fctx, sess.ID(), stream, "", 1); err == nil && len(first) == 1 {
-			owner, ownerIDs = streamOwner(first[0].Data)
-		}
-		fcancel()
-		if s.r.ReplicaGone(ctx, owner) {
-			answerOrphans(sw, ownerIDs)
-			return
-		}
-	}
-	for {
-		if stream != standaloneStream && time.Since(lastEvent) > staleStream {
-			return // nothing came for longer than a log lives: whoever produced this stream is gone
-		}
-		if stream == standaloneStream && s.logIsDown() {
-			// The log is unavailable: serve this replica's copy of the session from its local stream meanwhile.
-			lctx, lcancel := context.WithTimeout(ctx, block)
-			msg, _, ok := sess.Standalone().Next(lctx)
-			lcancel()
-			if ok {
-				if sw.event("", msg) != nil {
-					return
-				}
-				lastWrite = time.Now()
-			} else if ctx.Err() != nil {
-				s.retryHint(sw)
-				return
-			}
-			continue
-		}
-		// A deadline on every read: with Redis down, a read without one can wait out the client's reconnection
-		// attempts instead of failing fast.
-		tctx, tcancel := context.WithTimeout(ctx, block+logTimeout)
-		events, err := s.opts.Events.Tail(tctx, sess.ID(), stream, after, block)
-		tcancel()
-		for _, e := range events {
-			after = e.ID
-			if len(e.Data) == 0 || e.Data[0] == 0 {
-				continue // a priming event or the owner marker: nothing to deliver
-			}
-			if sw.event(e.ID, e.Data) != nil {
-				return
-			}
-			lastWrite, lastEvent = time.Now(), time.Now()
-		}
-		switch {
-		case errors.Is(err, state.ErrClosed):
-			return // the stream is complete
-		case ctx.Err() != nil:
-			s.retryHint(sw)
-			return
-		case err != nil:
-			s.log.Debug("shared stream read failed", "err", err)
-			s.logDownUntil.Store(time.Now().Add(logBackoff).UnixNano())
-			if sw.comment("keep-alive") != nil {
-				return
-			}
-			t := time.NewTimer(time.Second)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-		case len(events) == 0 && s.r.ReplicaGone(ctx, owner):
-			answerOrphans(sw, ownerIDs)
-			return
-		case len(events) == 0 && time.Since(lastWrite) >= s.opts.KeepAlive:
-			if sw.comment("keep-alive") != nil {
-				return
-			}
-			lastWrite = time.Now()
-			sess.StreamOpened() // touch: a client that listens is not idle, here or in the shared record
-			sess.StreamClosed()
-		}
-	}
 }

@@ -334,36 +334,10 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, sess *routing.S
 				continue
 			}
 		}
-		// While the shared log is down, a stream is made resumable here instead: its events get ids this replica
-		// can replay (a resumption that lands elsewhere finds nothing), rather than no ids at all.
-		if s.opts.Events != nil && !s.logIsDown() {
-			shared := held
-			if msg != nil {
-				shared = append(shared, msg)
-			}
-			if s.respondShared(ctx, w, sess, out, shared, ids) {
-				return
-			}
-		}
-		// Something precedes the answer, or the client prefers a stream: switch to SSE. The stream becomes resumable: if the connection drops,
-		// the call goes on ("Disconnection SHOULD NOT be interpreted as the client cancelling its request") and
-		// the client can pick up the rest with GET and Last-Event-ID.
-		rs := s.streams.of(sess).add(out)
-		pctx, stop := context.WithCancel(ctx)
-		defer stop()
-		rs.claim(stop)
-		ctx = pctx
-		sw := s.startSSE(w, sess, rs)
 		if msg != nil {
 			held = append(held, msg)
 		}
-		for _, f := range held {
-			if sw.event(eventID(rs.id, rs.record(f)), f) != nil {
-				rs.release(false)
-				return
-			}
-		}
-		rs.release(s.pump(ctx, sess, sw, rs, rs.seqNow()))
+		s.respondStream(ctx, w, sess, out, held, ids)
 		return
 	}
 	switch {
@@ -391,6 +365,28 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, sess *routing.S
 	}
 }
 
+// respondStream answers a request with an SSE stream, resumable: if the connection drops, the call goes on
+// ("Disconnection SHOULD NOT be interpreted as the client cancelling its request") and the client can pick up the
+// rest with GET and Last-Event-ID. held are messages already taken from out. With the shared log the stream is
+// resumable on any replica; while the log is down it is made resumable here instead (a resumption that lands
+// elsewhere finds nothing), rather than having no ids at all.
+func (s *Server) respondStream(ctx context.Context, w http.ResponseWriter, sess *routing.Session, out *routing.Stream, held, ids [][]byte) {
+	var lg streamLog
+	if s.opts.Events != nil && !s.logIsDown() {
+		if shared := s.newSharedStream(sess, ids); shared != nil {
+			lg = shared
+		}
+	}
+	if lg == nil {
+		lg = s.streams.of(sess).add(out)
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	_ = lg.Claim(ctx, false, stop) // a new stream: nobody else can hold it
+	sw := s.startSSE(w, sess, lg)
+	lg.Release(out, s.pump(ctx, sess, sw, lg, out, streamStart{held: held}))
+}
+
 // get opens the standalone stream for messages unrelated to any request (list changes, logs, server→client
 // requests with no request to travel with), or, with Last-Event-ID, resumes a stream that lost its connection.
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
@@ -402,35 +398,35 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ss := s.streams.of(sess)
-	if s.opts.Events != nil && !ss.holds(r.Header.Get("Last-Event-ID")) {
-		s.getShared(w, r, sess)
-		return
-	}
-	rs, after := ss.get(standaloneStream), int64(0)
-	if last := r.Header.Get("Last-Event-ID"); last != "" {
+	last := r.Header.Get("Last-Event-ID")
+	var lg streamLog
+	var src *routing.Stream
+	from := streamStart{replay: true}
+	if ss := s.streams.of(sess); s.opts.Events == nil || ss.holds(last) {
+		rs := ss.get(standaloneStream)
 		// An id we did not mint, or of a stream long finished, resumes nothing: the client gets the standalone
 		// stream, which is what a GET without the header would give it.
-		if stream, seq, ok := parseEventID(last); ok {
+		if stream, _, ok := parseEventID(last); ok {
 			if found := ss.get(stream); found != nil {
-				rs, after = found, seq
+				rs, from.after = found, last
 			}
 		}
+		lg, src = rs, rs.src
+	} else {
+		lg, from.after = s.sharedStreamFor(sess, last)
 	}
 	ctx, stop := context.WithCancel(r.Context())
 	defer stop()
-	claimed := rs.claim(stop)
-	if !claimed && rs.id != standaloneStream {
-		claimed = rs.takeover(stop) // the client resumes a stream whose old connection the server has not seen drop
-	}
-	if !claimed {
-		writeError(w, http.StatusConflict, nil, protocol.CodeInvalidRequest, "this stream is already being read by another connection")
+	// A client resuming a POST stream has left its old connection, though the server may not have seen it drop:
+	// it takes the stream over. The standalone stream is refused while another connection reads it.
+	if err := lg.Claim(ctx, lg.stream() != standaloneStream, stop); err != nil {
+		writeError(w, http.StatusConflict, nil, protocol.CodeInvalidRequest, err.Error())
 		return
 	}
 	sess.StreamOpened()
 	defer sess.StreamClosed()
 	sw := s.startSSE(w, sess, nil)
-	rs.release(s.pump(ctx, sess, sw, rs, after) && rs.id != standaloneStream)
+	lg.Release(src, s.pump(ctx, sess, sw, lg, src, from))
 }
 
 // delete ends a session at the client's request.
@@ -459,17 +455,19 @@ const primingRetry = time.Second
 // startSSE answers with an event stream. For a resumable stream and a client of 2025-11-25 or later it first
 // sends the priming event: "The server SHOULD immediately send an SSE event consisting of an event ID and an
 // empty data field in order to prime the client to reconnect".
-func (s *Server) startSSE(w http.ResponseWriter, sess *routing.Session, rs *replayStream) *sseWriter {
+func (s *Server) startSSE(w http.ResponseWriter, sess *routing.Session, lg streamLog) *sseWriter {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	sw := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: s.opts.WriteTimeout}
-	if rs != nil && protocol.AtLeast(sess.ProtocolVersion(), protocol.V20251125) {
-		sw.buf = sse.AppendEvent(sw.buf[:0], sse.Event{ID: eventID(rs.id, rs.primeSeq()), Retry: primingRetry})
-		_ = sw.write()
-		return sw
+	if lg != nil && protocol.AtLeast(sess.ProtocolVersion(), protocol.V20251125) {
+		if id, err := lg.Append(context.Background(), nil); err == nil {
+			sw.buf = appendPriming(sw.buf[:0], id)
+			_ = sw.write()
+			return sw
+		}
 	}
 	_ = sw.rc.Flush()
 	return sw
