@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"golang.org/x/oauth2/clientcredentials"
-
-	"github.com/switchboard-mcp/switchboard/gateway/config"
 )
 
 // tokenEndpoint records token requests and answers with numbered tokens.
@@ -199,27 +197,23 @@ func TestStaticSourceFiles(t *testing.T) {
 	}
 }
 
-func TestNewCredentialSourceFromConfig(t *testing.T) {
+// TestNewCredentialSource merges static headers, file headers and client
+// credentials; cmd/switchboard's TestCredentialOptions checks that the config
+// file's upstream block becomes these options.
+func TestNewCredentialSource(t *testing.T) {
 	ti := newTestIssuer(t)
 	te := &tokenEndpoint{expiresIn: 3600}
 	ti.token = te.handler
 	dir := t.TempDir()
 	f := filepath.Join(dir, "k")
 	_ = os.WriteFile(f, []byte("filekey"), 0o600)
-	cfg, err := config.Parse("c.yaml", []byte(`
-upstreams:
-  - name: search
-    url: https://search.internal/mcp
-    headers: {X-Api-Key: "file:`+f+`", X-Team: blue}
-    auth:
-      clientCredentials: {tokenURL: "`+ti.srv.URL+`/token", clientId: gw, clientSecret: "${S}"}
-  - name: plain
-    command: srv
-`), func(k string) (string, bool) { return "sek", k == "S" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := NewCredentialSource(context.Background(), cfg.Upstreams[0], ti.srv.Client())
+	src, err := NewCredentialSource(context.Background(), CredentialOptions{
+		Upstream:    "search",
+		Headers:     map[string]string{"X-Team": "blue"},
+		HeaderFiles: map[string]string{"X-Api-Key": f},
+		ClientCredentials: &ClientCredentialsConfig{TokenURL: ti.srv.URL + "/token", ClientID: "gw", ClientSecret: "sek",
+			Resource: "https://search.internal/mcp"},
+	}, ti.srv.Client())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,8 +227,13 @@ upstreams:
 	if te.forms[0].Get("resource") != "https://search.internal/mcp" || te.basicID[0] != "gw:sek" {
 		t.Errorf("token request %v %v", te.forms[0], te.basicID)
 	}
-	if src, err := NewCredentialSource(context.Background(), cfg.Upstreams[1], nil); src != nil || err != nil {
+	if src, err := NewCredentialSource(context.Background(), CredentialOptions{Upstream: "plain"}, nil); src != nil || err != nil {
 		t.Errorf("upstream without credentials: %v %v", src, err)
+	}
+	_, err = NewCredentialSource(context.Background(), CredentialOptions{Upstream: "broken",
+		HeaderFiles: map[string]string{"X-Api-Key": filepath.Join(dir, "missing")}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "upstream broken") {
+		t.Errorf("missing header file: %v", err)
 	}
 }
 

@@ -480,7 +480,7 @@ func upstreamConfigs(cfg *config.Config, log *slog.Logger, latest *principals) (
 		if u.URL != "" {
 			// Upstream credentials come from the config, never from the client (design §8): static headers and
 			// header files, client credentials, or a per-user token exchange.
-			src, err := auth.NewCredentialSource(context.Background(), u, nil)
+			src, err := auth.NewCredentialSource(context.Background(), credentialOptions(u), nil)
 			if err != nil {
 				return nil, fmt.Errorf("upstream %q: %w", u.Name, err)
 			}
@@ -582,7 +582,7 @@ func (ps *principals) freshest(p *auth.Principal) *auth.Principal {
 // MCP endpoints is verified, sessions are bound to their principal, and the policy decides what each principal
 // sees and calls.
 func wireAuth(ctx context.Context, cfg *config.Config, o *gateway.Options, latest *principals, log *slog.Logger) error {
-	rc, ok := auth.ResourceConfigFrom(cfg)
+	rc, ok := resourceConfig(cfg)
 	if !ok {
 		return nil
 	}
@@ -591,7 +591,7 @@ func wireAuth(ctx context.Context, cfg *config.Config, o *gateway.Options, lates
 	if err != nil {
 		return err
 	}
-	pol, err := auth.NewPolicy(cfg.Policy)
+	pol, err := auth.NewPolicy(policyRules(cfg.Policy))
 	if err != nil {
 		return err
 	}
