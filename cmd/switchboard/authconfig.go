@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/switchboard-mcp/switchboard/auth"
-	"github.com/switchboard-mcp/switchboard/gateway/config"
+	"github.com/switchboard-mcp/switchboard/cmd/internal/config"
 )
 
 // The auth package takes its own option types and knows nothing of the config file: the translation from the

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/auth"
-	"github.com/switchboard-mcp/switchboard/gateway/config"
+	"github.com/switchboard-mcp/switchboard/cmd/internal/config"
 )
 
 // TestCredentialOptions: an upstream block of the file becomes auth's options (this half of what was auth's
