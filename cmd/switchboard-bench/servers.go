@@ -70,7 +70,10 @@ func serveUntilSignal(ln net.Listener, h http.Handler) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_ = srv.Shutdown(sctx)
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+	}
+	<-errc // Serve has returned: the goroutine is joined
 	return nil
 }
 
