@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"golang.org/x/oauth2/clientcredentials"
@@ -163,38 +164,42 @@ func TestTokenExchange(t *testing.T) {
 	}
 }
 
+// TestStaticSourceFiles runs in a synctest bubble: its clock is fake, so the "at most once a second" reread is
+// checked on both sides of the second without waiting for one.
 func TestStaticSourceFiles(t *testing.T) {
-	dir := t.TempDir()
-	tokFile := filepath.Join(dir, "token")
-	keyFile := filepath.Join(dir, "key")
-	if err := os.WriteFile(tokFile, []byte("abc123\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, []byte("k-1"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewStaticSource(map[string]string{"X-Static": "v"}, map[string]string{"Authorization": tokFile, "X-Api-Key": keyFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, _ := s.Header(context.Background(), nil)
-	if h.Get("Authorization") != "Bearer abc123" || h.Get("X-Api-Key") != "k-1" || h.Get("X-Static") != "v" {
-		t.Errorf("headers = %v", h)
-	}
-	// Rotation: a new file content is picked up.
-	if err := os.WriteFile(keyFile, []byte("k-22"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s.files["X-Api-Key"].mu.Lock()
-	s.files["X-Api-Key"].checked = time.Time{}
-	s.files["X-Api-Key"].mu.Unlock()
-	h, _ = s.Header(context.Background(), nil)
-	if h.Get("X-Api-Key") != "k-22" {
-		t.Errorf("after rotation: %q", h.Get("X-Api-Key"))
-	}
-	if _, err := NewStaticSource(nil, map[string]string{"X": filepath.Join(dir, "missing")}); err == nil {
-		t.Error("missing file accepted")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		tokFile := filepath.Join(dir, "token")
+		keyFile := filepath.Join(dir, "key")
+		if err := os.WriteFile(tokFile, []byte("abc123\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(keyFile, []byte("k-1"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := NewStaticSource(map[string]string{"X-Static": "v"}, map[string]string{"Authorization": tokFile, "X-Api-Key": keyFile})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, _ := s.Header(context.Background(), nil)
+		if h.Get("Authorization") != "Bearer abc123" || h.Get("X-Api-Key") != "k-1" || h.Get("X-Static") != "v" {
+			t.Errorf("headers = %v", h)
+		}
+		// Rotation: a new file content is picked up, once a second has passed since the last check.
+		if err := os.WriteFile(keyFile, []byte("k-22"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if h, _ = s.Header(context.Background(), nil); h.Get("X-Api-Key") != "k-1" {
+			t.Errorf("reread within a second of the last check: %q", h.Get("X-Api-Key"))
+		}
+		time.Sleep(time.Second)
+		if h, _ = s.Header(context.Background(), nil); h.Get("X-Api-Key") != "k-22" {
+			t.Errorf("after rotation: %q", h.Get("X-Api-Key"))
+		}
+		if _, err := NewStaticSource(nil, map[string]string{"X": filepath.Join(dir, "missing")}); err == nil {
+			t.Error("missing file accepted")
+		}
+	})
 }
 
 // TestNewCredentialSource merges static headers, file headers and client
