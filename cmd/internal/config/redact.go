@@ -101,137 +101,169 @@ func redactURL(s string) string {
 // redacted as by Redacted, for `switchboard check` and startup logs.
 func (c *Config) String() string {
 	r := c.Redacted()
-	var b strings.Builder
-	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	if r.File != "" {
-		line("# %s", r.File)
+	w := &lineWriter{}
+	r.writeServer(w, len(c.CursorSecret))
+	r.writeAuth(w)
+	r.writePolicy(w)
+	r.writeUpstreams(w)
+	return w.String()
+}
+
+// lineWriter collects the lines of String.
+type lineWriter struct{ strings.Builder }
+
+func (w *lineWriter) line(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+
+// writeServer writes the server's settings; secretLen is the length of the
+// cursor secret before redaction.
+func (c *Config) writeServer(w *lineWriter, secretLen int) {
+	line := w.line
+	if c.File != "" {
+		line("# %s", c.File)
 	}
-	loop := IsLoopback(r.Listen)
-	line("listen: %s", r.Listen)
-	if r.ReplicaURL != "" {
-		line("replicaURL: %s", r.ReplicaURL)
+	loop := IsLoopback(c.Listen)
+	line("listen: %s", c.Listen)
+	if c.ReplicaURL != "" {
+		line("replicaURL: %s", c.ReplicaURL)
 	}
-	if r.PublicURL != "" {
-		line("publicURL: %s", r.PublicURL)
+	if c.PublicURL != "" {
+		line("publicURL: %s", c.PublicURL)
 	}
 	switch {
-	case len(r.AllowedOrigins) > 0:
-		line("allowedOrigins: %s", list(r.AllowedOrigins))
+	case len(c.AllowedOrigins) > 0:
+		line("allowedOrigins: %s", list(c.AllowedOrigins))
 	case loop:
 		line("allowedOrigins: []  # default: loopback origins, and publicURL's")
 	default:
 		line("allowedOrigins: []  # default: only publicURL's origin, if set")
 	}
 	switch {
-	case len(r.AllowedHosts) > 0:
-		line("allowedHosts: %s", list(r.AllowedHosts))
+	case len(c.AllowedHosts) > 0:
+		line("allowedHosts: %s", list(c.AllowedHosts))
 	case loop:
 		line("allowedHosts: []  # default: localhost, 127.0.0.1, [::1] and publicURL's host")
 	default:
 		line("allowedHosts: []  # default: any host")
 	}
-	line("maxBodyBytes: %d", r.MaxBodyBytes)
-	line("pageSize: %d", r.PageSize)
-	line("requestTimeout: %s", r.RequestTimeout)
-	line("maxRequestTimeout: %s", r.MaxRequestTimeout)
-	line("sessionIdleTimeout: %s", r.SessionIdleTimeout)
-	if len(c.CursorSecret) > 0 {
-		line("cursorSecret: %s  # %d bytes", redactedValue, len(c.CursorSecret))
+	line("maxBodyBytes: %d", c.MaxBodyBytes)
+	line("pageSize: %d", c.PageSize)
+	line("requestTimeout: %s", c.RequestTimeout)
+	line("maxRequestTimeout: %s", c.MaxRequestTimeout)
+	line("sessionIdleTimeout: %s", c.SessionIdleTimeout)
+	if secretLen > 0 {
+		line("cursorSecret: %s  # %d bytes", redactedValue, secretLen)
 	} else {
 		line("cursorSecret: \"\"  # generated at start; single replica only")
 	}
-	line("log: {level: %s, format: %s}", strings.ToLower(r.Log.Level.String()), r.Log.Format)
-	if a := r.Auth; a != nil {
-		line("auth:")
-		line("  issuer: %s", strconv.Quote(a.Issuer))
-		line("  audience: %s", strconv.Quote(a.Audience))
-		if len(a.Scopes) > 0 {
-			line("  scopes: %s", list(a.Scopes))
-		}
-		if a.JWKSURL != "" {
-			line("  jwksURL: %s", strconv.Quote(a.JWKSURL))
-		}
-		if len(a.Algorithms) > 0 {
-			line("  algorithms: %s", list(a.Algorithms))
-		} else {
-			line("  algorithms: []  # default: %s", strings.Join(SupportedAlgorithms(), ", "))
-		}
-		line("  clockSkew: %s", a.ClockSkew)
-		if in := a.Introspection; in != nil {
-			line("  introspection: {url: %s, clientId: %s, clientSecret: %s, cacheTTL: %s}",
-				strconv.Quote(in.URL), strconv.Quote(in.ClientID), redactedValue, in.CacheTTL)
-		}
-	} else {
+	line("log: {level: %s, format: %s}", strings.ToLower(c.Log.Level.String()), c.Log.Format)
+}
+
+func (c *Config) writeAuth(w *lineWriter) {
+	line := w.line
+	a := c.Auth
+	if a == nil {
 		line("auth: none  # clients are not authenticated")
+		return
 	}
-	if r.Policy != nil {
-		line("policy:  # %d rules; deny wins, default deny", len(r.Policy))
-		for i, pr := range r.Policy {
-			name := pr.Name
-			if name == "" {
-				name = fmt.Sprintf("policy[%d]", i)
-			}
-			line("  - name: %s", strconv.Quote(name))
-			if len(pr.Allow) > 0 {
-				line("    allow: %s", list(pr.Allow))
-			}
-			if len(pr.Deny) > 0 {
-				line("    deny: %s", list(pr.Deny))
-			}
-		}
+	line("auth:")
+	line("  issuer: %s", strconv.Quote(a.Issuer))
+	line("  audience: %s", strconv.Quote(a.Audience))
+	if len(a.Scopes) > 0 {
+		line("  scopes: %s", list(a.Scopes))
 	}
-	if len(r.Upstreams) == 0 {
-		line("upstreams: []")
+	if a.JWKSURL != "" {
+		line("  jwksURL: %s", strconv.Quote(a.JWKSURL))
+	}
+	if len(a.Algorithms) > 0 {
+		line("  algorithms: %s", list(a.Algorithms))
 	} else {
-		line("upstreams:")
+		line("  algorithms: []  # default: %s", strings.Join(SupportedAlgorithms(), ", "))
 	}
-	for _, u := range r.Upstreams {
-		line("  - name: %s  # %s", u.Name, u.Transport())
-		if u.Command != "" {
-			line("    command: %s", strconv.Quote(u.Command))
+	line("  clockSkew: %s", a.ClockSkew)
+	if in := a.Introspection; in != nil {
+		line("  introspection: {url: %s, clientId: %s, clientSecret: %s, cacheTTL: %s}",
+			strconv.Quote(in.URL), strconv.Quote(in.ClientID), redactedValue, in.CacheTTL)
+	}
+}
+
+func (c *Config) writePolicy(w *lineWriter) {
+	line := w.line
+	if c.Policy == nil {
+		return
+	}
+	line("policy:  # %d rules; deny wins, default deny", len(c.Policy))
+	for i, pr := range c.Policy {
+		name := pr.Name
+		if name == "" {
+			name = fmt.Sprintf("policy[%d]", i)
 		}
-		if len(u.Args) > 0 {
-			line("    args: %s", list(u.Args))
+		line("  - name: %s", strconv.Quote(name))
+		if len(pr.Allow) > 0 {
+			line("    allow: %s", list(pr.Allow))
 		}
-		if u.Cwd != "" {
-			line("    cwd: %s", strconv.Quote(u.Cwd))
-		}
-		if len(u.Env) > 0 {
-			line("    env: %s", keysOnly(u.Env))
-		}
-		if u.URL != "" {
-			line("    url: %s", strconv.Quote(u.URL))
-		}
-		if len(u.Headers) > 0 {
-			line("    headers: %s", keysOnly(u.Headers))
-		}
-		for _, k := range slices.Sorted(maps.Keys(u.HeaderFiles)) {
-			line("    headers.%s: %s", k, strconv.Quote(FileRefPrefix+u.HeaderFiles[k]))
-		}
-		if ua := u.Auth; ua != nil && ua.ClientCredentials != nil {
-			c := ua.ClientCredentials
-			line("    auth: {clientCredentials: {tokenURL: %s, clientId: %s, clientSecret: %s, resource: %s}}",
-				strconv.Quote(c.TokenURL), strconv.Quote(c.ClientID), redactedValue, strconv.Quote(c.Resource))
-		} else if ua != nil && ua.TokenExchange != nil {
-			t := ua.TokenExchange
-			line("    auth: {tokenExchange: {tokenURL: %s, clientId: %s, clientSecret: %s, resource: %s}}",
-				strconv.Quote(t.TokenURL), strconv.Quote(t.ClientID), redactedValue, strconv.Quote(t.Resource))
-		}
-		line("    session: %s", u.Session)
-		line("    protocol: %s", u.Protocol)
-		line("    prefix: %s", strconv.Quote(u.Prefix))
-		line("    timeout: %s", u.Timeout)
-		if u.Transport() == "stdio" && u.Session == SessionPerClient {
-			line("    maxInstances: %d", u.MaxInstances)
-		}
-		if u.Session == SessionPerClient {
-			line("    idleTimeout: %s", u.IdleTimeout)
-		}
-		if u.Disabled {
-			line("    disabled: true")
+		if len(pr.Deny) > 0 {
+			line("    deny: %s", list(pr.Deny))
 		}
 	}
-	return b.String()
+}
+
+func (c *Config) writeUpstreams(w *lineWriter) {
+	if len(c.Upstreams) == 0 {
+		w.line("upstreams: []")
+		return
+	}
+	w.line("upstreams:")
+	for _, u := range c.Upstreams {
+		u.write(w)
+	}
+}
+
+func (u Upstream) write(w *lineWriter) {
+	line := w.line
+	line("  - name: %s  # %s", u.Name, u.Transport())
+	if u.Command != "" {
+		line("    command: %s", strconv.Quote(u.Command))
+	}
+	if len(u.Args) > 0 {
+		line("    args: %s", list(u.Args))
+	}
+	if u.Cwd != "" {
+		line("    cwd: %s", strconv.Quote(u.Cwd))
+	}
+	if len(u.Env) > 0 {
+		line("    env: %s", keysOnly(u.Env))
+	}
+	if u.URL != "" {
+		line("    url: %s", strconv.Quote(u.URL))
+	}
+	if len(u.Headers) > 0 {
+		line("    headers: %s", keysOnly(u.Headers))
+	}
+	for _, k := range slices.Sorted(maps.Keys(u.HeaderFiles)) {
+		line("    headers.%s: %s", k, strconv.Quote(FileRefPrefix+u.HeaderFiles[k]))
+	}
+	if ua := u.Auth; ua != nil && ua.ClientCredentials != nil {
+		c := ua.ClientCredentials
+		line("    auth: {clientCredentials: {tokenURL: %s, clientId: %s, clientSecret: %s, resource: %s}}",
+			strconv.Quote(c.TokenURL), strconv.Quote(c.ClientID), redactedValue, strconv.Quote(c.Resource))
+	} else if ua != nil && ua.TokenExchange != nil {
+		t := ua.TokenExchange
+		line("    auth: {tokenExchange: {tokenURL: %s, clientId: %s, clientSecret: %s, resource: %s}}",
+			strconv.Quote(t.TokenURL), strconv.Quote(t.ClientID), redactedValue, strconv.Quote(t.Resource))
+	}
+	line("    session: %s", u.Session)
+	line("    protocol: %s", u.Protocol)
+	line("    prefix: %s", strconv.Quote(u.Prefix))
+	line("    timeout: %s", u.Timeout)
+	if u.Transport() == "stdio" && u.Session == SessionPerClient {
+		line("    maxInstances: %d", u.MaxInstances)
+	}
+	if u.Session == SessionPerClient {
+		line("    idleTimeout: %s", u.IdleTimeout)
+	}
+	if u.Disabled {
+		line("    disabled: true")
+	}
 }
 
 func list(vals []string) string {
