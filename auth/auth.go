@@ -10,8 +10,17 @@
 //     own credentials, never the client's token.
 //   - Auditor logs one structured event per call.
 //
-// Routing never imports this package: it declares the small interface it
-// needs, and cmd wires the two. See docs/auth.md.
+// The bodies of refused requests are JSON-RPC errors with the gateway's
+// codes: CodeUnauthorized (-32004), CodeForbidden (-32003) and
+// CodeUnavailable (-32000); -32001 is the request timeout, never an auth
+// answer.
+//
+// The package imports nothing of the project. It takes its own option types
+// (ResourceConfig, PolicyRule, CredentialOptions), and cmd/switchboard
+// translates the config file into them, so the file format can change
+// without touching authentication. Routing never imports this package
+// either: it declares the small interface it needs, and cmd wires the two.
+// See docs/auth.md.
 package auth
 
 import (

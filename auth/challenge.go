@@ -9,12 +9,27 @@ import (
 )
 
 // JSON-RPC error codes of the bodies of 401/403/503 answers. JSON-RPC
-// reserves -32000..-32099 for implementations; these are the values other
-// MCP servers use for the same answers.
+// reserves -32000..-32099 for implementations; the gateway uses one
+// vocabulary across its packages, so that a code means one thing whichever
+// layer answers:
+//
+//   - -32000 unavailable: try again later
+//   - -32001 request timeout (the MCP SDKs' RequestTimeout): never an auth answer
+//   - -32002 resource not found (legacy)
+//   - -32003 forbidden
+//   - -32004 unauthorized
+//   - -32020..-32022 the codes of the 2026-07-28 specification
+//   - -32042 URL elicitation required
+//
+// Unauthorized used to be -32001, which clashed with the request timeout.
 const (
-	CodeUnauthorized = -32001
-	CodeForbidden    = -32003
-	CodeUnavailable  = -32000
+	// CodeUnauthorized answers a missing, invalid or expired token (HTTP 401).
+	CodeUnauthorized = -32004
+	// CodeForbidden answers a valid token that lacks a scope (HTTP 403).
+	CodeForbidden = -32003
+	// CodeUnavailable answers when the authorization server cannot be reached
+	// (HTTP 503): the client may retry.
+	CodeUnavailable = -32000
 )
 
 // Challenge answers a failed Authenticate (or any error from this package):

@@ -18,8 +18,6 @@ import (
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
-
-	"github.com/switchboard-mcp/switchboard/gateway/config"
 )
 
 // CredentialSource gives the headers the gateway sends with a request to
@@ -33,32 +31,55 @@ type CredentialSource interface {
 // earlyRefresh is how long before expiry an upstream token is replaced.
 const earlyRefresh = 60 * time.Second
 
+// CredentialOptions says which credentials the gateway sends to one
+// upstream. At most one of ClientCredentials and TokenExchange is used;
+// ClientCredentials wins when both are set.
+type CredentialOptions struct {
+	// Upstream names the upstream in errors.
+	Upstream string
+	// Headers are sent as they are.
+	Headers map[string]string
+	// HeaderFiles maps a header name to the file its value is read from (see
+	// NewStaticSource).
+	HeaderFiles map[string]string
+	// ClientCredentials, when set, adds a token the gateway obtains for
+	// itself.
+	ClientCredentials *ClientCredentialsConfig
+	// TokenExchange, when set, adds a token exchanged for each caller's.
+	TokenExchange *TokenExchangeConfig
+}
+
+// ClientCredentialsConfig configures the OAuth client credentials grant
+// toward an upstream.
+type ClientCredentialsConfig struct {
+	TokenURL, ClientID, ClientSecret string
+	Scopes                           []string
+	// Resource is the RFC 8707 resource indicator sent to the token
+	// endpoint: the upstream's URL.
+	Resource string
+}
+
 // NewCredentialSource builds the source for one upstream: its static
 // headers, its file headers, and its OAuth credentials, merged. It returns
 // nil (and no error) for an upstream with none of them. The files are read
 // now; a file that cannot be read is an error. ctx only bounds that; the
 // source lives until the process ends.
-func NewCredentialSource(ctx context.Context, u config.Upstream, client *http.Client) (CredentialSource, error) {
+func NewCredentialSource(ctx context.Context, o CredentialOptions, client *http.Client) (CredentialSource, error) {
 	var parts multiSource
-	if len(u.Headers) > 0 || len(u.HeaderFiles) > 0 {
-		s, err := NewStaticSource(u.Headers, u.HeaderFiles)
+	if len(o.Headers) > 0 || len(o.HeaderFiles) > 0 {
+		s, err := NewStaticSource(o.Headers, o.HeaderFiles)
 		if err != nil {
-			return nil, fmt.Errorf("upstream %s: %w", u.Name, err)
+			return nil, fmt.Errorf("upstream %s: %w", o.Upstream, err)
 		}
 		parts = append(parts, s)
 	}
-	if a := u.Auth; a != nil && a.ClientCredentials != nil {
-		c := a.ClientCredentials
+	if c := o.ClientCredentials; c != nil {
 		parts = append(parts, NewClientCredentialsSource(ctx, clientcredentials.Config{
 			ClientID: c.ClientID, ClientSecret: c.ClientSecret, TokenURL: c.TokenURL, Scopes: c.Scopes,
 			EndpointParams: url.Values{"resource": {c.Resource}},
 		}, client))
-	} else if a != nil && a.TokenExchange != nil {
-		t := a.TokenExchange
-		parts = append(parts, NewTokenExchangeSource(TokenExchangeConfig{
-			TokenURL: t.TokenURL, ClientID: t.ClientID, ClientSecret: t.ClientSecret,
-			Audience: t.Audience, Resource: t.Resource, Scopes: t.Scopes,
-		}, client))
+	} else if t := o.TokenExchange; t != nil {
+		parts = append(parts, NewTokenExchangeSource(*t, client))
 	}
 	switch len(parts) {
 	case 0:

@@ -13,11 +13,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"golang.org/x/oauth2/clientcredentials"
-
-	"github.com/switchboard-mcp/switchboard/gateway/config"
 )
 
 // tokenEndpoint records token requests and answers with numbered tokens.
@@ -165,61 +164,61 @@ func TestTokenExchange(t *testing.T) {
 	}
 }
 
+// TestStaticSourceFiles runs in a synctest bubble: its clock is fake, so the "at most once a second" reread is
+// checked on both sides of the second without waiting for one.
 func TestStaticSourceFiles(t *testing.T) {
-	dir := t.TempDir()
-	tokFile := filepath.Join(dir, "token")
-	keyFile := filepath.Join(dir, "key")
-	if err := os.WriteFile(tokFile, []byte("abc123\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, []byte("k-1"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewStaticSource(map[string]string{"X-Static": "v"}, map[string]string{"Authorization": tokFile, "X-Api-Key": keyFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, _ := s.Header(context.Background(), nil)
-	if h.Get("Authorization") != "Bearer abc123" || h.Get("X-Api-Key") != "k-1" || h.Get("X-Static") != "v" {
-		t.Errorf("headers = %v", h)
-	}
-	// Rotation: a new file content is picked up.
-	if err := os.WriteFile(keyFile, []byte("k-22"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s.files["X-Api-Key"].mu.Lock()
-	s.files["X-Api-Key"].checked = time.Time{}
-	s.files["X-Api-Key"].mu.Unlock()
-	h, _ = s.Header(context.Background(), nil)
-	if h.Get("X-Api-Key") != "k-22" {
-		t.Errorf("after rotation: %q", h.Get("X-Api-Key"))
-	}
-	if _, err := NewStaticSource(nil, map[string]string{"X": filepath.Join(dir, "missing")}); err == nil {
-		t.Error("missing file accepted")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		tokFile := filepath.Join(dir, "token")
+		keyFile := filepath.Join(dir, "key")
+		if err := os.WriteFile(tokFile, []byte("abc123\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(keyFile, []byte("k-1"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := NewStaticSource(map[string]string{"X-Static": "v"}, map[string]string{"Authorization": tokFile, "X-Api-Key": keyFile})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, _ := s.Header(context.Background(), nil)
+		if h.Get("Authorization") != "Bearer abc123" || h.Get("X-Api-Key") != "k-1" || h.Get("X-Static") != "v" {
+			t.Errorf("headers = %v", h)
+		}
+		// Rotation: a new file content is picked up, once a second has passed since the last check.
+		if err := os.WriteFile(keyFile, []byte("k-22"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if h, _ = s.Header(context.Background(), nil); h.Get("X-Api-Key") != "k-1" {
+			t.Errorf("reread within a second of the last check: %q", h.Get("X-Api-Key"))
+		}
+		time.Sleep(time.Second)
+		if h, _ = s.Header(context.Background(), nil); h.Get("X-Api-Key") != "k-22" {
+			t.Errorf("after rotation: %q", h.Get("X-Api-Key"))
+		}
+		if _, err := NewStaticSource(nil, map[string]string{"X": filepath.Join(dir, "missing")}); err == nil {
+			t.Error("missing file accepted")
+		}
+	})
 }
 
-func TestNewCredentialSourceFromConfig(t *testing.T) {
+// TestNewCredentialSource merges static headers, file headers and client
+// credentials; cmd/switchboard's TestCredentialOptions checks that the config
+// file's upstream block becomes these options.
+func TestNewCredentialSource(t *testing.T) {
 	ti := newTestIssuer(t)
 	te := &tokenEndpoint{expiresIn: 3600}
 	ti.token = te.handler
 	dir := t.TempDir()
 	f := filepath.Join(dir, "k")
 	_ = os.WriteFile(f, []byte("filekey"), 0o600)
-	cfg, err := config.Parse("c.yaml", []byte(`
-upstreams:
-  - name: search
-    url: https://search.internal/mcp
-    headers: {X-Api-Key: "file:`+f+`", X-Team: blue}
-    auth:
-      clientCredentials: {tokenURL: "`+ti.srv.URL+`/token", clientId: gw, clientSecret: "${S}"}
-  - name: plain
-    command: srv
-`), func(k string) (string, bool) { return "sek", k == "S" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := NewCredentialSource(context.Background(), cfg.Upstreams[0], ti.srv.Client())
+	src, err := NewCredentialSource(context.Background(), CredentialOptions{
+		Upstream:    "search",
+		Headers:     map[string]string{"X-Team": "blue"},
+		HeaderFiles: map[string]string{"X-Api-Key": f},
+		ClientCredentials: &ClientCredentialsConfig{TokenURL: ti.srv.URL + "/token", ClientID: "gw", ClientSecret: "sek",
+			Resource: "https://search.internal/mcp"},
+	}, ti.srv.Client())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,8 +232,13 @@ upstreams:
 	if te.forms[0].Get("resource") != "https://search.internal/mcp" || te.basicID[0] != "gw:sek" {
 		t.Errorf("token request %v %v", te.forms[0], te.basicID)
 	}
-	if src, err := NewCredentialSource(context.Background(), cfg.Upstreams[1], nil); src != nil || err != nil {
+	if src, err := NewCredentialSource(context.Background(), CredentialOptions{Upstream: "plain"}, nil); src != nil || err != nil {
 		t.Errorf("upstream without credentials: %v %v", src, err)
+	}
+	_, err = NewCredentialSource(context.Background(), CredentialOptions{Upstream: "broken",
+		HeaderFiles: map[string]string{"X-Api-Key": filepath.Join(dir, "missing")}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "upstream broken") {
+		t.Errorf("missing header file: %v", err)
 	}
 }
 

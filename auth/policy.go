@@ -3,8 +3,6 @@ package auth
 import (
 	"fmt"
 	"strings"
-
-	"github.com/switchboard-mcp/switchboard/gateway/config"
 )
 
 // Kinds of item a policy decides on.
@@ -29,9 +27,40 @@ type Policy struct {
 	rules []rule
 }
 
+// PolicyRule is one access rule. It applies to a principal when every
+// condition of Match holds; it then allows and denies upstreams and items
+// by pattern. Deny wins over allow, whatever the rules' order.
+type PolicyRule struct {
+	// Name labels the rule in logs and in Explain ("" = "policy[i]").
+	Name string
+	// Match holds the conditions; an empty Match applies to every principal,
+	// a nil one included.
+	Match PolicyMatch
+	// Allow and Deny are patterns "<upstream>" (the whole upstream) or
+	// "<upstream>/<item>", where both parts may use * and ?.
+	Allow, Deny []string
+}
+
+// PolicyMatch is the condition part of a PolicyRule. Every non-empty field
+// must hold; within one field, any listed value is enough. String values
+// may use the * and ? wildcards.
+type PolicyMatch struct {
+	// Sub lists accepted subjects (the sub claim).
+	Sub []string
+	// Groups lists groups; the principal must be in one of them.
+	Groups []string
+	// Scopes lists scopes; the token must carry one of them.
+	Scopes []string
+	// Claims maps a claim name (a dotted path reaches nested claims, such as
+	// realm_access.roles) to accepted values: string, bool or float64. A
+	// claim holding a list matches when one of its elements does. Values of
+	// other types never match.
+	Claims map[string][]any
+}
+
 type rule struct {
 	name        string
-	match       config.PolicyMatch
+	match       PolicyMatch
 	empty       bool // match has no condition
 	allow, deny []pattern
 }
@@ -45,7 +74,7 @@ type pattern struct {
 // NewPolicy compiles the rules. nil rules = no policy (NewPolicy returns a
 // nil *Policy, which allows everything); an empty non-nil list denies
 // everything.
-func NewPolicy(rules []config.PolicyRule) (*Policy, error) {
+func NewPolicy(rules []PolicyRule) (*Policy, error) {
 	if rules == nil {
 		return nil, nil
 	}

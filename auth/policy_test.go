@@ -1,22 +1,18 @@
 package auth
 
-import (
-	"testing"
-
-	"github.com/switchboard-mcp/switchboard/gateway/config"
-)
+import "testing"
 
 func TestPolicy(t *testing.T) {
-	rules := []config.PolicyRule{
+	rules := []PolicyRule{
 		{
 			Name:  "engineers",
-			Match: config.PolicyMatch{Groups: []string{"eng"}, Claims: map[string][]any{"email_verified": {true}}},
+			Match: PolicyMatch{Groups: []string{"eng"}, Claims: map[string][]any{"email_verified": {true}}},
 			Allow: []string{"files/*", "search/search_*"},
 			Deny:  []string{"files/delete_*"},
 		},
 		{
 			Name:  "admins",
-			Match: config.PolicyMatch{Claims: map[string][]any{"realm_access.roles": {"admin"}}},
+			Match: PolicyMatch{Claims: map[string][]any{"realm_access.roles": {"admin"}}},
 			Allow: []string{"*"},
 		},
 		{
@@ -26,12 +22,12 @@ func TestPolicy(t *testing.T) {
 		},
 		{
 			Name:  "readers",
-			Match: config.PolicyMatch{Scopes: []string{"files:read"}, Sub: []string{"svc-*"}},
+			Match: PolicyMatch{Scopes: []string{"files:read"}, Sub: []string{"svc-*"}},
 			Allow: []string{"files/read_*", "files/file:///public/*"},
 		},
 		{
 			Name:  "namespaced claim, number",
-			Match: config.PolicyMatch{Claims: map[string][]any{"https://example.com/tier": {float64(2)}}},
+			Match: PolicyMatch{Claims: map[string][]any{"https://example.com/tier": {float64(2)}}},
 			Allow: []string{"search"},
 		},
 	}
@@ -93,21 +89,21 @@ func TestPolicyDefaults(t *testing.T) {
 	if !none.Allows(nil, "files", KindTool, "x") || !none.For(nil).Allows("files", KindUpstream, "") {
 		t.Error("no policy must allow all")
 	}
-	empty, _ := NewPolicy([]config.PolicyRule{})
+	empty, _ := NewPolicy([]PolicyRule{})
 	if empty.Allows(NewPrincipal(map[string]any{"sub": "a"}), "files", KindUpstream, "") {
 		t.Error("empty policy must deny")
 	}
 	// A deny of every item hides the upstream too.
-	p, _ := NewPolicy([]config.PolicyRule{{Allow: []string{"*"}, Deny: []string{"files/*"}}})
+	p, _ := NewPolicy([]PolicyRule{{Allow: []string{"*"}, Deny: []string{"files/*"}}})
 	if p.Allows(nil, "files", KindUpstream, "") || !p.Allows(nil, "search", KindUpstream, "") {
 		t.Error("deny files/* must hide files")
 	}
 	// An instance of an allowed template: allowed unless a deny names it, in any rule.
-	p, _ = NewPolicy([]config.PolicyRule{{Allow: []string{"ev"}}, {Deny: []string{"ev/demo://resource/dynamic/text/1"}}})
+	p, _ = NewPolicy([]PolicyRule{{Allow: []string{"ev"}}, {Deny: []string{"ev/demo://resource/dynamic/text/1"}}})
 	if p.Allows(nil, "ev", KindInstance, "demo://resource/dynamic/text/1") || !p.Allows(nil, "ev", KindInstance, "demo://resource/dynamic/text/2") {
 		t.Error("a deny on one URI must hold against the allowed template that produces it")
 	}
-	if _, err := NewPolicy([]config.PolicyRule{{Allow: []string{"files/"}}}); err == nil {
+	if _, err := NewPolicy([]PolicyRule{{Allow: []string{"files/"}}}); err == nil {
 		t.Error("bad pattern accepted")
 	}
 }

@@ -74,17 +74,29 @@ func startChild(name string, announce bool, path string, args ...string) (*child
 	if err := c.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	go func() { c.err = c.cmd.Wait(); close(c.done) }()
+	// The reader, when there is one, is joined by the waiter: Wait closes the pipe, so os/exec wants every read done
+	// before it is called (the tail of the child's log would be lost otherwise).
+	line := make(chan string, 1)
+	copied := make(chan struct{})
+	if announce {
+		go func() {
+			defer close(copied)
+			br := bufio.NewReader(stdout)
+			l, _ := br.ReadString('\n')
+			line <- strings.TrimSpace(l)
+			_, _ = io.Copy(c.logs, br)
+		}()
+	} else {
+		close(copied)
+	}
+	go func() {
+		<-copied
+		c.err = c.cmd.Wait()
+		close(c.done)
+	}()
 	if !announce {
 		return c, nil
 	}
-	line := make(chan string, 1)
-	go func() {
-		br := bufio.NewReader(stdout)
-		l, _ := br.ReadString('\n')
-		line <- strings.TrimSpace(l)
-		_, _ = io.Copy(c.logs, br)
-	}()
 	select {
 	case l := <-line:
 		addr, ok := strings.CutPrefix(l, "listening ")
@@ -277,7 +289,10 @@ func (b *bench) startGateway(name, cfg string) (*gatewayProc, error) {
 			c.stop()
 			return nil, fmt.Errorf("gateway %s not ready (GET /readyz != 200) within 60s\nlog:\n%s", name, c.logs)
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-c.done: // reported at the top of the loop
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 

@@ -20,7 +20,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -35,8 +34,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/switchboard-mcp/switchboard/auth"
+	"github.com/switchboard-mcp/switchboard/cmd/internal/config"
 	"github.com/switchboard-mcp/switchboard/gateway"
-	"github.com/switchboard-mcp/switchboard/gateway/config"
 	"github.com/switchboard-mcp/switchboard/gateway/telemetry"
 	"github.com/switchboard-mcp/switchboard/routing"
 	"github.com/switchboard-mcp/switchboard/routing/state"
@@ -142,131 +141,6 @@ func check(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "warning: %s\n", w)
 	}
 	fmt.Fprintf(stdout, "%s is valid: %d upstream(s)\n%s", *path, len(cfg.Upstreams), cfg.String())
-	return exitOK
-}
-
-func serve(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	path := fl.String("config", "", "config file (YAML, or an mcpServers JSON file)")
-	listen := fl.String("listen", "", "address to listen on, overriding the config's listen (e.g. 127.0.0.1:8080)")
-	adminListen := fl.String("admin-listen", "", "loopback address for the admin API (e.g. 127.0.0.1:9090); off when empty")
-	insecure := fl.Bool("insecure-no-auth", false, "allow listening on a non-loopback address without an auth: block (anyone who can reach it can use every tool)")
-	grace := fl.Duration("shutdown-grace", 10*time.Second, "how long calls in flight may finish on shutdown")
-	allowEmpty := fl.Bool("allow-empty", false, "let a reload apply a config with no enabled upstream (by default such a reload is refused: it is what a truncated file looks like)")
-	if err := fl.Parse(args); err != nil {
-		return exitUsage
-	}
-	cfg, code := loadConfig(*path, stderr)
-	if cfg == nil {
-		return code
-	}
-	if *listen != "" {
-		cfg.Listen = *listen
-	}
-	if *adminListen != "" && !config.IsLoopback(*adminListen) {
-		fmt.Fprintf(stderr, "switchboard: --admin-listen %s is not a loopback address: the admin API has no authentication of its own\n", *adminListen)
-		return exitUsage
-	}
-	log := newLogger(cfg.Log, stderr)
-	for _, w := range cfg.Warnings {
-		log.Warn("config", "problem", w.String())
-	}
-	if cfg.NoAuthOnNetwork(cfg.Listen) {
-		if !*insecure {
-			fmt.Fprintf(stderr, "switchboard: refusing to listen on %s without authentication: add an auth: block (docs/auth.md), listen on a loopback address, or pass --insecure-no-auth if something in front of the gateway authenticates\n", cfg.Listen)
-			return exitFailure
-		}
-		log.Warn("listening without authentication on a non-loopback address (--insecure-no-auth): anyone who reaches it can use every tool", "listen", cfg.Listen)
-	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	tel, err := telemetry.New(ctx, telemetry.Options{ServiceName: "switchboard", ServiceVersion: buildVersion()})
-	if err != nil {
-		log.Error("cannot start telemetry", "err", err)
-		return exitFailure
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = tel.Shutdown(sctx)
-	}()
-
-	latest := &principals{}
-	store, closeStore, err := sharedState(cfg)
-	if err != nil {
-		log.Error("cannot set up shared state", "err", err)
-		return exitFailure
-	}
-	defer closeStore()
-	r, err := newRouter(cfg, log, tel, latest, store)
-	if err != nil {
-		log.Error("cannot start", "err", err)
-		return exitFailure
-	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		log.Error("cannot listen", "addr", cfg.Listen, "err", err)
-		return exitFailure
-	}
-	gopts := gateway.Options{
-		AllowOrigin:  cfg.OriginAllowed,
-		AllowHost:    cfg.HostAllowed,
-		MaxBodyBytes: cfg.MaxBodyBytes,
-		Logger:       log,
-		Tracer:       tel.Tracer,
-		Meter:        tel.Meter,
-		Propagator:   tel.Propagator,
-		Metrics:      tel.Metrics,
-	}
-	if store != nil {
-		gopts.Ready, gopts.Events = store.Ping, store
-	}
-	if rl := cfg.RateLimit; rl != nil {
-		gopts.Limits = gateway.Limits{
-			RequestsPerSecond: rl.RequestsPerSecond, Burst: rl.Burst, ConcurrentCalls: rl.ConcurrentCalls,
-			CallTTL: cfg.MaxRequestTimeout + 30*time.Second,
-		}
-		if store != nil {
-			gopts.Limits.Limiter = store // shared by every replica
-		} else {
-			mem := state.NewMemory()
-			defer mem.Shutdown()
-			gopts.Limits.Limiter = mem
-		}
-	}
-	if err := wireAuth(ctx, cfg, &gopts, latest, log); err != nil {
-		log.Error("cannot start authentication", "err", err)
-		return exitFailure
-	}
-	srv := gateway.New(r, gopts)
-
-	stopRouter := startRouter(r)
-
-	reload := reloader(*path, cfg, r, latest, log, *allowEmpty)
-	go watchConfig(ctx, *path, reload, log)
-	if *adminListen != "" {
-		aln, err := net.Listen("tcp", *adminListen)
-		if err != nil {
-			log.Error("cannot listen for the admin API", "addr", *adminListen, "err", err)
-			stopRouter()
-			return exitFailure
-		}
-		admin := &http.Server{Handler: srv.AdminHandler(reload), ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = admin.Serve(aln) }()
-		defer admin.Close()
-		log.Info("admin API listening", "addr", aln.Addr().String())
-	}
-
-	log.Info("switchboard listening", "version", buildVersion(), "mcp", "http://"+ln.Addr().String()+"/mcp", "upstreams", len(r.Status()))
-	err = srv.Serve(ctx, ln, *grace)
-	stopRouter() // stdio children are stopped per spec before we exit
-	if err != nil && !errors.Is(err, context.Canceled) {
-		log.Error("server stopped", "err", err)
-		return exitFailure
-	}
-	log.Info("switchboard stopped")
 	return exitOK
 }
 
@@ -480,7 +354,7 @@ func upstreamConfigs(cfg *config.Config, log *slog.Logger, latest *principals) (
 		if u.URL != "" {
 			// Upstream credentials come from the config, never from the client (design §8): static headers and
 			// header files, client credentials, or a per-user token exchange.
-			src, err := auth.NewCredentialSource(context.Background(), u, nil)
+			src, err := auth.NewCredentialSource(context.Background(), credentialOptions(u), nil)
 			if err != nil {
 				return nil, fmt.Errorf("upstream %q: %w", u.Name, err)
 			}
@@ -582,7 +456,7 @@ func (ps *principals) freshest(p *auth.Principal) *auth.Principal {
 // MCP endpoints is verified, sessions are bound to their principal, and the policy decides what each principal
 // sees and calls.
 func wireAuth(ctx context.Context, cfg *config.Config, o *gateway.Options, latest *principals, log *slog.Logger) error {
-	rc, ok := auth.ResourceConfigFrom(cfg)
+	rc, ok := resourceConfig(cfg)
 	if !ok {
 		return nil
 	}
@@ -591,7 +465,7 @@ func wireAuth(ctx context.Context, cfg *config.Config, o *gateway.Options, lates
 	if err != nil {
 		return err
 	}
-	pol, err := auth.NewPolicy(cfg.Policy)
+	pol, err := auth.NewPolicy(policyRules(cfg.Policy))
 	if err != nil {
 		return err
 	}

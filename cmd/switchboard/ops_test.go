@@ -125,6 +125,10 @@ func upstreamState(t *testing.T, base, name string) (state string, tools int, dr
 func eventually(t *testing.T, p *process, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(opsWait)
+	var exited <-chan struct{} // nil without a process: never ready
+	if p != nil {
+		exited = p.done
+	}
 	for !cond() {
 		if p != nil && p.exited() {
 			t.Fatalf("switchboard exited while waiting for %s\n%s", what, p.log.tail(40))
@@ -135,7 +139,11 @@ func eventually(t *testing.T, p *process, what string, cond func() bool) {
 			}
 			t.Fatalf("gave up waiting for %s", what)
 		}
-		time.Sleep(50 * time.Millisecond)
+		// The gateway's exit ends the wait at once; otherwise cond is polled (it asks the gateway over HTTP).
+		select {
+		case <-exited:
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 

@@ -191,7 +191,7 @@ func TestParseAuthInvalid(t *testing.T) {
 }
 
 func TestAuthDocExamples(t *testing.T) {
-	data, err := os.ReadFile("../../docs/auth.md")
+	data, err := os.ReadFile("../../../docs/auth.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -737,7 +737,7 @@ func TestReplicaURL(t *testing.T) {
 
 // TestExamples keeps the shipped example files loadable.
 func TestExamples(t *testing.T) {
-	paths, err := filepath.Glob("../../deploy/examples/*")
+	paths, err := filepath.Glob("../../../deploy/examples/*")
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no examples found: %v", err)
 	}
@@ -758,7 +758,7 @@ func TestExamples(t *testing.T) {
 			t.Errorf("%s: no upstreams", p)
 		}
 	}
-	data, err := os.ReadFile("../../deploy/examples/demo.yaml")
+	data, err := os.ReadFile("../../../deploy/examples/demo.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -882,7 +882,7 @@ func TestProblemString(t *testing.T) {
 // TestDocsExamples parses every YAML block of docs/configuration.md that
 // configures upstreams, so the documentation cannot drift from the parser.
 func TestDocsExamples(t *testing.T) {
-	data, err := os.ReadFile("../../docs/configuration.md")
+	data, err := os.ReadFile("../../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}

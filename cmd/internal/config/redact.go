@@ -1,0 +1,284 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// redactedValue replaces secret values in printed configurations.
+const redactedValue = "<redacted>"
+
+// Redacted returns a deep copy safe to print or log: header and env values
+// become "<redacted>", a set cursorSecret becomes "<redacted>", passwords in
+// URLs are masked, and command, args, cwd and url show the text written in the
+// file (with its ${VAR} references) instead of the expanded values, which may
+// hold secrets. The copy is for display only; do not run upstreams from it.
+func (c *Config) Redacted() *Config {
+	r := *c
+	r.AllowedOrigins = slices.Clone(c.AllowedOrigins)
+	r.AllowedHosts = slices.Clone(c.AllowedHosts)
+	r.Warnings = slices.Clone(c.Warnings)
+	r.PublicURL = redactURL(c.PublicURL)
+	r.sources = nil
+	if len(c.CursorSecret) > 0 {
+		r.CursorSecret = []byte(redactedValue)
+	}
+	if c.Auth != nil {
+		a := *c.Auth
+		a.Scopes = slices.Clone(c.Auth.Scopes)
+		a.Algorithms = slices.Clone(c.Auth.Algorithms)
+		if c.Auth.Introspection != nil {
+			in := *c.Auth.Introspection
+			in.URL = redactURL(in.URL)
+			in.ClientSecret = redactedValue
+			a.Introspection = &in
+		}
+		r.Auth = &a
+	}
+	r.Policy = slices.Clone(c.Policy)
+	r.Upstreams = make([]Upstream, len(c.Upstreams))
+	for i, u := range c.Upstreams {
+		ru := u
+		ru.Args = slices.Clone(u.Args)
+		if src, ok := c.sources[u.Name]; ok {
+			ru.Command, ru.Cwd, ru.URL = src.command, src.cwd, src.url
+			if src.args != nil {
+				ru.Args = slices.Clone(src.args)
+			}
+		}
+		ru.URL = redactURL(ru.URL)
+		ru.Env = redactMap(u.Env)
+		ru.Headers = redactMap(u.Headers)
+		ru.HeaderFiles = maps.Clone(u.HeaderFiles)
+		ru.Auth = redactUpstreamAuth(u.Auth)
+		r.Upstreams[i] = ru
+	}
+	return &r
+}
+
+func redactUpstreamAuth(ua *UpstreamAuth) *UpstreamAuth {
+	if ua == nil {
+		return nil
+	}
+	out := &UpstreamAuth{}
+	if cc := ua.ClientCredentials; cc != nil {
+		c := *cc
+		c.ClientSecret, c.TokenURL, c.Scopes = redactedValue, redactURL(c.TokenURL), slices.Clone(cc.Scopes)
+		out.ClientCredentials = &c
+	}
+	if te := ua.TokenExchange; te != nil {
+		t := *te
+		t.ClientSecret, t.TokenURL, t.Scopes = redactedValue, redactURL(t.TokenURL), slices.Clone(te.Scopes)
+		out.TokenExchange = &t
+	}
+	return out
+}
+
+func redactMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k := range m {
+		out[k] = redactedValue
+	}
+	return out
+}
+
+// redactURL masks the password of a URL's userinfo.
+func redactURL(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return s
+}
+
+// String renders the configuration in the file's own key names, with secrets
+// redacted as by Redacted, for `switchboard check` and startup logs.
+func (c *Config) String() string {
+	r := c.Redacted()
+	w := &lineWriter{}
+	r.writeServer(w, len(c.CursorSecret))
+	r.writeAuth(w)
+	r.writePolicy(w)
+	r.writeUpstreams(w)
+	return w.String()
+}
+
+// lineWriter collects the lines of String.
+type lineWriter struct{ strings.Builder }
+
+func (w *lineWriter) line(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+
+// writeServer writes the server's settings; secretLen is the length of the
+// cursor secret before redaction.
+func (c *Config) writeServer(w *lineWriter, secretLen int) {
+	line := w.line
+	if c.File != "" {
+		line("# %s", c.File)
+	}
+	loop := IsLoopback(c.Listen)
+	line("listen: %s", c.Listen)
+	if c.ReplicaURL != "" {
+		line("replicaURL: %s", c.ReplicaURL)
+	}
+	if c.PublicURL != "" {
+		line("publicURL: %s", c.PublicURL)
+	}
+	switch {
+	case len(c.AllowedOrigins) > 0:
+		line("allowedOrigins: %s", list(c.AllowedOrigins))
+	case loop:
+		line("allowedOrigins: []  # default: loopback origins, and publicURL's")
+	default:
+		line("allowedOrigins: []  # default: only publicURL's origin, if set")
+	}
+	switch {
+	case len(c.AllowedHosts) > 0:
+		line("allowedHosts: %s", list(c.AllowedHosts))
+	case loop:
+		line("allowedHosts: []  # default: localhost, 127.0.0.1, [::1] and publicURL's host")
+	default:
+		line("allowedHosts: []  # default: any host")
+	}
+	line("maxBodyBytes: %d", c.MaxBodyBytes)
+	line("pageSize: %d", c.PageSize)
+	line("requestTimeout: %s", c.RequestTimeout)
+	line("maxRequestTimeout: %s", c.MaxRequestTimeout)
+	line("sessionIdleTimeout: %s", c.SessionIdleTimeout)
+	if secretLen > 0 {
+		line("cursorSecret: %s  # %d bytes", redactedValue, secretLen)
+	} else {
+		line("cursorSecret: \"\"  # generated at start; single replica only")
+	}
+	line("log: {level: %s, format: %s}", strings.ToLower(c.Log.Level.String()), c.Log.Format)
+}
+
+func (c *Config) writeAuth(w *lineWriter) {
+	line := w.line
+	a := c.Auth
+	if a == nil {
+		line("auth: none  # clients are not authenticated")
+		return
+	}
+	line("auth:")
+	line("  issuer: %s", strconv.Quote(a.Issuer))
+	line("  audience: %s", strconv.Quote(a.Audience))
+	if len(a.Scopes) > 0 {
+		line("  scopes: %s", list(a.Scopes))
+	}
+	if a.JWKSURL != "" {
+		line("  jwksURL: %s", strconv.Quote(a.JWKSURL))
+	}
+	if len(a.Algorithms) > 0 {
+		line("  algorithms: %s", list(a.Algorithms))
+	} else {
+		line("  algorithms: []  # default: %s", strings.Join(SupportedAlgorithms(), ", "))
+	}
+	line("  clockSkew: %s", a.ClockSkew)
+	if in := a.Introspection; in != nil {
+		line("  introspection: {url: %s, clientId: %s, clientSecret: %s, cacheTTL: %s}",
+			strconv.Quote(in.URL), strconv.Quote(in.ClientID), redactedValue, in.CacheTTL)
+	}
+}
+
+func (c *Config) writePolicy(w *lineWriter) {
+	line := w.line
+	if c.Policy == nil {
+		return
+	}
+	line("policy:  # %d rules; deny wins, default deny", len(c.Policy))
+	for i, pr := range c.Policy {
+		name := pr.Name
+		if name == "" {
+			name = fmt.Sprintf("policy[%d]", i)
+		}
+		line("  - name: %s", strconv.Quote(name))
+		if len(pr.Allow) > 0 {
+			line("    allow: %s", list(pr.Allow))
+		}
+		if len(pr.Deny) > 0 {
+			line("    deny: %s", list(pr.Deny))
+		}
+	}
+}
+
+func (c *Config) writeUpstreams(w *lineWriter) {
+	if len(c.Upstreams) == 0 {
+		w.line("upstreams: []")
+		return
+	}
+	w.line("upstreams:")
+	for _, u := range c.Upstreams {
+		u.write(w)
+	}
+}
+
+func (u Upstream) write(w *lineWriter) {
+	line := w.line
+	line("  - name: %s  # %s", u.Name, u.Transport())
+	if u.Command != "" {
+		line("    command: %s", strconv.Quote(u.Command))
+	}
+	if len(u.Args) > 0 {
+		line("    args: %s", list(u.Args))
+	}
+	if u.Cwd != "" {
+		line("    cwd: %s", strconv.Quote(u.Cwd))
+	}
+	if len(u.Env) > 0 {
+		line("    env: %s", keysOnly(u.Env))
+	}
+	if u.URL != "" {
+		line("    url: %s", strconv.Quote(u.URL))
+	}
+	if len(u.Headers) > 0 {
+		line("    headers: %s", keysOnly(u.Headers))
+	}
+	for _, k := range slices.Sorted(maps.Keys(u.HeaderFiles)) {
+		line("    headers.%s: %s", k, strconv.Quote(FileRefPrefix+u.HeaderFiles[k]))
+	}
+	if ua := u.Auth; ua != nil && ua.ClientCredentials != nil {
+		c := ua.ClientCredentials
+		line("    auth: {clientCredentials: {tokenURL: %s, clientId: %s, clientSecret: %s, resource: %s}}",
+			strconv.Quote(c.TokenURL), strconv.Quote(c.ClientID), redactedValue, strconv.Quote(c.Resource))
+	} else if ua != nil && ua.TokenExchange != nil {
+		t := ua.TokenExchange
+		line("    auth: {tokenExchange: {tokenURL: %s, clientId: %s, clientSecret: %s, resource: %s}}",
+			strconv.Quote(t.TokenURL), strconv.Quote(t.ClientID), redactedValue, strconv.Quote(t.Resource))
+	}
+	line("    session: %s", u.Session)
+	line("    protocol: %s", u.Protocol)
+	line("    prefix: %s", strconv.Quote(u.Prefix))
+	line("    timeout: %s", u.Timeout)
+	if u.Transport() == "stdio" && u.Session == SessionPerClient {
+		line("    maxInstances: %d", u.MaxInstances)
+	}
+	if u.Session == SessionPerClient {
+		line("    idleTimeout: %s", u.IdleTimeout)
+	}
+	if u.Disabled {
+		line("    disabled: true")
+	}
+}
+
+func list(vals []string) string {
+	q := make([]string, len(vals))
+	for i, v := range vals {
+		q[i] = strconv.Quote(v)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// keysOnly prints a redacted map with sorted keys for stable output.
+func keysOnly(m map[string]string) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, strconv.Quote(k)+": "+strconv.Quote(m[k]))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
