@@ -34,7 +34,6 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/auth"
 	"github.com/switchboard-mcp/switchboard/gateway"
-	"github.com/switchboard-mcp/switchboard/gateway/config"
 	"github.com/switchboard-mcp/switchboard/routing"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
@@ -272,9 +271,17 @@ func startAuthUpstreamWith(t *testing.T, name string, opts *mcp.StreamableHTTPOp
 	return &authUpstream{name: name, url: ts.URL, seen: seen}
 }
 
+// testUpstream is an HTTP upstream as cmd/switchboard's config gives it: its name, URL and credentials.
+type testUpstream struct {
+	Name, URL         string
+	Headers           map[string]string
+	ClientCredentials *auth.ClientCredentialsConfig
+	TokenExchange     *auth.TokenExchangeConfig
+}
+
 // routingUpstream builds the routing config of an HTTP upstream the way cmd/switchboard's upstreamConfigs does:
 // the credential source from the upstream's config, its headers added to every request.
-func routingUpstream(t *testing.T, u config.Upstream) routing.UpstreamConfig {
+func routingUpstream(t *testing.T, u testUpstream) routing.UpstreamConfig {
 	t.Helper()
 	return routingUpstreamWith(t, u, false)
 }
@@ -282,10 +289,11 @@ func routingUpstream(t *testing.T, u config.Upstream) routing.UpstreamConfig {
 // routingUpstreamWith is routingUpstream; anonymousCatalog sends no credentials on requests without a principal
 // (the catalog link), working around the missing catalog of token-exchange upstreams (see
 // TestAuthUpstreamTokenExchange) so that another behaviour can be tested in isolation.
-func routingUpstreamWith(t *testing.T, u config.Upstream, anonymousCatalog bool) routing.UpstreamConfig {
+func routingUpstreamWith(t *testing.T, u testUpstream, anonymousCatalog bool) routing.UpstreamConfig {
 	t.Helper()
 	spec := upstream.Spec{Name: u.Name, URL: u.URL, Logger: testLogger()}
-	src, err := auth.NewCredentialSource(context.Background(), u, nil)
+	src, err := auth.NewCredentialSource(context.Background(), auth.CredentialOptions{
+		Upstream: u.Name, Headers: u.Headers, ClientCredentials: u.ClientCredentials, TokenExchange: u.TokenExchange}, nil)
 	if err != nil {
 		t.Fatalf("upstream %s: %v", u.Name, err)
 	}
@@ -359,7 +367,7 @@ func (s *syncBuffer) events(t *testing.T) []map[string]any {
 }
 
 type authGatewayOptions struct {
-	policy   []config.PolicyRule
+	policy   []auth.PolicyRule
 	pageSize int
 	gwLog    io.Writer // the gateway's own log (resource server included); nil = discarded
 	// allowOrigin is the gateway's AllowOrigin (cmd/switchboard always sets one); nil = none.
@@ -556,7 +564,7 @@ func TestAuthChallenges(t *testing.T) {
 	ai := newAuthIssuer(t)
 	up := startAuthUpstream(t, "files", []string{"echo"}, nil, nil)
 	var gwLog syncBuffer
-	g := startAuthGateway(t, ai, authGatewayOptions{gwLog: &gwLog}, routingUpstream(t, config.Upstream{Name: "files", URL: up.url}))
+	g := startAuthGateway(t, ai, authGatewayOptions{gwLog: &gwLog}, routingUpstream(t, testUpstream{Name: "files", URL: up.url}))
 	prm := g.base + "/.well-known/oauth-protected-resource/mcp"
 
 	// No token: 401 with the challenge naming the metadata and the scope, on every MCP endpoint and method.
@@ -704,7 +712,7 @@ func tamper(tok string) string {
 func TestAuthValidToken(t *testing.T) {
 	ai := newAuthIssuer(t)
 	up := startAuthUpstream(t, "files", []string{"echo", "read"}, nil, nil)
-	g := startAuthGateway(t, ai, authGatewayOptions{}, routingUpstream(t, config.Upstream{Name: "files", URL: up.url}))
+	g := startAuthGateway(t, ai, authGatewayOptions{}, routingUpstream(t, testUpstream{Name: "files", URL: up.url}))
 	tok := ai.sign(ai.claims(g.audience, "alice", "eng"))
 	cs := g.connectAs(t, "alice", newBearer(tok))
 	names, _ := listAllTools(t, cs)
@@ -730,11 +738,11 @@ func TestAuthTokenNeverForwarded(t *testing.T) {
 	shared := startAuthUpstream(t, "shared", []string{"echo"}, nil, nil)
 	perClient := startAuthUpstream(t, "own", []string{"echo"}, nil, nil)
 	stateless := startAuthUpstreamWith(t, "modern", &mcp.StreamableHTTPOptions{Stateless: true}, []string{"echo"}, nil, nil)
-	sharedCfg := routingUpstream(t, config.Upstream{Name: "shared", URL: shared.url})
+	sharedCfg := routingUpstream(t, testUpstream{Name: "shared", URL: shared.url})
 	sharedCfg.Mode = routing.Shared
 	g := startAuthGateway(t, ai, authGatewayOptions{}, sharedCfg,
-		routingUpstream(t, config.Upstream{Name: "own", URL: perClient.url}),
-		routingUpstream(t, config.Upstream{Name: "modern", URL: stateless.url}))
+		routingUpstream(t, testUpstream{Name: "own", URL: perClient.url}),
+		routingUpstream(t, testUpstream{Name: "modern", URL: stateless.url}))
 	tok := ai.sign(ai.claims(g.audience, "alice", "eng"))
 	tools := []string{"shared__echo", "own__echo", "modern__echo"}
 	want := func(t *testing.T, tool string, got string) {
@@ -828,7 +836,7 @@ func TestAuthTokenNeverForwarded(t *testing.T) {
 func TestAuthSessionBinding(t *testing.T) {
 	ai := newAuthIssuer(t)
 	up := startAuthUpstream(t, "files", []string{"echo"}, nil, nil)
-	g := startAuthGateway(t, ai, authGatewayOptions{}, routingUpstream(t, config.Upstream{Name: "files", URL: up.url}))
+	g := startAuthGateway(t, ai, authGatewayOptions{}, routingUpstream(t, testUpstream{Name: "files", URL: up.url}))
 	tokA := ai.sign(ai.claims(g.audience, "alice", "eng"))
 	tokB := ai.sign(ai.claims(g.audience, "bob", "eng"))
 	// Same subject from another issuer would be another principal; same issuer, other subject here.
@@ -891,15 +899,15 @@ func TestAuthPolicy(t *testing.T) {
 	alpha := startAuthUpstream(t, "alpha", []string{"a1", "a2", "a3", "a4", "a5", "a6"},
 		[]string{"alpha://public/1", "alpha://public/2", "alpha://secret/1", "alpha://item/{id}"}, []string{"p_public", "p_secret"})
 	beta := startAuthUpstream(t, "beta", []string{"b1", "b2", "b3", "b4"}, []string{"beta://doc"}, []string{"bp"})
-	policy := []config.PolicyRule{
-		{Name: "engineers", Match: config.PolicyMatch{Groups: []string{"eng"}},
+	policy := []auth.PolicyRule{
+		{Name: "engineers", Match: auth.PolicyMatch{Groups: []string{"eng"}},
 			Allow: []string{"alpha/*"}, Deny: []string{"alpha/a6", "alpha/alpha://secret/*", "alpha/p_secret", "alpha/alpha://item/2"}},
-		{Name: "operators", Match: config.PolicyMatch{Groups: []string{"ops"}},
+		{Name: "operators", Match: auth.PolicyMatch{Groups: []string{"ops"}},
 			Allow: []string{"beta", "alpha/a1"}},
 	}
 	g := startAuthGateway(t, ai, authGatewayOptions{policy: policy, pageSize: 2},
-		routingUpstream(t, config.Upstream{Name: "alpha", URL: alpha.url}),
-		routingUpstream(t, config.Upstream{Name: "beta", URL: beta.url}))
+		routingUpstream(t, testUpstream{Name: "alpha", URL: alpha.url}),
+		routingUpstream(t, testUpstream{Name: "beta", URL: beta.url}))
 	eng := g.connectAs(t, "eng", newBearer(ai.sign(ai.claims(g.audience, "erin", "eng"))))
 	ops := g.connectAs(t, "ops", newBearer(ai.sign(ai.claims(g.audience, "oscar", "ops"))))
 	outsider := g.connectAs(t, "outsider", newBearer(ai.sign(ai.claims(g.audience, "olga", "sales"))))
@@ -1076,7 +1084,7 @@ func TestAuthPolicy(t *testing.T) {
 func TestAuthUpstreamStaticHeaders(t *testing.T) {
 	ai := newAuthIssuer(t)
 	up := startAuthUpstream(t, "files", []string{"echo", "whosent"}, nil, nil)
-	g := startAuthGateway(t, ai, authGatewayOptions{}, routingUpstream(t, config.Upstream{Name: "files", URL: up.url,
+	g := startAuthGateway(t, ai, authGatewayOptions{}, routingUpstream(t, testUpstream{Name: "files", URL: up.url,
 		Headers: map[string]string{"X-Api-Key": "k-123", "Authorization": "Bearer static-upstream-token"}}))
 	tok := ai.sign(ai.claims(g.audience, "alice", "eng"))
 	cs := g.connectAs(t, "alice", newBearer(tok))
@@ -1103,11 +1111,11 @@ func TestAuthUpstreamStaticHeaders(t *testing.T) {
 func TestAuthUpstreamClientCredentials(t *testing.T) {
 	ai := newAuthIssuer(t)
 	up := startAuthUpstream(t, "search", []string{"echo", "whosent"}, nil, nil)
-	g := startAuthGateway(t, ai, authGatewayOptions{}, routingUpstream(t, config.Upstream{Name: "search", URL: up.url,
-		Auth: &config.UpstreamAuth{ClientCredentials: &config.ClientCredentials{
+	g := startAuthGateway(t, ai, authGatewayOptions{}, routingUpstream(t, testUpstream{Name: "search", URL: up.url,
+		ClientCredentials: &auth.ClientCredentialsConfig{
 			TokenURL: ai.srv.URL + "/token", ClientID: ccClientID, ClientSecret: ccClientSecret,
 			Scopes: []string{"search"}, Resource: up.url,
-		}}}))
+		}}))
 	alice := ai.sign(ai.claims(g.audience, "alice", "eng"))
 	bob := ai.sign(ai.claims(g.audience, "bob", "ops"))
 	for _, tok := range []string{alice, bob} {
@@ -1151,11 +1159,11 @@ func TestAuthUpstreamTokenExchange(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ai := newAuthIssuer(t)
 			up := startAuthUpstream(t, "wiki", []string{"echo", "whosent"}, nil, nil)
-			g := startAuthGateway(t, ai, authGatewayOptions{}, routingUpstreamWith(t, config.Upstream{Name: "wiki", URL: up.url,
-				Auth: &config.UpstreamAuth{TokenExchange: &config.TokenExchange{
+			g := startAuthGateway(t, ai, authGatewayOptions{}, routingUpstreamWith(t, testUpstream{Name: "wiki", URL: up.url,
+				TokenExchange: &auth.TokenExchangeConfig{
 					TokenURL: ai.srv.URL + "/token", ClientID: ccClientID, ClientSecret: ccClientSecret,
 					Audience: "wiki", Resource: up.url, Scopes: []string{"wiki.read"},
-				}}}, tc.anonymousCatalog))
+				}}, tc.anonymousCatalog))
 			alice := ai.sign(ai.claims(g.audience, "alice", "eng"))
 			bob := ai.sign(ai.claims(g.audience, "bob", "ops"))
 			csA := g.connectAs(t, "alice", newBearer(alice))
@@ -1201,10 +1209,10 @@ func TestAuthUpstreamTokenExchange(t *testing.T) {
 func TestAuthTokenExchangeFollowsRefresh(t *testing.T) {
 	ai := newAuthIssuer(t)
 	up := startAuthUpstream(t, "wiki", []string{"whosent"}, nil, nil)
-	g := startAuthGateway(t, ai, authGatewayOptions{}, routingUpstreamWith(t, config.Upstream{Name: "wiki", URL: up.url,
-		Auth: &config.UpstreamAuth{TokenExchange: &config.TokenExchange{
+	g := startAuthGateway(t, ai, authGatewayOptions{}, routingUpstreamWith(t, testUpstream{Name: "wiki", URL: up.url,
+		TokenExchange: &auth.TokenExchangeConfig{
 			TokenURL: ai.srv.URL + "/token", ClientID: ccClientID, ClientSecret: ccClientSecret, Resource: up.url,
-		}}}, true))
+		}}, true))
 	first := ai.sign(ai.claims(g.audience, "alice", "eng"))
 	b := newBearer(first)
 	cs := g.connectAs(t, "alice", b)
@@ -1223,7 +1231,7 @@ func TestAuthTokenExchangeFollowsRefresh(t *testing.T) {
 func TestAuthAudit(t *testing.T) {
 	ai := newAuthIssuer(t)
 	up := startAuthUpstream(t, "files", []string{"echo", "fail", "iserror"}, nil, nil)
-	g := startAuthGateway(t, ai, authGatewayOptions{}, routingUpstream(t, config.Upstream{Name: "files", URL: up.url}))
+	g := startAuthGateway(t, ai, authGatewayOptions{}, routingUpstream(t, testUpstream{Name: "files", URL: up.url}))
 	tok := ai.sign(ai.claims(g.audience, "alice", "eng"))
 	cs := g.connectAs(t, "alice", newBearer(tok))
 	const secretArg = "ARG-SECRET-4f1c9e"
@@ -1291,8 +1299,8 @@ func TestAuthAudit(t *testing.T) {
 func TestAuthAuditDenied(t *testing.T) {
 	ai := newAuthIssuer(t)
 	up := startAuthUpstream(t, "files", []string{"echo", "delete_all"}, nil, nil)
-	g := startAuthGateway(t, ai, authGatewayOptions{policy: []config.PolicyRule{{Allow: []string{"files"}, Deny: []string{"files/delete_*"}}}},
-		routingUpstream(t, config.Upstream{Name: "files", URL: up.url}))
+	g := startAuthGateway(t, ai, authGatewayOptions{policy: []auth.PolicyRule{{Allow: []string{"files"}, Deny: []string{"files/delete_*"}}}},
+		routingUpstream(t, testUpstream{Name: "files", URL: up.url}))
 	cs := g.connectAs(t, "mallory", newBearer(ai.sign(ai.claims(g.audience, "mallory", "eng"))))
 	if _, err := cs.CallTool(ctxGuard(t), &mcp.CallToolParams{Name: "files__delete_all", Arguments: map[string]any{}}); err == nil {
 		t.Fatal("the denied call succeeded")

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/gateway"
-	"github.com/switchboard-mcp/switchboard/gateway/config"
 	"github.com/switchboard-mcp/switchboard/routing"
 )
 
@@ -412,7 +411,7 @@ func TestHTTPCORS(t *testing.T) {
 	ai := newAuthIssuer(t)
 	up := startAuthUpstream(t, "files", []string{"echo"}, nil, nil)
 	g := startAuthGateway(t, ai, authGatewayOptions{allowOrigin: func(o string) bool { return o == goodOrigin }},
-		routingUpstream(t, config.Upstream{Name: "files", URL: up.url}))
+		routingUpstream(t, testUpstream{Name: "files", URL: up.url}))
 	if resp := preflight(t, g.base, "/mcp", goodOrigin, "authorization, content-type"); resp.StatusCode != http.StatusNoContent ||
 		resp.Header.Get("Access-Control-Allow-Headers") != "authorization, content-type" {
 		t.Errorf("preflight behind auth: HTTP %d %v, want 204 granting Authorization (a preflight has no credentials)", resp.StatusCode, resp.Header)

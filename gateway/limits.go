@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // Limiter enforces per-caller limits, across replicas when it is backed by Redis (routing/state implements it).
@@ -29,9 +30,6 @@ type Limits struct {
 	ConcurrentCalls int
 	CallTTL         time.Duration
 }
-
-// codeRateLimited answers a limited request; data.retryAfterMs says when to try again.
-const codeRateLimited = -32000
 
 // limitKey identifies the caller for limits: its principal, or its address without auth.
 func (s *Server) limitKey(r *http.Request) string {
@@ -67,7 +65,7 @@ type refusal struct {
 // answer is the JSON-RPC error a refused request gets, with data.retryAfterMs.
 func (f *refusal) answer(m jsonrpc.Message) []byte {
 	data := []byte(`{"retryAfterMs":` + strconv.FormatInt(f.retry.Milliseconds(), 10) + `}`)
-	return jsonrpc.AppendError(nil, m.ID(), codeRateLimited, f.msg, data)
+	return jsonrpc.AppendError(nil, m.ID(), protocol.CodeUnavailable, f.msg, data) // data.retryAfterMs says when to try again
 }
 
 // check applies the limits to one request of the caller key: every request counts against the rate, every call

@@ -7,6 +7,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/auth"
 	"github.com/switchboard-mcp/switchboard/cmd/internal/config"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // TestCredentialOptions: an upstream block of the file becomes auth's options (this half of what was auth's
@@ -106,5 +107,22 @@ upstreams:
 		Introspection: &auth.IntrospectionConfig{URL: "https://login.example.com/introspect", ClientID: "gw", ClientSecret: "sek", CacheTTL: time.Minute}}
 	if !ok || !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestAuthCodesMatchTheVocabulary: auth imports nothing of the project, so it keeps its own copies of the
+// JSON-RPC codes it answers with; they must mean what upstream/protocol says.
+func TestAuthCodesMatchTheVocabulary(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		auth, voc int
+	}{
+		{"Unauthorized", auth.CodeUnauthorized, protocol.CodeUnauthorized},
+		{"Forbidden", auth.CodeForbidden, protocol.CodeForbidden},
+		{"Unavailable", auth.CodeUnavailable, protocol.CodeUnavailable},
+	} {
+		if c.auth != c.voc {
+			t.Errorf("auth.Code%s = %d, upstream/protocol says %d", c.name, c.auth, c.voc)
+		}
 	}
 }
