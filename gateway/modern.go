@@ -196,16 +196,11 @@ func (s *Server) postModern(ctx context.Context, w http.ResponseWriter, r *http.
 			return
 		}
 	}
-	clientID := m.ID()
-	internal := sess.MintID()
-	fwd, err := jsonrpc.Parse(m.AppendWithID(nil, internal))
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, clientID, protocol.CodeInternalError, "switchboard: rewriting the request id failed")
-		return
-	}
+	// The pooled session serves many clients whose ids may collide; it tells their calls apart by the stream each
+	// answer goes to, so the request goes on with the client's own id.
 	out := s.r.NewStream(1, 0)
-	sess.HandleRequestContext(ctx, fwd, out)
-	s.respondModern(w, r, sess, out, clientID, internal, m.Method())
+	sess.HandleRequest(ctx, m, out)
+	s.respondModern(w, r, sess, out, m.ID(), m.Method())
 }
 
 // discoverResult is the gateway's DiscoverResult: every version it speaks and the capabilities it can honour.
@@ -291,8 +286,8 @@ func (s *Server) decorate(result []byte, method string) []byte {
 	return jsonrpc.Splice(make([]byte, 0, n), result, edits...)
 }
 
-// modernFinal turns routing's answer into the client's: its own id, the era's error codes and result fields,
-// and the HTTP status the error calls for.
+// modernFinal turns routing's answer into the client's: the era's error codes and result fields, and the HTTP
+// status the error calls for.
 func (s *Server) modernFinal(msg, clientID []byte, method string) ([]byte, int) {
 	m, err := jsonrpc.Parse(msg)
 	if err != nil {
@@ -309,7 +304,7 @@ func (s *Server) modernFinal(msg, clientID []byte, method string) ([]byte, int) 
 			_ = json.Unmarshal(e, &v)
 			return jsonrpc.AppendError(nil, clientID, protocol.CodeInvalidParams, v.Message, v.Data), http.StatusBadRequest
 		}
-		return m.AppendWithID(nil, clientID), errorStatus(code)
+		return msg, errorStatus(code) // routing answered with the client's id
 	}
 	return jsonrpc.AppendResult(nil, clientID, s.decorate(m.Result(), method)), http.StatusOK
 }
@@ -329,7 +324,7 @@ func errorStatus(code int) int {
 // respondModern writes a stateless request's answer: JSON when the answer is all there is, else an SSE stream of
 // the notifications that relate to the request, then the answer. The stream is not resumable, and closing it
 // cancels the request.
-func (s *Server) respondModern(w http.ResponseWriter, r *http.Request, sess *routing.Session, out *routing.Stream, clientID, internal []byte, method string) {
+func (s *Server) respondModern(w http.ResponseWriter, r *http.Request, sess *routing.Session, out *routing.Stream, clientID []byte, method string) {
 	ctx := r.Context()
 	var sw *sseWriter
 	for {
@@ -337,7 +332,7 @@ func (s *Server) respondModern(w http.ResponseWriter, r *http.Request, sess *rou
 		if !ok {
 			if ctx.Err() != nil {
 				// "Closing the SSE response stream is cancellation, and the server MUST treat it that way."
-				sess.Cancel(internal, "the client closed the request's stream")
+				sess.Cancel(out, clientID, "the client closed the request's stream")
 				out.Close()
 				return
 			}
@@ -360,7 +355,7 @@ func (s *Server) respondModern(w http.ResponseWriter, r *http.Request, sess *rou
 			sw = s.startSSE(w, sess, nil)
 		}
 		if sw.event("", msg) != nil {
-			sess.Cancel(internal, "the client's stream failed")
+			sess.Cancel(out, clientID, "the client's stream failed")
 			out.Close()
 			return
 		}

@@ -75,7 +75,7 @@ func (c *monoConn) handle(ctx context.Context, m jsonrpc.Message) error {
 	case jsonrpc.KindResponse:
 		sess.HandleResponse(m)
 	default:
-		sess.HandleRequestContext(ctx, m, sess.Standalone())
+		sess.HandleRequest(ctx, m, sess.Standalone())
 	}
 	return nil
 }

@@ -129,7 +129,7 @@ func (s *Server) stdioBatch(ctx context.Context, c *monoConn, line []byte) {
 	}
 	out := s.r.NewStream(len(requests), 0)
 	for _, m := range requests {
-		sess.HandleRequestContext(ctx, m, out)
+		sess.HandleRequest(ctx, m, out)
 	}
 	// Gather the answers without holding up the reader: the requests may take a while.
 	go func() { // owned by the connection: ends when the batch is answered or the connection ends

@@ -96,7 +96,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		}
 		defer release()
 		out := s.r.NewStream(1, 0)
-		sess.HandleRequestContext(ctx, m, out)
+		sess.HandleRequest(ctx, m, out)
 		s.respond(w, r, sess, out, false, [][]byte{m.ID()})
 	}
 }
@@ -309,7 +309,7 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request, body []byte) 
 	ids := make([][]byte, 0, len(requests))
 	for _, m := range requests {
 		ids = append(ids, m.ID())
-		sess.HandleRequestContext(r.Context(), m, out)
+		sess.HandleRequest(r.Context(), m, out)
 	}
 	s.respond(w, r, sess, out, true, ids)
 }

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -38,7 +39,7 @@ func BenchmarkToolsCallRoundTrip(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				out := NewStream(1, 8)
-				s.HandleRequest(m, out)
+				s.HandleRequest(context.Background(), m, out)
 				msg, final, ok := out.Next(r.ctx)
 				if !ok || !final {
 					b.Fatalf("no final answer: %s", msg)

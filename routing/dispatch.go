@@ -13,14 +13,10 @@ import (
 
 // HandleRequest answers or forwards one client request; the answer, and anything related to it that comes
 // first (progress, server→client requests), is pushed to out. It returns once the request is answered locally or
-// handed to an upstream; it never waits for an upstream's answer.
-func (s *Session) HandleRequest(m jsonrpc.Message, out *Stream) {
-	s.HandleRequestContext(context.Background(), m, out)
-}
-
-// HandleRequestContext is HandleRequest with the context of the client's request: its values (the trace span)
-// follow the request upstream. Its cancellation does not: a legacy client's disconnect is not a cancel.
-func (s *Session) HandleRequestContext(ctx context.Context, m jsonrpc.Message, out *Stream) {
+// handed to an upstream; it never waits for an upstream's answer. ctx is the client's request: its values (the
+// trace span) follow the request upstream, its cancellation does not (a legacy client's disconnect is not a
+// cancel; a modern client's closed stream is, through Cancel).
+func (s *Session) HandleRequest(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	ctx = context.WithoutCancel(ctx)
 	s.touch()
 	id := m.ID()
@@ -68,7 +64,7 @@ func (s *Session) HandleNotification(m jsonrpc.Message) {
 	s.touch()
 	switch m.Method() {
 	case "notifications/cancelled":
-		s.cancelCall(m.Params())
+		s.cancelCall(nil, m.Params())
 	case "notifications/roots/list_changed":
 		// Roots belong to the client: every per-client upstream session hears of the change.
 		for _, l := range s.links.all() {
@@ -247,22 +243,30 @@ func (s *Session) setLevel(ctx context.Context, m jsonrpc.Message, out *Stream) 
 	s.logLevel = i
 	s.mu.Unlock()
 	links := s.links.all()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	defer context.AfterFunc(s.ctx, cancel)() // the session's end stops it too
-	var errs []error
-	for _, l := range links {
-		if _, ok := l.up.capability("logging"); !ok {
-			continue
+	id, params := clone(m.ID()), clone(m.Params())
+	// The client's own upstream sessions hear the level before the answer goes out, so that what the client
+	// sends next is logged at it; the handler does not wait for them (HandleRequest never waits upstream).
+	applied := s.goWork(func() {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		defer context.AfterFunc(s.ctx, cancel)() // the session's end stops it too
+		var errs []error
+		for _, l := range links {
+			if _, ok := l.up.capability("logging"); !ok {
+				continue
+			}
+			if _, err := l.request(ctx, "logging/setLevel", params); err != nil {
+				errs = append(errs, err)
+			}
 		}
-		if _, err := l.request(ctx, "logging/setLevel", m.Params()); err != nil {
-			errs = append(errs, err)
+		if err := errors.Join(errs...); err != nil {
+			s.r.log.Debug("setLevel not applied everywhere", "session", s.logID(), "err", err)
 		}
+		reply(out, id, []byte("{}"))
+	})
+	if !applied {
+		replyError(out, id, protocol.CodeInvalidRequest, "the session has ended")
 	}
-	if err := errors.Join(errs...); err != nil {
-		s.r.log.Debug("setLevel not applied everywhere", "session", s.logID(), "err", err)
-	}
-	reply(out, m.ID(), []byte("{}"))
 }
 
 // soleProvider returns the only upstream that declared a capability, or nil.

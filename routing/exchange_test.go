@@ -19,7 +19,7 @@ package routing
 //	modern S caps       let S be the router's pooled session for modern (2026-07-28) clients with these
 //	                    capabilities; its requests carry their own _meta
 //	S close R           the client of stream R closes it: for a modern client, its request's cancellation
-//	S request R msg     S.HandleRequest(msg) with a fresh stream named R (one response expected)
+//	S request R msg     S.HandleRequest(ctx, msg) with a fresh stream named R (one response expected)
 //	S notify msg        S.HandleNotification(msg)
 //	S respond msg       S.HandleResponse(msg)
 //	read R              wait for the next message on stream R ("S.standalone" is session S's standalone stream)
@@ -47,6 +47,7 @@ package routing
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -443,11 +444,11 @@ func (x *exchange) step(step string) {
 			st := &xStream{s: NewStream(1, 256), id: m.ID()}
 			x.streams[label] = st
 			x.order = append(x.order, label)
-			s.HandleRequest(m, st.s)
+			s.HandleRequest(context.Background(), m, st.s)
 		case "close":
 			st := x.stream(f[2])
 			st.s.Close()
-			s.Cancel(st.id, "the client closed the stream")
+			s.Cancel(st.s, st.id, "the client closed the stream")
 		case "notify":
 			s.HandleNotification(mustParse(t, x.substLocked(f[2])))
 		case "respond":

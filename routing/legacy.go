@@ -185,10 +185,10 @@ func (lc *legacyClient) handleRelayed(m jsonrpc.Message) {
 				return
 			}
 			s.mu.Lock()
-			c := s.calls[string(m.Params()[st:e])]
+			c := s.calls[s.callKey(nil, m.Params()[st:e])]
 			s.mu.Unlock()
 			if c != nil {
-				s.cancelCall(m.Params())
+				s.cancelCall(nil, m.Params())
 			}
 		}
 	}

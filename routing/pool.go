@@ -130,13 +130,6 @@ func (r *Router) expirePooled(now time.Time) {
 	}
 }
 
-// MintID returns a request id unique within the session, for a front end whose clients' own ids may collide
-// (stateless clients sharing one session).
-func (s *Session) MintID() []byte {
-	b := append(make([]byte, 0, 24), `"sb-`...)
-	return append(jsonrpc.AppendInt(b, s.r.minted.Add(1)), '"')
-}
-
 // pooledClient is the era of a session in the pool of modern clients: many clients' stateless requests that
 // share a principal, capabilities and log level (or one subscriptions/listen stream: a listener).
 type pooledClient struct {
@@ -197,7 +190,7 @@ func (pc *pooledClient) preempt(ctx context.Context, m jsonrpc.Message, out *Str
 // Subscribe subscribes a listener session to a resource's updates, reporting whether an upstream honours it.
 func (s *Session) Subscribe(ctx context.Context, uri string) bool {
 	params := append(append([]byte(`{"uri":`), jsonrpc.AppendQuote(nil, uri)...), '}')
-	m, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, s.MintID(), "resources/subscribe", params))
+	m, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, []byte(`"subscribe"`), "resources/subscribe", params))
 	if err != nil {
 		return false
 	}

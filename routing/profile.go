@@ -97,10 +97,13 @@ func (r *Router) useProfile(name string, caps json.RawMessage) string {
 	if !known {
 		r.rebuild() // the profile's catalog exists from now on, from the default lists until its own arrive
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	wait := time.NewTimer(5 * time.Second) // a slow upstream's lists join the profile's catalog when they come
+	defer wait.Stop()
 	for _, sh := range fresh {
-		for !sh.triedOnce() && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
+		select {
+		case <-sh.triedCh:
+		case <-wait.C:
+			return name
 		}
 	}
 	return name
@@ -165,7 +168,7 @@ func (up *Upstream) ensureShadow(profile string, caps json.RawMessage) (*Upstrea
 		up.mu.Unlock()
 		return sh, false
 	}
-	sh := &Upstream{cfg: up.cfg, r: up.r, transport: up.transport, kick: make(chan struct{}, 1), subs: map[string]int{}, shadowOf: up}
+	sh := &Upstream{cfg: up.cfg, r: up.r, transport: up.transport, kick: make(chan struct{}, 1), subs: map[string]int{}, shadowOf: up, triedCh: make(chan struct{})}
 	sh.main = newLink(up.r, sh, nil, upstream.ClientHello{ProtocolVersion: protocol.LatestLegacy, Capabilities: caps, ClientInfo: up.r.clientInfo()})
 	if up.shadows == nil {
 		up.shadows = map[string]*Upstream{}
@@ -217,12 +220,6 @@ func (up *Upstream) hasListed() bool {
 	up.mu.Lock()
 	defer up.mu.Unlock()
 	return up.listed
-}
-
-func (up *Upstream) triedOnce() bool {
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	return up.tried
 }
 
 // listsFor returns the lists the catalog of a profile uses for this upstream: its profile's template session's

@@ -28,7 +28,7 @@ func (r *Router) newSet(cfgs []UpstreamConfig, prev *upstreamSet) (*upstreamSet,
 				continue
 			}
 		}
-		up := &Upstream{cfg: c, r: r, transport: c.Transport, kick: make(chan struct{}, 1), subs: map[string]int{}}
+		up := &Upstream{cfg: c, r: r, transport: c.Transport, kick: make(chan struct{}, 1), subs: map[string]int{}, triedCh: make(chan struct{})}
 		up.newMainLink()
 		set.list = append(set.list, up)
 		set.byName[c.Name] = up

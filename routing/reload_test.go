@@ -27,7 +27,7 @@ func ask(ctx context.Context, s *Session, raw string) (jsonrpc.Message, error) {
 		return jsonrpc.Message{}, err
 	}
 	out := NewStream(1, 16)
-	s.HandleRequest(m, out)
+	s.HandleRequest(context.Background(), m, out)
 	for {
 		msg, final, ok := out.Next(ctx)
 		if !ok {

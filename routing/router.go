@@ -114,7 +114,6 @@ type Router struct {
 	inst      instruments
 	pool      modernPool     // sessions of 2026-07-28 clients (pool.go)
 	closing   sync.WaitGroup // pooled sessions evicted and being closed; Run waits for them
-	minted    atomic.Int64   // MintID's counter
 	parks     parkTable      // upstream calls waiting for a 2026-07-28 client's input (mrtr.go)
 
 	mu       sync.Mutex

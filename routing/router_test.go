@@ -35,7 +35,7 @@ func holdingUpstream() *fakeTransport {
 func roundTrip(t *testing.T, r *testRouter, s *Session, raw string) jsonrpc.Message {
 	t.Helper()
 	out := NewStream(1, 16)
-	s.HandleRequest(mustParse(t, raw), out)
+	s.HandleRequest(context.Background(), mustParse(t, raw), out)
 	for {
 		msg, final, ok := out.Next(r.ctx)
 		if !ok {
@@ -246,7 +246,7 @@ func TestFirstCallHasRoots(t *testing.T) {
 	}()
 	defer func() { s.Close(); <-answered }()
 	out := r.NewStream(4, 0)
-	s.HandleRequestContext(r.ctx, mustParse(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fs__read","arguments":{}}}`), out)
+	s.HandleRequest(r.ctx, mustParse(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fs__read","arguments":{}}}`), out)
 	msg, _, ok := out.Next(r.ctx)
 	if !ok || !strings.Contains(string(msg), `"ok"`) {
 		t.Fatalf("first call answered %s, want it to run after the upstream had the client's roots", msg)

@@ -70,7 +70,7 @@ type Session struct {
 	tasks taskSet     // the tasks the client created
 
 	mu       sync.Mutex
-	calls    map[string]*call
+	calls    map[callKey]*call
 	logLevel int                  // index into logLevels; -1 when the client set none
 	subs     map[string]*Upstream // resource subscriptions: URI → upstream
 	seenURIs map[string]*Upstream // URIs that upstreams' results named, for reads (bounded)
@@ -89,7 +89,7 @@ func newSession(r *Router, p SessionParams, id string, mkEra func(*Session) era)
 	s := &Session{
 		r: r, id: id, params: p,
 		standalone: r.NewStream(-1, 1024),
-		calls:      map[string]*call{},
+		calls:      map[callKey]*call{},
 		subs:       map[string]*Upstream{},
 		seenURIs:   map[string]*Upstream{},
 		logLevel:   levelIndex(p.LogLevel),
@@ -261,8 +261,8 @@ const rootsAnswerWait = 2 * time.Second
 
 func (s *Session) removeCall(c *call) {
 	s.mu.Lock()
-	if s.calls[string(c.clientID)] == c {
-		delete(s.calls, string(c.clientID))
+	if k := s.callKey(c.out, c.clientID); s.calls[k] == c {
+		delete(s.calls, k)
 	}
 	s.mu.Unlock()
 }
@@ -327,12 +327,13 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 		}
 	}
 	s.mu.Lock()
-	if _, dup := s.calls[string(c.clientID)]; dup {
+	k := s.callKey(out, c.clientID)
+	if _, dup := s.calls[k]; dup {
 		s.mu.Unlock()
 		replyError(out, id, protocol.CodeInvalidRequest, fmt.Sprintf("request id %s is already in use by a request in flight", id))
 		return
 	}
-	s.calls[string(c.clientID)] = c
+	s.calls[k] = c
 	s.mu.Unlock()
 	// The timer is set before the call is published in the pending table, so every reader of c.timer (they all
 	// take the call from the table first) sees it.
@@ -387,15 +388,17 @@ func (s *Session) timeout(c *call) {
 		c.link.up.cfg.Name, what, c.link.up.timeout(), time.Since(c.started).Round(time.Millisecond)))
 }
 
-// cancelCall handles the client's notifications/cancelled for one of its requests.
-func (s *Session) cancelCall(params []byte) {
+// cancelCall handles the client's cancellation of one of its requests: notifications/cancelled, or for a
+// modern client the request's closed stream (out).
+func (s *Session) cancelCall(out *Stream, params []byte) {
 	st, e, ok := jsonrpc.Lookup(params, "requestId")
 	if !ok {
 		return
 	}
+	k := s.callKey(out, params[st:e])
 	s.mu.Lock()
-	c := s.calls[string(params[st:e])]
-	delete(s.calls, string(params[st:e]))
+	c := s.calls[k]
+	delete(s.calls, k)
 	var asking chan struct{}
 	if c != nil && c.bridge != nil {
 		asking, c.bridge.asking = c.bridge.asking, nil
@@ -495,10 +498,24 @@ func (s *Session) InFlight() int {
 	return len(s.calls)
 }
 
-// Cancel ends one of the session's requests in flight, as the client's notifications/cancelled would: for a
-// stateless client, closing the request's stream is its cancellation.
-func (s *Session) Cancel(id []byte, reason string) {
-	s.cancelCall(cancelledParams(id, reason))
+// Cancel ends the request with the id whose answer goes to out, as the client's notifications/cancelled would:
+// for a modern client, closing the request's stream is its cancellation.
+func (s *Session) Cancel(out *Stream, id []byte, reason string) {
+	s.cancelCall(out, cancelledParams(id, reason))
+}
+
+// callKey is how a session finds a client's call: by its id, and for a modern pool entry, which serves many
+// clients whose ids may collide, by the stream the answer goes to as well (one stream per request).
+type callKey struct {
+	out *Stream
+	id  string
+}
+
+func (s *Session) callKey(out *Stream, id []byte) callKey {
+	if !s.era.modern() {
+		out = nil // a legacy client's ids are unique in its session, and its cancellations name only the id
+	}
+	return callKey{out, string(id)}
 }
 
 // HandleResponse relays the client's answer to a server→client request back to the upstream that asked.

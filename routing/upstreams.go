@@ -80,8 +80,9 @@ type Upstream struct {
 	subs      map[string]int
 	// resListen ends the subscriptions/listen that carries a stateless upstream's resource updates (listen.go).
 	resListen  context.CancelFunc
-	tried      bool // the first connection attempt and listing have finished, either way
-	listed     bool // some list was fetched (set before the catalog is rebuilt with it)
+	tried      bool          // the first connection attempt and listing have finished, either way
+	triedCh    chan struct{} // closed when tried first becomes true
+	listed     bool          // some list was fetched (set before the catalog is rebuilt with it)
 	dirty      [numKinds]bool
 	kick       chan struct{}
 	listErrors int // failed list fetches, reported in Status
@@ -192,7 +193,7 @@ func (up *Upstream) stateChanged(l *link) {
 		return
 	}
 	up.mu.Lock()
-	up.tried = true
+	up.markTriedLocked()
 	had := false
 	for k := range up.lists {
 		had = had || len(up.lists[k]) > 0
@@ -203,6 +204,16 @@ func (up *Upstream) stateChanged(l *link) {
 		up.r.rebuild()
 	}
 	up.r.readyChanged()
+}
+
+// markTriedLocked notes that the first attempt finished; up.mu is held.
+func (up *Upstream) markTriedLocked() {
+	if !up.tried {
+		up.tried = true
+		if up.triedCh != nil { // nil only in tests that build an Upstream by hand
+			close(up.triedCh)
+		}
+	}
 }
 
 // invalidate marks lists for refetching.
@@ -269,7 +280,7 @@ func (up *Upstream) refresher(ctx context.Context) {
 		}
 		// Tried only once the catalog holds the lists: readiness promises a complete first catalog.
 		up.mu.Lock()
-		up.tried = true
+		up.markTriedLocked()
 		up.mu.Unlock()
 		up.r.readyChanged()
 	}
