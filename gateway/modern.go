@@ -133,7 +133,7 @@ func decodeHeaderValue(v string) (string, bool) {
 	if v == "" {
 		return "", false
 	}
-	return routing.DecodeHeaderValue(v)
+	return unencodeHeader(v)
 }
 
 func isObject(raw json.RawMessage) bool {
@@ -191,7 +191,7 @@ func (s *Server) postModern(ctx context.Context, w http.ResponseWriter, r *http.
 	sess := s.r.PooledSession(params)
 	if m.MethodIs("tools/call") {
 		name, _ := jsonrpc.LookupString(m.Params(), "name")
-		if why := routing.CheckParamHeaders(r.Header, m.Params(), sess.ParamHeaders(name)); why != "" {
+		if why := checkParamHeaders(r.Header, m.Params(), sess.ParamHeaders(name)); why != "" {
 			writeError(w, http.StatusBadRequest, m.ID(), protocol.CodeHeaderMismatch, why)
 			return
 		}

@@ -199,7 +199,7 @@ func (lc *legacyClient) retryWithInput(c *call, answers map[string]json.RawMessa
 	s.calls[s.callKey(c.out, c.clientID)] = n
 	s.mu.Unlock()
 	ctx, _ := s.r.startLeg(s.ctx, n)
-	ctx = s.paramHeaders(ctx, c.link, n, params)
+	mirrored := s.paramValues(c.link, n, params)
 	if !c.link.add(n.upID, n) {
 		s.r.endLeg(n, outcomeFailed)
 		s.removeCall(n)
@@ -207,7 +207,7 @@ func (lc *legacyClient) retryWithInput(c *call, answers map[string]json.RawMessa
 	}
 	wctx, cancel := context.WithTimeout(ctx, c.link.up.timeout())
 	defer cancel()
-	if err := c.link.write(wctx, n.bridge.req); err != nil && c.link.takeIf(n) {
+	if err := c.link.writeRequest(wctx, n.bridge.req, mirrored); err != nil && c.link.takeIf(n) {
 		n.failed(outcomeFailed, protocol.CodeInternalError, fmt.Sprintf("upstream %q: sending %s failed: %v", c.link.up.cfg.Name, c.method, err))
 	}
 	return nil

@@ -23,17 +23,6 @@ type clientLinks struct {
 	closed    bool
 }
 
-// get returns the client's link to up, marking it used, or nil when there is none.
-func (cl *clientLinks) get(up *Upstream) *link {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	l := cl.m[up]
-	if l != nil {
-		l.lastUsed.Store(time.Now().UnixNano()) // in use: not idle, whatever the janitor is about to decide
-	}
-	return l
-}
-
 // peek returns the client's link to up without marking it used.
 func (cl *clientLinks) peek(up *Upstream) *link {
 	cl.mu.Lock()

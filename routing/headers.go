@@ -1,13 +1,10 @@
 package routing
 
 import (
-	"context"
-	"encoding/base64"
 	"encoding/json"
 	"math"
-	"net/http"
+	"net/textproto"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/switchboard-mcp/switchboard/upstream"
@@ -71,7 +68,7 @@ func schemaHeaders(schema []byte) []ParamHeader {
 			path := append(append([]string(nil), prefix...), k)
 			var h string
 			if json.Unmarshal(p.XMCPHeader, &h) == nil && h != "" {
-				out = append(out, ParamHeader{Path: path, Header: http.CanonicalHeaderKey(protocol.HeaderParamPrefix + h)})
+				out = append(out, ParamHeader{Path: path, Header: textproto.CanonicalMIMEHeaderKey(protocol.HeaderParamPrefix + h)})
 			}
 			walk(p.Properties, path)
 		}
@@ -80,9 +77,10 @@ func schemaHeaders(schema []byte) []ParamHeader {
 	return out
 }
 
-// argumentValue finds the primitive at path in a tools/call's arguments and renders it as a header carries it;
-// present is false when it is absent or null, ok false when it is not a primitive.
-func argumentValue(params []byte, path []string) (v string, present, ok bool) {
+// ParamArgument finds the primitive at path in a tools/call's params.arguments and renders it as a header
+// carries it (before the header encoding); present is false when it is absent or null, ok false when it is not
+// a string, an integer or a boolean.
+func ParamArgument(params []byte, path []string) (v string, present, ok bool) {
 	st, e, found := jsonrpc.Lookup(params, append([]string{"arguments"}, path...)...)
 	if !found || string(params[st:e]) == "null" {
 		return "", false, true
@@ -105,89 +103,18 @@ func argumentValue(params []byte, path []string) (v string, present, ok bool) {
 	return "", true, false
 }
 
-// CheckParamHeaders verifies a client's Mcp-Param-* headers against the arguments of its tools/call: each bound
-// argument that is present must be mirrored, exactly, and none that is absent. It returns a message for a
-// -32020 HeaderMismatch, or "".
-func CheckParamHeaders(h http.Header, params []byte, bindings []ParamHeader) string {
-	for _, b := range bindings {
-		got := h.Get(b.Header)
-		v, present, ok := argumentValue(params, b.Path)
-		switch {
-		case !present && got != "":
-			return b.Header + " is set but the argument " + strings.Join(b.Path, ".") + " is absent"
-		case !present:
-			continue
-		case !ok:
-			return "the argument " + strings.Join(b.Path, ".") + " mirrored in " + b.Header + " must be a string, integer or boolean"
-		case got == "":
-			return "the argument " + strings.Join(b.Path, ".") + " must be mirrored in the " + b.Header + " header"
-		}
-		decoded, ok := DecodeHeaderValue(got)
-		if !ok {
-			return b.Header + " is not valid =?base64?…?= encoding"
-		}
-		if decoded != v {
-			return b.Header + " does not match the argument " + strings.Join(b.Path, ".")
-		}
-	}
-	return ""
-}
-
-// ParamHeaderValues renders the headers a client must send for a tools/call (the gateway sends them to stateless
-// upstreams on behalf of clients that do not: legacy ones).
-func ParamHeaderValues(params []byte, bindings []ParamHeader) http.Header {
-	var h http.Header
-	for _, b := range bindings {
-		v, present, ok := argumentValue(params, b.Path)
-		if !present || !ok {
-			continue
-		}
-		if h == nil {
-			h = http.Header{}
-		}
-		h.Set(b.Header, EncodeHeaderValue(v))
-	}
-	return h
-}
-
-// paramHeaders puts the Mcp-Param-* headers of a tools/call to a stateless upstream in the context of its
-// write: the gateway mirrors the marked arguments as every 2026-07-28 client must, whichever era its own client
+// paramValues are the arguments of a tools/call to a modern upstream that its schema wants mirrored in
+// Mcp-Param-* headers: the gateway mirrors them as every 2026-07-28 client must, whichever era its own client
 // speaks.
-func (s *Session) paramHeaders(ctx context.Context, l *link, c *call, params []byte) context.Context {
-	if c.method != "tools/call" || c.tool() == "" || !l.modern() {
-		return ctx
+func (s *Session) paramValues(l *link, c *call, params []byte) []upstream.Param {
+	if c.method != protocol.MethodToolsCall || c.tool() == "" || !l.modern() {
+		return nil
 	}
-	return upstream.WithParamHeaders(ctx, ParamHeaderValues(params, s.catalog().paramHeaders(c.tool())))
-}
-
-// DecodeHeaderValue undoes the spec's encoding of values that are not header-safe: "=?base64?…?=".
-func DecodeHeaderValue(v string) (string, bool) {
-	inner, ok := strings.CutPrefix(v, "=?base64?")
-	if !ok {
-		return v, true
-	}
-	inner, ok = strings.CutSuffix(inner, "?=")
-	if !ok {
-		return v, true
-	}
-	b, err := base64.StdEncoding.DecodeString(inner)
-	if err != nil {
-		return "", false
-	}
-	return string(b), true
-}
-
-// EncodeHeaderValue encodes a value for a header: as is when it is printable ASCII without surrounding
-// whitespace, else "=?base64?…?=".
-func EncodeHeaderValue(v string) string {
-	safe := v == "" || v[0] != ' ' && v[0] != '\t' && v[len(v)-1] != ' ' && v[len(v)-1] != '\t'
-	for i := 0; safe && i < len(v); i++ {
-		if v[i] < 0x20 || v[i] > 0x7e {
-			safe = false
+	var out []upstream.Param
+	for _, b := range s.catalog().paramHeaders(c.tool()) {
+		if v, present, ok := ParamArgument(params, b.Path); present && ok {
+			out = append(out, upstream.Param{Header: b.Header, Value: v})
 		}
 	}
-	if safe {
-		return v
-	}
-	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
+	return out
 }

@@ -392,6 +392,18 @@ func (l *link) write(ctx context.Context, msg []byte) error {
 	return conn.Write(ctx, msg)
 }
 
+// writeRequest sends a client's request on the current connection, with its arguments mirrored in headers
+// where the connection has them.
+func (l *link) writeRequest(ctx context.Context, msg []byte, params []upstream.Param) error {
+	l.mu.Lock()
+	conn := l.conn
+	l.mu.Unlock()
+	if conn == nil {
+		return fmt.Errorf("upstream %q is not connected", l.up.cfg.Name)
+	}
+	return conn.WriteRequest(ctx, msg, params)
+}
+
 // request sends one of the gateway's own requests and waits for its result.
 func (l *link) request(ctx context.Context, method string, params []byte) ([]byte, error) {
 	if _, err := l.ready(ctx); err != nil {

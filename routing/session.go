@@ -339,7 +339,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	// take the call from the table first) sees it.
 	c.timer = time.AfterFunc(up.timeout(), func() { s.timeout(c) })
 	ctx, traceparent := s.r.startLeg(ctx, c)
-	ctx = s.paramHeaders(ctx, l, c, m.Params())
+	mirrored := s.paramValues(l, c, m.Params())
 	if traceparent != "" {
 		if tm, err := withTraceparent(m, traceparent); err == nil {
 			m = tm
@@ -360,7 +360,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	}
 	wctx, cancelWrite := context.WithTimeout(ctx, up.timeout())
 	defer cancelWrite()
-	if err := l.write(wctx, msg); err != nil {
+	if err := l.writeRequest(wctx, msg, mirrored); err != nil {
 		if l.takeIf(c) {
 			c.failed(outcomeFailed, protocol.CodeInternalError, fmt.Sprintf("upstream %q: sending %s failed: %v", up.cfg.Name, c.method, err))
 		}

@@ -129,7 +129,7 @@ func (c *modernConn) Write(ctx context.Context, raw []byte) error {
 	}
 	switch msg.Kind() {
 	case jsonrpc.KindRequest:
-		return c.request(ctx, msg)
+		return c.request(ctx, msg, nil)
 	case jsonrpc.KindNotification:
 		if msg.MethodIs(methodCancelled) {
 			c.abort(msg)
@@ -142,9 +142,11 @@ func (c *modernConn) Write(ctx context.Context, raw []byte) error {
 	return nil
 }
 
+var _ paramWriter = (*modernConn)(nil)
+
 // request starts the POST of a request and waits until its body is handed
 // over (or ctx ends; the outcome still arrives through Read).
-func (c *modernConn) request(ctx context.Context, msg jsonrpc.Message) error {
+func (c *modernConn) request(ctx context.Context, msg jsonrpc.Message, params []Param) error {
 	body, err := c.meta.inject(nil, msg)
 	if err != nil {
 		return fmt.Errorf("upstream %s: write %s: %w", c.name, msg.Method(), err)
@@ -158,8 +160,10 @@ func (c *modernConn) request(ctx context.Context, msg jsonrpc.Message) error {
 			h.Set(headerName, headerSafe(v))
 		}
 	}
-	for k, vs := range paramHeadersFrom(ctx) {
-		h[k] = vs
+	for _, p := range params {
+		if k := http.CanonicalHeaderKey(p.Header); strings.HasPrefix(k, protocol.HeaderParamPrefix) {
+			h.Set(k, headerSafe(p.Value))
+		}
 	}
 	call := &modernCall{id: bytes.Clone(msg.ID())}
 	call.key = idKey(call.id)
@@ -466,27 +470,20 @@ func idKey(id []byte) string {
 	return "r" + string(id)
 }
 
-// paramHeadersKey carries a request's Mcp-Param-* headers in its context (WithParamHeaders).
-type paramHeadersKey struct{}
-
-// WithParamHeaders returns ctx carrying the Mcp-Param-{Name} headers of a tools/call: "clients MUST mirror"
-// the values of parameters marked x-mcp-header, and only the caller knows the tool's schema. A stateless HTTP
-// connection sends them with the request written under ctx; headers of other names are ignored, so that they
-// cannot override the protocol's own.
-func WithParamHeaders(ctx context.Context, h http.Header) context.Context {
-	if len(h) == 0 {
-		return ctx
+// WriteParams is Write for a tools/call whose arguments the upstream wants mirrored in Mcp-Param-{Name} headers:
+// "clients MUST mirror" the values of parameters marked x-mcp-header, and only the caller knows the tool's
+// schema. The values are encoded as the spec has it; headers of other names are not sent, so that they cannot
+// override the protocol's own.
+func (c *modernConn) WriteParams(ctx context.Context, raw []byte, params []Param) error {
+	msg, err := jsonrpc.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("upstream %s: write: %w", c.name, err)
 	}
-	return context.WithValue(ctx, paramHeadersKey{}, h)
-}
-
-func paramHeadersFrom(ctx context.Context) http.Header {
-	h, _ := ctx.Value(paramHeadersKey{}).(http.Header)
-	out := http.Header{}
-	for k, vs := range h {
-		if k = http.CanonicalHeaderKey(k); strings.HasPrefix(k, "Mcp-Param-") && len(vs) > 0 {
-			out[k] = vs
-		}
+	if c.ctx.Err() != nil {
+		return fmt.Errorf("upstream %s: write: %w", c.name, errClosed)
 	}
-	return out
+	if msg.Kind() != jsonrpc.KindRequest {
+		return c.Write(ctx, raw)
+	}
+	return c.request(ctx, msg, params)
 }

@@ -252,6 +252,7 @@ func TestStatelessHTTP(t *testing.T) {
 	sc := conn.Connection.(*modernConn)
 
 	t.Run("one POST per request with the metadata headers", func(t *testing.T) { testStatelessMetadataHeaders(t, conn, rec) })
+	t.Run("mirrored arguments", func(t *testing.T) { testStatelessParamHeaders(t, conn, rec) })
 	t.Run("request _meta", func(t *testing.T) { testStatelessRequestMeta(t, conn) })
 	t.Run("SSE response carrying progress", func(t *testing.T) { testStatelessProgress(t, conn) })
 	t.Run("cancellation closes the stream", func(t *testing.T) { testStatelessCancel(t, conn, rec, sc, hooks) })
@@ -315,6 +316,43 @@ func testStatelessMetadataHeaders(t *testing.T, conn *Conn, rec *recorder) {
 				}
 			}
 		})
+	}
+}
+
+// testStatelessParamHeaders: WriteRequest sends a tools/call's mirrored arguments as Mcp-Param-* headers, encoded
+// where a value is not header-safe, and only headers of that prefix: a caller cannot override the protocol's own.
+func testStatelessParamHeaders(t *testing.T, conn *Conn, rec *recorder) {
+	params := []Param{
+		{Header: "Mcp-Param-Region", Value: "eu-west"},
+		{Header: "mcp-param-city", Value: "Zürich"},
+		{Header: "Mcp-Method", Value: "tools/list"},
+	}
+	msg := request(150, "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`)
+	if err := conn.WriteRequest(waitCtx(t), msg, params); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		in, err := conn.Read(waitCtx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.Msg.Kind() == jsonrpc.KindResponse && string(in.Msg.ID()) == "150" {
+			break
+		}
+	}
+	posts := rec.requests(func(r recorded) bool { return bytes.Contains(r.body, []byte(`"id":150,`)) })
+	if len(posts) != 1 {
+		t.Fatalf("%d POSTs for the request, want 1", len(posts))
+	}
+	h := posts[0].header
+	for k, want := range map[string]string{
+		"Mcp-Param-Region": "eu-west",
+		"Mcp-Param-City":   "=?base64?WsO8cmljaA==?=",
+		"Mcp-Method":       "tools/call",
+	} {
+		if got := h.Get(k); got != want {
+			t.Errorf("%s: %q, want %q", k, got, want)
+		}
 	}
 }
 

@@ -138,6 +138,27 @@ type Connection interface {
 	Close() error
 }
 
+// Param is a tools/call argument mirrored in a header: the full header name (Mcp-Param-{Name}) and the
+// argument's value as a string, before the header encoding.
+type Param struct {
+	Header string
+	Value  string
+}
+
+// paramWriter is a Connection that sends a request's mirrored arguments as headers: the modern HTTP one.
+type paramWriter interface {
+	WriteParams(ctx context.Context, msg []byte, params []Param) error
+}
+
+// WriteRequest is Write for a request with arguments mirrored in Mcp-Param-* headers. Connections that have no
+// headers (stdio, the legacy eras) send the request as Write does.
+func (c *Conn) WriteRequest(ctx context.Context, msg []byte, params []Param) error {
+	if pw, ok := c.Connection.(paramWriter); ok && len(params) > 0 {
+		return pw.WriteParams(ctx, msg, params)
+	}
+	return c.Write(ctx, msg)
+}
+
 // Incoming is one message read from an upstream.
 type Incoming struct {
 	// Msg is the message; it owns its bytes.
