@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"errors"
 	"mime"
 	"net"
 	"net/http"
@@ -90,8 +91,13 @@ func isJSONType(ct string) bool {
 }
 
 func (s *Server) adminResult(w http.ResponseWriter, err error) {
-	if err != nil {
+	var unknown *routing.UnknownUpstreamError
+	switch {
+	case errors.As(err, &unknown):
 		writeValue(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+		return
+	case err != nil:
+		writeValue(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
 		return
 	}
 	writeValue(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -1,7 +1,6 @@
 package routing
 
 import (
-	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -50,13 +49,13 @@ func (cl *clientLinks) open(s *Session, up *Upstream, hello upstream.ClientHello
 		return l, nil
 	}
 	if cl.closed {
-		return nil, fmt.Errorf("session closed")
+		return nil, errSessionClosed
 	}
 	if up.removed.Load() {
-		return nil, fmt.Errorf("upstream %q was removed from the configuration", up.cfg.Name)
+		return nil, &RemovedError{Upstream: up.cfg.Name}
 	}
 	if n := up.cfg.MaxInstances; n > 0 && int(up.instances.Load()) >= n {
-		return nil, fmt.Errorf("upstream %q has reached its limit of %d per-client sessions; try again later or raise maxInstances", up.cfg.Name, n)
+		return nil, &InstanceLimitError{Upstream: up.cfg.Name, Max: n}
 	}
 	up.instances.Add(1)
 	l := newLink(s.r, up, s, hello)

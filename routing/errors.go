@@ -39,6 +39,8 @@ func publicReason(err error) string {
 		return "its TLS certificate is not trusted"
 	case errors.As(err, &execErr), errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
 		return "its command could not be started"
+	case errors.Is(err, errSessionClosed):
+		return "the client session ended"
 	case errors.Is(err, upstream.ErrInitRejected):
 		return "it refused the gateway's initialize"
 	}
@@ -65,3 +67,58 @@ func (e *UnavailableError) Error() string {
 }
 
 func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// UnknownUpstreamError reports a name no configured upstream has (admin operations).
+type UnknownUpstreamError struct{ Name string }
+
+func (e *UnknownUpstreamError) Error() string { return "no upstream named " + strconv.Quote(e.Name) }
+
+// RemovedError reports an upstream a reload removed while a client still used it.
+type RemovedError struct{ Upstream string }
+
+func (e *RemovedError) Error() string {
+	return "upstream " + strconv.Quote(e.Upstream) + " was removed from the configuration"
+}
+
+// InstanceLimitError reports a per-client upstream at its maxInstances: a new client session must wait for one
+// to close.
+type InstanceLimitError struct {
+	Upstream string
+	Max      int
+}
+
+func (e *InstanceLimitError) Error() string {
+	return "upstream " + strconv.Quote(e.Upstream) + " has reached its limit of " + strconv.Itoa(e.Max) +
+		" per-client sessions; try again later or raise maxInstances"
+}
+
+// NotConnectedError reports an upstream session with no connection at the moment: it is being re-established,
+// or its client session closed. Err, when set, says why the wait for one ended.
+type NotConnectedError struct {
+	Upstream string
+	Err      error
+}
+
+func (e *NotConnectedError) Error() string {
+	msg := "upstream " + strconv.Quote(e.Upstream) + " is not connected"
+	if e.Err != nil {
+		msg += ": " + publicReason(e.Err)
+	}
+	return msg
+}
+
+func (e *NotConnectedError) Unwrap() error { return e.Err }
+
+// UpstreamError reports an upstream's error answer to one of the gateway's own requests (a list, a
+// subscription, a log level).
+type UpstreamError struct {
+	Upstream, Method string
+	Message          string // the upstream's error message
+}
+
+func (e *UpstreamError) Error() string {
+	return "upstream " + strconv.Quote(e.Upstream) + " refused " + e.Method + ": " + e.Message
+}
+
+// errSessionClosed: the client session ended while a link was being made for it.
+var errSessionClosed = errors.New("the session has ended")

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -48,5 +49,34 @@ func TestUnavailableErrorHidesURLs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTypedErrors: routing's errors are told apart with errors.As, name their upstream once, and read as a
+// sentence a client can act on.
+func TestTypedErrors(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{&UnknownUpstreamError{Name: "gh"}, `no upstream named "gh"`},
+		{&RemovedError{Upstream: "gh"}, `upstream "gh" was removed from the configuration`},
+		{&InstanceLimitError{Upstream: "gh", Max: 3}, `upstream "gh" has reached its limit of 3 per-client sessions; try again later or raise maxInstances`},
+		{&NotConnectedError{Upstream: "gh"}, `upstream "gh" is not connected`},
+		{&NotConnectedError{Upstream: "gh", Err: errSessionClosed}, `upstream "gh" is not connected: the client session ended`},
+		{&NotConnectedError{Upstream: "gh", Err: fmt.Errorf("wait: %w", context.DeadlineExceeded)}, `upstream "gh" is not connected: it did not answer in time`},
+		{&UpstreamError{Upstream: "gh", Method: "logging/setLevel", Message: "no"}, `upstream "gh" refused logging/setLevel: no`},
+	} {
+		if got := c.err.Error(); got != c.want {
+			t.Errorf("%T: %q, want %q", c.err, got, c.want)
+		}
+		if n := strings.Count(c.err.Error(), `"gh"`); n != 1 {
+			t.Errorf("%T names the upstream %d times: %q", c.err, n, c.err.Error())
+		}
+		wrapped := fmt.Errorf("context: %w", c.err)
+		target := reflect.New(reflect.TypeOf(c.err)).Interface()
+		if !errors.As(wrapped, target) {
+			t.Errorf("errors.As does not find %T through a wrap", c.err)
+		}
 	}
 }

@@ -218,14 +218,14 @@ func (l *link) ready(ctx context.Context) (*upstream.Conn, error) {
 		case state == linkReady:
 			return conn, nil
 		case state == linkClosed:
-			return nil, fmt.Errorf("upstream %q: session closed", l.up.cfg.Name)
+			return nil, &NotConnectedError{Upstream: l.up.cfg.Name, Err: errSessionClosed}
 		case state == linkDown:
 			return nil, &UnavailableError{Upstream: l.up.cfg.Name, Err: err}
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("upstream %q is not ready: %w", l.up.cfg.Name, ctx.Err())
+			return nil, &NotConnectedError{Upstream: l.up.cfg.Name, Err: ctx.Err()}
 		}
 	}
 }
@@ -387,7 +387,7 @@ func (l *link) write(ctx context.Context, msg []byte) error {
 	conn := l.conn
 	l.mu.Unlock()
 	if conn == nil {
-		return fmt.Errorf("upstream %q is not connected", l.up.cfg.Name)
+		return &NotConnectedError{Upstream: l.up.cfg.Name}
 	}
 	return conn.Write(ctx, msg)
 }
@@ -399,7 +399,7 @@ func (l *link) writeRequest(ctx context.Context, msg []byte, params []upstream.P
 	conn := l.conn
 	l.mu.Unlock()
 	if conn == nil {
-		return fmt.Errorf("upstream %q is not connected", l.up.cfg.Name)
+		return &NotConnectedError{Upstream: l.up.cfg.Name}
 	}
 	return conn.WriteRequest(ctx, msg, params)
 }
@@ -411,7 +411,7 @@ func (l *link) request(ctx context.Context, method string, params []byte) ([]byt
 	}
 	c := &ownRequest{upID: l.mint(), method: method, answer: make(chan jsonrpc.Message, 1)}
 	if !l.add(c.upID, c) {
-		return nil, fmt.Errorf("upstream %q is not connected", l.up.cfg.Name)
+		return nil, &NotConnectedError{Upstream: l.up.cfg.Name}
 	}
 	id := jsonrpc.AppendInt(nil, c.upID)
 	if err := l.write(ctx, jsonrpc.AppendRequest(nil, id, method, params)); err != nil {
@@ -421,7 +421,7 @@ func (l *link) request(ctx context.Context, method string, params []byte) ([]byt
 	select {
 	case m := <-c.answer:
 		if e := m.Error(); e != nil {
-			return nil, fmt.Errorf("upstream %q: %s: %s", l.up.cfg.Name, method, errorMessage(e))
+			return nil, &UpstreamError{Upstream: l.up.cfg.Name, Method: method, Message: errorMessage(e)}
 		}
 		return m.Result(), nil
 	case <-ctx.Done():

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -446,10 +447,14 @@ func (r *Router) stateToken(id string, round int, bind string, expires time.Time
 	return statePrefix + base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(tag)
 }
 
-// stateAEAD is the cipher of requestState: AES-256-GCM under a key derived from the cursor secret.
-func (r *Router) stateAEAD() cipher.AEAD {
-	key := sha256.Sum256(append([]byte("switchboard requestState\x00"), r.cursors.key...))
-	block, err := aes.NewCipher(key[:])
+// newStateAEAD returns the cipher of requestState: AES-256-GCM under a key derived with HKDF-SHA256 (RFC 5869)
+// from the cursor secret, which every replica shares, so that any replica can open a state another sealed.
+func newStateAEAD(secret []byte) cipher.AEAD {
+	key, err := hkdf.Key(sha256.New, secret, nil, "switchboard requestState v2", 32)
+	if err != nil {
+		panic("routing: HKDF: " + err.Error()) // 32 bytes of SHA-256 output cannot be refused
+	}
+	block, err := aes.NewCipher(key)
 	if err != nil {
 		panic("routing: AES-256 key: " + err.Error()) // a 32-byte key cannot be refused
 	}
@@ -462,7 +467,7 @@ func (r *Router) stateAEAD() cipher.AEAD {
 
 // sealState encrypts and authenticates a payload, returning nonce+ciphertext and the tag apart.
 func (r *Router) sealState(payload []byte) (body, tag []byte) {
-	aead := r.stateAEAD()
+	aead := r.stateAEAD
 	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(payload)+aead.Overhead())
 	rand.Read(nonce)
 	sealed := aead.Seal(nonce, nonce, payload, []byte(statePrefix))
@@ -481,7 +486,7 @@ func (r *Router) openState(state string) ([]string, bool) {
 	// Strict: a token that differs only in the unused bits of its last character is another token, not this one.
 	body, err1 := base64.RawURLEncoding.Strict().DecodeString(b64)
 	tag, err2 := base64.RawURLEncoding.Strict().DecodeString(t64)
-	aead := r.stateAEAD()
+	aead := r.stateAEAD
 	if err1 != nil || err2 != nil || len(body) < aead.NonceSize() || len(tag) != aead.Overhead() {
 		return nil, false
 	}

@@ -21,7 +21,7 @@ import (
 
 // stateRouter is the least of a Router that mints and checks requestStates: the key, and one park in round 2.
 func stateRouter(key string) (*Router, *park) {
-	r := &Router{cursors: cursorCodec{key: []byte(key)}}
+	r := &Router{cursors: cursorCodec{key: []byte(key)}, stateAEAD: newStateAEAD([]byte(key))}
 	p := &park{id: "0123456789abcdef01234567", round: 2}
 	r.parks.byID = map[string]*park{p.id: p}
 	return r, p

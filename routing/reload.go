@@ -125,7 +125,7 @@ func (s *Session) dropUpstream(up *Upstream) {
 func (r *Router) RestartUpstream(name string) error {
 	up := r.upstream(name)
 	if up == nil {
-		return fmt.Errorf("no upstream named %q", name)
+		return &UnknownUpstreamError{Name: name}
 	}
 	up.main.restart()
 	r.eachSession(func(s *Session) {
@@ -154,7 +154,7 @@ func (l *link) restart() {
 func (r *Router) DrainUpstream(name string, on bool) error {
 	up := r.upstream(name)
 	if up == nil {
-		return fmt.Errorf("no upstream named %q", name)
+		return &UnknownUpstreamError{Name: name}
 	}
 	if up.drained.Swap(on) != on {
 		r.rebuild()

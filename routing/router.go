@@ -6,6 +6,7 @@ package routing
 
 import (
 	"context"
+	"crypto/cipher"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -101,6 +102,8 @@ type Router struct {
 	set     atomic.Pointer[upstreamSet] // replaced whole on reload
 	cat     atomic.Pointer[catalog]
 	cursors cursorCodec
+	// stateAEAD seals requestState (mrtr.go).
+	stateAEAD cipher.AEAD
 	// ctx lives from New until Run returns; sessions and links derive from it.
 	ctx  context.Context
 	stop context.CancelFunc
@@ -153,7 +156,7 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 	}
 	r := &Router{
 		opts: opts, log: opts.Logger,
-		cursors: cursorCodec{key: key}, sessions: map[string]*Session{}, readyCh: make(chan struct{}),
+		cursors: cursorCodec{key: key}, stateAEAD: newStateAEAD(key), sessions: map[string]*Session{}, readyCh: make(chan struct{}),
 	}
 	r.ctx, r.stop = context.WithCancel(context.Background())
 	set, err := r.newSet(ups, nil)
