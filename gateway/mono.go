@@ -18,6 +18,9 @@ type monoConn struct {
 	pre   *routing.Stream
 	owner string // the identity that opened the connection; only it may post to it
 
+	// work are the goroutines gathering the answers of stdio batches; ServeStdio waits for them.
+	work sync.WaitGroup
+
 	mu           sync.Mutex
 	sess         *routing.Session
 	initializing bool // an initialize is being answered: a second one is refused, not raced

@@ -23,6 +23,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	defer cancel()
 	c := newMonoConn(s)
 	defer c.close()
+	defer func() { cancel(); c.work.Wait() }() // the batch gatherers end with ctx
 	werr := make(chan error, 1)
 	go func() { werr <- writeStdio(ctx, c, out) }()
 
@@ -132,7 +133,7 @@ func (s *Server) stdioBatch(ctx context.Context, c *monoConn, line []byte) {
 		sess.HandleRequest(ctx, m, out)
 	}
 	// Gather the answers without holding up the reader: the requests may take a while.
-	go func() { // owned by the connection: ends when the batch is answered or the connection ends
+	c.work.Go(func() { // ends when the batch is answered or the connection ends
 		for {
 			msg, final, ok := out.Next(ctx)
 			if !ok {
@@ -149,7 +150,7 @@ func (s *Server) stdioBatch(ctx context.Context, c *monoConn, line []byte) {
 		}
 		b := append([]byte{'['}, bytes.Join(answers, []byte{','})...)
 		sess.Standalone().Push(append(b, ']'), routing.ClassFinal)
-	}()
+	})
 }
 
 // writeStdio writes every outbound message as one line.

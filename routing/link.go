@@ -72,6 +72,20 @@ type link struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+	// work are the goroutines the link starts for its own requests (log level, subscriptions, listens, roots);
+	// they end with ctx, and run waits for them before done closes.
+	work sync.WaitGroup
+}
+
+// goWork runs f on a goroutine the link owns, reporting false (and running nothing) once the link is closed.
+func (l *link) goWork(f func()) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state == linkClosed {
+		return false
+	}
+	l.work.Go(f)
+	return true
 }
 
 // newLink returns a link that is not connected yet; start connects it.
@@ -110,6 +124,7 @@ const stableAfter = 5 * time.Second
 // calls fail fast with the reason while the upstream is down.
 func (l *link) run() {
 	defer close(l.done)
+	defer l.work.Wait() // after the state is closed: goWork starts nothing from then on
 	defer l.setState(linkClosed, nil, nil)
 	backoff := upstream.Backoff{Min: l.up.cfg.Backoff.Min, Max: l.up.cfg.Backoff.Max}
 	failures := 0

@@ -39,9 +39,9 @@ func (up *Upstream) relisten() {
 	up.resListen = cancel
 	up.mu.Unlock()
 	filter, _ := json.Marshal(map[string]any{"notifications": map[string]any{"resourceSubscriptions": uris}})
-	go func() { // owned by the upstream: ends with the next relisten, the link, or the upstream ending it
+	l.goWork(func() { // ends with the next relisten, the link, or the upstream ending it
 		if _, err := l.request(ctx, "subscriptions/listen", filter); err != nil && ctx.Err() == nil {
 			l.log.Debug("resource subscription ended", "err", err)
 		}
-	}()
+	})
 }

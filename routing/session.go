@@ -213,7 +213,7 @@ func (s *Session) linkConnected(l *link) {
 	}
 	// The reader runs once connected returns, so what the calls wait for is awaited here, in the background;
 	// calls wait on prep meanwhile (bounded by their own timeout).
-	go func() { // owned by the link: bounded by its context, the request timeout and rootsGrace
+	started := l.goWork(func() { // bounded by the link's context, the request timeout and rootsAnswerWait
 		defer l.setUp(prep)
 		ctx, cancel := context.WithTimeout(l.ctx, l.up.timeout())
 		defer cancel()
@@ -226,7 +226,10 @@ func (s *Session) linkConnected(l *link) {
 		if waitRoots {
 			l.awaitRoots(ctx)
 		}
-	}()
+	})
+	if !started {
+		l.setUp(prep) // the link closed: its calls fail, none may wait
+	}
 }
 
 // awaitRoots holds a fresh per-client upstream session's first calls until it has the client's roots: a server

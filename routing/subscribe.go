@@ -165,13 +165,13 @@ func (up *Upstream) sendSubOn(l *link, uri string, on bool) {
 		method = "resources/subscribe"
 	}
 	params := append(append([]byte(`{"uri":`), jsonrpc.AppendQuote(nil, uri)...), '}')
-	go func() { // owned by the link: bounded by its context and a timeout
+	l.goWork(func() { // bounded by the link's context and a timeout
 		ctx, cancel := context.WithTimeout(l.ctx, 30*time.Second)
 		defer cancel()
 		if _, err := l.request(ctx, method, params); err != nil {
 			l.log.Debug(method+" failed", "uri", uri, "err", err)
 		}
-	}()
+	})
 }
 
 // updated delivers notifications/resources/updated to the sessions subscribed to its URI.

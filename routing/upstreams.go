@@ -170,9 +170,9 @@ func (up *Upstream) connected(l *link, conn *upstream.Conn) {
 	up.mu.Unlock()
 	up.invalidate(kindTools, kindPrompts, kindResources, kindTemplates)
 	if hello.ProtocolVersion >= protocol.Modern {
-		go up.listenChanges(l) // owned by the link: ends when its connection does
+		l.goWork(func() { up.listenChanges(l) }) // ends when its connection does
 		up.relisten()
-		go up.stopShadows() // profiles made before the era was known have nothing to show
+		l.goWork(up.stopShadows) // profiles made before the era was known have nothing to show
 		return
 	}
 	if up.cfg.Mode == Shared {
