@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/routing/state"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
@@ -109,3 +110,8 @@ func isCall(m jsonrpc.Message) bool {
 	}
 	return false
 }
+
+var (
+	_ Limiter = (*state.Memory)(nil)
+	_ Limiter = (*state.Redis)(nil)
+)

@@ -483,3 +483,8 @@ func (s *Server) logClose(sess *routing.Session, n int64) {
 	defer cancel()
 	_ = s.opts.Events.Close(ctx, sess.ID(), n)
 }
+
+var (
+	_ EventLog = (*state.Memory)(nil)
+	_ EventLog = (*state.Redis)(nil)
+)

@@ -432,3 +432,14 @@ func (sr *sharedRecord) recordUpstreamSession(l *link) {
 		rec.UpstreamSessions[name] = v
 	})
 }
+
+// routing/state is imported openly, for its record type; these are the parts of its stores routing uses, and
+// both implementations provide them.
+var (
+	_ SessionStore    = (*state.Memory)(nil)
+	_ SessionStore    = (*state.Redis)(nil)
+	_ Bus             = (*state.Memory)(nil)
+	_ Bus             = (*state.Redis)(nil)
+	_ ReplicaRegistry = (*state.Memory)(nil)
+	_ ReplicaRegistry = (*state.Redis)(nil)
+)

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/switchboard-mcp/switchboard/auth"
 	"github.com/switchboard-mcp/switchboard/cmd/internal/config"
+	"github.com/switchboard-mcp/switchboard/gateway"
 )
 
 // The auth package takes its own option types and knows nothing of the config file: the translation from the
@@ -67,3 +68,6 @@ func credentialOptions(u config.Upstream) auth.CredentialOptions {
 	}
 	return o
 }
+
+// auth implements what the gateway declares; auth imports nothing of ours, so the check lives here.
+var _ gateway.Authenticator = (*auth.ResourceServer)(nil)
