@@ -77,7 +77,7 @@ func (lc *legacyClient) bridgeInput(c *call, result []byte) {
 	defer cancel()
 	cancelled := make(chan struct{})
 	s.mu.Lock()
-	if s.calls[s.callKey(c.out, c.clientID)] != c {
+	if s.calls[c.key] != c {
 		s.mu.Unlock()
 		c.out.Abandon() // cancelled by the client while its upstream was answering
 		return
@@ -191,12 +191,12 @@ func (lc *legacyClient) retryWithInput(c *call, answers map[string]json.RawMessa
 	}
 	n.timer = time.AfterFunc(c.link.up.timeout(), func() { s.timeout(n) })
 	s.mu.Lock()
-	if s.calls[s.callKey(c.out, c.clientID)] != c {
+	if s.calls[c.key] != c {
 		s.mu.Unlock()
 		n.timer.Stop()
 		return nil // cancelled by the client meanwhile: nothing to send, nobody to answer
 	}
-	s.calls[s.callKey(c.out, c.clientID)] = n
+	s.calls[c.key] = n
 	s.mu.Unlock()
 	ctx, _ := s.r.startLeg(s.ctx, n)
 	mirrored := s.paramValues(c.link, n, params)

@@ -38,8 +38,9 @@ type call struct {
 	method string
 
 	session  *Session
-	clientID []byte // the client's id, byte for byte
-	token    []byte // the client's progress token, nil if none
+	clientID []byte  // the client's id, byte for byte
+	key      callKey // where the session's table keeps it
+	token    []byte  // the client's progress token, nil if none
 	out      *Stream
 	timer    *time.Timer
 	started  time.Time

@@ -119,7 +119,7 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 			}
 		}
 	}
-	s.forwardWith(ctx, t.up, m, out, s.resultTransform(transform), edits...)
+	s.forwardWith(ctx, t.up, m, out, name, s.resultTransform(transform), edits...)
 }
 
 // callURI routes resources/read by the resource URI (design §5).
@@ -142,7 +142,7 @@ func (s *Session) callURI(ctx context.Context, m jsonrpc.Message, out *Stream) {
 		notFound(out, m.ID(), uri)
 		return
 	}
-	s.forward(ctx, up, m, out)
+	s.forwardWith(ctx, up, m, out, uri, nil)
 }
 
 // allowsUpstream reports whether the session's policy lets it use the upstream at all.
@@ -212,7 +212,7 @@ func (s *Session) completion(ctx context.Context, m jsonrpc.Message, out *Stream
 		if t.name != name {
 			edits = append(edits, jsonrpc.ParamEdit{Path: []string{"ref", "name"}, With: jsonrpc.AppendQuote(nil, t.name)})
 		}
-		s.forward(ctx, t.up, m, out, edits...)
+		s.forwardWith(ctx, t.up, m, out, "", nil, edits...)
 	case "ref/resource":
 		uri, _ := jsonrpc.LookupString(params, "ref", "uri")
 		up := cat.templateUpstream(uri)
@@ -223,7 +223,7 @@ func (s *Session) completion(ctx context.Context, m jsonrpc.Message, out *Stream
 			replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("no upstream offers resource template %q", uri))
 			return
 		}
-		s.forward(ctx, up, m, out)
+		s.forwardWith(ctx, up, m, out, "", nil)
 	default:
 		replyError(out, m.ID(), protocol.CodeInvalidParams, `completion/complete needs params.ref of type "ref/prompt" or "ref/resource"`)
 	}

@@ -336,7 +336,8 @@ func (pc *pooledClient) resume(ctx context.Context, m jsonrpc.Message, out *Stre
 	n.timer = time.AfterFunc(cur.link.up.timeout(), func() { s.timeout(n) })
 	// Registered before it can be reached, so that a flush or a cancellation that follows at once finds it.
 	s.mu.Lock()
-	s.calls[s.callKey(n.out, n.clientID)] = n
+	n.key = s.callKey(n.out, n.clientID)
+	s.calls[n.key] = n
 	s.mu.Unlock()
 	swapped := cur.link.swap(cur, n)
 	if swapped {

@@ -264,8 +264,8 @@ const rootsAnswerWait = 2 * time.Second
 
 func (s *Session) removeCall(c *call) {
 	s.mu.Lock()
-	if k := s.callKey(c.out, c.clientID); s.calls[k] == c {
-		delete(s.calls, k)
+	if s.calls[c.key] == c {
+		delete(s.calls, c.key)
 	}
 	s.mu.Unlock()
 }
@@ -280,14 +280,9 @@ func replyError(out *Stream, id []byte, code int, msg string) {
 	out.Push(jsonrpc.AppendError(nil, id, code, msg, nil), ClassFinal)
 }
 
-// forward sends a client request to an upstream with a fresh id (and progress token), and registers it so the
-// response, progress and cancellation find their way back (design §4).
-func (s *Session) forward(ctx context.Context, up *Upstream, m jsonrpc.Message, out *Stream, edits ...jsonrpc.ParamEdit) {
-	s.forwardWith(ctx, up, m, out, nil, edits...)
-}
-
-// forwardWith is forward with a transform of the successful result (see call.transform).
-func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Message, out *Stream, transform func([]byte) []byte, edits ...jsonrpc.ParamEdit) {
+// forwardWith sends a client's request to an upstream: name is the client-visible name it targets ("" for
+// none; see call.name), transform rewrites its successful result (see call.transform), edits change its params.
+func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Message, out *Stream, name string, transform func([]byte) []byte, edits ...jsonrpc.ParamEdit) {
 	id := m.ID()
 	if up.drained.Load() {
 		replyError(out, id, protocol.CodeInternalError, fmt.Sprintf("upstream %q is drained for maintenance; retry later", up.cfg.Name))
@@ -313,7 +308,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	}
 	c := &call{
 		link: l, upID: l.mint(), method: m.Method(), session: s,
-		clientID: clone(id), out: out, started: time.Now(), name: requestName(m), transform: transform,
+		clientID: clone(id), out: out, started: time.Now(), name: name, transform: transform,
 	}
 	var idBuf [20]byte
 	upID := jsonrpc.AppendInt(idBuf[:0], c.upID)
@@ -330,13 +325,13 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 		}
 	}
 	s.mu.Lock()
-	k := s.callKey(out, c.clientID)
-	if _, dup := s.calls[k]; dup {
+	c.key = s.callKey(out, c.clientID)
+	if _, dup := s.calls[c.key]; dup {
 		s.mu.Unlock()
 		replyError(out, id, protocol.CodeInvalidRequest, fmt.Sprintf("request id %s is already in use by a request in flight", id))
 		return
 	}
-	s.calls[k] = c
+	s.calls[c.key] = c
 	s.mu.Unlock()
 	// The timer is set before the call is published in the pending table, so every reader of c.timer (they all
 	// take the call from the table first) sees it.

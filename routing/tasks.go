@@ -94,7 +94,7 @@ func (s *Session) taskRequest(ctx context.Context, m jsonrpc.Message, out *Strea
 		replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("unknown task %q", exposed))
 		return
 	}
-	s.forwardWith(ctx, up, m, out, func(res []byte) []byte {
+	s.forwardWith(ctx, up, m, out, "", func(res []byte) []byte {
 		expose := exposeTask(up)
 		res = editString(res, expose, "taskId")
 		return editString(res, expose, "_meta", protocol.MetaRelatedTask, "taskId")

@@ -74,7 +74,7 @@ func (m *Memory) Create(ctx context.Context, rec SessionRecord) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	now := m.opts.now()
+	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.sweepSessions(now)
@@ -100,7 +100,7 @@ func (m *Memory) Get(ctx context.Context, id string) (SessionRecord, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := m.live(id, m.opts.now())
+	s := m.live(id, time.Now())
 	if s == nil {
 		return SessionRecord{}, fmt.Errorf("%w: session %s", ErrNotFound, id)
 	}
@@ -115,7 +115,7 @@ func (m *Memory) Update(ctx context.Context, id string, fn func(*SessionRecord) 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	now := m.opts.now()
+	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.live(id, now)
@@ -141,7 +141,7 @@ func (m *Memory) Touch(ctx context.Context, id string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	now := m.opts.now()
+	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.live(id, now)

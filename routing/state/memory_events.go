@@ -74,7 +74,7 @@ func (m *Memory) Append(ctx context.Context, session string, stream int64, data 
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	now := m.opts.now()
+	now := time.Now()
 	m.evMu.Lock()
 	defer m.evMu.Unlock()
 	m.sweepLogs(now)
@@ -112,7 +112,7 @@ func (m *Memory) After(ctx context.Context, session string, stream int64, afterI
 	}
 	m.evMu.Lock()
 	defer m.evMu.Unlock()
-	l := m.log(logKey{session, stream}, m.opts.now(), false)
+	l := m.log(logKey{session, stream}, time.Now(), false)
 	if l == nil {
 		return nil, nil
 	}
@@ -140,7 +140,7 @@ func (m *Memory) Tail(ctx context.Context, session string, stream int64, afterID
 			return nil, err
 		}
 		m.evMu.Lock()
-		l := m.log(logKey{session, stream}, m.opts.now(), true)
+		l := m.log(logKey{session, stream}, time.Now(), true)
 		evs, end := l.after(p, from, m.opts.eventMaxLen)
 		wake := l.wake
 		m.evMu.Unlock()
@@ -170,7 +170,7 @@ func (m *Memory) Close(ctx context.Context, session string, stream int64) error 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	now := m.opts.now()
+	now := time.Now()
 	m.evMu.Lock()
 	defer m.evMu.Unlock()
 	l := m.log(logKey{session, stream}, now, true)

@@ -43,7 +43,7 @@ func (m *Memory) Allow(ctx context.Context, key string, rate float64, burst int)
 	if err := ctx.Err(); err != nil {
 		return false, 0, err
 	}
-	now := m.opts.now()
+	now := time.Now()
 	m.limMu.Lock()
 	defer m.limMu.Unlock()
 	m.sweepLimits(now)
@@ -74,7 +74,7 @@ func (m *Memory) Acquire(ctx context.Context, key string, limit int, ttl time.Du
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
-	now := m.opts.now()
+	now := time.Now()
 	m.limMu.Lock()
 	defer m.limMu.Unlock()
 	m.sweepLimits(now)

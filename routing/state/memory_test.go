@@ -1,86 +1,76 @@
 package state
 
 import (
-	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
-// fakeClock is Memory's clock in tests: it moves only when told.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
+// newMemoryHarness makes a Memory inside the calling test's synctest bubble (runSuite's inBubble): its clock is
+// the bubble's, so advance is a plain time.Sleep that costs nothing and moves time exactly by d, TTLs and Tail's
+// block timer alike; and a Tail waiting for events is durably blocked, which synctest.Wait sees.
 func newMemoryHarness(t *testing.T, opts ...Option) *harness {
-	clock := &fakeClock{now: time.Now()}
 	const ttl = time.Minute
-	m := NewMemory(append([]Option{WithSessionTTL(ttl), WithEventLog(0, ttl), withClock(clock.Now)}, opts...)...)
+	m := NewMemory(append([]Option{WithSessionTTL(ttl), WithEventLog(0, ttl)}, opts...)...)
 	t.Cleanup(m.Shutdown)
-	return &harness{Store: m, advance: clock.Advance, ttl: ttl}
+	return &harness{
+		Store:     m,
+		advance:   time.Sleep,
+		ttl:       ttl,
+		awaitTail: func(*testing.T) func() { return synctest.Wait },
+	}
 }
 
 func TestMemory(t *testing.T) {
 	t.Parallel()
-	runSuite(t, newMemoryHarness)
+	runSuite(t, newMemoryHarness, true)
 }
 
 // TestMemorySweeps checks that expired entries do not pile up in a Memory that is only written to.
 func TestMemorySweeps(t *testing.T) {
 	t.Parallel()
-	clock := &fakeClock{now: time.Now()}
-	m := NewMemory(WithSessionTTL(time.Minute), WithEventLog(0, time.Minute), withClock(clock.Now))
-	ctx := t.Context()
-	for i := range 100 {
-		id := string(rune('a'+i%26)) + time.Duration(i).String()
-		if err := m.Create(ctx, SessionRecord{ID: id}); err != nil {
+	synctest.Test(t, func(t *testing.T) {
+		m := NewMemory(WithSessionTTL(time.Minute), WithEventLog(0, time.Minute))
+		ctx := t.Context()
+		for i := range 100 {
+			id := string(rune('a'+i%26)) + time.Duration(i).String()
+			if err := m.Create(ctx, SessionRecord{ID: id}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := m.Append(ctx, id, 1, []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := m.Allow(ctx, id, 10, 1); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := m.Acquire(ctx, id, 1, time.Second); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(2 * time.Minute) // the bubble's clock: instant
+		if err := m.Create(ctx, SessionRecord{ID: "last"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := m.Append(ctx, id, 1, []byte("x")); err != nil {
+		if _, err := m.Append(ctx, "last", 1, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := m.Allow(ctx, id, 10, 1); err != nil {
+		if _, _, err := m.Allow(ctx, "last", 10, 1); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := m.Acquire(ctx, id, 1, time.Second); err != nil {
-			t.Fatal(err)
+		m.mu.Lock()
+		sessions := len(m.sessions)
+		m.mu.Unlock()
+		m.evMu.Lock()
+		logs := len(m.logs)
+		m.evMu.Unlock()
+		m.limMu.Lock()
+		buckets, leases := len(m.buckets), len(m.leases)
+		m.limMu.Unlock()
+		if sessions != 1 || logs != 1 || buckets != 1 || leases != 0 {
+			t.Errorf("after the sweep: %d sessions, %d logs, %d buckets, %d lease sets; want 1, 1, 1, 0",
+				sessions, logs, buckets, leases)
 		}
-	}
-	clock.Advance(2 * time.Minute)
-	if err := m.Create(ctx, SessionRecord{ID: "last"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Append(ctx, "last", 1, []byte("x")); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := m.Allow(ctx, "last", 10, 1); err != nil {
-		t.Fatal(err)
-	}
-	m.mu.Lock()
-	sessions := len(m.sessions)
-	m.mu.Unlock()
-	m.evMu.Lock()
-	logs := len(m.logs)
-	m.evMu.Unlock()
-	m.limMu.Lock()
-	buckets, leases := len(m.buckets), len(m.leases)
-	m.limMu.Unlock()
-	if sessions != 1 || logs != 1 || buckets != 1 || leases != 0 {
-		t.Errorf("after the sweep: %d sessions, %d logs, %d buckets, %d lease sets; want 1, 1, 1, 0",
-			sessions, logs, buckets, leases)
-	}
+	})
 }
 
 func TestEventIDs(t *testing.T) {

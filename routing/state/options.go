@@ -24,7 +24,6 @@ type options struct {
 	eventMaxLen int
 	eventTTL    time.Duration
 	busBuffer   int
-	now         func() time.Time // Memory's clock; tests move it
 }
 
 func buildOptions(opts []Option) options {
@@ -33,7 +32,6 @@ func buildOptions(opts []Option) options {
 		eventMaxLen: DefaultEventLogLen,
 		eventTTL:    DefaultEventLogTTL,
 		busBuffer:   DefaultBusBuffer,
-		now:         time.Now,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -71,9 +69,4 @@ func WithBusBuffer(n int) Option {
 			o.busBuffer = n
 		}
 	}
-}
-
-// withClock replaces Memory's clock (tests).
-func withClock(now func() time.Time) Option {
-	return func(o *options) { o.now = now }
 }

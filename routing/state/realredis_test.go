@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // redisServer is a real redis-server the test starts on a loopback port, without persistence.
@@ -138,21 +140,50 @@ func pingRaw(addr string) error {
 	return nil
 }
 
+// waitBlocked returns once a connection of c's named name is blocked in the server's XREAD (CLIENT LIST: flag b,
+// last command xread): a Tail is waiting, and what is appended from now on wakes it.
+func waitBlocked(t *testing.T, c redis.UniversalClient, name string) {
+	t.Helper()
+	eventually(t, 5*time.Second, "a Tail of client "+name+" blocked in XREAD", func() bool {
+		list, err := c.ClientList(t.Context()).Result()
+		if err != nil {
+			return false
+		}
+		for line := range strings.Lines(list) {
+			f := map[string]string{}
+			for _, kv := range strings.Fields(line) {
+				k, v, _ := strings.Cut(kv, "=")
+				f[k] = v
+			}
+			if f["name"] == name && strings.Contains(f["flags"], "b") && f["cmd"] == "xread" {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 var prefixSeq atomic.Int64
 
-// TestRedisServer runs the conformance suite against a real redis-server, each test under its own prefix, with
-// short TTLs and real time.
+// TestRedisServer runs the conformance suite against a real redis-server, each test under its own prefix and
+// client name, with short TTLs and real time: advance is a real sleep, which TTLs in another process need.
 func TestRedisServer(t *testing.T) {
 	t.Parallel()
 	srv := startRedisServer(t)
 	runSuite(t, func(t *testing.T, opts ...Option) *harness {
 		const ttl = time.Second
-		prefix := fmt.Sprintf("sbtest%d:", prefixSeq.Add(1))
-		r := NewRedis(newClient(t, srv.addr()), prefix,
-			append([]Option{WithSessionTTL(ttl), WithEventLog(0, ttl)}, opts...)...)
+		name := fmt.Sprintf("sbtest%d", prefixSeq.Add(1))
+		c := newNamedClient(t, srv.addr(), name)
+		r := NewRedis(c, name+":", append([]Option{WithSessionTTL(ttl), WithEventLog(0, ttl)}, opts...)...)
 		t.Cleanup(r.Shutdown)
-		return &harness{Store: r, ttl: ttl, advance: time.Sleep, approxTrim: true}
-	})
+		return &harness{
+			Store:      r,
+			ttl:        ttl,
+			advance:    time.Sleep,
+			approxTrim: true,
+			awaitTail:  func(t *testing.T) func() { return func() { waitBlocked(t, c, name) } },
+		}
+	}, false)
 }
 
 // TestRedisServerRestart stops redis-server under a store and starts it again on the same port: operations fail
@@ -162,7 +193,8 @@ func TestRedisServerRestart(t *testing.T) {
 	t.Parallel()
 	srv := startRedisServer(t)
 	ctx := t.Context()
-	r := NewRedis(newClient(t, srv.addr()), "")
+	c := newNamedClient(t, srv.addr(), "restart")
+	r := NewRedis(c, "")
 	t.Cleanup(r.Shutdown)
 
 	if err := r.Create(ctx, SessionRecord{ID: "s"}); err != nil {
@@ -192,7 +224,7 @@ func TestRedisServerRestart(t *testing.T) {
 		_, err := r.Tail(ctx, "s", 1, first, 20*time.Second)
 		tail <- err
 	}()
-	time.Sleep(200 * time.Millisecond) // the Tail is blocked in XREAD
+	waitBlocked(t, c, "restart")
 	srv.stop()
 	select {
 	case err := <-tail:
@@ -229,16 +261,18 @@ func TestRedisServerRestart(t *testing.T) {
 		t.Fatalf("Acquire after the restart: %v, %v", ok, err)
 	}
 	release()
-	// The subscription from before is restored by the bus's reader.
-	eventually(t, 10*time.Second, "a message on the subscription from before the restart", func() bool {
-		_ = r.Publish(ctx, "session:s", []byte("after"))
-		select {
-		case m := <-ch:
-			return string(m) == "after"
-		case <-time.After(100 * time.Millisecond):
-			return false
-		}
+	// The subscription from before is restored by the bus's reader: once the server has it again, a message
+	// published is delivered.
+	eventually(t, 10*time.Second, "the subscription from before the restart back in the server", func() bool {
+		n, err := c.PubSubNumSub(ctx, DefaultPrefix+"bus:session:s").Result()
+		return err == nil && n[DefaultPrefix+"bus:session:s"] == 1
 	})
+	if err := r.Publish(ctx, "session:s", []byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	if m := recv(t, ch, "the subscription from before the restart"); string(m) != "after" {
+		t.Fatalf("got %q", m)
+	}
 	// And new subscriptions work.
 	ch2, cancel2, err := r.Subscribe(ctx, "replica:r1")
 	if err != nil {
@@ -259,7 +293,8 @@ func TestRedisServerPubSubAcrossStores(t *testing.T) {
 	srv := startRedisServer(t)
 	ctx := t.Context()
 	a := NewRedis(newClient(t, srv.addr()), "")
-	b := NewRedis(newClient(t, srv.addr()), "")
+	bc := newNamedClient(t, srv.addr(), "b")
+	b := NewRedis(bc, "")
 	t.Cleanup(a.Shutdown)
 	t.Cleanup(b.Shutdown)
 	ch, cancel, err := b.Subscribe(ctx, "replica:b")
@@ -286,7 +321,7 @@ func TestRedisServerPubSubAcrossStores(t *testing.T) {
 		evs, _ := b.Tail(ctx, "s", 1, "", 10*time.Second)
 		res <- evs
 	}()
-	time.Sleep(100 * time.Millisecond)
+	waitBlocked(t, bc, "b")
 	id, err := a.Append(ctx, "s", 1, []byte("event"))
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/alicebob/miniredis/v2/server"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,9 +25,13 @@ type quietLogger struct{}
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // newClient makes a client that fails fast when Redis is down, as the gateway's should.
-func newClient(t *testing.T, addr string) redis.UniversalClient {
+func newClient(t *testing.T, addr string) redis.UniversalClient { return newNamedClient(t, addr, "") }
+
+// newNamedClient is newClient whose connections carry name (CLIENT SETNAME), to find them in CLIENT LIST.
+func newNamedClient(t *testing.T, addr, name string) redis.UniversalClient {
 	c := redis.NewUniversalClient(&redis.UniversalOptions{
 		Addrs:                 []string{addr},
+		ClientName:            name,
 		DialTimeout:           500 * time.Millisecond,
 		ReadTimeout:           time.Second,
 		WriteTimeout:          time.Second,
@@ -38,11 +43,41 @@ func newClient(t *testing.T, addr string) redis.UniversalClient {
 	return c
 }
 
+// eventually polls cond until it holds, for at most d. It is for conditions of another process (a server coming
+// back, a client blocked in it) that nothing signals.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // newMiniredisHarness runs the store against miniredis, whose clock (TIME, stream ids) is pinned and moved,
 // together with its TTLs, by advance.
+//
+// awaitTail waits for miniredis to be handed the Tail's XREAD (a hook run before each command). miniredis shows
+// no "blocked" state, so there remains a window between the hook and the XREAD parking itself in which an
+// Append from the test could come first; it is a few instructions against the Append's round trip, and when it
+// happens the Tail finds the event at once: the test still passes, it just did not test the wake-up that run.
 func newMiniredisHarness(t *testing.T, opts ...Option) *harness {
 	mr := miniredis.RunT(t)
 	var mu sync.Mutex
+	var xread chan struct{} // closed at the next XREAD; under mu
+	mr.Server().SetPreHook(func(_ *server.Peer, cmd string, _ ...string) bool {
+		if cmd == "XREAD" {
+			mu.Lock()
+			if xread != nil {
+				close(xread)
+				xread = nil
+			}
+			mu.Unlock()
+		}
+		return false // and run it
+	})
 	now := time.Now()
 	mr.SetTime(now)
 	const ttl = time.Minute
@@ -58,12 +93,26 @@ func newMiniredisHarness(t *testing.T, opts ...Option) *harness {
 			mr.SetTime(now)
 			mr.FastForward(d)
 		},
+		awaitTail: func(t *testing.T) func() {
+			ch := make(chan struct{})
+			mu.Lock()
+			xread = ch
+			mu.Unlock()
+			return func() {
+				t.Helper()
+				select {
+				case <-ch:
+				case <-time.After(5 * time.Second):
+					t.Fatal("no XREAD reached miniredis within 5s")
+				}
+			}
+		},
 	}
 }
 
 func TestRedisMiniredis(t *testing.T) {
 	t.Parallel()
-	runSuite(t, newMiniredisHarness)
+	runSuite(t, newMiniredisHarness, false)
 }
 
 // TestRedisKeys checks the key layout the package documentation promises, and the prefix.

@@ -21,7 +21,7 @@ func (m *Memory) RegisterReplica(ctx context.Context, url string, ttl time.Durat
 	}
 	m.repMu.Lock()
 	defer m.repMu.Unlock()
-	now := m.opts.now()
+	now := time.Now()
 	for u, exp := range m.replicas { // a handful of entries: sweeping on every registration is cheap
 		if !now.Before(exp) {
 			delete(m.replicas, u)
@@ -39,7 +39,7 @@ func (m *Memory) ReplicaRegistered(ctx context.Context, url string) (bool, error
 	m.repMu.Lock()
 	defer m.repMu.Unlock()
 	exp, ok := m.replicas[url]
-	return ok && m.opts.now().Before(exp), nil
+	return ok && time.Now().Before(exp), nil
 }
 
 // replicaKey names a registration: the URL is hashed, so a key's length and characters never depend on it.

@@ -9,15 +9,20 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
 // harness is one implementation under the conformance suite.
 type harness struct {
 	Store
-	// advance moves time on by d for TTLs and limiters: a fake clock, miniredis's FastForward and SetTime, or
-	// a sleep against a real server.
+	// advance moves time on by d for TTLs and limiters: a sleep in a synctest bubble (instant), miniredis's
+	// FastForward and SetTime, or a real sleep against a real server. Whatever expires within d has expired
+	// when it returns.
 	advance func(d time.Duration)
+	// awaitTail is called just before another goroutine calls Tail; the function it returns comes back once that
+	// Tail waits for events, so that an Append or Close after it wakes the Tail rather than being there first.
+	awaitTail func(t *testing.T) (wait func())
 	// ttl is the session TTL and event-log TTL the factory gives stores: long with fake time, short with real.
 	ttl time.Duration
 	// approxTrim: the event log trims approximately (MAXLEN ~ in Redis: whole nodes of 100 entries).
@@ -27,8 +32,10 @@ type harness struct {
 // factory makes a fresh, empty store; t.Cleanup shuts it down. opts come after the factory's own (its TTLs).
 type factory func(t *testing.T, opts ...Option) *harness
 
-// runSuite is the conformance suite every Store implementation passes.
-func runSuite(t *testing.T, newStore factory) {
+// runSuite is the conformance suite every Store implementation passes. With inBubble each test runs in a
+// synctest bubble, newStore included, so that the store's timers and clock are the bubble's: for stores that do
+// no I/O (Memory), not for those that talk to a server.
+func runSuite(t *testing.T, newStore factory, inBubble bool) {
 	tests := []struct {
 		name string
 		fn   func(*testing.T, factory)
@@ -51,7 +58,11 @@ func runSuite(t *testing.T, newStore factory) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			tc.fn(t, newStore)
+			if inBubble {
+				synctest.Test(t, func(t *testing.T) { tc.fn(t, newStore) })
+			} else {
+				tc.fn(t, newStore)
+			}
 		})
 	}
 }
@@ -60,18 +71,6 @@ func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// eventually polls cond until it holds, for at most d.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func sampleRecord(id string) SessionRecord {
@@ -215,18 +214,16 @@ func testSessionTTL(t *testing.T, newStore factory) {
 			t.Errorf("Get(%s) a 0.6 TTL after its last use: %v", id, err)
 		}
 	}
-	eventually(t, 5*time.Second, "the idle record expires", func() bool {
-		_, err := h.Get(ctx, "idle")
-		return errors.Is(err, ErrNotFound)
-	})
+	if _, err := h.Get(ctx, "idle"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get of a record idle for 1.2 TTL: %v, want ErrNotFound", err)
+	}
 	if err := h.Touch(ctx, "idle"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Touch of an expired record: %v, want ErrNotFound", err)
 	}
 	h.advance(h.ttl * 6 / 10)
-	eventually(t, 5*time.Second, "the touched record expires", func() bool {
-		_, err := h.Get(ctx, "kept")
-		return errors.Is(err, ErrNotFound)
-	})
+	if _, err := h.Get(ctx, "kept"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get of a record touched 1.2 TTL ago: %v, want ErrNotFound", err)
+	}
 	if err := h.Create(ctx, sampleRecord("idle")); err != nil {
 		t.Errorf("Create over an expired record: %v", err)
 	}
@@ -362,13 +359,17 @@ type tailResult struct {
 	at  time.Duration
 }
 
-func tailAsync(h *harness, ctx context.Context, session string, stream int64, after string, block time.Duration) <-chan tailResult {
+// tailAsync calls Tail in another goroutine and returns once that Tail waits for events (harness.awaitTail).
+func tailAsync(t *testing.T, h *harness, ctx context.Context, session string, stream int64, after string, block time.Duration) <-chan tailResult {
+	t.Helper()
 	out := make(chan tailResult, 1)
+	waiting := h.awaitTail(t)
 	start := time.Now()
 	go func() {
 		evs, err := h.Tail(ctx, session, stream, after, block)
 		out <- tailResult{evs, err, time.Since(start)}
 	}()
+	waiting()
 	return out
 }
 
@@ -403,8 +404,7 @@ func testEventTail(t *testing.T, newStore factory) {
 		t.Fatalf("Tail until the context's deadline = %v, %v", eventData(evs), err)
 	}
 	// An Append wakes a waiting Tail.
-	res := tailAsync(h, ctx, "s1", 1, first, 10*time.Second)
-	time.Sleep(100 * time.Millisecond)
+	res := tailAsync(t, h, ctx, "s1", 1, first, 10*time.Second)
 	second, err := h.Append(ctx, "s1", 1, []byte("m1"))
 	if err != nil {
 		t.Fatal(err)
@@ -417,8 +417,7 @@ func testEventTail(t *testing.T, newStore factory) {
 		t.Errorf("Tail woke %v after the Append", r.at)
 	}
 	// Tail of a log that does not exist yet waits for its first event.
-	res = tailAsync(h, ctx, "s1", 2, "", 10*time.Second)
-	time.Sleep(100 * time.Millisecond)
+	res = tailAsync(t, h, ctx, "s1", 2, "", 10*time.Second)
 	if _, err := h.Append(ctx, "s1", 2, []byte("new log")); err != nil {
 		t.Fatal(err)
 	}
@@ -433,8 +432,7 @@ func testEventClose(t *testing.T, newStore factory) {
 	id0, _ := h.Append(ctx, "s1", 3, []byte("m0"))
 	id1, _ := h.Append(ctx, "s1", 3, []byte("m1"))
 
-	res := tailAsync(h, ctx, "s1", 3, id1, 10*time.Second)
-	time.Sleep(100 * time.Millisecond)
+	res := tailAsync(t, h, ctx, "s1", 3, id1, 10*time.Second)
 	if err := h.Close(ctx, "s1", 3); err != nil {
 		t.Fatal(err)
 	}
@@ -523,10 +521,9 @@ func testEventTTL(t *testing.T, newStore factory) {
 		t.Fatal(err)
 	}
 	h.advance(h.ttl * 6 / 10)
-	eventually(t, 5*time.Second, "stream 1's log expires", func() bool {
-		evs, err := h.After(ctx, "s1", 1, "", 0)
-		return err == nil && len(evs) == 0
-	})
+	if evs, err := h.After(ctx, "s1", 1, "", 0); err != nil || len(evs) != 0 {
+		t.Errorf("stream 1, appended to 1.2 TTL ago: %v, %v; want nothing", eventData(evs), err)
+	}
 	evs, err := h.After(ctx, "s1", 2, "", 0)
 	if err != nil || !reflect.DeepEqual(eventData(evs), []string{"old", "new"}) {
 		t.Errorf("stream 2, appended to 0.6 TTL ago: %v, %v", eventData(evs), err)
@@ -548,12 +545,17 @@ func recv(t *testing.T, ch <-chan []byte, what string) []byte {
 	return nil
 }
 
-func quiet(t *testing.T, ch <-chan []byte, what string) {
+// quiet checks that nothing is pending for ch, a subscription to channel: it publishes a marker on channel, which
+// must be the next message. A bus delivers a subscriber's messages in the order they were published (the suite
+// relies on it throughout), so a message wrongly delivered before the marker arrives before it.
+func quiet(t *testing.T, h *harness, ch <-chan []byte, channel, what string) {
 	t.Helper()
-	select {
-	case m := <-ch:
+	const marker = "quiet-marker"
+	if err := h.Publish(t.Context(), channel, []byte(marker)); err != nil {
+		t.Fatal(err)
+	}
+	if m := recv(t, ch, what); string(m) != marker {
 		t.Fatalf("%s: got %q, want nothing", what, m)
-	case <-time.After(100 * time.Millisecond):
 	}
 }
 
@@ -584,7 +586,7 @@ func testBusFanOut(t *testing.T, newStore factory) {
 	if m := recv(t, a2, "second subscriber"); string(m) != "hello" {
 		t.Errorf("second subscriber got %q", m)
 	}
-	quiet(t, b, "subscriber of another channel")
+	quiet(t, h, b, "replica:b", "subscriber of another channel")
 
 	cancel1()
 	cancel1() // harmless
@@ -636,6 +638,11 @@ func testBusOverflow(t *testing.T, newStore factory) {
 		t.Fatal(err)
 	}
 	defer cancelFast()
+	barrier, cancelBarrier, err := h.Subscribe(ctx, "session:barrier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancelBarrier()
 
 	// The fast subscriber gets every message although the slow one's buffer is full: the slow one never
 	// holds up delivery.
@@ -647,11 +654,13 @@ func testBusOverflow(t *testing.T, newStore factory) {
 			t.Fatalf("fast subscriber's message %d is %s", i, m)
 		}
 	}
-	// The last message's drop for the slow subscriber may be counted just after the fast one received it:
-	// wait for the count to settle (bounded), then check it exactly.
-	for deadline := time.Now().Add(5 * time.Second); h.Dropped() < n-buffer && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
+	// The last message's drop for the slow subscriber may be counted just after the fast one received it (Redis
+	// delivers on the bus's reader goroutine). A message on another channel, published after, is delivered after
+	// the delivery of every earlier one is done, drops counted: once it is received the count is final.
+	if err := h.Publish(ctx, "session:barrier", []byte("barrier")); err != nil {
+		t.Fatal(err)
 	}
+	recv(t, barrier, "barrier subscriber")
 	if d := h.Dropped(); d != n-buffer {
 		t.Errorf("Dropped = %d, want %d", d, n-buffer)
 	}
@@ -660,7 +669,7 @@ func testBusOverflow(t *testing.T, newStore factory) {
 			t.Errorf("slow subscriber's message %d is %s", i, m)
 		}
 	}
-	quiet(t, slow, "slow subscriber after its buffer")
+	quiet(t, h, slow, "session:x", "slow subscriber after its buffer")
 }
 
 func testBusShutdown(t *testing.T, newStore factory) {
@@ -714,8 +723,8 @@ func testRateLimit(t *testing.T, newStore factory) {
 	if ok, _, err := h.Allow(ctx, "alice", rate, burst); err != nil || ok {
 		t.Fatalf("second call after one refill: ok %v, %v; want refused", ok, err)
 	}
-	// A long pause fills the bucket up to burst, no more.
-	h.advance(2 * time.Second)
+	// A long pause fills the bucket up to burst, no more: a second is 5 tokens' worth.
+	h.advance(time.Second)
 	n := 0
 	for {
 		ok, _, err := h.Allow(ctx, "alice", rate, burst)
@@ -809,10 +818,9 @@ func testReplicas(t *testing.T, newStore factory) {
 		t.Fatal(err)
 	}
 	h.advance(h.ttl * 6 / 10)
-	eventually(t, 5*time.Second, "b's registration lapses", func() bool {
-		ok, err := h.ReplicaRegistered(ctx, b)
-		return err == nil && !ok
-	})
+	if ok, err := h.ReplicaRegistered(ctx, b); err != nil || ok {
+		t.Errorf("b, registered 1.2 TTL ago: ReplicaRegistered = %v, %v; want false", ok, err)
+	}
 	if ok, err := h.ReplicaRegistered(ctx, a); err != nil || !ok {
 		t.Errorf("a, registered again 0.6 TTL ago: ReplicaRegistered = %v, %v; want true", ok, err)
 	}
