@@ -10,7 +10,7 @@ import (
 // the bubble's, so advance is a plain time.Sleep that costs nothing and moves time exactly by d, TTLs and Tail's
 // block timer alike; and a Tail waiting for events is durably blocked, which synctest.Wait sees.
 func newMemoryHarness(t *testing.T, opts ...Option) *harness {
-	const ttl = time.Minute
+	const ttl = time.Second // as against real Redis: fake time also runs down ctxT's deadline
 	m := NewMemory(append([]Option{WithSessionTTL(ttl), WithEventLog(0, ttl)}, opts...)...)
 	t.Cleanup(m.Shutdown)
 	return &harness{

@@ -23,7 +23,8 @@ type harness struct {
 	// awaitTail is called just before another goroutine calls Tail; the function it returns comes back once that
 	// Tail waits for events, so that an Append or Close after it wakes the Tail rather than being there first.
 	awaitTail func(t *testing.T) (wait func())
-	// ttl is the session TTL and event-log TTL the factory gives stores: long with fake time, short with real.
+	// ttl is the session TTL and event-log TTL the factory gives stores: long with miniredis's time, short with
+	// real time and with a bubble's (whose sleeps also run down ctxT's deadline).
 	ttl time.Duration
 	// approxTrim: the event log trims approximately (MAXLEN ~ in Redis: whole nodes of 100 entries).
 	approxTrim bool
