@@ -14,7 +14,7 @@ import (
 // Host), not by a cross-site request (an Origin), not by a simple POST (a form or text/plain body, which needs no
 // CORS preflight). The operator's own curl and `switchboard status` get through.
 func TestAdminGuard(t *testing.T) {
-	markers := markerDir(t)
+	markers := markerSink(t)
 	r, err := routing.New(routing.Options{Logger: testLogger()}, []routing.UpstreamConfig{stdioUpstream(t, "alpha", routing.Shared, markers)})
 	if err != nil {
 		t.Fatal(err)

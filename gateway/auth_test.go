@@ -331,16 +331,32 @@ type authGateway struct {
 	audit    *syncBuffer
 }
 
-// syncBuffer is a goroutine-safe log sink.
+// syncBuffer is a goroutine-safe log sink that tells waiters about each write (next).
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
+	// changed is closed by the next Write; nil while nobody waits.
+	changed chan struct{}
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
 	return s.b.Write(p)
+}
+
+// next returns a channel closed by the next Write.
+func (s *syncBuffer) next() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.changed == nil {
+		s.changed = make(chan struct{})
+	}
+	return s.changed
 }
 
 func (s *syncBuffer) String() string {
@@ -364,6 +380,25 @@ func (s *syncBuffer) events(t *testing.T) []map[string]any {
 		}
 	}
 	return out
+}
+
+// waitAudit waits until the audit events satisfy cond, waking on each write to the audit log, and returns them;
+// the wait is bounded by guard.
+func (g *authGateway) waitAudit(t *testing.T, what string, cond func([]map[string]any) bool) []map[string]any {
+	t.Helper()
+	timer := time.NewTimer(guard)
+	defer timer.Stop()
+	for {
+		next := g.audit.next() // before the check: a write between the two still wakes the select
+		if events := g.audit.events(t); cond(events) {
+			return events
+		}
+		select {
+		case <-next:
+		case <-timer.C:
+			t.Fatalf("gave up waiting for %s after %s; audit events: %v", what, guard, g.audit.events(t))
+		}
+	}
 }
 
 type authGatewayOptions struct {
@@ -1230,10 +1265,24 @@ func TestAuthTokenExchangeFollowsRefresh(t *testing.T) {
 // duration, and never the arguments or the token.
 func TestAuthAudit(t *testing.T) {
 	ai := newAuthIssuer(t)
-	up := startAuthUpstream(t, "files", []string{"echo", "fail", "iserror"}, nil, nil)
+	up := startAuthUpstream(t, "files", []string{"echo", "fail", "iserror", "fence"}, nil, nil)
 	g := startAuthGateway(t, ai, authGatewayOptions{}, routingUpstream(t, testUpstream{Name: "files", URL: up.url}))
 	tok := ai.sign(ai.claims(g.audience, "alice", "eng"))
 	cs := g.connectAs(t, "alice", newBearer(tok))
+	// through returns the audit events from index from up to a fence: one more call, made now, whose own event
+	// is the positive signal that the calls before it have logged all they log on their way out. A call's event
+	// is logged before its response is sent (routing's endLeg precedes the push) and the fence is called only
+	// once those calls were answered, so an event one of them logs twice is before the fence's, and counted.
+	through := func(from int) []map[string]any {
+		t.Helper()
+		call(t, cs, "files__fence", nil)
+		var fence int
+		events := g.waitAudit(t, "the fence call's audit event", func(events []map[string]any) bool {
+			fence = slices.IndexFunc(events[min(from, len(events)):], func(e map[string]any) bool { return e["tool"] == "files__fence" })
+			return fence >= 0
+		})
+		return events[from : from+fence]
+	}
 	const secretArg = "ARG-SECRET-4f1c9e"
 	before := len(g.audit.events(t))
 	for i := range 3 {
@@ -1241,9 +1290,7 @@ func TestAuthAudit(t *testing.T) {
 			t.Fatalf("echo = %q", got)
 		}
 	}
-	waitFor(t, "3 audit events", func() bool { return len(g.audit.events(t))-before >= 3 })
-	time.Sleep(50 * time.Millisecond) // a fourth (duplicate) event would show here
-	events := g.audit.events(t)[before:]
+	events := through(before)
 	if len(events) != 3 {
 		t.Fatalf("%d audit events for 3 calls: %v", len(events), events)
 	}
@@ -1265,9 +1312,8 @@ func TestAuthAudit(t *testing.T) {
 	if got := call(t, cs, "files__iserror", map[string]any{"text": secretArg}); !strings.HasPrefix(got, "ERROR:") {
 		t.Fatalf("iserror = %q", got)
 	}
-	waitFor(t, "the isError call's audit event", func() bool { return len(g.audit.events(t)) > before })
-	if e := g.audit.events(t)[before]; e["tool"] != "files__iserror" || e["upstream"] != "files" {
-		t.Errorf("audit event of an isError call: %v", e)
+	if events := through(before); len(events) != 1 || events[0]["tool"] != "files__iserror" || events[0]["upstream"] != "files" {
+		t.Errorf("audit events of an isError call: %v, want one for files__iserror", events)
 	}
 
 	// A call the upstream answers with a JSON-RPC error: outcome error, with the code (docs/auth.md: "code, when
@@ -1277,12 +1323,11 @@ func TestAuthAudit(t *testing.T) {
 	if we := wireError(t, err); we.Code != -32050 {
 		t.Fatalf("files__fail: %v", err)
 	}
-	waitFor(t, "the failed call's audit event", func() bool { return len(g.audit.events(t)) > before })
-	time.Sleep(50 * time.Millisecond)
-	if n := len(g.audit.events(t)) - before; n != 1 {
-		t.Errorf("%d audit events for one failed call", n)
+	events = through(before)
+	if len(events) != 1 {
+		t.Fatalf("%d audit events for one failed call: %v", len(events), events)
 	}
-	e := g.audit.events(t)[before]
+	e := events[0]
 	if e["tool"] != "files__fail" || e["outcome"] != "error" || e["sub"] != "alice" {
 		t.Errorf("audit event of a failed call: %v, want outcome=error", e)
 	}
@@ -1307,7 +1352,9 @@ func TestAuthAuditDenied(t *testing.T) {
 	}
 	// A later allowed call flushes the order of events: the denied one must be before it.
 	call(t, cs, "files__echo", map[string]any{"text": "x"})
-	waitFor(t, "an audit event", func() bool { return len(g.audit.events(t)) > 0 })
+	g.waitAudit(t, "the allowed call's audit event", func(events []map[string]any) bool {
+		return slices.ContainsFunc(events, func(e map[string]any) bool { return e["tool"] == "files__echo" })
+	})
 	var denied []map[string]any
 	for _, e := range g.audit.events(t) {
 		if e["tool"] == "files__delete_all" {

@@ -85,7 +85,7 @@ func TestRouterStartupRace(t *testing.T) {
 // listens) do not keep the gateway from becoming ready; /readyz lists them with their error; the healthy
 // upstream's tools work; the dead one's names are simply unknown.
 func TestDownUpstreams(t *testing.T) {
-	alive, _ := httpUpstream(t, "alive", routing.Shared, markerDir(t))
+	alive, _ := httpUpstream(t, "alive", routing.Shared, markerSink(t))
 	h := startGatewayNoWait(t, routing.Options{}, gateway.Options{}, alive, deadStdio(t, "nocmd"), deadHTTP(t, "nourl", deadAddress(t)))
 	waitReadyOrFail(t, h)
 	status, body := getReadyz(t, h)
@@ -154,7 +154,7 @@ func TestReadyWhenAnUpstreamFailsLast(t *testing.T) {
 			close(release)
 		}
 	})
-	alive, _ := httpUpstream(t, "alive", routing.Shared, markerDir(t))
+	alive, _ := httpUpstream(t, "alive", routing.Shared, markerSink(t))
 	h := startGatewayNoWait(t, routing.Options{}, gateway.Options{}, alive, deadHTTP(t, "late", slow.URL))
 	waitFor(t, "the healthy upstream to be listed", func() bool {
 		for _, u := range h.r.Status() {
@@ -183,7 +183,7 @@ func TestReadyWhenAnUpstreamFailsLast(t *testing.T) {
 // making the gateway unready.
 func TestReadyzWarnsOfRejectedNames(t *testing.T) {
 	h := startGateway(t, routing.Options{Hosts: []routing.HostLimit{{Name: "Strict host", Prefix: "mcp__switchboard-production__", MaxLength: 40}}},
-		gateway.Options{}, stdioUpstream(t, "alpha", routing.Shared, markerDir(t)))
+		gateway.Options{}, stdioUpstream(t, "alpha", routing.Shared, markerSink(t)))
 	status, body := getReadyz(t, h)
 	if status != http.StatusOK || !body.Ready {
 		t.Fatalf("/readyz: HTTP %d ready=%v, want ready despite the warnings", status, body.Ready)

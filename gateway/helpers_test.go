@@ -19,7 +19,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -36,8 +35,8 @@ import (
 const (
 	// envServer makes the test binary an upstream MCP server over stdio; its value is the server's name.
 	envServer = "SWITCHBOARD_GATEWAY_TEST_SERVER"
-	// envMarkers is the folder where the server records what the tests observe from the upstream side
-	// (a file "cancel-<tag>" when a handler's context is cancelled).
+	// envMarkers is the address of the test's marker sink, where the server reports what the tests observe
+	// from the upstream side ("cancel-<tag>" when a handler's context is cancelled); see markerSink.
 	envMarkers = "SWITCHBOARD_GATEWAY_TEST_MARKERS"
 
 	// legacyVersion is what the SDK clients ask for: the gateway speaks the legacy era.
@@ -139,11 +138,19 @@ func meet(ctx context.Context, group string, n int) error {
 	}
 }
 
-func mark(dir, name string) {
-	if dir == "" {
+// mark tells the test's marker sink at addr (see markerSink) that the upstream reached name. It runs in the
+// upstream, in this process or in a stdio child.
+func mark(addr, name string) {
+	if addr == "" {
 		return
 	}
-	_ = os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644)
+	c, err := net.DialTimeout("tcp", addr, guard)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "test server: marker %s: %v\n", name, err)
+		return
+	}
+	defer c.Close()
+	_, _ = io.WriteString(c, name+"\n")
 }
 
 // rpcCode describes the JSON-RPC error inside err, for tool results the tests read.
@@ -410,36 +417,121 @@ func startGatewayNoWait(t *testing.T, ropts routing.Options, gopts gateway.Optio
 	return &harness{t: t, r: r, ts: ts, url: ts.URL + "/mcp"}
 }
 
-// markerDir returns a folder for upstream-side markers.
-func markerDir(t *testing.T) string {
+// markerSink starts a loopback listener where the upstream reports what the tests observe from its side (mark),
+// and returns its address, for the upstream's envMarkers. waitMarker wakes on a marker's arrival.
+func markerSink(t *testing.T) string {
 	t.Helper()
-	return t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &markers{arrived: map[string]chan struct{}{}}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return // closed by the cleanup
+			}
+			wg.Go(func() {
+				defer c.Close()
+				sc := bufio.NewScanner(c)
+				for sc.Scan() {
+					s.record(sc.Text())
+				}
+			})
+		}
+	})
+	sinks.Store(l.Addr().String(), s)
+	t.Cleanup(func() {
+		sinks.Delete(l.Addr().String())
+		l.Close()
+		wg.Wait()
+	})
+	return l.Addr().String()
 }
 
-// waitMarker waits until the upstream recorded a marker (a file); the wait is bounded by guard.
-func waitMarker(t *testing.T, dir, name string) {
-	t.Helper()
-	deadline := time.Now().Add(guard)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("upstream never recorded %s", name)
-		}
-		time.Sleep(5 * time.Millisecond)
+// sinks maps a marker sink's address to what it received.
+var sinks sync.Map // string -> *markers
+
+// markers are the names a marker sink received; each has a channel closed on its arrival.
+type markers struct {
+	mu      sync.Mutex
+	arrived map[string]chan struct{}
+}
+
+// wait returns the channel closed when name arrives.
+func (m *markers) wait(name string) <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.channel(name)
+}
+
+func (m *markers) record(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ch := m.channel(name)
+	select {
+	case <-ch: // reported before
+	default:
+		close(ch)
 	}
 }
 
-// waitFor polls cond until it holds; the wait is bounded by guard.
+// channel returns name's channel, made on first use; m.mu is held.
+func (m *markers) channel(name string) chan struct{} {
+	ch := m.arrived[name]
+	if ch == nil {
+		ch = make(chan struct{})
+		m.arrived[name] = ch
+	}
+	return ch
+}
+
+// waitMarker waits until the upstream reported a marker to the sink at addr; the wait is bounded by guard.
+func waitMarker(t *testing.T, addr, name string) {
+	t.Helper()
+	s, ok := sinks.Load(addr)
+	if !ok {
+		t.Fatalf("waitMarker: %q is not a marker sink of this test (markerSink)", addr)
+	}
+	timer := time.NewTimer(guard)
+	defer timer.Stop()
+	select {
+	case <-s.(*markers).wait(name):
+	case <-timer.C:
+		t.Fatalf("upstream never reported marker %s within %s", name, guard)
+	}
+}
+
+// poll checks cond on a ticker until it holds (true) or guard runs out (false). It is for state the code under
+// test gives no change signal for (the router's session table, a Redis record, a metrics scrape, a readiness
+// answer): the check is repeated, never timed, and only the failure is bounded.
+func poll(cond func() bool) bool {
+	if cond() {
+		return true
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	timer := time.NewTimer(guard)
+	defer timer.Stop()
+	for {
+		select {
+		case <-tick.C:
+			if cond() {
+				return true
+			}
+		case <-timer.C:
+			return cond()
+		}
+	}
+}
+
+// waitFor polls cond (see poll) until it holds; the wait is bounded by guard.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(guard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !poll(cond) {
+		t.Fatalf("gave up waiting for %s after %s", what, guard)
 	}
 }
 

@@ -51,7 +51,7 @@ const goodOrigin = "http://good.example"
 // Origin allow-list.
 func rawGateway(t *testing.T) *harness {
 	t.Helper()
-	up, _ := httpUpstream(t, "alpha", routing.Shared, markerDir(t))
+	up, _ := httpUpstream(t, "alpha", routing.Shared, markerSink(t))
 	return startGateway(t, routing.Options{}, gateway.Options{
 		MaxBodyBytes: 1024,
 		AllowOrigin:  func(o string) bool { return o == goodOrigin },
@@ -245,7 +245,7 @@ func TestNonIntegerIDs(t *testing.T) {
 // refuses either over 16 KiB (-32602 naming the limit, no session) on every front end, as the 2026-07-28 front end
 // does for each request.
 func TestInitializeBounds(t *testing.T) {
-	h := startGateway(t, routing.Options{}, gateway.Options{}, stdioUpstream(t, "alpha", routing.Shared, markerDir(t)))
+	h := startGateway(t, routing.Options{}, gateway.Options{}, stdioUpstream(t, "alpha", routing.Shared, markerSink(t)))
 	pad := strings.Repeat("x", 17<<10)
 	bodies := map[string]string{
 		"capabilities": `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{"experimental":{"pad":"` + pad + `"}},"clientInfo":{"name":"t","version":"1"}}}`,
@@ -401,7 +401,7 @@ func TestHTTPCORS(t *testing.T) {
 	}
 
 	// Without an origin policy requests from any origin are accepted, but no page may read their answers.
-	open := startGateway(t, routing.Options{}, gateway.Options{}, stdioUpstream(t, "alpha", routing.Shared, markerDir(t)))
+	open := startGateway(t, routing.Options{}, gateway.Options{}, stdioUpstream(t, "alpha", routing.Shared, markerSink(t)))
 	if resp := preflight(t, strings.TrimSuffix(open.url, "/mcp"), "/mcp", goodOrigin, "content-type"); resp.Header.Get("Access-Control-Allow-Origin") != "" {
 		t.Errorf("preflight without an origin policy: HTTP %d %v, want no CORS grant", resp.StatusCode, resp.Header)
 	}

@@ -43,7 +43,7 @@ func TestInteropCatalogAndRouting(t *testing.T) {
 	for _, c := range allCombos {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
-			md := markerDir(t)
+			md := markerSink(t)
 			h := startGateway(t, routing.Options{PageSize: 2}, gateway.Options{},
 				newUpstream(t, c.kind, "alpha", c.mode, md), newUpstream(t, c.kind, "beta", c.mode, md))
 			cs := h.connect(t, "client", nil)
@@ -107,7 +107,7 @@ func TestInteropCatalogAndRouting(t *testing.T) {
 // TestInteropDefaultVersionClient: the SDK client's default handshake tries the 2026-07-28 server/discover first;
 // the gateway answers it, and the client then works statelessly.
 func TestInteropDefaultVersionClient(t *testing.T) {
-	md := markerDir(t)
+	md := markerSink(t)
 	up, _ := httpUpstream(t, "alpha", routing.Shared, md)
 	h := startGateway(t, routing.Options{}, gateway.Options{}, up)
 	cs := h.connectVersion(t, "default", nil, "")
@@ -154,7 +154,7 @@ func TestConcurrentClientsSameIDsAndProgressToken(t *testing.T) {
 	for _, kind := range []upstreamKind{kindStdio, kindHTTP} {
 		t.Run(string(kind), func(t *testing.T) {
 			t.Parallel()
-			md := markerDir(t)
+			md := markerSink(t)
 			h := startGateway(t, routing.Options{}, gateway.Options{},
 				newUpstream(t, kind, "shared", routing.Shared, md), newUpstream(t, kind, "own", routing.PerClient, md))
 			const steps = 3
@@ -247,7 +247,7 @@ func TestCancellation(t *testing.T) {
 	for _, c := range allCombos {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
-			md := markerDir(t)
+			md := markerSink(t)
 			h := startGateway(t, routing.Options{}, gateway.Options{}, newUpstream(t, c.kind, "alpha", c.mode, md))
 			plog := newProgressLog()
 			cs := h.connect(t, "client", &mcp.ClientOptions{ProgressNotificationHandler: plog.handler})
@@ -271,7 +271,7 @@ func TestRequestTimeout(t *testing.T) {
 	for _, c := range allCombos {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
-			md := markerDir(t)
+			md := markerSink(t)
 			up := newUpstream(t, c.kind, "alpha", c.mode, md)
 			up.Timeout = 0
 			h := startGateway(t, routing.Options{RequestTimeout: 1500 * time.Millisecond}, gateway.Options{}, up)
@@ -308,7 +308,7 @@ func TestUpstreamCrash(t *testing.T) {
 	for _, mode := range []routing.SessionMode{routing.PerClient, routing.Shared} {
 		t.Run(modeName(mode), func(t *testing.T) {
 			t.Parallel()
-			md := markerDir(t)
+			md := markerSink(t)
 			up := stdioUpstream(t, "alpha", mode, md)
 			up.Backoff = upstream.Backoff{Min: 2 * time.Second, Max: 2 * time.Second}
 			h := startGateway(t, routing.Options{}, gateway.Options{}, up)
@@ -349,7 +349,7 @@ func TestServerToClientRequests(t *testing.T) {
 	for _, kind := range []upstreamKind{kindStdio, kindHTTP} {
 		t.Run(string(kind), func(t *testing.T) {
 			t.Parallel()
-			md := markerDir(t)
+			md := markerSink(t)
 			h := startGateway(t, routing.Options{}, gateway.Options{}, newUpstream(t, kind, "alpha", routing.PerClient, md))
 			sampler := func(who string) func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 				return func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {

@@ -231,7 +231,7 @@ func TestInputBridge(t *testing.T) {
 	} {
 		t.Run(era.name, func(t *testing.T) {
 			t.Parallel()
-			up, _ := inputUpstream(t, markerDir(t))
+			up, _ := inputUpstream(t, markerSink(t))
 			h := startGateway(t, routing.Options{}, gateway.Options{}, up)
 
 			ic, rec := &inputClient{}, &recorder{}
@@ -425,7 +425,7 @@ func checkModernResult(t *testing.T, res json.RawMessage, cacheable bool, scope 
 // decorated results (resultType, ttlMs, cacheScope, serverInfo), notifications (202) and responses (400). Every
 // error echoes the request's id, and no answer names a session.
 func TestModernWire(t *testing.T) {
-	up, _ := httpUpstream(t, "alpha", routing.Shared, markerDir(t))
+	up, _ := httpUpstream(t, "alpha", routing.Shared, markerSink(t))
 	h := startGateway(t, routing.Options{}, gateway.Options{}, up)
 	c := h.raw(t)
 	echoName := "alpha__echo"
@@ -642,7 +642,7 @@ func bumpRound(t *testing.T, state string) string {
 // (a new round, which retires the old state); the right answer completes the call, after which the state is
 // spent.
 func TestModernRequestState(t *testing.T) {
-	up, _ := inputUpstream(t, markerDir(t))
+	up, _ := inputUpstream(t, markerSink(t))
 	h := startGateway(t, routing.Options{}, gateway.Options{Auth: headerAuth{}, Identify: headerIdentity}, up)
 	c := h.raw(t)
 	as := func(user string) map[string]string { return map[string]string{"X-Test-User": user} }
@@ -752,7 +752,7 @@ func (h *harness) openModern(t *testing.T, body string) *stream {
 // TestModernStreamCloseCancels: closing the SSE stream of a 2026-07-28 call is its cancellation: the upstream's
 // handler sees its context cancelled, and the client's next call is served as usual.
 func TestModernStreamCloseCancels(t *testing.T) {
-	md := markerDir(t)
+	md := markerSink(t)
 	up, _ := inputUpstream(t, md)
 	h := startGateway(t, routing.Options{}, gateway.Options{}, up)
 
@@ -822,7 +822,7 @@ func nextNotice(t *testing.T, s *stream, method, id string) notice {
 // asking for prompts the reverse. (A listen stream is FIFO and the changes come from the one upstream in
 // order, so the absence of the other kind is checked without waiting.)
 func TestModernListen(t *testing.T) {
-	up, hs := httpUpstream(t, "alpha", routing.Shared, markerDir(t))
+	up, hs := httpUpstream(t, "alpha", routing.Shared, markerSink(t))
 	promptHandler := func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "p"}}}}, nil
 	}

@@ -464,28 +464,25 @@ func find(samples []sample, name string, want map[string]string) (float64, bool)
 	return 0, false
 }
 
-// waitMetric scrapes until the sample exists and satisfies ok.
+// waitMetric scrapes until the sample exists and satisfies ok. Metrics have no change signal: it polls (see
+// poll), bounded by guard.
 func waitMetric(t *testing.T, base, name string, labels map[string]string, ok func(float64) bool) {
 	t.Helper()
 	var last []sample
-	deadline := time.Now().Add(guard)
-	for {
-		samples, _ := scrape(t, base)
-		if v, found := find(samples, name, labels); found && ok(v) {
-			return
-		}
-		last = samples
-		if time.Now().After(deadline) {
-			var lines []string
-			for _, s := range last {
-				if strings.HasPrefix(s.name, "switchboard_") {
-					lines = append(lines, fmt.Sprintf("%s%v %g", s.name, s.labels, s.value))
-				}
-			}
-			t.Fatalf("gave up waiting for %s%v; switchboard samples:\n%s", name, labels, strings.Join(lines, "\n"))
-		}
-		time.Sleep(10 * time.Millisecond)
+	if poll(func() bool {
+		last, _ = scrape(t, base)
+		v, found := find(last, name, labels)
+		return found && ok(v)
+	}) {
+		return
 	}
+	var lines []string
+	for _, s := range last {
+		if strings.HasPrefix(s.name, "switchboard_") {
+			lines = append(lines, fmt.Sprintf("%s%v %g", s.name, s.labels, s.value))
+		}
+	}
+	t.Fatalf("gave up waiting for %s%v after %s; switchboard samples:\n%s", name, labels, guard, strings.Join(lines, "\n"))
 }
 
 func atLeast(n float64) func(float64) bool { return func(v float64) bool { return v >= n } }

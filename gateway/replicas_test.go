@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,6 +39,8 @@ type redisProc struct {
 	port int
 	dir  string
 	cmd  *exec.Cmd
+	// exited is closed once cmd has exited (its Wait returned).
+	exited <-chan struct{}
 }
 
 func startRedis(t *testing.T) *redisProc {
@@ -55,33 +59,74 @@ func startRedis(t *testing.T) *redisProc {
 	p := &redisProc{t: t, bin: bin, port: l.Addr().(*net.TCPAddr).Port, dir: t.TempDir()}
 	l.Close()
 	p.addr = "127.0.0.1:" + strconv.Itoa(p.port)
+	t.Cleanup(p.stop) // before start: a server that never gets ready is still killed
 	p.start()
-	t.Cleanup(p.stop)
 	return p
 }
 
+// start runs redis-server and returns once the server logs that it accepts connections: the server's own signal
+// that it listens, in place of a ping loop. A server that exits first (its port taken, say) fails the test with
+// its log; guard bounds the wait.
 func (p *redisProc) start() {
 	p.t.Helper()
+	out := &redisLog{ready: make(chan struct{})}
 	p.cmd = exec.Command(p.bin, "--port", strconv.Itoa(p.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", p.dir)
+	p.cmd.Stdout, p.cmd.Stderr = out, out
 	if err := p.cmd.Start(); err != nil {
 		p.t.Fatal(err)
 	}
-	c := redis.NewClient(&redis.Options{Addr: p.addr})
-	defer c.Close()
-	for deadline := time.Now().Add(10 * time.Second); c.Ping(context.Background()).Err() != nil; {
-		if time.Now().After(deadline) {
-			p.t.Fatal("redis-server did not answer within 10s")
-		}
-		time.Sleep(20 * time.Millisecond)
+	exited := make(chan struct{})
+	p.exited = exited
+	go func() {
+		defer close(exited)
+		_ = p.cmd.Wait()
+	}()
+	timer := time.NewTimer(guard)
+	defer timer.Stop()
+	select {
+	case <-out.ready:
+	case <-exited:
+		p.cmd = nil
+		p.t.Fatalf("redis-server exited before it accepted connections:\n%s", out)
+	case <-timer.C:
+		p.t.Fatalf("redis-server did not log %q within %s:\n%s", redisReady, guard, out)
 	}
 }
 
 func (p *redisProc) stop() {
 	if p.cmd != nil {
 		_ = p.cmd.Process.Kill()
-		_ = p.cmd.Wait()
+		<-p.exited
 		p.cmd = nil
 	}
+}
+
+// redisReady is what redis-server logs once it listens (7.0: "… Ready to accept connections"; 7.2 adds " tcp").
+const redisReady = "Ready to accept connections"
+
+// redisLog collects a redis-server's log and closes ready when the server logs redisReady.
+type redisLog struct {
+	mu    sync.Mutex
+	b     bytes.Buffer
+	ready chan struct{}
+	seen  bool
+}
+
+func (l *redisLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.Write(p)
+	if !l.seen && bytes.Contains(l.b.Bytes(), []byte(redisReady)) {
+		l.seen = true
+		close(l.ready)
+	}
+	return len(p), nil
+}
+
+func (l *redisLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // TestReplicasShareSessions runs two gateway replicas on one real Redis: a session initialized on A is served
@@ -97,7 +142,7 @@ func TestReplicasShareSessions(t *testing.T) {
 		return startGateway(t,
 			routing.Options{CursorSecret: secret, PageSize: 1, Store: store, Bus: store},
 			gateway.Options{Ready: store.Ping},
-			stdioUpstream(t, "alpha", routing.PerClient, markerDir(t)))
+			stdioUpstream(t, "alpha", routing.PerClient, markerSink(t)))
 	}
 	a, b := replica("a"), replica("b")
 
@@ -152,7 +197,7 @@ func TestReplicasShareSessions(t *testing.T) {
 func TestReplicasRelayCancel(t *testing.T) {
 	addr := realRedis(t)
 	secret := []byte(strings.Repeat("k", 32))
-	markers := markerDir(t)
+	markers := markerSink(t)
 	replica := func() *harness {
 		client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: 1, ContextTimeoutEnabled: true})
 		store := state.NewRedis(client, "test:")
@@ -185,7 +230,7 @@ func TestReplicaUnknownSession(t *testing.T) {
 	store := state.NewRedis(client, "test:")
 	t.Cleanup(func() { store.Shutdown(); client.Close() })
 	h := startGateway(t, routing.Options{Store: store, Bus: store}, gateway.Options{Ready: store.Ping},
-		stdioUpstream(t, "alpha", routing.Shared, markerDir(t)))
+		stdioUpstream(t, "alpha", routing.Shared, markerSink(t)))
 	c := h.raw(t)
 	c.session = "0123456789abcdef0123456789abcdef"
 	if got := c.do(`{"jsonrpc":"2.0","id":1,"method":"ping"}`, nil); got.status != http.StatusNotFound {
@@ -204,7 +249,7 @@ func decodeJSON(raw []byte, v any) error { return json.Unmarshal(raw, v) }
 // carrying retryAfterMs, on one replica (memory) and across two (Redis, one bucket for both); calls beyond the
 // concurrency bound are refused while one is in flight.
 func TestRateLimits(t *testing.T) {
-	markers := markerDir(t)
+	markers := markerSink(t)
 	limited := func(t *testing.T, got rawResp) {
 		t.Helper()
 		m := decodeMsg(t, got.body)
@@ -376,7 +421,7 @@ func TestRateLimits(t *testing.T) {
 func TestReplicasShareStreams(t *testing.T) {
 	addr := realRedis(t)
 	secret := []byte(strings.Repeat("k", 32))
-	markers := markerDir(t)
+	markers := markerSink(t)
 	replica := func() *harness {
 		client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: 1, ContextTimeoutEnabled: true})
 		store := state.NewRedis(client, "streams:")
@@ -467,7 +512,7 @@ func TestReplicaRedisRestart(t *testing.T) {
 		store := state.NewRedis(client, "restart:")
 		t.Cleanup(func() { store.Shutdown(); client.Close() })
 		return startGateway(t, routing.Options{CursorSecret: secret, Store: store, Bus: store},
-			gateway.Options{Ready: store.Ping, Events: store}, stdioUpstream(t, "alpha", routing.Shared, markerDir(t)))
+			gateway.Options{Ready: store.Ping, Events: store}, stdioUpstream(t, "alpha", routing.Shared, markerSink(t)))
 	}
 	a, b := replica(), replica()
 	ready := func(h *harness) int {
@@ -529,7 +574,7 @@ func TestReplicaRedisRestart(t *testing.T) {
 func TestReplicasResumeUpstreamSession(t *testing.T) {
 	addr := realRedis(t)
 	secret := []byte(strings.Repeat("k", 32))
-	up, srv := httpUpstream(t, "web", routing.PerClient, markerDir(t))
+	up, srv := httpUpstream(t, "web", routing.PerClient, markerSink(t))
 	replica := func(cfg routing.UpstreamConfig) *harness {
 		client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: 1, ContextTimeoutEnabled: true})
 		store := state.NewRedis(client, "resume:")
@@ -576,7 +621,7 @@ func TestReplicasResumeUpstreamSession(t *testing.T) {
 func TestThreeReplicas(t *testing.T) {
 	addr := realRedis(t)
 	secret := []byte(strings.Repeat("k", 32))
-	markers := markerDir(t)
+	markers := markerSink(t)
 	replica := func() *harness {
 		client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: 1, ContextTimeoutEnabled: true})
 		store := state.NewRedis(client, "three:")
@@ -620,7 +665,7 @@ func TestThreeReplicas(t *testing.T) {
 func TestReplicasShareLateUpstreamSession(t *testing.T) {
 	addr := realRedis(t)
 	secret := []byte(strings.Repeat("k", 32))
-	cfgA, up := httpUpstream(t, "alpha", routing.PerClient, markerDir(t))
+	cfgA, up := httpUpstream(t, "alpha", routing.PerClient, markerSink(t))
 	trB, err := upstream.NewTransport(upstream.Spec{Name: "alpha", URL: up.ts.URL, Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -678,7 +723,7 @@ func TestReplicasShareLateUpstreamSession(t *testing.T) {
 func TestResumeOfAGoneReplicasStream(t *testing.T) {
 	addr := realRedis(t)
 	secret := []byte(strings.Repeat("k", 32))
-	markers := markerDir(t)
+	markers := markerSink(t)
 	replica := func(url string, register bool) *harness {
 		client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: 1, ContextTimeoutEnabled: true})
 		store := state.NewRedis(client, "gone:")
@@ -707,7 +752,7 @@ func TestStreamsStayResumableWhileTheLogIsDown(t *testing.T) {
 	store := state.NewRedis(client, "down:")
 	t.Cleanup(func() { store.Shutdown(); client.Close() })
 	h := startGateway(t, routing.Options{CursorSecret: []byte(strings.Repeat("k", 32)), Store: store, Bus: store},
-		gateway.Options{Events: store}, stdioUpstream(t, "alpha", routing.Shared, markerDir(t)))
+		gateway.Options{Events: store}, stdioUpstream(t, "alpha", routing.Shared, markerSink(t)))
 	c := h.raw(t)
 	c.initialize("2025-11-25")
 	rp.stop()

@@ -14,7 +14,7 @@ import (
 // holds the old connection (it has not seen it drop): the GET takes the stream over instead of being refused,
 // and gets the rest of it, answer included.
 func TestResumeTakesOverStream(t *testing.T) {
-	h := startGateway(t, routing.Options{}, gateway.Options{}, stdioUpstream(t, "alpha", routing.Shared, markerDir(t)))
+	h := startGateway(t, routing.Options{}, gateway.Options{}, stdioUpstream(t, "alpha", routing.Shared, markerSink(t)))
 	c := h.raw(t)
 	init := c.do(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
 	c.session, c.version = init.header.Get("Mcp-Session-Id"), "2025-11-25"

@@ -21,7 +21,7 @@ import (
 // broadcasts megabytes of log notifications to every session. Another client of the same shared upstream still
 // receives every log and completes its calls: a stalled client never blocks the upstream's reader (design §9).
 func TestSlowClientDoesNotStallOthers(t *testing.T) {
-	up, srv := httpUpstream(t, "alpha", routing.Shared, markerDir(t))
+	up, srv := httpUpstream(t, "alpha", routing.Shared, markerSink(t))
 	h := startGateway(t, routing.Options{}, gateway.Options{}, up)
 
 	const n, size = 300, 32 << 10 // ~9.6 MB, far beyond loopback socket buffers
@@ -87,7 +87,7 @@ func TestCancellationRaw(t *testing.T) {
 	for _, kind := range []upstreamKind{kindStdio, kindHTTP} {
 		t.Run(string(kind), func(t *testing.T) {
 			t.Parallel()
-			md := markerDir(t)
+			md := markerSink(t)
 			h := startGateway(t, routing.Options{}, gateway.Options{}, newUpstream(t, kind, "alpha", routing.Shared, md))
 			cl := h.raw(t)
 			cl.initialize("2025-11-25")

@@ -78,7 +78,7 @@ func TestStdioFrontEnd(t *testing.T) {
 		batchOK bool
 	}{{"2025-03-26", true}, {"2025-11-25", false}} {
 		t.Run(tc.version, func(t *testing.T) {
-			h := startGateway(t, routing.Options{}, gateway.Options{}, stdioUpstream(t, "alpha", routing.Shared, markerDir(t)))
+			h := startGateway(t, routing.Options{}, gateway.Options{}, stdioUpstream(t, "alpha", routing.Shared, markerSink(t)))
 			c := startStdio(t, h.r)
 			c.initialize(tc.version)
 			c.send(`{"jsonrpc":"2.0","id":"two","method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"hi"}}}`)

@@ -31,7 +31,7 @@ func streamBackends() []streamBackend {
 		state.EventLog
 	}, t *testing.T) func() *harness {
 		secret := []byte(strings.Repeat("k", 32))
-		markers := markerDir(t)
+		markers := markerSink(t)
 		return func() *harness {
 			return startGateway(t, routing.Options{CursorSecret: secret, Store: store, Bus: store},
 				gateway.Options{Events: store, KeepAlive: time.Second}, stdioUpstream(t, "alpha", routing.PerClient, markers))
@@ -39,7 +39,7 @@ func streamBackends() []streamBackend {
 	}
 	return []streamBackend{
 		{name: "memory", replica: func(t *testing.T) func() *harness {
-			h := startGateway(t, routing.Options{}, gateway.Options{KeepAlive: time.Second}, stdioUpstream(t, "alpha", routing.Shared, markerDir(t)))
+			h := startGateway(t, routing.Options{}, gateway.Options{KeepAlive: time.Second}, stdioUpstream(t, "alpha", routing.Shared, markerSink(t)))
 			return func() *harness { return h }
 		}},
 		{name: "shared/state.Memory", shared: true, replica: func(t *testing.T) func() *harness {
