@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/upstream"
@@ -432,6 +433,10 @@ func TestParkedRetryLeavesNothingInFlight(t *testing.T) {
 // answered for it: the client's retry carries the answer, the gateway drops it, and the call goes on (here the
 // upstream then finishes without the input).
 func TestParkedAskWithdrawn(t *testing.T) {
+	synctest.Test(t, testParkedAskWithdrawn) // the gateway writes nothing when it drops the request: Wait, then look
+}
+
+func testParkedAskWithdrawn(t *testing.T) {
 	r, a, s := startAsk(t)
 	first, err := ask(r.ctx, s, askCall("c1", "", ""))
 	if err != nil {
@@ -454,11 +459,9 @@ func TestParkedAskWithdrawn(t *testing.T) {
 		}
 		return true
 	}
-	// The gateway writes nothing when it drops the request, so there is no fake-side change to wait on: poll.
-	for deadline := time.Now().Add(10 * time.Second); !withdrawn(); time.Sleep(2 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the gateway kept the withdrawn request")
-		}
+	synctest.Wait()
+	if !withdrawn() {
+		t.Fatal("the gateway kept the withdrawn request")
 	}
 	a.finish()
 	final, err := ask(r.ctx, s, askCall("c2", state, `{"`+key+`":{"action":"accept","content":{"name":"Ada"}}}`))
