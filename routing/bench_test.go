@@ -58,11 +58,11 @@ func BenchmarkToolsCallRoundTrip(b *testing.B) {
 func BenchmarkCatalogPage(b *testing.B) {
 	c := toolsCatalog(10000)
 	for _, size := range []int{100, 1000} {
-		mid := testCodec.encode(kindTools, c.gen[kindTools], 5000)
+		mid := testCodec.encode(kindTools, c.gen[kindTools], 5000, "")
 		b.Run(fmt.Sprintf("size=%d/first", size), func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				if _, err := c.page(kindTools, "", size, testCodec, nil); err != nil {
+				if _, err := c.page(kindTools, "", size, testCodec, nil, ""); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -70,7 +70,7 @@ func BenchmarkCatalogPage(b *testing.B) {
 		b.Run(fmt.Sprintf("size=%d/cursor", size), func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				if _, err := c.page(kindTools, mid, size, testCodec, nil); err != nil {
+				if _, err := c.page(kindTools, mid, size, testCodec, nil, ""); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -81,15 +81,15 @@ func BenchmarkCatalogPage(b *testing.B) {
 func BenchmarkCursorEncode(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		_ = testCodec.encode(kindTools, 42, i&0xffff)
+		_ = testCodec.encode(kindTools, 42, i&0xffff, "")
 	}
 }
 
 func BenchmarkCursorDecode(b *testing.B) {
-	c := testCodec.encode(kindTools, 42, 12345)
+	c := testCodec.encode(kindTools, 42, 12345, "")
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if _, err := testCodec.decode(c, kindTools, 42); err != nil {
+		if _, err := testCodec.decode(c, kindTools, 42, ""); err != nil {
 			b.Fatal(err)
 		}
 	}

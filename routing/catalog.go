@@ -2,6 +2,7 @@ package routing
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -67,10 +68,12 @@ func (k listKind) policyKind() string {
 	return [...]string{"tool", "prompt", "resource", "template"}[k]
 }
 
-// target is where an exposed name leads: an upstream and the name it knows the item by.
+// target is where an exposed name leads: an upstream and the name it knows the item by, and for a tool with an
+// override, the argument presets every call gets.
 type target struct {
-	up   *Upstream
-	name string
+	up      *Upstream
+	name    string
+	presets map[string]json.RawMessage
 }
 
 // templateRoute matches concrete URIs against one upstream's resource template.
@@ -92,6 +95,10 @@ type catalog struct {
 	templates []templateRoute
 	conflicts []string
 	headers   headerIndex // x-mcp-header bindings of the tools (headers.go)
+	// views are the endpoints' parts of this snapshot, by endpoint name (endpoints.go); endpoints, the
+	// endpoints they were computed for, so that a snapshot answers consistently across a reload.
+	views     map[string]*view
+	endpoints map[string]*Endpoint
 }
 
 // buildCatalog merges the upstreams' lists in configuration order. prev supplies the generations, which advance
@@ -100,7 +107,9 @@ type catalog struct {
 // profile selects the view: for a per-client upstream, the lists its template session of that capability
 // profile sees (see profile.go), when it has them; "" (or a profile with no lists yet) uses the default
 // template's.
-func buildCatalog(ups []*Upstream, prev *catalog, profile string) *catalog {
+//
+// shape applies the admin's overrides to the items and computes each endpoint's view; nil applies none.
+func buildCatalog(ups []*Upstream, prev *catalog, profile string, shape *Shape) *catalog {
 	c := &catalog{
 		tools:     map[string]target{},
 		prompts:   map[string]target{},
@@ -121,6 +130,10 @@ func buildCatalog(ups []*Upstream, prev *catalog, profile string) *catalog {
 					if exposed == "" {
 						exposed = exposedName(up.cfg.Prefix, it.id, up.r.nameBudget())
 					}
+					ov := shape.override(up, k, it.id)
+					if ov != nil && ov.Name != "" {
+						exposed = ov.Name
+					}
 					key := k.key() + "\x00" + exposed
 					if prevOwner, dup := owner[key]; dup {
 						c.conflicts = append(c.conflicts, fmt.Sprintf("%s %q of upstream %q collides with upstream %q; it is not exposed (set a prefix to tell them apart)",
@@ -129,6 +142,8 @@ func buildCatalog(ups []*Upstream, prev *catalog, profile string) *catalog {
 					}
 					owner[key] = up.cfg.Name
 					switch {
+					case ov != nil:
+						raw = ov.apply(it.raw, exposed)
 					case it.exposedRaw != nil:
 						raw = it.exposedRaw
 					case exposed != it.id:
@@ -138,7 +153,11 @@ func buildCatalog(ups []*Upstream, prev *catalog, profile string) *catalog {
 					if k == kindPrompts {
 						m = c.prompts
 					}
-					m[exposed] = target{up: up, name: it.id}
+					t := target{up: up, name: it.id}
+					if ov != nil && k == kindTools {
+						t.presets = compactPresets(ov.Arguments)
+					}
+					m[exposed] = t
 				case kindResources:
 					if other, dup := c.resources[it.id]; dup {
 						c.conflicts = append(c.conflicts, fmt.Sprintf("resource %q of upstream %q is also offered by upstream %q; reads go to %q",
@@ -157,6 +176,13 @@ func buildCatalog(ups []*Upstream, prev *catalog, profile string) *catalog {
 				c.items[k] = append(c.items[k], raw)
 				c.refs[k] = append(c.refs[k], itemRef{up: up, name: it.id})
 			}
+		}
+	}
+	if shape != nil && len(shape.Endpoints) > 0 {
+		c.views, c.endpoints = map[string]*view{}, map[string]*Endpoint{}
+		for i := range shape.Endpoints {
+			e := &shape.Endpoints[i]
+			c.endpoints[e.Name], c.views[e.Name] = e, newView(e, c)
 		}
 	}
 	for k := listKind(0); k < numKinds; k++ {
@@ -197,11 +223,22 @@ func replaceMember(obj []byte, key, v string) []byte {
 // page renders one page of a list: the items from the cursor's offset and, when more remain, a nextCursor.
 // allow, when set, hides what the principal may not see; offsets count every item, so a cursor stays valid for
 // as long as the catalog generation does, whatever the policy hides.
-func (c *catalog) page(k listKind, cursor string, size int, codec cursorCodec, allow Allow) ([]byte, error) {
+//
+// endpoint narrows the page to an endpoint's view ("" for the whole catalog); its cursors are its own: one
+// endpoint's cursor is refused on another.
+func (c *catalog) page(k listKind, cursor string, size int, codec cursorCodec, allow Allow, endpoint string) ([]byte, error) {
+	var sel []bool
+	if endpoint != "" {
+		v := c.views[endpoint]
+		if v == nil {
+			return []byte(`{"` + k.key() + `":[]}`), nil // an endpoint a reload removed: nothing left to see
+		}
+		sel = v.selected[k]
+	}
 	off := 0
 	if cursor != "" {
 		var err error
-		if off, err = codec.decode(cursor, k, c.gen[k]); err != nil {
+		if off, err = codec.decode(cursor, k, c.gen[k], endpoint); err != nil {
 			return nil, err
 		}
 	}
@@ -210,6 +247,9 @@ func (c *catalog) page(k listKind, cursor string, size int, codec cursorCodec, a
 		return nil, errBadCursor
 	}
 	visible := func(i int) bool {
+		if sel != nil && !sel[i] {
+			return false
+		}
 		return allow == nil || allow(c.refs[k][i].up.cfg.Name, k.policyKind(), c.refs[k][i].name)
 	}
 	b := make([]byte, 0, 256)
@@ -234,10 +274,28 @@ func (c *catalog) page(k listKind, cursor string, size int, codec cursorCodec, a
 	}
 	if more {
 		b = append(b, `,"nextCursor":"`...)
-		b = append(b, codec.encode(k, c.gen[k], i)...)
+		b = append(b, codec.encode(k, c.gen[k], i, endpoint)...)
 		b = append(b, '"')
 	}
 	return append(b, '}'), nil
+}
+
+// inView reports whether an endpoint's view shows an exposed tool or prompt name ("" shows everything).
+func (c *catalog) inView(endpoint string, k listKind, name string) bool {
+	if endpoint == "" {
+		return true
+	}
+	v := c.views[endpoint]
+	return v != nil && v.names[k][name]
+}
+
+// inViewURI reports whether an endpoint's view shows a resource URI or template ("" shows everything).
+func (c *catalog) inViewURI(endpoint, uri string) bool {
+	if endpoint == "" {
+		return true
+	}
+	v, e := c.views[endpoint], c.endpoints[endpoint]
+	return v != nil && (v.names[kindTemplates][uri] || v.allowsURI(c, e, uri))
 }
 
 // resourceUpstream finds the upstream that serves a resource URI: by exact URI, then by template match.

@@ -119,7 +119,7 @@ func TestBuildCatalogMergeAndPrefix(t *testing.T) {
 		kindResources: {`{"uri":"https://x/1","name":"x"}`},
 		kindTemplates: {`{"uriTemplate":"https://x/{id}","name":"xs"}`},
 	})
-	c := buildCatalog([]*Upstream{fs, web}, nil, "")
+	c := buildCatalog([]*Upstream{fs, web}, nil, "", nil)
 
 	wantTools := []string{
 		// The name member is spliced; everything else, nested "name" members included, is byte-identical.
@@ -141,9 +141,9 @@ func TestBuildCatalogMergeAndPrefix(t *testing.T) {
 		t.Errorf("templates: %d, want 2", got)
 	}
 	for exposed, want := range map[string]target{
-		"fs__read": {fs, "read"}, "fs__write": {fs, "write"}, exposedName("fs__", "a.b", DefaultMaxToolNameLength): {fs, "a.b"}, "search": {web, "search"},
+		"fs__read": {up: fs, name: "read"}, "fs__write": {up: fs, name: "write"}, exposedName("fs__", "a.b", DefaultMaxToolNameLength): {up: fs, name: "a.b"}, "search": {up: web, name: "search"},
 	} {
-		if got, ok := c.tools[exposed]; !ok || got != want {
+		if got, ok := c.tools[exposed]; !ok || got.up != want.up || got.name != want.name {
 			t.Errorf("tools[%q] = %v, %v; want %s/%s", exposed, got, ok, want.up.cfg.Name, want.name)
 		}
 	}
@@ -177,7 +177,7 @@ func TestBuildCatalogMergeAndPrefix(t *testing.T) {
 func TestTemplateUpstreamExact(t *testing.T) {
 	a := testUpstream("a", "", map[listKind][]string{kindTemplates: {`{"uriTemplate":"repo://{owner}","name":"owners"}`, `{"uriTemplate":"doc://{+path}","name":"docs"}`}})
 	b := testUpstream("b", "", map[listKind][]string{kindTemplates: {`{"uriTemplate":"repo://{name}","name":"names"}`, `{"uriTemplate":"doc://{#path}","name":"frags"}`}})
-	c := buildCatalog([]*Upstream{a, b}, nil, "")
+	c := buildCatalog([]*Upstream{a, b}, nil, "", nil)
 	for tmpl, want := range map[string]*Upstream{
 		"repo://{owner}": a,
 		"repo://{name}":  b,
@@ -212,7 +212,7 @@ func TestBuildCatalogCollisions(t *testing.T) {
 	// Different prefixes that expose the same name collide too.
 	c1 := testUpstream("c1", "x_", map[listKind][]string{kindTools: {`{"name":"_y"}`}})
 	c2 := testUpstream("c2", "x__", map[listKind][]string{kindTools: {`{"name":"y"}`}})
-	c := buildCatalog([]*Upstream{a, b, c1, c2}, nil, "")
+	c := buildCatalog([]*Upstream{a, b, c1, c2}, nil, "", nil)
 
 	if got, want := itemStrings(c, kindTools), []string{`{"name":"search","v":"a"}`, `{"name":"only_a"}`, `{"name":"only_b"}`, `{"name":"x__y"}`}; !equalStrings(got, want) {
 		t.Errorf("tools: got %q, want %q", got, want)
@@ -254,31 +254,31 @@ func TestBuildCatalogGenerations(t *testing.T) {
 		kindTools:   {`{"name":"t1"}`},
 		kindPrompts: {`{"name":"p1"}`},
 	})
-	c1 := buildCatalog([]*Upstream{a}, nil, "")
+	c1 := buildCatalog([]*Upstream{a}, nil, "", nil)
 	for k := listKind(0); k < numKinds; k++ {
 		if c1.gen[k] != 1 {
 			t.Fatalf("first generation of %s = %d, want 1", k.key(), c1.gen[k])
 		}
 	}
 	// Unchanged lists: no generation moves, so cursors stay valid.
-	c2 := buildCatalog([]*Upstream{a}, c1, "")
+	c2 := buildCatalog([]*Upstream{a}, c1, "", nil)
 	if c2.gen != c1.gen {
 		t.Fatalf("rebuild without change moved generations: %v → %v", c1.gen, c2.gen)
 	}
 	// Change tools only.
 	a.lists[kindTools] = append(a.lists[kindTools], item{raw: []byte(`{"name":"t2"}`), id: "t2"})
-	c3 := buildCatalog([]*Upstream{a}, c2, "")
+	c3 := buildCatalog([]*Upstream{a}, c2, "", nil)
 	if want := [numKinds]uint64{2, 1, 1, 1}; c3.gen != want {
 		t.Fatalf("generations after a tools change = %v, want %v", c3.gen, want)
 	}
 	// A change of an item's bytes (same name) is a change.
 	a.lists[kindPrompts][0].raw = []byte(`{"name":"p1","description":"new"}`)
-	c4 := buildCatalog([]*Upstream{a}, c3, "")
+	c4 := buildCatalog([]*Upstream{a}, c3, "", nil)
 	if want := [numKinds]uint64{2, 2, 1, 1}; c4.gen != want {
 		t.Fatalf("generations after a prompts change = %v, want %v", c4.gen, want)
 	}
 	// An upstream dropping out changes its kinds.
-	c5 := buildCatalog(nil, c4, "")
+	c5 := buildCatalog(nil, c4, "", nil)
 	if want := [numKinds]uint64{3, 3, 1, 1}; c5.gen != want {
 		t.Fatalf("generations after the upstream dropped out = %v, want %v", c5.gen, want)
 	}
@@ -295,7 +295,7 @@ func toolsCatalog(n int) *catalog {
 	for i := range names {
 		names[i] = fmt.Sprintf(`{"name":"t%05d","inputSchema":{"type":"object"}}`, i)
 	}
-	return buildCatalog([]*Upstream{testUpstream("u", "u__", map[listKind][]string{kindTools: names})}, nil, "")
+	return buildCatalog([]*Upstream{testUpstream("u", "u__", map[listKind][]string{kindTools: names})}, nil, "", nil)
 }
 
 func TestCatalogPage(t *testing.T) {
@@ -316,7 +316,7 @@ func TestCatalogPage(t *testing.T) {
 			var all []string
 			cursor, pages := "", 0
 			for {
-				raw, err := c.page(kindTools, cursor, tc.size, testCodec, nil)
+				raw, err := c.page(kindTools, cursor, tc.size, testCodec, nil, "")
 				if err != nil {
 					t.Fatalf("page %d: %v", pages+1, err)
 				}
@@ -363,10 +363,10 @@ func TestCatalogPageCursorErrors(t *testing.T) {
 		kindTools:   {`{"name":"t1"}`, `{"name":"t2"}`, `{"name":"t3"}`},
 		kindPrompts: {`{"name":"p1"}`, `{"name":"p2"}`, `{"name":"p3"}`},
 	})
-	c1 := buildCatalog([]*Upstream{a}, nil, "")
+	c1 := buildCatalog([]*Upstream{a}, nil, "", nil)
 	next := func(c *catalog, k listKind, cursor string) string {
 		t.Helper()
-		raw, err := c.page(k, cursor, 1, testCodec, nil)
+		raw, err := c.page(k, cursor, 1, testCodec, nil, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -383,27 +383,27 @@ func TestCatalogPageCursorErrors(t *testing.T) {
 
 	// A rebuild that does not touch tools keeps tool cursors valid.
 	a.lists[kindPrompts] = a.lists[kindPrompts][:2]
-	c2 := buildCatalog([]*Upstream{a}, c1, "")
-	if _, err := c2.page(kindTools, toolCursor, 1, testCodec, nil); err != nil {
+	c2 := buildCatalog([]*Upstream{a}, c1, "", nil)
+	if _, err := c2.page(kindTools, toolCursor, 1, testCodec, nil, ""); err != nil {
 		t.Errorf("tool cursor rejected after a prompts-only change: %v", err)
 	}
-	if _, err := c2.page(kindPrompts, promptCursor, 1, testCodec, nil); !errors.Is(err, errBadCursor) {
+	if _, err := c2.page(kindPrompts, promptCursor, 1, testCodec, nil, ""); !errors.Is(err, errBadCursor) {
 		t.Errorf("stale prompt cursor: err = %v, want errBadCursor", err)
 	}
-	if _, err := c2.page(kindPrompts, toolCursor, 1, testCodec, nil); !errors.Is(err, errBadCursor) {
+	if _, err := c2.page(kindPrompts, toolCursor, 1, testCodec, nil, ""); !errors.Is(err, errBadCursor) {
 		t.Errorf("tool cursor used for prompts: err = %v, want errBadCursor", err)
 	}
-	if _, err := c2.page(kindTools, "not-a-cursor", 1, testCodec, nil); !errors.Is(err, errBadCursor) {
+	if _, err := c2.page(kindTools, "not-a-cursor", 1, testCodec, nil, ""); !errors.Is(err, errBadCursor) {
 		t.Errorf("garbage cursor: err = %v, want errBadCursor", err)
 	}
 	// A signed offset past the end (impossible to mint by paging, possible with a leaked key) is refused.
-	if _, err := c2.page(kindTools, testCodec.encode(kindTools, c2.gen[kindTools], 4), 1, testCodec, nil); !errors.Is(err, errBadCursor) {
+	if _, err := c2.page(kindTools, testCodec.encode(kindTools, c2.gen[kindTools], 4, ""), 1, testCodec, nil, ""); !errors.Is(err, errBadCursor) {
 		t.Errorf("offset past the end: err = %v, want errBadCursor", err)
 	}
 	// The tools change: the old cursor is stale.
 	a.lists[kindTools] = a.lists[kindTools][:2]
-	c3 := buildCatalog([]*Upstream{a}, c2, "")
-	if _, err := c3.page(kindTools, toolCursor, 1, testCodec, nil); !errors.Is(err, errBadCursor) {
+	c3 := buildCatalog([]*Upstream{a}, c2, "", nil)
+	if _, err := c3.page(kindTools, toolCursor, 1, testCodec, nil, ""); !errors.Is(err, errBadCursor) {
 		t.Errorf("stale tool cursor: err = %v, want errBadCursor", err)
 	}
 }

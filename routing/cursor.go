@@ -18,19 +18,22 @@ type cursorCodec struct{ key []byte }
 
 const cursorMACLen = 16
 
-func (c cursorCodec) encode(kind listKind, gen uint64, offset int) string {
+// The endpoint a cursor was minted for is in its MAC, not in its bytes: a cursor of one endpoint is refused on
+// another, and the cursor does not grow with the endpoint's name.
+func (c cursorCodec) encode(kind listKind, gen uint64, offset int, endpoint string) string {
 	var b [1 + 8 + 4 + cursorMACLen]byte
 	b[0] = byte(kind)
 	binary.BigEndian.PutUint64(b[1:9], gen)
 	binary.BigEndian.PutUint32(b[9:13], uint32(offset))
 	m := hmac.New(sha256.New, c.key)
 	m.Write(b[:13])
+	m.Write([]byte(endpoint))
 	copy(b[13:], m.Sum(nil))
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // decode returns the offset a cursor points at, checking it was minted for this kind and generation.
-func (c cursorCodec) decode(s string, kind listKind, gen uint64) (int, error) {
+func (c cursorCodec) decode(s string, kind listKind, gen uint64, endpoint string) (int, error) {
 	var b [1 + 8 + 4 + cursorMACLen]byte
 	// Check the length first: Decode writes as much as the input holds.
 	if len(s) != base64.RawURLEncoding.EncodedLen(len(b)) {
@@ -41,6 +44,7 @@ func (c cursorCodec) decode(s string, kind listKind, gen uint64) (int, error) {
 	}
 	m := hmac.New(sha256.New, c.key)
 	m.Write(b[:13])
+	m.Write([]byte(endpoint))
 	if !hmac.Equal(m.Sum(nil)[:cursorMACLen], b[13:]) {
 		return 0, errBadCursor
 	}

@@ -21,24 +21,24 @@ func TestCursorRoundTrip(t *testing.T) {
 		{kindResources, 1 << 40, 9999},
 		{kindTemplates, ^uint64(0), 1<<32 - 1},
 	} {
-		c := testCodec.encode(tc.kind, tc.gen, tc.offset)
+		c := testCodec.encode(tc.kind, tc.gen, tc.offset, "")
 		if strings.ContainsAny(c, "+/=") {
 			t.Errorf("cursor %q is not URL-safe unpadded base64", c)
 		}
-		off, err := testCodec.decode(c, tc.kind, tc.gen)
+		off, err := testCodec.decode(c, tc.kind, tc.gen, "")
 		if err != nil || off != tc.offset {
 			t.Errorf("decode(encode(%v, %d, %d)) = %d, %v", tc.kind, tc.gen, tc.offset, off, err)
 		}
 		// Another replica with the same key accepts it.
 		other := cursorCodec{key: append([]byte(nil), testCodec.key...)}
-		if off, err := other.decode(c, tc.kind, tc.gen); err != nil || off != tc.offset {
+		if off, err := other.decode(c, tc.kind, tc.gen, ""); err != nil || off != tc.offset {
 			t.Errorf("replica decode = %d, %v", off, err)
 		}
 	}
 }
 
 func TestCursorRejects(t *testing.T) {
-	good := testCodec.encode(kindTools, 5, 42)
+	good := testCodec.encode(kindTools, 5, 42, "")
 	raw, err := base64.RawURLEncoding.DecodeString(good)
 	if err != nil {
 		t.Fatal(err)
@@ -59,8 +59,8 @@ func TestCursorRejects(t *testing.T) {
 		{"forged offset", flip(12), kindTools, 5},
 		{"forged generation", flip(8), kindTools, 5},
 		{"forged kind", flip(0), kindTools, 5},
-		{"other key", cursorCodec{key: []byte("another key")}.encode(kindTools, 5, 42), kindTools, 5},
-		{"empty key vs key", cursorCodec{}.encode(kindTools, 5, 42), kindTools, 5},
+		{"other key", cursorCodec{key: []byte("another key")}.encode(kindTools, 5, 42, ""), kindTools, 5},
+		{"empty key vs key", cursorCodec{}.encode(kindTools, 5, 42, ""), kindTools, 5},
 		{"wrong kind", good, kindPrompts, 5},
 		{"stale generation", good, kindTools, 6},
 		{"older generation", good, kindTools, 4},
@@ -82,7 +82,7 @@ func TestCursorRejects(t *testing.T) {
 			if tc.name == "std alphabet" && !strings.ContainsAny(good, "-_") {
 				t.Skip("cursor has no URL-specific characters")
 			}
-			off, err := testCodec.decode(tc.cursor, tc.kind, tc.gen)
+			off, err := testCodec.decode(tc.cursor, tc.kind, tc.gen, "")
 			if !errors.Is(err, errBadCursor) {
 				t.Fatalf("decode(%q) = %d, %v; want errBadCursor", tc.cursor, off, err)
 			}
@@ -91,15 +91,15 @@ func TestCursorRejects(t *testing.T) {
 }
 
 func FuzzCursorDecode(f *testing.F) {
-	f.Add(testCodec.encode(kindTools, 1, 0))
-	f.Add(testCodec.encode(kindTemplates, 99, 12345))
+	f.Add(testCodec.encode(kindTools, 1, 0, ""))
+	f.Add(testCodec.encode(kindTemplates, 99, 12345, ""))
 	f.Add("")
 	f.Add("AAAA")
 	f.Add(strings.Repeat("_", 39))
 	f.Add(strings.Repeat("=", 39))
 	f.Fuzz(func(t *testing.T, s string) {
 		for k := listKind(0); k < numKinds; k++ {
-			off, err := testCodec.decode(s, k, 1)
+			off, err := testCodec.decode(s, k, 1, "")
 			if err != nil {
 				if !errors.Is(err, errBadCursor) {
 					t.Fatalf("decode(%q) error %v is not errBadCursor", s, err)
@@ -110,7 +110,7 @@ func FuzzCursorDecode(f *testing.F) {
 			if off < 0 {
 				t.Fatalf("decode(%q) = negative offset %d", s, off)
 			}
-			again, err := testCodec.decode(testCodec.encode(k, 1, off), k, 1)
+			again, err := testCodec.decode(testCodec.encode(k, 1, off, ""), k, 1, "")
 			if err != nil || again != off {
 				t.Fatalf("re-encoded cursor decodes to %d, %v; want %d", again, err, off)
 			}

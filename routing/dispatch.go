@@ -75,7 +75,7 @@ func (s *Session) HandleNotification(m jsonrpc.Message) {
 
 func (s *Session) list(ctx context.Context, m jsonrpc.Message, out *Stream, k listKind) {
 	cursor, _ := jsonrpc.LookupString(m.Params(), "cursor")
-	page, err := s.catalog().page(k, cursor, s.r.opts.PageSize, s.r.cursors, s.params.Allow)
+	page, err := s.catalog().page(k, cursor, s.r.opts.PageSize, s.r.cursors, s.params.Allow, s.params.Endpoint)
 	if err != nil {
 		replyError(out, m.ID(), protocol.CodeInvalidParams, err.Error())
 		return
@@ -96,6 +96,9 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 		index, what = cat.prompts, "prompt"
 	}
 	t, ok := index[name]
+	if ok && !cat.inView(s.params.Endpoint, k, name) {
+		ok = false // another endpoint's: unknown here, like a name nobody offers
+	}
 	if ok && !s.allows(t.up, k, t.name) {
 		s.auditDenied(t.up, m.Method(), name)
 		ok = false
@@ -108,6 +111,13 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 	var edits []jsonrpc.ParamEdit
 	if t.name != name {
 		edits = append(edits, jsonrpc.ParamEdit{Path: []string{"name"}, With: jsonrpc.AppendQuote(nil, t.name)})
+	}
+	if len(t.presets) > 0 {
+		var why string
+		if m, why = withPresets(m, name, t.presets); why != "" {
+			replyError(out, m.ID(), protocol.CodeInvalidParams, why)
+			return
+		}
 	}
 	var transform func([]byte) []byte
 	if k == kindTools {
@@ -130,6 +140,9 @@ func (s *Session) callURI(ctx context.Context, m jsonrpc.Message, out *Stream) {
 		return
 	}
 	up := s.resourceUpstream(uri)
+	if up != nil && !s.catalog().inViewURI(s.params.Endpoint, uri) {
+		up = nil // another endpoint's: unknown here
+	}
 	if up != nil && !s.allowsURI(up, uri) {
 		s.auditDenied(up, m.Method(), uri)
 		up = nil
@@ -200,6 +213,9 @@ func (s *Session) completion(ctx context.Context, m jsonrpc.Message, out *Stream
 	case "ref/prompt":
 		name, _ := jsonrpc.LookupString(params, "ref", "name")
 		t, ok := cat.prompts[name]
+		if ok && !cat.inView(s.params.Endpoint, kindPrompts, name) {
+			ok = false
+		}
 		if ok && !s.allows(t.up, kindPrompts, t.name) {
 			s.auditDenied(t.up, m.Method(), name)
 			ok = false
@@ -219,7 +235,7 @@ func (s *Session) completion(ctx context.Context, m jsonrpc.Message, out *Stream
 		if up == nil {
 			up = cat.resourceUpstream(uri)
 		}
-		if up == nil || !(s.allows(up, kindTemplates, uri) || s.allowsURI(up, uri)) {
+		if up == nil || !cat.inViewURI(s.params.Endpoint, uri) || !(s.allows(up, kindTemplates, uri) || s.allowsURI(up, uri)) {
 			replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("no upstream offers resource template %q", uri))
 			return
 		}

@@ -44,7 +44,7 @@ func (r *Router) PooledSession(p SessionParams) *Session {
 	}
 	p.Capabilities = canonicalJSON(p.Capabilities)
 	// The key is a hash: the pool's map must not keep a second copy of every capabilities object.
-	sum := sha256.Sum256([]byte(p.Principal + "\x00" + string(p.Capabilities) + "\x00" + p.LogLevel))
+	sum := sha256.Sum256([]byte(p.Principal + "\x00" + string(p.Capabilities) + "\x00" + p.LogLevel + "\x00" + p.Endpoint))
 	key := string(sum[:])
 	r.pool.mu.Lock()
 	defer r.pool.mu.Unlock()

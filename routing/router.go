@@ -28,6 +28,8 @@ import (
 type Options struct {
 	// PageSize is the number of items on one page of a list; zero means 100.
 	PageSize int
+	// Shape is the admin's overrides and endpoints at start (SetShape changes it later).
+	Shape Shape
 	// CursorSecret signs pagination cursors; it must be shared by all replicas. Empty means a random key.
 	CursorSecret []byte
 	// RequestTimeout bounds a forwarded request, reset on progress; zero means 60s.
@@ -117,7 +119,8 @@ type Router struct {
 	inst      instruments
 	pool      modernPool     // sessions of 2026-07-28 clients (pool.go)
 	closing   sync.WaitGroup // pooled sessions evicted and being closed; Run waits for them
-	parks     parkTable      // upstream calls waiting for a 2026-07-28 client's input (mrtr.go)
+	shape     atomic.Pointer[Shape]
+	parks     parkTable // upstream calls waiting for a 2026-07-28 client's input (mrtr.go)
 
 	mu       sync.Mutex
 	running  bool // Run has started the upstreams; reloads start new ones at once
@@ -164,7 +167,11 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 		return nil, err
 	}
 	r.set.Store(set)
-	r.cat.Store(buildCatalog(nil, nil, ""))
+	if err := r.checkShape(&opts.Shape); err != nil {
+		return nil, err
+	}
+	r.shape.Store(&opts.Shape)
+	r.cat.Store(buildCatalog(nil, nil, "", &opts.Shape))
 	if r.inst, err = newInstruments(r, opts); err != nil {
 		return nil, fmt.Errorf("routing instruments: %w", err)
 	}
@@ -294,12 +301,13 @@ func (r *Router) rebuild() {
 		prev, next *catalog
 	}
 	changes := []change{{"", r.cat.Load(), nil}}
-	changes[0].next = buildCatalog(r.upstreams(), changes[0].prev, "")
+	shape := r.shape.Load()
+	changes[0].next = buildCatalog(r.upstreams(), changes[0].prev, "", shape)
 	r.cat.Store(changes[0].next)
 	for _, p := range r.profileNames() {
 		ptr := r.profileCatalog(p)
 		ch := change{profile: p, prev: ptr.Load()}
-		ch.next = buildCatalog(r.upstreams(), ch.prev, p)
+		ch.next = buildCatalog(r.upstreams(), ch.prev, p, shape)
 		ptr.Store(ch.next)
 		changes = append(changes, ch)
 	}
@@ -310,18 +318,73 @@ func (r *Router) rebuild() {
 			continue // a new profile's first catalog: nobody has listed it yet
 		}
 		for k := listKind(0); k < numKinds; k++ {
-			if ch.next.gen[k] == ch.prev.gen[k] || k == kindTemplates && ch.next.gen[kindResources] != ch.prev.gen[kindResources] {
-				continue
-			}
 			msg := jsonrpc.AppendNotification(nil, k.changedMethod(), nil)
 			r.eachSession(func(s *Session) {
-				if s.profile == ch.profile {
-					s.notify(msg)
+				if s.profile != ch.profile || !listChanged(ch.prev, ch.next, k, s.params.Endpoint) {
+					return
 				}
+				if k == kindTemplates && listChanged(ch.prev, ch.next, kindResources, s.params.Endpoint) {
+					return // one notification covers both resource lists
+				}
+				s.notify(msg)
 			})
 		}
 	}
 }
+
+// listChanged reports whether a list changed as an endpoint's clients see it ("" for the whole catalog): an
+// endpoint hears list_changed only when its own view changed.
+func listChanged(prev, next *catalog, k listKind, endpoint string) bool {
+	if endpoint == "" {
+		return next.gen[k] != prev.gen[k]
+	}
+	pv, nv := prev.views[endpoint], next.views[endpoint]
+	if pv == nil || nv == nil {
+		return pv != nv
+	}
+	return pv.hash[k] != nv.hash[k]
+}
+
+// SetShape applies new overrides and endpoints: the catalog is rebuilt, and each session hears list_changed for
+// the lists that changed as it sees them. Sessions, upstreams and calls in flight are untouched.
+func (r *Router) SetShape(sh Shape) error {
+	if err := r.checkShape(&sh); err != nil {
+		return err
+	}
+	r.shape.Store(&sh)
+	r.buildReq.Add(1) // a rebuild that started before this must not stand in for one after it
+	r.rebuild()
+	return nil
+}
+
+// checkShape refuses a shape the catalog cannot apply: malformed globs, duplicate endpoints, and two overrides
+// that give the same name.
+func (r *Router) checkShape(sh *Shape) error {
+	seen := map[string]bool{}
+	for _, e := range sh.Endpoints {
+		if e.Name == "" || seen[e.Name] {
+			return fmt.Errorf("endpoint %q is empty or configured twice", e.Name)
+		}
+		seen[e.Name] = true
+		if err := CheckEndpoint(e); err != nil {
+			return err
+		}
+	}
+	names := map[string]OverrideKey{}
+	for k, o := range sh.Overrides {
+		if o.Name == "" {
+			continue
+		}
+		if other, dup := names[k.Kind+"\x00"+o.Name]; dup {
+			return fmt.Errorf("overrides of %s/%s and %s/%s both name a %s %q", other.Upstream, other.Name, k.Upstream, k.Name, k.Kind, o.Name)
+		}
+		names[k.Kind+"\x00"+o.Name] = k
+	}
+	return nil
+}
+
+// HasEndpoint reports whether an endpoint of that name is configured now.
+func (r *Router) HasEndpoint(name string) bool { return r.shape.Load().endpoint(name) != nil }
 
 // logConflicts logs what changed in the catalog's conflicts: each once when it appears and once when it is gone,
 // not again on every rebuild (a busy gateway rebuilds on every list change of every upstream).

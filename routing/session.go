@@ -30,6 +30,9 @@ type SessionParams struct {
 	// Context, when set, decorates the session's context, from which its upstream sessions' contexts derive:
 	// the principal travels that way to upstream credentials that depend on it.
 	Context func(context.Context) context.Context
+	// Endpoint is the endpoint the session was opened on ("" for the whole catalog): it sees and may call only
+	// what the endpoint selects (endpoints.go).
+	Endpoint string
 	// LogLevel is the level a stateless session's requests asked for ("" for none: no log messages at all).
 	LogLevel string
 }

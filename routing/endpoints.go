@@ -1,0 +1,157 @@
+package routing
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"path"
+	"strings"
+
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+)
+
+// Endpoint is a named part of the catalog, served at its own path (issue 15): a team's tools, not all 500. It
+// selects by globs over the names clients see: namespaced (or overridden) tool and prompt names, resource URIs
+// and resource templates. Who may use it is the front end's business (its policy composes into the session's
+// Allow); routing only narrows what the session sees and may call.
+type Endpoint struct {
+	Name string
+	// Include selects; none means everything. Exclude then removes. Both use path.Match syntax.
+	Include, Exclude []string
+}
+
+// selects reports whether the endpoint's globs select a client-visible name or URI.
+func (e *Endpoint) selects(name string) bool {
+	in := len(e.Include) == 0
+	for _, g := range e.Include {
+		if globMatch(g, name) {
+			in = true
+			break
+		}
+	}
+	if !in {
+		return false
+	}
+	for _, g := range e.Exclude {
+		if globMatch(g, name) {
+			return false
+		}
+	}
+	return true
+}
+
+// globMatch is path.Match where '*' also crosses '/': resource URIs have slashes that a glob like
+// "file:///docs/*" means to cover. A malformed pattern matches nothing (the config refuses them at load).
+func globMatch(pattern, name string) bool {
+	ok, err := path.Match(strings.ReplaceAll(pattern, "/", "\x00"), strings.ReplaceAll(name, "/", "\x00"))
+	return err == nil && ok
+}
+
+// CheckEndpoint reports a malformed glob of an endpoint, for the config loader and the admin API.
+func CheckEndpoint(e Endpoint) error {
+	for _, g := range append(append([]string(nil), e.Include...), e.Exclude...) {
+		if _, err := path.Match(g, ""); err != nil {
+			return fmt.Errorf("endpoint %q: glob %q: %w", e.Name, g, err)
+		}
+	}
+	return nil
+}
+
+// view is an endpoint's part of one catalog snapshot, computed when the catalog is built so that pages and
+// lookups cost a slice index or a map probe, whatever the globs.
+type view struct {
+	selected [numKinds][]bool          // by item index, as catalog.items
+	names    [numKinds]map[string]bool // the selected exposed names (tools, prompts), URIs and templates
+	hash     [numKinds]uint64          // of the selected items: what the endpoint's clients would see change
+}
+
+// newView selects an endpoint's part of a catalog.
+func newView(e *Endpoint, c *catalog) *view {
+	v := &view{}
+	for k := listKind(0); k < numKinds; k++ {
+		v.selected[k] = make([]bool, len(c.items[k]))
+		v.names[k] = map[string]bool{}
+		h := fnv.New64a()
+		for i, raw := range c.items[k] {
+			id, _ := jsonrpc.LookupString(raw, k.idField())
+			if !e.selects(id) {
+				continue
+			}
+			v.selected[k][i] = true
+			v.names[k][id] = true
+			h.Write(raw)
+			h.Write([]byte{0})
+		}
+		v.hash[k] = h.Sum64()
+	}
+	// Routed names that the lists do not show (a drained upstream's) are selected by the globs alone.
+	for name := range c.tools {
+		if e.selects(name) {
+			v.names[kindTools][name] = true
+		}
+	}
+	for name := range c.prompts {
+		if e.selects(name) {
+			v.names[kindPrompts][name] = true
+		}
+	}
+	return v
+}
+
+// allowsURI reports whether a resource URI is in the view: listed, selected by the globs itself, or produced by
+// a template the view shows.
+func (v *view) allowsURI(c *catalog, e *Endpoint, uri string) bool {
+	if v.names[kindResources][uri] || e.selects(uri) {
+		return true
+	}
+	for _, t := range c.templates {
+		if v.names[kindTemplates][t.tmpl] && t.re.MatchString(uri) {
+			return true
+		}
+	}
+	return false
+}
+
+// Shape is what the admin configures of the catalog beyond the upstreams: overrides and endpoints. It reloads
+// without touching upstreams or sessions (Router.SetShape).
+type Shape struct {
+	Overrides map[OverrideKey]Override
+	Endpoints []Endpoint
+}
+
+// endpoint returns the endpoint named name, or nil.
+func (sh *Shape) endpoint(name string) *Endpoint {
+	if sh == nil || name == "" {
+		return nil
+	}
+	for i := range sh.Endpoints {
+		if sh.Endpoints[i].Name == name {
+			return &sh.Endpoints[i]
+		}
+	}
+	return nil
+}
+
+// override returns the override of an item, or nil.
+func (sh *Shape) override(up *Upstream, k listKind, id string) *Override {
+	if sh == nil || len(sh.Overrides) == 0 || k > kindPrompts {
+		return nil
+	}
+	o, ok := sh.Overrides[OverrideKey{Upstream: up.cfg.Name, Kind: k.policyKind(), Name: id}]
+	if !ok {
+		return nil
+	}
+	return &o
+}
+
+// compactPresets returns the presets with their values compacted, as they are spliced into calls.
+func compactPresets(in map[string]json.RawMessage) map[string]json.RawMessage {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]json.RawMessage, len(in))
+	for k, v := range in {
+		out[k] = jsonrpc.Compact(nil, v)
+	}
+	return out
+}
