@@ -55,14 +55,14 @@ func (s *Server) legacyGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := newMonoConn(s)
-	c.owner = s.key(r.Context())
+	c.owner, c.endpoint = s.key(r.Context()), EndpointFrom(r.Context())
 	id := s.legacy.add(c)
 	defer func() {
 		s.legacy.remove(id)
 		c.close()
 	}()
 	sw := s.startSSE(w, nil, nil)
-	sw.buf = append(sw.buf[:0], "event: endpoint\ndata: /message?sessionId="+id+"\n\n"...)
+	sw.buf = append(sw.buf[:0], "event: endpoint\ndata: "+messagePath(r.Context())+"?sessionId="+id+"\n\n"...)
 	if sw.write() != nil {
 		return
 	}
@@ -115,7 +115,7 @@ func isDone(ch <-chan struct{}) bool {
 // legacyPost takes one message of an HTTP+SSE connection; its answer goes on the connection's stream.
 func (s *Server) legacyPost(w http.ResponseWriter, r *http.Request) {
 	c := s.legacy.get(r.URL.Query().Get("sessionId"))
-	if c == nil || s.key(r.Context()) != c.owner {
+	if c == nil || s.key(r.Context()) != c.owner || EndpointFrom(r.Context()) != c.endpoint {
 		writeError(w, http.StatusNotFound, nil, protocol.CodeInvalidRequest, "unknown sessionId: open a new connection with GET /sse")
 		return
 	}

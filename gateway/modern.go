@@ -172,7 +172,7 @@ func (s *Server) postModern(ctx context.Context, w http.ResponseWriter, r *http.
 	who := s.identify(ctx)
 	params := routing.SessionParams{
 		Capabilities: meta.caps, ClientInfo: meta.clientInfo, LogLevel: meta.logLevel,
-		Principal: who.Key, Allow: who.Allow, Context: who.Context,
+		Principal: who.Key, Allow: who.Allow, Context: who.Context, Endpoint: EndpointFrom(ctx),
 	}
 	switch m.Method() {
 	case "server/discover":

@@ -14,9 +14,10 @@ import (
 // SSE stream) or a stdio client (stdout). Answers, notifications and server→client requests all go to the
 // session's standalone Stream; before initialize they go to pre.
 type monoConn struct {
-	s     *Server
-	pre   *routing.Stream
-	owner string // the identity that opened the connection; only it may post to it
+	s        *Server
+	pre      *routing.Stream
+	owner    string // the identity that opened the connection; only it may post to it
+	endpoint string // the endpoint it was opened on; its messages must be posted there
 
 	// work are the goroutines gathering the answers of stdio batches; ServeStdio waits for them.
 	work sync.WaitGroup

@@ -126,7 +126,7 @@ func New(r *routing.Router, opts Options) *Server {
 	mux.Group(func(mcp chi.Router) {
 		// Preflights carry no credentials: they are answered before the guard, for allowed origins only.
 		mcp.Use(s.checkOrigin, s.cors)
-		for _, path := range []string{"/mcp", "/sse", "/message", "/messages"} {
+		for _, path := range []string{"/mcp", "/sse", "/message", "/messages", "/mcp/{endpoint}", "/mcp/{endpoint}/sse", "/mcp/{endpoint}/message", "/mcp/{endpoint}/messages"} {
 			mcp.Options(path, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 		}
 	})
@@ -138,6 +138,15 @@ func New(r *routing.Router, opts Options) *Server {
 		mcp.Get("/sse", s.legacyGet)
 		mcp.Post("/message", s.legacyPost)
 		mcp.Post("/messages", s.legacyPost)
+		mcp.Route("/mcp/{endpoint}", func(ep chi.Router) {
+			ep.Use(s.atEndpoint)
+			ep.Post("/", s.post)
+			ep.Get("/", s.get)
+			ep.Delete("/", s.delete)
+			ep.Get("/sse", s.legacyGet)
+			ep.Post("/message", s.legacyPost)
+			ep.Post("/messages", s.legacyPost)
+		})
 	})
 	s.handler = mux
 	return s

@@ -168,7 +168,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) (*routing.Sessi
 			s.shareSession(sess)
 		}
 	}
-	if sess == nil || !s.owns(r, sess) {
+	if sess == nil || !s.owns(r, sess) || sess.Endpoint() != EndpointFrom(r.Context()) {
 		// "The server MAY terminate the session at any time, after which it MUST respond to requests containing
 		// that session ID with HTTP 404 Not Found."
 		writeError(w, http.StatusNotFound, nil, protocol.CodeInvalidRequest, "session not found: it ended or never existed; send initialize to start a new one")
@@ -220,9 +220,9 @@ func (s *Server) startSession(ctx context.Context, m jsonrpc.Message) (sess *rou
 	who := s.identify(ctx)
 	sess = s.r.NewSession(routing.SessionParams{
 		ProtocolVersion: version, Capabilities: p.Capabilities, ClientInfo: p.ClientInfo,
-		Principal: who.Key, Allow: who.Allow, Context: who.Context,
+		Principal: who.Key, Allow: who.Allow, Context: who.Context, Endpoint: EndpointFrom(ctx),
 	})
-	s.log.Debug("session started", "protocolVersion", version)
+	s.log.Debug("session started", "protocolVersion", version, "endpoint", EndpointFrom(ctx))
 	return sess, jsonrpc.AppendResult(nil, m.ID(), initializeResult(version, s.r.Capabilities(), s.r.ServerInfo(), s.r.Instructions()))
 }
 

@@ -91,7 +91,7 @@ const touchEvery = 30 * time.Second
 func (r *Router) record(s *Session) state.SessionRecord {
 	return state.SessionRecord{
 		ID: s.id, Principal: s.params.Principal, ProtocolVersion: s.params.ProtocolVersion,
-		Capabilities: s.params.Capabilities, ClientInfo: s.params.ClientInfo,
+		Capabilities: s.params.Capabilities, ClientInfo: s.params.ClientInfo, Endpoint: s.params.Endpoint,
 	}
 }
 
@@ -173,7 +173,7 @@ func (r *Router) RestoreSession(ctx context.Context, id, principal string, allow
 	}
 	s := newSession(r, SessionParams{
 		ProtocolVersion: rec.ProtocolVersion, Capabilities: rec.Capabilities, ClientInfo: rec.ClientInfo,
-		Principal: rec.Principal, Allow: allow, Context: decorate,
+		Principal: rec.Principal, Allow: allow, Context: decorate, Endpoint: rec.Endpoint,
 	}, id, func(s *Session) era { return newLegacyClient(s) })
 	s.record = &sharedRecord{s: s} // it exists: this replica shares it as it is
 	if i := levelIndex(rec.LogLevel); i >= 0 {

@@ -115,6 +115,9 @@ func (s *Session) ID() string { return s.id }
 // ProtocolVersion is the version negotiated with the client.
 func (s *Session) ProtocolVersion() string { return s.params.ProtocolVersion }
 
+// Endpoint is the catalog endpoint the session was opened on ("" for the whole catalog).
+func (s *Session) Endpoint() string { return s.params.Endpoint }
+
 // Principal is the subject the session is bound to.
 func (s *Session) Principal() string { return s.params.Principal }
 

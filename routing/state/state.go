@@ -37,6 +37,8 @@ type SessionRecord struct {
 	// Capabilities and ClientInfo are the client's, from initialize, verbatim.
 	Capabilities json.RawMessage `json:"capabilities,omitempty"`
 	ClientInfo   json.RawMessage `json:"clientInfo,omitempty"`
+	// Endpoint is the catalog endpoint the session was opened on ("" for the whole catalog).
+	Endpoint string `json:"endpoint,omitempty"`
 	// LogLevel is the level the client set with logging/setLevel ("" for none).
 	LogLevel string `json:"logLevel,omitempty"`
 	// Subscriptions are the resource URIs the client subscribed to.
