@@ -195,6 +195,47 @@ nothing unknown slips into the file (values.schema.json also rejects unknown key
 {{- $ups = append $ups $up -}}
 {{- end -}}
 {{- $_ := set $cfg "upstreams" $ups -}}
+{{- if $v.endpoints -}}
+{{- $eps := list -}}
+{{- range $e := $v.endpoints -}}
+{{- $ep := dict -}}
+{{- include "switchboard.copyKeys" (list $ep $e (list "name" "exclude")) -}}
+{{- /* Kept even when empty: include: [] selects nothing (the gateway refuses it), while no include selects everything. */ -}}
+{{- if hasKey $e "include" }}{{ $_ := set $ep "include" $e.include }}{{ end -}}
+{{- if hasKey $e "policy" -}}
+{{- if not $v.auth.enabled -}}
+{{- fail (printf "endpoints: %s's policy needs auth: rules match the claims of verified tokens; set auth.enabled=true and auth.issuer" $e.name) -}}
+{{- end -}}
+{{- $rules := list -}}
+{{- range $r := $e.policy -}}
+{{- $rule := dict -}}
+{{- include "switchboard.copyKeys" (list $rule $r (list "name" "allow" "deny")) -}}
+{{- if $r.match -}}
+{{- $m := dict -}}
+{{- include "switchboard.copyKeys" (list $m $r.match (list "sub" "groups" "scopes" "claims")) -}}
+{{- $_ := set $rule "match" $m -}}
+{{- end -}}
+{{- $rules = append $rules $rule -}}
+{{- end -}}
+{{- $_ := set $ep "policy" $rules -}}
+{{- end -}}
+{{- $eps = append $eps $ep -}}
+{{- end -}}
+{{- $_ := set $cfg "endpoints" $eps -}}
+{{- end -}}
+{{- if $v.overrides -}}
+{{- $ovs := dict -}}
+{{- range $k, $o := $v.overrides -}}
+{{- $ov := dict -}}
+{{- include "switchboard.copyKeys" (list $ov $o (list "name" "title" "description" "annotations" "arguments")) -}}
+{{- $_ := set $ovs $k $ov -}}
+{{- end -}}
+{{- $_ := set $cfg "overrides" $ovs -}}
+{{- end -}}
+{{- $pin := dict -}}
+{{- include "switchboard.copyKeys" (list $pin $v.pinning (list "lockFile" "onChange")) -}}
+{{- if $v.pinning.stripInvisible }}{{ $_ := set $pin "stripInvisible" true }}{{ end -}}
+{{- if $pin }}{{ $_ := set $cfg "pinning" $pin }}{{ end -}}
 {{- toYaml $cfg -}}
 {{- end -}}
 

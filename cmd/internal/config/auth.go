@@ -428,15 +428,29 @@ func (p *parser) resourceURL(n *yaml.Node, path string) string {
 // policy reads the policy: list. Patterns are checked against the upstream
 // names afterwards, by checkPolicy.
 func (p *parser) policy(n *yaml.Node, cfg *Config) []*yaml.Node {
+	rules, nodes, ok := p.policyRules(n, "policy")
+	if ok {
+		cfg.Policy = rules
+		if len(rules) == 0 && len(resolve(n).Content) == 0 {
+			p.warnf(resolve(n), "policy", "is an empty list, which denies every upstream to everyone; remove the key to allow all")
+		}
+	}
+	return nodes
+}
+
+// policyRules reads a list of policy rules at path: the top-level policy and
+// an endpoint's. It returns the rules (non-nil when n is a list) and the
+// allow and deny lists' nodes in order, for checkPolicyPatterns.
+func (p *parser) policyRules(n *yaml.Node, path string) ([]PolicyRule, []*yaml.Node, bool) {
 	n = resolve(n)
 	if n.Kind != yaml.SequenceNode {
-		p.errorf(n, "policy", "must be a list of rules (each item starts with \"- match:\" or \"- name:\"), not %s", kindName(n))
-		return nil
+		p.errorf(n, path, "must be a list of rules (each item starts with \"- match:\" or \"- name:\"), not %s", kindName(n))
+		return nil, nil, false
 	}
-	cfg.Policy = []PolicyRule{}
+	rules := []PolicyRule{}
 	var nodes []*yaml.Node
 	for i, item := range n.Content {
-		path := index("policy", i)
+		path := index(path, i)
 		o, ok := p.object(item, path, keySpec{known: []string{"name", "match", "allow", "deny"}})
 		if !ok {
 			continue
@@ -462,12 +476,9 @@ func (p *parser) policy(n *yaml.Node, cfg *Config) []*yaml.Node {
 		if len(r.Allow) == 0 && len(r.Deny) == 0 {
 			p.warnf(resolve(item), path, "has neither allow nor deny, so it has no effect")
 		}
-		cfg.Policy = append(cfg.Policy, r)
+		rules = append(rules, r)
 	}
-	if len(n.Content) == 0 {
-		p.warnf(n, "policy", "is an empty list, which denies every upstream to everyone; remove the key to allow all")
-	}
-	return nodes
+	return rules, nodes, true
 }
 
 func (p *parser) policyMatch(n *yaml.Node, path string) PolicyMatch {
@@ -557,12 +568,18 @@ func (p *parser) checkPolicy(cfg *Config, lists []*yaml.Node, policyKey *yaml.No
 	if cfg.Auth == nil {
 		p.errorf(policyKey, "policy", "needs an auth block: rules match the claims of verified tokens, so without auth there is no one to match")
 	}
+	p.checkPolicyPatterns(cfg, "policy", cfg.Policy, lists)
+}
+
+// checkPolicyPatterns checks the allow and deny patterns of rules (read at
+// path by policyRules, which returned lists) against the upstream names.
+func (p *parser) checkPolicyPatterns(cfg *Config, path string, rules []PolicyRule, lists []*yaml.Node) {
 	names := map[string]bool{}
 	for _, u := range cfg.Upstreams {
 		names[u.Name] = true
 	}
 	li := 0
-	for i, r := range cfg.Policy {
+	for i, r := range rules {
 		for _, k := range []struct {
 			key  string
 			vals []string
@@ -573,9 +590,8 @@ func (p *parser) checkPolicy(cfg *Config, lists []*yaml.Node, policyKey *yaml.No
 			node := lists[li]
 			li++
 			for j, pat := range k.vals {
-				path := index(join(index("policy", i), k.key), j)
 				if msg := checkPattern(pat, names); msg != "" {
-					p.errorf(node.Content[j], path, "%s", msg)
+					p.errorf(node.Content[j], index(join(index(path, i), k.key), j), "%s", msg)
 				}
 			}
 		}

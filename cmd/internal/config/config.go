@@ -11,6 +11,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -107,6 +108,14 @@ type Config struct {
 	MaxToolNameLength int
 	// ClientHosts are the hosts whose tool-name limits check and /readyz verify the names against.
 	ClientHosts []ClientHost
+	// Endpoints are the named parts of the catalog served at /mcp/<name>, in
+	// file order (nil when the file has none: /mcp serves everything).
+	Endpoints []Endpoint
+	// Overrides change how clients see single tools and prompts (nil when the
+	// file has none).
+	Overrides map[OverrideKey]Override
+	// Pinning configures the pins of tool definitions; defaults applied.
+	Pinning Pinning
 	// Upstreams are the MCP servers behind the gateway, in file order (sorted
 	// by name for the mcpServers form). Disabled ones are included, with
 	// Disabled set, so tools can still report on them.
@@ -121,6 +130,9 @@ type Config struct {
 	// before ${VAR} expansion, so String can show them without leaking the
 	// expanded values.
 	sources map[string]upstreamSource
+	// presetSources keeps the argument presets as written, before ${VAR}
+	// expansion, for String.
+	presetSources map[OverrideKey]map[string]json.RawMessage
 }
 
 // LogConfig configures the gateway's log output.
@@ -227,6 +239,7 @@ func Default() *Config {
 		MaxRequestTimeout:  DefaultMaxRequestTimeout,
 		SessionIdleTimeout: DefaultSessionIdleTimeout,
 		Log:                LogConfig{Level: slog.LevelInfo, Format: "text"},
+		Pinning:            Pinning{OnChange: PinWarn},
 	}
 }
 

@@ -39,7 +39,28 @@ func (c *Config) Redacted() *Config {
 		}
 		r.Auth = &a
 	}
-	r.Policy = slices.Clone(c.Policy)
+	r.Policy = clonePolicy(c.Policy)
+	r.presetSources = nil
+	if c.Endpoints != nil {
+		r.Endpoints = make([]Endpoint, len(c.Endpoints))
+		for i, e := range c.Endpoints {
+			r.Endpoints[i] = Endpoint{Name: e.Name, Include: slices.Clone(e.Include), Exclude: slices.Clone(e.Exclude), Policy: clonePolicy(e.Policy)}
+		}
+	}
+	if c.Overrides != nil {
+		r.Overrides = make(map[OverrideKey]Override, len(c.Overrides))
+		for k, o := range c.Overrides {
+			o.Annotations = slices.Clone(o.Annotations)
+			// Presets show as written: a value taken from ${VAR} may be a
+			// credential, and shows as its reference.
+			if src, ok := c.presetSources[k]; ok {
+				o.Arguments = maps.Clone(src)
+			} else {
+				o.Arguments = maps.Clone(o.Arguments)
+			}
+			r.Overrides[k] = o
+		}
+	}
 	r.Upstreams = make([]Upstream, len(c.Upstreams))
 	for i, u := range c.Upstreams {
 		ru := u
@@ -58,6 +79,27 @@ func (c *Config) Redacted() *Config {
 		r.Upstreams[i] = ru
 	}
 	return &r
+}
+
+// clonePolicy copies rules deeply enough that the copy shares no list.
+func clonePolicy(rules []PolicyRule) []PolicyRule {
+	if rules == nil {
+		return nil
+	}
+	out := make([]PolicyRule, len(rules))
+	for i, r := range rules {
+		r.Allow, r.Deny = slices.Clone(r.Allow), slices.Clone(r.Deny)
+		r.Match.Sub, r.Match.Groups, r.Match.Scopes = slices.Clone(r.Match.Sub), slices.Clone(r.Match.Groups), slices.Clone(r.Match.Scopes)
+		if r.Match.Claims != nil {
+			claims := make(map[string][]any, len(r.Match.Claims))
+			for k, v := range r.Match.Claims {
+				claims[k] = slices.Clone(v)
+			}
+			r.Match.Claims = claims
+		}
+		out[i] = r
+	}
+	return out
 }
 
 func redactUpstreamAuth(ua *UpstreamAuth) *UpstreamAuth {
@@ -106,7 +148,131 @@ func (c *Config) String() string {
 	r.writeAuth(w)
 	r.writePolicy(w)
 	r.writeUpstreams(w)
+	r.writeEndpoints(w)
+	r.writeOverrides(w)
+	r.writePinning(w)
 	return w.String()
+}
+
+// Summary is one line on what the configuration serves, for `switchboard
+// check`: "3 upstreams (1 disabled), 2 endpoints (/mcp/research, /mcp/ops),
+// 4 overrides (1 with argument presets), pinning: warn, trust on first use".
+func (c *Config) Summary() string {
+	parts := []string{plural(len(c.Upstreams), "upstream")}
+	if d := countFunc(c.Upstreams, func(u Upstream) bool { return u.Disabled }); d > 0 {
+		parts[0] += fmt.Sprintf(" (%d disabled)", d)
+	}
+	if len(c.Endpoints) > 0 {
+		paths := make([]string, len(c.Endpoints))
+		for i, e := range c.Endpoints {
+			paths[i] = "/mcp/" + e.Name
+		}
+		parts = append(parts, plural(len(c.Endpoints), "endpoint")+" ("+strings.Join(paths, ", ")+")")
+	}
+	if len(c.Overrides) > 0 {
+		s := plural(len(c.Overrides), "override")
+		var presets int
+		for _, o := range c.Overrides {
+			if len(o.Arguments) > 0 {
+				presets++
+			}
+		}
+		if presets > 0 {
+			s += fmt.Sprintf(" (%d with argument presets)", presets)
+		}
+		parts = append(parts, s)
+	}
+	pin := "pinning: " + string(c.Pinning.OnChange)
+	if c.Pinning.LockFile != "" {
+		pin += ", lock file " + c.Pinning.LockFile
+	} else {
+		pin += ", trust on first use"
+	}
+	if c.Pinning.StripInvisible {
+		pin += ", invisible characters stripped"
+	}
+	return strings.Join(append(parts, pin), ", ")
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func countFunc[T any](s []T, f func(T) bool) int {
+	n := 0
+	for _, x := range s {
+		if f(x) {
+			n++
+		}
+	}
+	return n
+}
+
+func (c *Config) writeEndpoints(w *lineWriter) {
+	if c.Endpoints == nil {
+		return
+	}
+	w.line("endpoints:")
+	for _, e := range c.Endpoints {
+		w.line("  - name: %s  # /mcp/%s", e.Name, e.Name)
+		if e.Include != nil {
+			w.line("    include: %s", list(e.Include))
+		} else {
+			w.line("    include: []  # everything")
+		}
+		if len(e.Exclude) > 0 {
+			w.line("    exclude: %s", list(e.Exclude))
+		}
+		if e.Policy != nil {
+			w.line("    policy:  # %d rules, on top of the global policy", len(e.Policy))
+			writeRules(w, "    ", e.Policy)
+		}
+	}
+}
+
+func (c *Config) writeOverrides(w *lineWriter) {
+	if c.Overrides == nil {
+		return
+	}
+	keys := slices.SortedFunc(maps.Keys(c.Overrides), func(a, b OverrideKey) int {
+		return strings.Compare(a.String(), b.String())
+	})
+	w.line("overrides:")
+	for _, k := range keys {
+		o := c.Overrides[k]
+		w.line("  %s:", strconv.Quote(k.String()))
+		if o.Name != "" {
+			w.line("    name: %s", strconv.Quote(o.Name))
+		}
+		if o.Title != "" {
+			w.line("    title: %s", strconv.Quote(o.Title))
+		}
+		if o.Description != "" {
+			w.line("    description: %s", strconv.Quote(o.Description))
+		}
+		if len(o.Annotations) > 0 {
+			w.line("    annotations: %s", o.Annotations)
+		}
+		if len(o.Arguments) > 0 {
+			parts := make([]string, 0, len(o.Arguments))
+			for _, a := range slices.Sorted(maps.Keys(o.Arguments)) {
+				parts = append(parts, strconv.Quote(a)+": "+string(o.Arguments[a]))
+			}
+			w.line("    arguments: {%s}", strings.Join(parts, ", "))
+		}
+	}
+}
+
+func (c *Config) writePinning(w *lineWriter) {
+	pn := c.Pinning
+	if pn.LockFile == "" {
+		w.line("pinning: {onChange: %s, stripInvisible: %t}  # no lock file: each definition is trusted on first use", pn.OnChange, pn.StripInvisible)
+		return
+	}
+	w.line("pinning: {lockFile: %s, onChange: %s, stripInvisible: %t}", strconv.Quote(pn.LockFile), pn.OnChange, pn.StripInvisible)
 }
 
 // lineWriter collects the lines of String.
@@ -192,17 +358,22 @@ func (c *Config) writePolicy(w *lineWriter) {
 		return
 	}
 	line("policy:  # %d rules; deny wins, default deny", len(c.Policy))
-	for i, pr := range c.Policy {
+	writeRules(w, "", c.Policy)
+}
+
+// writeRules writes policy rules, each line after indent.
+func writeRules(w *lineWriter, indent string, rules []PolicyRule) {
+	for i, pr := range rules {
 		name := pr.Name
 		if name == "" {
 			name = fmt.Sprintf("policy[%d]", i)
 		}
-		line("  - name: %s", strconv.Quote(name))
+		w.line("%s  - name: %s", indent, strconv.Quote(name))
 		if len(pr.Allow) > 0 {
-			line("    allow: %s", list(pr.Allow))
+			w.line("%s    allow: %s", indent, list(pr.Allow))
 		}
 		if len(pr.Deny) > 0 {
-			line("    deny: %s", list(pr.Deny))
+			w.line("%s    deny: %s", indent, list(pr.Deny))
 		}
 	}
 }

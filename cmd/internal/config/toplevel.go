@@ -23,6 +23,10 @@ type topLevel struct {
 	// known.
 	policyKey   *yaml.Node
 	policyLists []*yaml.Node
+	// endpoints and overrides are where each endpoint's and override's
+	// settings are, checked once the upstreams are known.
+	endpoints []*endpointMeta
+	overrides []*overrideMeta
 }
 
 // topField is how one top-level key is read.
@@ -70,6 +74,9 @@ func topLevelFields() []topField {
 			t.policyKey = f.key
 			t.policyLists = p.policy(f.val, t.cfg)
 		}},
+		{key: "endpoints", decode: (*parser).endpoints},
+		{key: "overrides", decode: (*parser).overrides},
+		{key: "pinning", decode: (*parser).pinning},
 	}
 }
 
@@ -94,6 +101,8 @@ func (p *parser) config(doc *yaml.Node) *Config {
 	if t.policyKey != nil {
 		p.checkPolicy(cfg, t.policyLists, t.policyKey)
 	}
+	p.checkOverrides(cfg, t)
+	p.checkEndpoints(cfg, t)
 	return cfg
 }
 

@@ -1,0 +1,432 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Kinds of item an override applies to: the words the policy uses.
+const (
+	OverrideTool   = "tool"
+	OverridePrompt = "prompt"
+)
+
+// OverrideKey names the item an override applies to: the upstream's
+// configured name, the kind (OverrideTool or OverridePrompt) and the item's
+// name as the upstream lists it. The file writes it "<upstream>/<tool>" or
+// "<upstream>/prompts/<prompt>".
+type OverrideKey struct {
+	Upstream, Kind, Name string
+}
+
+// Override changes how clients see one tool or prompt of an upstream (the
+// overrides: map, issue 15). Unset fields keep the upstream's own. Its fields
+// are those of routing.Override, in the same order, so one converts to the
+// other.
+type Override struct {
+	// Name is the client-visible name ("" keeps the namespaced default):
+	// ^[A-Za-z0-9_-]{1,64}$, within maxToolNameLength, unique among the
+	// overrides of its kind, and not starting with another upstream's prefix.
+	Name string
+	// Title is the tool's title (tools only).
+	Title string
+	// Description replaces the item's description.
+	Description string
+	// Annotations is a JSON object merged over the tool's own annotations
+	// (tools only; nil = none).
+	Annotations json.RawMessage
+	// Arguments are presets (tools only): argument name to its JSON value,
+	// with ${VAR} expanded in strings. Each is removed from the inputSchema
+	// clients see and set on every call.
+	Arguments map[string]json.RawMessage
+}
+
+func overrideKeys() []string {
+	return []string{"name", "title", "description", "annotations", "arguments"}
+}
+
+// strictNameRE is the tool-name form the big clients enforce.
+var strictNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// overrideMeta is where one override's settings are.
+type overrideMeta struct {
+	key      OverrideKey
+	path     string
+	keyNode  *yaml.Node
+	nameNode *yaml.Node
+	ok       bool // the key parsed
+}
+
+// overrides reads the overrides: map; checkOverrides checks it against the
+// upstreams.
+func (p *parser) overrides(key string, f pair, t *topLevel) {
+	n := resolve(f.val)
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, key, "must be a mapping of \"<upstream>/<tool>\" (or \"<upstream>/prompts/<prompt>\") to settings, not %s", kindName(n))
+		return
+	}
+	t.cfg.Overrides = map[OverrideKey]Override{}
+	for _, pr := range p.pairs(n, key) {
+		path := join(key, pr.key.Value)
+		m := &overrideMeta{path: path, keyNode: pr.key}
+		k, msg := parseOverrideKey(pr.key.Value)
+		if msg != "" {
+			p.errorf(pr.key, path, "%s", msg)
+		} else {
+			m.key, m.ok = k, true
+		}
+		o, ok := p.object(pr.val, path, keySpec{known: overrideKeys()})
+		if !ok {
+			continue
+		}
+		var ov Override
+		var raw map[string]json.RawMessage
+		if f, ok := o.get("name"); ok {
+			m.nameNode = resolve(f.val)
+			ov.Name, _ = p.scalar(f.val, join(path, "name"))
+		}
+		for _, s := range []struct {
+			key string
+			dst *string
+		}{{"title", &ov.Title}, {"description", &ov.Description}} {
+			if f, ok := o.get(s.key); ok {
+				if v, ok := p.scalar(f.val, join(path, s.key)); ok {
+					if strings.TrimSpace(v) == "" {
+						p.errorf(resolve(f.val), join(path, s.key), "is empty; remove it to keep the upstream's %s", s.key)
+					}
+					*s.dst = v
+				}
+			}
+		}
+		if f, ok := o.get("annotations"); ok {
+			ov.Annotations = p.annotations(f.val, join(path, "annotations"))
+		}
+		if f, ok := o.get("arguments"); ok {
+			ov.Arguments, raw = p.presets(f.val, join(path, "arguments"))
+		}
+		if m.ok && k.Kind == OverridePrompt {
+			for _, tk := range []string{"title", "annotations", "arguments"} {
+				if f, ok := o.fields[tk]; ok {
+					p.errorf(f.key, join(path, tk), "%s applies to tools only; a prompt override takes name and description", tk)
+				}
+			}
+		}
+		if len(o.fields) == 0 {
+			p.warnf(pr.key, path, "sets nothing, so it has no effect; give name, title, description, annotations or arguments")
+		}
+		if !m.ok {
+			continue
+		}
+		t.cfg.Overrides[k] = ov
+		if raw != nil {
+			if t.cfg.presetSources == nil {
+				t.cfg.presetSources = map[OverrideKey]map[string]json.RawMessage{}
+			}
+			t.cfg.presetSources[k] = raw
+		}
+		t.overrides = append(t.overrides, m)
+	}
+}
+
+// parseOverrideKey splits "<upstream>/<tool>" or "<upstream>/prompts/<prompt>",
+// or says why it cannot.
+func parseOverrideKey(s string) (OverrideKey, string) {
+	const want = "write \"<upstream>/<tool>\", or \"<upstream>/prompts/<prompt>\" for a prompt, with the upstream's configured name and the item's name as the upstream lists it"
+	up, rest, ok := strings.Cut(s, "/")
+	switch {
+	case !ok:
+		return OverrideKey{}, fmt.Sprintf("%q names no item; %s", s, want)
+	case up == "":
+		return OverrideKey{}, fmt.Sprintf("%q has no upstream before '/'; %s", s, want)
+	case rest == "":
+		return OverrideKey{}, fmt.Sprintf("%q has nothing after '/'; %s", s, want)
+	}
+	k := OverrideKey{Upstream: up, Kind: OverrideTool, Name: rest}
+	if name, ok := strings.CutPrefix(rest, "prompts/"); ok {
+		if name == "" {
+			return OverrideKey{}, fmt.Sprintf("%q names no prompt; %s", s, want)
+		}
+		k.Kind, k.Name = OverridePrompt, name
+	} else if first, item, ok := strings.Cut(rest, "/"); ok {
+		msg := fmt.Sprintf("%q: tool names cannot contain '/'; %s", s, want)
+		switch first {
+		case "tools":
+			msg = fmt.Sprintf("%q: a tool is written without \"tools/\"; did you mean %q?", s, up+"/"+item)
+		case "resources":
+			msg = fmt.Sprintf("%q: resources cannot be overridden; only tools and prompts", s)
+		}
+		return OverrideKey{}, msg
+	}
+	if strings.ContainsAny(k.Name, "*?[") {
+		return OverrideKey{}, fmt.Sprintf("%q: an override names one item; globs are not supported", s)
+	}
+	return k, ""
+}
+
+// toolHints are the annotations the MCP specification defines as booleans.
+func toolHints() []string {
+	return []string{"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
+}
+
+// annotations reads a tool's annotations: any JSON object, whose hints the
+// specification defines must be booleans and title a string.
+func (p *parser) annotations(n *yaml.Node, path string) json.RawMessage {
+	n = resolve(n)
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, path, "must be a mapping (a JSON object), such as {readOnlyHint: true}, not %s", kindName(n))
+		return nil
+	}
+	val, _, ok := p.jsonValue(n, path, false, 0)
+	if !ok {
+		return nil
+	}
+	good := true
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], resolve(n.Content[i+1])
+		switch {
+		case contains(toolHints(), k.Value) && (v.Kind != yaml.ScalarNode || v.Tag != "!!bool"):
+			p.errorf(v, join(path, k.Value), "must be true or false, not %s (the MCP specification's annotation hints are booleans)", kindName(v))
+			good = false
+		case k.Value == "title" && (v.Kind != yaml.ScalarNode || v.Tag == "!!null"):
+			p.errorf(v, join(path, k.Value), "must be a string, not %s", kindName(v))
+			good = false
+		}
+	}
+	if !good {
+		return nil
+	}
+	return val
+}
+
+// presets reads a tool's argument presets: argument name to any JSON value,
+// with ${VAR} expanded in strings. raw holds the values as written.
+func (p *parser) presets(n *yaml.Node, path string) (vals, raw map[string]json.RawMessage) {
+	n = resolve(n)
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, path, "must be a mapping of argument names to the values every call gets, such as {owner: acme}, not %s", kindName(n))
+		return nil, nil
+	}
+	vals, raw = map[string]json.RawMessage{}, map[string]json.RawMessage{}
+	for _, f := range p.pairs(n, path) {
+		kp := join(path, f.key.Value)
+		if f.key.Value == "" {
+			p.errorf(f.key, kp, "argument name is empty")
+			continue
+		}
+		if v, r, ok := p.jsonValue(f.val, kp, true, 0); ok {
+			vals[f.key.Value], raw[f.key.Value] = v, r
+		}
+	}
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	return vals, raw
+}
+
+// maxJSONDepth bounds the nesting of a JSON value in the file, and
+// maxJSONNodes its size once YAML aliases are expanded (an alias of an alias
+// of a list grows exponentially).
+const (
+	maxJSONDepth = 32
+	maxJSONNodes = 10000
+)
+
+// jsonValue converts a YAML value to JSON. With expandVars, ${VAR} is
+// expanded in strings, and raw is the value as written. Numbers keep their
+// text when it is JSON already; YAML's other spellings (0x1F, 1_000) are
+// converted; infinities and NaN, which JSON lacks, are refused.
+func (p *parser) jsonValue(n *yaml.Node, path string, expandVars bool, depth int) (val, raw json.RawMessage, ok bool) {
+	budget := maxJSONNodes
+	v, r, ok := p.jsonTree(n, path, expandVars, depth, &budget)
+	if !ok {
+		return nil, nil, false
+	}
+	val, err1 := json.Marshal(v)
+	raw, err2 := json.Marshal(r)
+	if err1 != nil || err2 != nil {
+		p.errorf(resolve(n), path, "cannot be written as JSON")
+		return nil, nil, false
+	}
+	return val, raw, true
+}
+
+func (p *parser) jsonTree(n *yaml.Node, path string, expandVars bool, depth int, budget *int) (val, raw any, ok bool) {
+	n = resolve(n)
+	*budget--
+	switch {
+	case *budget < 0:
+		if *budget == -1 {
+			p.errorf(n, path, "is too large: more than %d values once YAML aliases are expanded", maxJSONNodes)
+		}
+		return nil, nil, false
+	case depth > maxJSONDepth:
+		p.errorf(n, path, "is nested more than %d levels deep", maxJSONDepth)
+		return nil, nil, false
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		vm, rm := map[string]any{}, map[string]any{}
+		ok = true
+		for _, f := range p.pairs(n, path) {
+			v, r, good := p.jsonTree(f.val, join(path, f.key.Value), expandVars, depth+1, budget)
+			vm[f.key.Value], rm[f.key.Value] = v, r
+			ok = ok && good
+		}
+		return vm, rm, ok
+	case yaml.SequenceNode:
+		vs, rs := []any{}, []any{}
+		ok = true
+		for i, it := range n.Content {
+			v, r, good := p.jsonTree(it, index(path, i), expandVars, depth+1, budget)
+			vs, rs = append(vs, v), append(rs, r)
+			ok = ok && good
+		}
+		return vs, rs, ok
+	case yaml.ScalarNode:
+	default:
+		return nil, nil, true
+	}
+	switch n.Tag {
+	case "!!null":
+		return nil, nil, true
+	case "!!bool":
+		b, err := strconv.ParseBool(strings.ToLower(n.Value))
+		return b, b, err == nil
+	case "!!int", "!!float":
+		if num, ok := jsonNumber(n.Value, n.Tag); ok {
+			return num, num, true
+		}
+		p.errorf(n, path, "%s is not a number JSON can hold (no infinity or NaN); quote it to pass a string", n.Value)
+		return nil, nil, false
+	}
+	if !expandVars {
+		return n.Value, n.Value, true
+	}
+	v, _, ok := p.expanded(n, path)
+	return v, n.Value, ok
+}
+
+// jsonNumber returns a YAML number as a JSON number.
+func jsonNumber(s, tag string) (json.Number, bool) {
+	if m := jsonNumberRE.FindString(s); m == s {
+		return json.Number(s), true
+	}
+	if tag == "!!int" {
+		if i, err := strconv.ParseInt(s, 0, 64); err == nil {
+			return json.Number(strconv.FormatInt(i, 10)), true
+		}
+		if u, err := strconv.ParseUint(s, 0, 64); err == nil {
+			return json.Number(strconv.FormatUint(u, 10)), true
+		}
+	}
+	f, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return "", false
+	}
+	return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), true
+}
+
+// checkOverrides checks the overrides against the upstreams once all are
+// known: the upstream exists, and the names given are valid and distinct.
+func (p *parser) checkOverrides(cfg *Config, t *topLevel) {
+	ups := map[string]*Upstream{}
+	var names []string
+	for i := range cfg.Upstreams {
+		ups[cfg.Upstreams[i].Name] = &cfg.Upstreams[i]
+		names = append(names, cfg.Upstreams[i].Name)
+	}
+	taken := map[string]*overrideMeta{} // kind + "\x00" + name
+	for _, m := range t.overrides {
+		k := m.key
+		up := ups[k.Upstream]
+		if up == nil {
+			msg := fmt.Sprintf("no upstream is named %q; ", k.Upstream)
+			if len(names) == 0 {
+				msg += "no upstreams are configured"
+			} else {
+				msg += "the configured upstreams are " + strings.Join(names, ", ")
+				if s := suggest(k.Upstream, names); s != "" {
+					msg += fmt.Sprintf("; did you mean %q?", s)
+				}
+			}
+			p.errorf(m.keyNode, m.path, "%s (the key is \"<upstream>/<tool>\" with the upstream's configured name)", msg)
+		}
+		name := cfg.Overrides[k].Name
+		if m.nameNode == nil || name == "" && m.nameNode.Tag != "!!str" {
+			continue
+		}
+		np := join(m.path, "name")
+		if msg := checkOverrideName(name, cfg, up); msg != "" {
+			p.errorf(m.nameNode, np, "%s", msg)
+			continue
+		}
+		if first, dup := taken[k.Kind+"\x00"+name]; dup {
+			p.errorf(m.nameNode, np, "%q is also the name %s gives (at %s); two %ss cannot share a client-visible name", name, first.path, pos(first.nameNode), k.Kind)
+			continue
+		}
+		taken[k.Kind+"\x00"+name] = m
+	}
+}
+
+// checkOverrideName returns why an override's name is invalid, or "". up is
+// the override's upstream (nil if unknown).
+func checkOverrideName(v string, cfg *Config, up *Upstream) string {
+	if !strictNameRE.MatchString(v) {
+		if v == "" {
+			return "is empty; remove it to keep the namespaced name"
+		}
+		msg := fmt.Sprintf("%q is not a valid tool name: clients accept only letters, digits, '_' and '-', at most 64", v)
+		s := strings.Map(func(r rune) rune {
+			if r < 0x80 && strictByte(byte(r)) {
+				return r
+			}
+			return '_'
+		}, v)
+		if len(s) <= cfg.MaxToolNameLength && strictNameRE.MatchString(s) {
+			msg += fmt.Sprintf("; try %q", s)
+		}
+		return msg
+	}
+	if len(v) > cfg.MaxToolNameLength {
+		return fmt.Sprintf("%q is %d characters; names may have at most %d (maxToolNameLength)", v, len(v), cfg.MaxToolNameLength)
+	}
+	own := ""
+	if up != nil {
+		own = up.Prefix
+	}
+	others := make([]*Upstream, 0, len(cfg.Upstreams))
+	for i := range cfg.Upstreams {
+		others = append(others, &cfg.Upstreams[i])
+	}
+	sort.SliceStable(others, func(i, j int) bool { return len(others[i].Prefix) > len(others[j].Prefix) })
+	for _, o := range others {
+		if o == up || o.Prefix == "" || !strings.HasPrefix(v, o.Prefix) {
+			continue
+		}
+		if own != "" && len(own) >= len(o.Prefix) && strings.HasPrefix(v, own) {
+			break
+		}
+		return fmt.Sprintf("%q starts with %q, the prefix of upstream %s, so clients would take it for one of that upstream's tools; choose a name without it", v, o.Prefix, o.Name)
+	}
+	return ""
+}
+
+func strictByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+}
+
+// String is the key as the file writes it: "<upstream>/<tool>" or
+// "<upstream>/prompts/<prompt>".
+func (k OverrideKey) String() string {
+	if k.Kind == OverridePrompt {
+		return k.Upstream + "/prompts/" + k.Name
+	}
+	return k.Upstream + "/" + k.Name
+}
