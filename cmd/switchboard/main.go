@@ -25,6 +25,7 @@ import (
 	"os/signal"
 	"reflect"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -123,7 +124,20 @@ func loadConfig(path string, stderr io.Writer) (*config.Config, int) {
 		fmt.Fprintf(stderr, "switchboard: %v\n", err)
 		return nil, exitFailure
 	}
+	if err := notEnforced(cfg); err != nil {
+		fmt.Fprintf(stderr, "%s is invalid: %v\n", path, err)
+		return nil, exitFailure
+	}
 	return cfg, exitOK
+}
+
+// notEnforced refuses what the file format knows but this build does not enforce yet: a pinning: block would
+// otherwise look like protection against changed tool definitions while none is given (issue 15).
+func notEnforced(cfg *config.Config) error {
+	if cfg.Pinning != (config.Pinning{OnChange: config.PinWarn}) {
+		return errors.New("pinning: tool-definition pins are not enforced by this version of switchboard yet; remove the block (see docs/configuration.md)")
+	}
+	return nil
 }
 
 func check(args []string, stdout, stderr io.Writer) int {
@@ -140,7 +154,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(stdout, "warning: %s\n", w)
 	}
-	fmt.Fprintf(stdout, "%s is valid: %d upstream(s)\n%s", *path, len(cfg.Upstreams), cfg.String())
+	fmt.Fprintf(stdout, "%s is valid: %s\n%s", *path, cfg.Summary(), cfg.String())
 	return exitOK
 }
 
@@ -155,6 +169,9 @@ func reloader(path string, running *config.Config, r *routing.Router, latest *pr
 		mu.Lock()
 		defer mu.Unlock()
 		cfg, err := config.Load(path)
+		if err == nil {
+			err = notEnforced(cfg)
+		}
 		if err != nil {
 			log.Error("config reload rejected; the running configuration stays", "err", err)
 			return routing.ReloadResult{}, fmt.Errorf("config rejected: %w", err)
@@ -170,10 +187,19 @@ func reloader(path string, running *config.Config, r *routing.Router, latest *pr
 			return routing.ReloadResult{}, err
 		}
 		if keys := restartOnly(running, cfg); len(keys) > 0 {
-			log.Warn("config reload applies upstreams only; these changes take effect after a restart", "keys", keys)
+			log.Warn("config reload applies upstreams, endpoints and overrides; these changes take effect after a restart", "keys", keys)
 		}
 		running = cfg
-		return r.Reconfigure(ups)
+		res, err := r.Reconfigure(ups)
+		if err != nil {
+			return res, err
+		}
+		// Overrides and endpoints apply without touching sessions: each hears list_changed where its view changed.
+		if err := r.SetShape(shapeOf(cfg)); err != nil {
+			log.Error("overrides and endpoints not reloaded; the running ones stay", "err", err)
+			return res, fmt.Errorf("overrides and endpoints rejected: %w", err)
+		}
+		return res, nil
 	}
 }
 
@@ -191,12 +217,25 @@ func restartOnly(old, cur *config.Config) []string {
 		{"sessionIdleTimeout", old.SessionIdleTimeout, cur.SessionIdleTimeout}, {"cursorSecret", old.CursorSecret, cur.CursorSecret},
 		{"log", old.Log, cur.Log}, {"auth", old.Auth, cur.Auth}, {"policy", old.Policy, cur.Policy},
 		{"maxToolNameLength", old.MaxToolNameLength, cur.MaxToolNameLength}, {"clientHosts", old.ClientHosts, cur.ClientHosts},
+		{"endpoints[].policy", endpointPolicies(old), endpointPolicies(cur)},
 	} {
 		if !reflect.DeepEqual(f.a, f.b) {
 			keys = append(keys, f.key)
 		}
 	}
 	return keys
+}
+
+// endpointPolicies are the endpoints' own policy rules by endpoint: wired into the identity at start, like the
+// global policy, so a change needs a restart (the endpoints' globs reload).
+func endpointPolicies(c *config.Config) map[string][]config.PolicyRule {
+	out := map[string][]config.PolicyRule{}
+	for _, e := range c.Endpoints {
+		if e.Policy != nil {
+			out[e.Name] = e.Policy
+		}
+	}
+	return out
 }
 
 // watchConfig reloads on SIGHUP and whenever the config file's content changes (polled: it works the same on
@@ -241,12 +280,17 @@ func stdio(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("stdio", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	path := fl.String("config", "", "config file (YAML, or an mcpServers JSON file)")
+	endpoint := fl.String("endpoint", "", "serve this endpoint's part of the catalog (an endpoints: entry) instead of all of it")
 	if err := fl.Parse(args); err != nil {
 		return exitUsage
 	}
 	cfg, code := loadConfig(*path, stderr)
 	if cfg == nil {
 		return code
+	}
+	if *endpoint != "" && !slices.ContainsFunc(cfg.Endpoints, func(e config.Endpoint) bool { return e.Name == *endpoint }) {
+		fmt.Fprintf(stderr, "switchboard stdio: %s configures no endpoint named %q\n", *path, *endpoint)
+		return exitUsage
 	}
 	log := newLogger(cfg.Log, stderr)
 	r, err := newRouter(cfg, log, nil, nil, nil)
@@ -258,7 +302,7 @@ func stdio(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	stopRouter := startRouter(r)
-	err = srv.ServeStdio(ctx, stdin, stdout)
+	err = srv.ServeStdio(gateway.WithEndpoint(ctx, *endpoint), stdin, stdout)
 	stopRouter()
 	if err != nil {
 		log.Error("stdio session ended", "err", err)
@@ -326,6 +370,7 @@ func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers, l
 		Replica:            cfg.ReplicaURL,
 		Audit:              auditor(log),
 		MaxToolNameLength:  cfg.MaxToolNameLength,
+		Shape:              shapeOf(cfg),
 	}
 	for _, h := range cfg.ClientHosts {
 		opts.Hosts = append(opts.Hosts, routing.HostLimit{Name: h.Name, Prefix: h.Prefix, MaxLength: h.MaxLength})
@@ -469,6 +514,18 @@ func wireAuth(ctx context.Context, cfg *config.Config, o *gateway.Options, lates
 	if err != nil {
 		return err
 	}
+	// An endpoint's own rules apply on top of the global policy: a principal sees there what both allow.
+	endpointPol := map[string]*auth.Policy{}
+	for _, e := range cfg.Endpoints {
+		if e.Policy == nil {
+			continue
+		}
+		p, err := auth.NewPolicy(policyRules(e.Policy))
+		if err != nil {
+			return fmt.Errorf("endpoint %q: %w", e.Name, err)
+		}
+		endpointPol[e.Name] = p
+	}
 	o.Auth = rs
 	o.Key = func(ctx context.Context) string {
 		p := auth.PrincipalFrom(ctx)
@@ -485,13 +542,26 @@ func wireAuth(ctx context.Context, cfg *config.Config, o *gateway.Options, lates
 		}
 		latest.note(p)
 		id := gateway.Identity{Key: p.Key(), Context: func(c context.Context) context.Context { return auth.WithPrincipal(c, p) }}
-		if g := pol.For(p); g != nil {
-			id.Allow = g.Allows
-		}
+		id.Allow = bothAllow(pol.For(p), endpointPol[gateway.EndpointFrom(ctx)].For(p))
 		return id
 	}
 	log.Info("authentication on", "issuer", rc.Issuer, "audience", rc.Audience, "policyRules", len(cfg.Policy))
 	return nil
+}
+
+// bothAllow is the allowance of two grants together (nil grants allow everything); nil when both are nil.
+func bothAllow(a, b *auth.Grant) routing.Allow {
+	switch {
+	case a == nil && b == nil:
+		return nil
+	case b == nil:
+		return a.Allows
+	case a == nil:
+		return b.Allows
+	}
+	return func(upstream, kind, name string) bool {
+		return a.Allows(upstream, kind, name) && b.Allows(upstream, kind, name)
+	}
 }
 
 // auditor turns routing's call events into audit log entries.
