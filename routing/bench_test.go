@@ -102,3 +102,35 @@ func BenchmarkExposedName(b *testing.B) {
 		_ = exposedName("fake__", "math.add", maxName)
 	}
 }
+
+// BenchmarkEndpointPage renders the first page of tools/list through endpoints of a 10,000-tool catalog, beside
+// the whole catalog's in the same run (issue 15: an endpoint's page costs at most 1.1× the whole catalog's). The
+// sparse endpoint selects 1 tool in 100, so filling a page means skipping 9,900 others.
+func BenchmarkEndpointPage(b *testing.B) {
+	names := make([]string, 10000)
+	for i := range names {
+		names[i] = fmt.Sprintf(`{"name":"t%05d","inputSchema":{"type":"object"}}`, i)
+	}
+	up := testUpstream("u", "u__", map[listKind][]string{kindTools: names})
+	c := buildCatalog([]*Upstream{up}, nil, "", &Shape{Endpoints: []Endpoint{
+		{Name: "all", Include: []string{"*"}},
+		{Name: "half", Include: []string{"u__t0*", "u__t1*", "u__t2*", "u__t3*", "u__t4*"}},
+		{Name: "sparse", Include: []string{"u__t*00"}},
+	}})
+	for _, size := range []int{100, 1000} {
+		for _, endpoint := range []string{"", "all", "half", "sparse"} {
+			name := endpoint
+			if name == "" {
+				name = "whole"
+			}
+			b.Run(fmt.Sprintf("size=%d/%s", size, name), func(b *testing.B) {
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					if _, err := c.page(kindTools, "", size, testCodec, nil, endpoint); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

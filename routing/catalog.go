@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
@@ -227,13 +228,15 @@ func replaceMember(obj []byte, key, v string) []byte {
 // endpoint narrows the page to an endpoint's view ("" for the whole catalog); its cursors are its own: one
 // endpoint's cursor is refused on another.
 func (c *catalog) page(k listKind, cursor string, size int, codec cursorCodec, allow Allow, endpoint string) ([]byte, error) {
-	var sel []bool
+	// The positions a page walks: every item, or the endpoint's selection. Offsets are catalog positions either
+	// way, so a cursor means the same item whatever the view.
+	var index []int
 	if endpoint != "" {
 		v := c.views[endpoint]
 		if v == nil {
 			return []byte(`{"` + k.key() + `":[]}`), nil // an endpoint a reload removed: nothing left to see
 		}
-		sel = v.selected[k]
+		index = v.index[k]
 	}
 	off := 0
 	if cursor != "" {
@@ -246,35 +249,39 @@ func (c *catalog) page(k listKind, cursor string, size int, codec cursorCodec, a
 	if off > len(items) {
 		return nil, errBadCursor
 	}
+	n, from := len(items), off
+	at := func(j int) int { return j }
+	if endpoint != "" {
+		n, from = len(index), sort.SearchInts(index, off)
+		at = func(j int) int { return index[j] }
+	}
 	visible := func(i int) bool {
-		if sel != nil && !sel[i] {
-			return false
-		}
 		return allow == nil || allow(c.refs[k][i].up.cfg.Name, k.policyKind(), c.refs[k][i].name)
 	}
 	b := make([]byte, 0, 256)
 	b = append(b, `{"`...)
 	b = append(b, k.key()...)
 	b = append(b, `":[`...)
-	n, i := 0, off
-	for ; i < len(items) && n < size; i++ {
+	shown, j := 0, from
+	for ; j < n && shown < size; j++ {
+		i := at(j)
 		if !visible(i) {
 			continue
 		}
-		if n > 0 {
+		if shown > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, items[i]...)
-		n++
+		shown++
 	}
 	b = append(b, ']')
 	more := false
-	for j := i; j < len(items) && !more; j++ {
-		more = visible(j)
+	for m := j; m < n && !more; m++ {
+		more = visible(at(m))
 	}
 	if more {
 		b = append(b, `,"nextCursor":"`...)
-		b = append(b, codec.encode(k, c.gen[k], i, endpoint)...)
+		b = append(b, codec.encode(k, c.gen[k], at(j), endpoint)...)
 		b = append(b, '"')
 	}
 	return append(b, '}'), nil

@@ -60,16 +60,17 @@ func CheckEndpoint(e Endpoint) error {
 // view is an endpoint's part of one catalog snapshot, computed when the catalog is built so that pages and
 // lookups cost a slice index or a map probe, whatever the globs.
 type view struct {
-	selected [numKinds][]bool          // by item index, as catalog.items
-	names    [numKinds]map[string]bool // the selected exposed names (tools, prompts), URIs and templates
-	hash     [numKinds]uint64          // of the selected items: what the endpoint's clients would see change
+	// index holds the catalog's indices of the selected items, ascending: a page walks it from the cursor's
+	// offset, so a sparse view costs what a page of the whole catalog does.
+	index [numKinds][]int
+	names [numKinds]map[string]bool // the selected exposed names (tools, prompts), URIs and templates
+	hash  [numKinds]uint64          // of the selected items: what the endpoint's clients would see change
 }
 
 // newView selects an endpoint's part of a catalog.
 func newView(e *Endpoint, c *catalog) *view {
 	v := &view{}
 	for k := listKind(0); k < numKinds; k++ {
-		v.selected[k] = make([]bool, len(c.items[k]))
 		v.names[k] = map[string]bool{}
 		h := fnv.New64a()
 		for i, raw := range c.items[k] {
@@ -77,7 +78,7 @@ func newView(e *Endpoint, c *catalog) *view {
 			if !e.selects(id) {
 				continue
 			}
-			v.selected[k][i] = true
+			v.index[k] = append(v.index[k], i)
 			v.names[k][id] = true
 			h.Write(raw)
 			h.Write([]byte{0})
