@@ -156,7 +156,8 @@ func (c *Config) String() string {
 
 // Summary is one line on what the configuration serves, for `switchboard
 // check`: "3 upstreams (1 disabled), 2 endpoints (/mcp/research, /mcp/ops),
-// 4 overrides (1 with argument presets), pinning: warn, trust on first use".
+// 4 overrides (1 with argument presets)". It says nothing of pinning, which
+// this version does not enforce yet (the binary refuses a pinning: block).
 func (c *Config) Summary() string {
 	parts := []string{plural(len(c.Upstreams), "upstream")}
 	if d := countFunc(c.Upstreams, func(u Upstream) bool { return u.Disabled }); d > 0 {
@@ -182,16 +183,7 @@ func (c *Config) Summary() string {
 		}
 		parts = append(parts, s)
 	}
-	pin := "pinning: " + string(c.Pinning.OnChange)
-	if c.Pinning.LockFile != "" {
-		pin += ", lock file " + c.Pinning.LockFile
-	} else {
-		pin += ", trust on first use"
-	}
-	if c.Pinning.StripInvisible {
-		pin += ", invisible characters stripped"
-	}
-	return strings.Join(append(parts, pin), ", ")
+	return strings.Join(parts, ", ")
 }
 
 func plural(n int, what string) string {
@@ -268,8 +260,11 @@ func (c *Config) writeOverrides(w *lineWriter) {
 
 func (c *Config) writePinning(w *lineWriter) {
 	pn := c.Pinning
+	if pn == (Pinning{OnChange: PinWarn}) {
+		return // the block is absent: nothing is pinned (pins are not enforced by this version yet)
+	}
 	if pn.LockFile == "" {
-		w.line("pinning: {onChange: %s, stripInvisible: %t}  # no lock file: each definition is trusted on first use", pn.OnChange, pn.StripInvisible)
+		w.line("pinning: {onChange: %s, stripInvisible: %t}", pn.OnChange, pn.StripInvisible)
 		return
 	}
 	w.line("pinning: {lockFile: %s, onChange: %s, stripInvisible: %t}", strconv.Quote(pn.LockFile), pn.OnChange, pn.StripInvisible)
