@@ -163,7 +163,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 //
 // A file that would remove every upstream is refused too, unless allowEmpty: a config cut short by a non-atomic
 // write often still parses, and applying it stops every child and fails every call in flight.
-func reloader(path string, running *config.Config, r *routing.Router, latest *principals, log *slog.Logger, allowEmpty bool) gateway.Reloader {
+func reloader(path string, running *config.Config, r *routing.Router, latest *principals, pols *policies, log *slog.Logger, allowEmpty bool) gateway.Reloader {
 	var mu sync.Mutex
 	return func() (routing.ReloadResult, error) {
 		mu.Lock()
@@ -186,8 +186,15 @@ func reloader(path string, running *config.Config, r *routing.Router, latest *pr
 			log.Error("config reload rejected; the running configuration stays", "err", err)
 			return routing.ReloadResult{}, err
 		}
+		var set *policySet
+		if running.Auth != nil {
+			if set, err = newPolicySet(cfg); err != nil {
+				log.Error("config reload rejected; the running configuration stays", "err", err)
+				return routing.ReloadResult{}, fmt.Errorf("config rejected: %w", err)
+			}
+		}
 		if keys := restartOnly(running, cfg); len(keys) > 0 {
-			log.Warn("config reload applies upstreams, endpoints and overrides; these changes take effect after a restart", "keys", keys)
+			log.Warn("config reload applies upstreams, endpoints, overrides and policies; these changes take effect after a restart", "keys", keys)
 		}
 		running = cfg
 		res, err := r.Reconfigure(ups)
@@ -198,6 +205,9 @@ func reloader(path string, running *config.Config, r *routing.Router, latest *pr
 		if err := r.SetShape(shapeOf(cfg)); err != nil {
 			log.Error("overrides and endpoints not reloaded; the running ones stay", "err", err)
 			return res, fmt.Errorf("overrides and endpoints rejected: %w", err)
+		}
+		if set != nil {
+			pols.cur.Store(set) // open sessions decide by the new policies from their next request
 		}
 		return res, nil
 	}
@@ -215,27 +225,14 @@ func restartOnly(old, cur *config.Config) []string {
 		{"maxBodyBytes", old.MaxBodyBytes, cur.MaxBodyBytes}, {"pageSize", old.PageSize, cur.PageSize},
 		{"requestTimeout", old.RequestTimeout, cur.RequestTimeout}, {"maxRequestTimeout", old.MaxRequestTimeout, cur.MaxRequestTimeout},
 		{"sessionIdleTimeout", old.SessionIdleTimeout, cur.SessionIdleTimeout}, {"cursorSecret", old.CursorSecret, cur.CursorSecret},
-		{"log", old.Log, cur.Log}, {"auth", old.Auth, cur.Auth}, {"policy", old.Policy, cur.Policy},
+		{"log", old.Log, cur.Log}, {"auth", old.Auth, cur.Auth}, {"rateLimit", old.RateLimit, cur.RateLimit},
 		{"maxToolNameLength", old.MaxToolNameLength, cur.MaxToolNameLength}, {"clientHosts", old.ClientHosts, cur.ClientHosts},
-		{"endpoints[].policy", endpointPolicies(old), endpointPolicies(cur)},
 	} {
 		if !reflect.DeepEqual(f.a, f.b) {
 			keys = append(keys, f.key)
 		}
 	}
 	return keys
-}
-
-// endpointPolicies are the endpoints' own policy rules by endpoint: wired into the identity at start, like the
-// global policy, so a change needs a restart (the endpoints' globs reload).
-func endpointPolicies(c *config.Config) map[string][]config.PolicyRule {
-	out := map[string][]config.PolicyRule{}
-	for _, e := range c.Endpoints {
-		if e.Policy != nil {
-			out[e.Name] = e.Policy
-		}
-	}
-	return out
 }
 
 // watchConfig reloads on SIGHUP and whenever the config file's content changes (polled: it works the same on
@@ -500,7 +497,7 @@ func (ps *principals) freshest(p *auth.Principal) *auth.Principal {
 // wireAuth makes the gateway an OAuth resource server when the config has an auth: block: every request to the
 // MCP endpoints is verified, sessions are bound to their principal, and the policy decides what each principal
 // sees and calls.
-func wireAuth(ctx context.Context, cfg *config.Config, o *gateway.Options, latest *principals, log *slog.Logger) error {
+func wireAuth(ctx context.Context, cfg *config.Config, o *gateway.Options, latest *principals, pols *policies, log *slog.Logger) error {
 	rc, ok := resourceConfig(cfg)
 	if !ok {
 		return nil
@@ -510,22 +507,12 @@ func wireAuth(ctx context.Context, cfg *config.Config, o *gateway.Options, lates
 	if err != nil {
 		return err
 	}
-	pol, err := auth.NewPolicy(policyRules(cfg.Policy))
+	// An endpoint's own rules apply on top of the global policy: a principal sees there what both allow.
+	set, err := newPolicySet(cfg)
 	if err != nil {
 		return err
 	}
-	// An endpoint's own rules apply on top of the global policy: a principal sees there what both allow.
-	endpointPol := map[string]*auth.Policy{}
-	for _, e := range cfg.Endpoints {
-		if e.Policy == nil {
-			continue
-		}
-		p, err := auth.NewPolicy(policyRules(e.Policy))
-		if err != nil {
-			return fmt.Errorf("endpoint %q: %w", e.Name, err)
-		}
-		endpointPol[e.Name] = p
-	}
+	pols.cur.Store(set)
 	o.Auth = rs
 	o.Key = func(ctx context.Context) string {
 		p := auth.PrincipalFrom(ctx)
@@ -542,7 +529,7 @@ func wireAuth(ctx context.Context, cfg *config.Config, o *gateway.Options, lates
 		}
 		latest.note(p)
 		id := gateway.Identity{Key: p.Key(), Context: func(c context.Context) context.Context { return auth.WithPrincipal(c, p) }}
-		id.Allow = bothAllow(pol.For(p), endpointPol[gateway.EndpointFrom(ctx)].For(p))
+		id.Allow = pols.allow(p, gateway.EndpointFrom(ctx))
 		return id
 	}
 	log.Info("authentication on", "issuer", rc.Issuer, "audience", rc.Audience, "policyRules", len(cfg.Policy))

@@ -126,6 +126,8 @@ type gatewayProcess struct {
 	adminLn net.Listener
 	reload  gateway.Reloader
 	grace   time.Duration
+	// policies are the running policies (with an auth: block), which a reload swaps.
+	policies *policies
 	// closers release what build acquired, in that order; close runs them in reverse.
 	closers []func()
 }
@@ -134,7 +136,7 @@ type gatewayProcess struct {
 // authentication, the gateway server and the reloader. ctx bounds what build waits for (the issuer's discovery);
 // nothing it starts outlives build, so on error everything acquired is already released.
 func build(ctx context.Context, cfg *config.Config, f serveFlags, log *slog.Logger) (_ *gatewayProcess, err error) {
-	g := &gatewayProcess{path: f.path, log: log, grace: f.grace}
+	g := &gatewayProcess{path: f.path, log: log, grace: f.grace, policies: &policies{}}
 	defer func() {
 		if err != nil {
 			g.close()
@@ -167,7 +169,7 @@ func build(ctx context.Context, cfg *config.Config, f serveFlags, log *slog.Logg
 		return nil, err
 	}
 	g.srv = gateway.New(g.router, gopts)
-	g.reload = reloader(f.path, cfg, g.router, latest, log, f.allowEmpty)
+	g.reload = reloader(f.path, cfg, g.router, latest, g.policies, log, f.allowEmpty)
 	if f.adminListen != "" {
 		if g.adminLn, err = net.Listen("tcp", f.adminListen); err != nil {
 			return nil, &startError{what: "cannot listen for the admin API", attrs: []any{"addr", f.adminListen}, err: err}
@@ -208,7 +210,7 @@ func (g *gatewayProcess) gatewayOptions(ctx context.Context, cfg *config.Config,
 			gopts.Limits.Limiter = mem
 		}
 	}
-	if err := wireAuth(ctx, cfg, &gopts, latest, g.log); err != nil {
+	if err := wireAuth(ctx, cfg, &gopts, latest, g.policies, g.log); err != nil {
 		return gateway.Options{}, &startError{what: "cannot start authentication", err: err}
 	}
 	return gopts, nil
