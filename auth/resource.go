@@ -59,9 +59,25 @@ type IntrospectionConfig struct {
 // How often a failed discovery is retried, at most.
 const discoveryRetry = 5 * time.Second
 
-// ResourceServer authenticates requests to the gateway.
+// ResourceServer authenticates requests to one protected resource: the
+// gateway's own (NewResourceServer) or one of its endpoints (ForEndpoint).
 type ResourceServer struct {
-	cfg    ResourceConfig
+	// shared is the verification state every resource of the gateway uses:
+	// one discovery, one JWKS cache, one introspection cache.
+	*shared
+	// cfg is this resource's configuration: Audience is its resource
+	// identifier and ResourceMetadataURL its metadata's URL; the rest is the
+	// gateway's.
+	cfg ResourceConfig
+	// accepted are the aud values a token may name to be used here
+	// (acceptsAudience).
+	accepted []string
+	// endpoint is the endpoint's name; "" for the gateway's own resource.
+	endpoint string
+}
+
+// shared is the state of a ResourceServer that its endpoints' servers share.
+type shared struct {
 	client *http.Client
 	log    *slog.Logger
 	algs   []string
@@ -74,6 +90,14 @@ type ResourceServer struct {
 	lastTry     time.Time
 	lastErr     error
 	jwksRefresh time.Duration // test hook: keySet.minRefresh
+
+	// The endpoints' servers, by name (ForEndpoint). Reads are lock-free;
+	// endpointsMu serialises insertions, so nEndpoints is exact.
+	endpoints      sync.Map // name → *ResourceServer
+	endpointsMu    sync.Mutex
+	nEndpoints     int
+	endpointLimit  int  // maxEndpoints; a test hook
+	endpointsSpill bool // the limit was reached (warned once)
 }
 
 // NewResourceServer checks cfg and prepares verification. client is used
@@ -119,7 +143,11 @@ func NewResourceServer(ctx context.Context, cfg ResourceConfig, client *http.Cli
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	rs := &ResourceServer{cfg: cfg, client: client, log: cfg.Logger, algs: algs, now: time.Now, jwksRefresh: defaultJWKSMinRefresh}
+	rs := &ResourceServer{
+		shared:   &shared{client: client, log: cfg.Logger, algs: algs, now: time.Now, jwksRefresh: defaultJWKSMinRefresh, endpointLimit: maxEndpoints},
+		cfg:      cfg,
+		accepted: []string{cfg.Audience},
+	}
 	if in := cfg.Introspection; in != nil {
 		if err := checkEndpoint("introspection url", in.URL); err != nil {
 			return nil, err
@@ -210,7 +238,11 @@ func (rs *ResourceServer) discover(ctx context.Context) error {
 	rs.keys = newKeySet(jwksURL, rs.client, rs.algs, func() time.Time { return rs.now() })
 	rs.keys.minRefresh = rs.jwksRefresh
 	rs.verifier = oidc.NewVerifier(rs.cfg.Issuer, rs.keys, &oidc.Config{
-		ClientID:             rs.cfg.Audience,
+		// aud is checked by Authenticate (acceptsAudience), after the
+		// signature, against the resource the request is for: go-oidc's
+		// ClientID takes one value, and this verifier serves the gateway's
+		// resource and every endpoint's.
+		SkipClientIDCheck:    true,
 		SupportedSigningAlgs: rs.algs,
 		SkipExpiryCheck:      true, // checked below, with the configured skew
 	})
@@ -294,7 +326,8 @@ func (rs *ResourceServer) currentVerifier(ctx context.Context) (*oidc.IDTokenVer
 
 // Authenticate verifies the request's bearer token and returns its
 // principal. The token is taken from the Authorization header only, never
-// from the query string or body. Errors: ErrNoToken, *InvalidTokenError,
+// from the query string or body. Its aud must name this resource
+// (acceptsAudience). Errors: ErrNoToken, *InvalidTokenError,
 // *InsufficientScopeError (the configured scopes), *UnavailableError.
 func (rs *ResourceServer) Authenticate(r *http.Request) (*Principal, error) {
 	tok, err := bearerToken(r)
@@ -310,6 +343,9 @@ func (rs *ResourceServer) Authenticate(r *http.Request) (*Principal, error) {
 		err = invalid("not a JWT, and no introspection endpoint is configured")
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := rs.acceptsAudience(stringsOf(p.Claims["aud"])); err != nil {
 		return nil, err
 	}
 	if err := RequireScopes(p, rs.cfg.Scopes...); err != nil {
