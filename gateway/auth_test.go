@@ -407,6 +407,8 @@ type authGatewayOptions struct {
 	gwLog    io.Writer // the gateway's own log (resource server included); nil = discarded
 	// allowOrigin is the gateway's AllowOrigin (cmd/switchboard always sets one); nil = none.
 	allowOrigin func(string) bool
+	// endpoints are served at /mcp/<name>, each a resource of its own (ResourceServer.ForEndpoint).
+	endpoints []routing.Endpoint
 }
 
 func startAuthGateway(t *testing.T, ai *authIssuer, o authGatewayOptions, ups ...routing.UpstreamConfig) *authGateway {
@@ -454,7 +456,7 @@ func startAuthGateway(t *testing.T, ai *authIssuer, o authGatewayOptions, ups ..
 		})
 	}
 
-	r, err := routing.New(routing.Options{Logger: gwLog, PageSize: o.pageSize, Audit: audit}, ups)
+	r, err := routing.New(routing.Options{Logger: gwLog, PageSize: o.pageSize, Audit: audit, Shape: routing.Shape{Endpoints: o.endpoints}}, ups)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +464,13 @@ func startAuthGateway(t *testing.T, ai *authIssuer, o authGatewayOptions, ups ..
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()
-	ts.Config.Handler = gateway.New(r, gateway.Options{Logger: gwLog, Auth: rs, Identify: identify, AllowOrigin: o.allowOrigin}).Handler()
+	authFor := func(name string) gateway.Authenticator { // cmd/switchboard's, as wireAuth sets it
+		if e := rs.ForEndpoint(name); e != nil {
+			return e
+		}
+		return nil
+	}
+	ts.Config.Handler = gateway.New(r, gateway.Options{Logger: gwLog, Auth: rs, AuthFor: authFor, Identify: identify, AllowOrigin: o.allowOrigin}).Handler()
 	ts.Start()
 	t.Cleanup(func() {
 		cancel()

@@ -7,7 +7,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/switchboard-mcp/switchboard/routing"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // Authenticator guards the MCP endpoints: an OAuth resource server (auth.ResourceServer) verifies every request
@@ -57,7 +59,35 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	if s.opts.Auth == nil {
 		return next
 	}
-	guarded := s.opts.Auth.Middleware(next)
+	return s.counted(s.opts.Auth.Middleware(next))
+}
+
+// guardEndpoint is guard for /mcp/{endpoint}: the endpoint is a resource of its own (RFC 9728), with its own
+// audience and metadata, so its challenges point clients there.
+func (s *Server) guardEndpoint(next http.Handler) http.Handler {
+	if s.opts.Auth == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a := s.endpointAuth(chi.URLParam(r, "endpoint"))
+		if a == nil {
+			writeError(w, http.StatusNotFound, nil, protocol.CodeInvalidRequest, "no such endpoint: use /mcp for the whole catalog")
+			return
+		}
+		s.counted(a.Middleware(next)).ServeHTTP(w, r)
+	})
+}
+
+// endpointAuth is the authenticator of an endpoint's resource; nil for a name no endpoint could have.
+func (s *Server) endpointAuth(name string) Authenticator {
+	if s.opts.AuthFor == nil {
+		return s.opts.Auth
+	}
+	return s.opts.AuthFor(name)
+}
+
+// counted counts the authenticator's refusals in switchboard.auth.failures.
+func (s *Server) counted(guarded http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w}
 		guarded.ServeHTTP(sw, r)

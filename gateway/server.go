@@ -51,6 +51,9 @@ type Options struct {
 	// request's context into the caller's identity and policy.
 	Auth     Authenticator
 	Identify func(context.Context) Identity
+	// AuthFor, when set, returns the authenticator of an endpoint's own resource (/mcp/<name>: its audience,
+	// RFC 9728 metadata and challenges), or nil for a name no endpoint could have; unset, endpoints share Auth.
+	AuthFor func(endpoint string) Authenticator
 	// Limits, when Limits.Limiter is set, bound each caller's requests.
 	Limits Limits
 	// Events, when set, is the shared SSE event log: streams resume, and standalone streams are read, on any
@@ -122,6 +125,22 @@ func New(r *routing.Router, opts Options) *Server {
 		mux.Method(http.MethodGet, opts.Auth.MetadataPath(), md)
 		mux.Method(http.MethodHead, opts.Auth.MetadataPath(), md)
 		mux.Method(http.MethodOptions, opts.Auth.MetadataPath(), md)
+		// Each endpoint's metadata, at the well-known path suffixed with the endpoint's own resource path, for
+		// the endpoints configured now (a reload may add or remove them).
+		if opts.AuthFor != nil {
+			emd := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				for _, name := range s.r.EndpointNames() {
+					if a := opts.AuthFor(name); a != nil && a.MetadataPath() == r.URL.Path {
+						a.MetadataHandler().ServeHTTP(w, r)
+						return
+					}
+				}
+				http.NotFound(w, r)
+			})
+			for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodOptions} {
+				mux.Method(m, "/.well-known/oauth-protected-resource/*", emd)
+			}
+		}
 	}
 	mux.Group(func(mcp chi.Router) {
 		// Preflights carry no credentials: they are answered before the guard, for allowed origins only.
@@ -138,8 +157,11 @@ func New(r *routing.Router, opts Options) *Server {
 		mcp.Get("/sse", s.legacyGet)
 		mcp.Post("/message", s.legacyPost)
 		mcp.Post("/messages", s.legacyPost)
+	})
+	mux.Group(func(mcp chi.Router) {
+		mcp.Use(s.checkOrigin, s.cors)
 		mcp.Route("/mcp/{endpoint}", func(ep chi.Router) {
-			ep.Use(s.atEndpoint)
+			ep.Use(s.guardEndpoint, s.atEndpoint) // authenticated first: an endpoint's name is not public
 			ep.Post("/", s.post)
 			ep.Get("/", s.get)
 			ep.Delete("/", s.delete)

@@ -383,6 +383,16 @@ func (r *Router) checkShape(sh *Shape) error {
 	return nil
 }
 
+// EndpointNames lists the endpoints configured now, in configuration order.
+func (r *Router) EndpointNames() []string {
+	sh := r.shape.Load()
+	names := make([]string, 0, len(sh.Endpoints))
+	for _, e := range sh.Endpoints {
+		names = append(names, e.Name)
+	}
+	return names
+}
+
 // HasEndpoint reports whether an endpoint of that name is configured now.
 func (r *Router) HasEndpoint(name string) bool { return r.shape.Load().endpoint(name) != nil }
 

@@ -514,6 +514,12 @@ func wireAuth(ctx context.Context, cfg *config.Config, o *gateway.Options, lates
 	}
 	pols.cur.Store(set)
 	o.Auth = rs
+	o.AuthFor = func(name string) gateway.Authenticator {
+		if e := rs.ForEndpoint(name); e != nil {
+			return e
+		}
+		return nil // not (*auth.ResourceServer)(nil): the gateway tests for no authenticator
+	}
 	o.Key = func(ctx context.Context) string {
 		p := auth.PrincipalFrom(ctx)
 		if p == nil {
