@@ -36,7 +36,7 @@ func TestAuthEndpoints(t *testing.T) {
 	}
 	for _, c := range []struct {
 		audience, path string
-		want            int
+		want           int
 	}{
 		{g.audience, "/mcp/team", http.StatusOK}, // a client that knows only the gateway
 		{team, "/mcp/team", http.StatusOK},       // RFC 8707: the token names the endpoint

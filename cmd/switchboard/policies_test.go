@@ -18,7 +18,7 @@ func TestPoliciesReload(t *testing.T) {
 		}}},
 	}
 	after := &config.Config{
-		Policy: []config.PolicyRule{{Match: config.PolicyMatch{Groups: []string{"support"}}, Allow: []string{"linear"}}},
+		Policy:    []config.PolicyRule{{Match: config.PolicyMatch{Groups: []string{"support"}}, Allow: []string{"linear"}}},
 		Endpoints: before.Endpoints,
 	}
 	var pols policies
