@@ -1,13 +1,22 @@
 // Package state is the shared state that lets any replica of the gateway serve any session (design §7): client
-// session records, per-stream SSE event logs for Last-Event-ID resumption, cross-replica message delivery, and
-// per-principal rate and concurrency limits.
+// session records, per-stream SSE event logs for Last-Event-ID resumption, cross-replica message delivery,
+// per-principal rate and concurrency limits, the registry of live replicas, and the pinned hashes of tool and
+// prompt definitions.
 //
-// Each concern is a small interface (SessionStore, EventLog, Bus, RateLimiter); Store is all four. Two
-// implementations satisfy every one of them and pass the same conformance suite:
+// Each concern is a small interface (SessionStore, EventLog, Bus, RateLimiter, ReplicaRegistry, PinStore); Store
+// is all of them. Two implementations satisfy every one of them and pass the same conformance suite:
 //
 //   - Memory (NewMemory): the single-replica default. Nothing to run, nothing shared.
 //   - Redis (NewRedis): go-redis v9 over a redis.UniversalClient, so a single node, Sentinel (failover) and
 //     Cluster options all work.
+//
+// # What Memory forgets
+//
+// Memory holds everything in the gateway's process, so a restart forgets all of it: sessions (clients must
+// initialize again), event logs, limits, replica registrations and pins. Forgotten pins matter most: after a
+// restart the first definition of each tool and prompt is trusted again, so a definition that changed while the
+// gateway was down is pinned as if it were the original, with no drift reported. Use a lock file, or Redis (whose
+// pins never expire and outlive every replica), where that matters.
 //
 // # Keys in Redis
 //
@@ -21,6 +30,9 @@
 //	                                           Append and Close
 //	<prefix>rate:{<key>}                      hash: "tokens" (float), "ts" (µs, Redis TIME): a token bucket
 //	<prefix>lease:{<key>}                     sorted set: lease id → expiry (ms, Redis TIME)
+//	<prefix>replica:<hash of URL>             string: the replica's URL; PX = its registration TTL
+//	<prefix>{pins}                            hash: pin key → pinned definition hash; no expiry (one key, one
+//	                                           slot; HGETALL lists it, at most MaxPins fields)
 //	<prefix>bus:<channel>                     pub/sub channel (not a key; PUBLISH reaches every Cluster node)
 //
 // Scripts run by EVALSHA and fall back to EVAL when the server does not know them (after a restart or failover).
@@ -28,8 +40,8 @@
 //
 // # Errors
 //
-// ErrNotFound, ErrExists, ErrClosed and ErrInvalid report what the data says. Any failure to reach or use Redis
-// (refused connection, timeout, failover in progress, a cancelled context) is returned wrapped in ErrUnavailable,
-// together with the underlying error, so callers can test errors.Is(err, ErrUnavailable) and degrade. go-redis
-// redials on its own: once Redis is back, the same Redis value works again, with no restart.
+// ErrNotFound, ErrExists, ErrClosed, ErrInvalid and ErrFull report what the data says. Any failure to reach or
+// use Redis (refused connection, timeout, failover in progress, a cancelled context) is returned wrapped in
+// ErrUnavailable, together with the underlying error, so callers can test errors.Is(err, ErrUnavailable) and
+// degrade. go-redis redials on its own: once Redis is back, the same Redis value works again, with no restart.
 package state

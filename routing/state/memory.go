@@ -8,7 +8,8 @@ import (
 )
 
 // Memory is the in-process Store: the single-replica default, with nothing to run. Expired entries are dropped
-// when they are next looked at, and swept now and then by the operations that add entries.
+// when they are next looked at, and swept now and then by the operations that add entries. Pins never expire, but
+// like everything else in a Memory they are gone when the process ends (see the package documentation).
 type Memory struct {
 	opts options
 	bus  *fanout
@@ -29,6 +30,9 @@ type Memory struct {
 
 	repMu    sync.Mutex // replicas
 	replicas map[string]time.Time
+
+	pinMu sync.Mutex // pins
+	pins  map[string]string
 }
 
 type memSession struct {
@@ -47,6 +51,7 @@ func NewMemory(opts ...Option) *Memory {
 		buckets:  map[string]*bucket{},
 		leases:   map[string]map[uint64]time.Time{},
 		replicas: map[string]time.Time{},
+		pins:     map[string]string{},
 	}
 }
 

@@ -1,6 +1,8 @@
 package state
 
 import (
+	"errors"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,13 +13,18 @@ import (
 // block timer alike; and a Tail waiting for events is durably blocked, which synctest.Wait sees.
 func newMemoryHarness(t *testing.T, opts ...Option) *harness {
 	const ttl = time.Second // as against real Redis: fake time also runs down ctxT's deadline
-	m := NewMemory(append([]Option{WithSessionTTL(ttl), WithEventLog(0, ttl)}, opts...)...)
-	t.Cleanup(m.Shutdown)
+	newMemory := func(t *testing.T, opts ...Option) *Memory {
+		m := NewMemory(append([]Option{WithSessionTTL(ttl), WithEventLog(0, ttl)}, opts...)...)
+		t.Cleanup(m.Shutdown)
+		return m
+	}
 	return &harness{
-		Store:     m,
+		Store:     newMemory(t, opts...),
 		advance:   time.Sleep,
 		ttl:       ttl,
 		awaitTail: func(*testing.T) func() { return synctest.Wait },
+		// A second Memory shares nothing with the first: it is what a restart leaves, an empty store.
+		second: func(t *testing.T, opts ...Option) Store { return newMemory(t, opts...) },
 	}
 }
 
@@ -71,6 +78,28 @@ func TestMemorySweeps(t *testing.T) {
 				sessions, logs, buckets, leases)
 		}
 	})
+}
+
+// TestMemoryMaxPins checks that a Memory keeps MaxPins pins, and refuses the next one with ErrFull.
+func TestMemoryMaxPins(t *testing.T) {
+	t.Parallel()
+	m := NewMemory()
+	defer m.Shutdown()
+	ctx := t.Context()
+	for i := range MaxPins {
+		if _, err := m.PinIfAbsent(ctx, strconv.Itoa(i), "h"); err != nil {
+			t.Fatalf("pin %d: %v", i+1, err)
+		}
+	}
+	if _, err := m.PinIfAbsent(ctx, "one more", "h"); !errors.Is(err, ErrFull) {
+		t.Fatalf("pin %d: %v, want ErrFull", MaxPins+1, err)
+	}
+	if err := m.SetPin(ctx, "one more", "h"); !errors.Is(err, ErrFull) {
+		t.Fatalf("SetPin of pin %d: %v, want ErrFull", MaxPins+1, err)
+	}
+	if pins, err := m.Pins(ctx); err != nil || len(pins) != MaxPins {
+		t.Fatalf("Pins: %d, %v; want %d", len(pins), err, MaxPins)
+	}
 }
 
 func TestEventIDs(t *testing.T) {

@@ -24,6 +24,7 @@ type options struct {
 	eventMaxLen int
 	eventTTL    time.Duration
 	busBuffer   int
+	maxPins     int // MaxPins; smaller in tests
 }
 
 func buildOptions(opts []Option) options {
@@ -32,6 +33,7 @@ func buildOptions(opts []Option) options {
 		eventMaxLen: DefaultEventLogLen,
 		eventTTL:    DefaultEventLogTTL,
 		busBuffer:   DefaultBusBuffer,
+		maxPins:     MaxPins,
 	}
 	for _, opt := range opts {
 		opt(&o)

@@ -173,15 +173,23 @@ func TestRedisServer(t *testing.T) {
 	runSuite(t, func(t *testing.T, opts ...Option) *harness {
 		const ttl = time.Second
 		name := fmt.Sprintf("sbtest%d", prefixSeq.Add(1))
+		newRedis := func(t *testing.T, c redis.UniversalClient, opts ...Option) *Redis {
+			r := NewRedis(c, name+":", append([]Option{WithSessionTTL(ttl), WithEventLog(0, ttl)}, opts...)...)
+			t.Cleanup(r.Shutdown)
+			return r
+		}
 		c := newNamedClient(t, srv.addr(), name)
-		r := NewRedis(c, name+":", append([]Option{WithSessionTTL(ttl), WithEventLog(0, ttl)}, opts...)...)
-		t.Cleanup(r.Shutdown)
 		return &harness{
-			Store:      r,
+			Store:      newRedis(t, c, opts...),
 			ttl:        ttl,
 			advance:    time.Sleep,
 			approxTrim: true,
 			awaitTail:  func(t *testing.T) func() { return func() { waitBlocked(t, c, name) } },
+			// Same prefix, another client (named apart, so that waitBlocked never takes its connections).
+			second: func(t *testing.T, opts ...Option) Store {
+				return newRedis(t, newNamedClient(t, srv.addr(), name+"-second"), opts...)
+			},
+			shared: true,
 		}
 	}, false)
 }

@@ -79,6 +79,7 @@ func (r *Redis) eventsKey(session string, stream int64) string {
 func (r *Redis) rateKey(key string) string   { return r.prefix + "rate:{" + key + "}" }
 func (r *Redis) leaseKey(key string) string  { return r.prefix + "lease:{" + key + "}" }
 func (r *Redis) busChannel(ch string) string { return r.prefix + "bus:" + ch }
+func (r *Redis) pinsKey() string             { return r.prefix + "{pins}" }
 func (r *Redis) busPrefix() string           { return r.prefix + "bus:" }
 
 var errBadReply = errors.New("unexpected reply")

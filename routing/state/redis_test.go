@@ -81,11 +81,16 @@ func newMiniredisHarness(t *testing.T, opts ...Option) *harness {
 	now := time.Now()
 	mr.SetTime(now)
 	const ttl = time.Minute
-	r := NewRedis(newClient(t, mr.Addr()), "", append([]Option{WithSessionTTL(ttl), WithEventLog(0, ttl)}, opts...)...)
-	t.Cleanup(r.Shutdown)
+	newRedis := func(t *testing.T, opts ...Option) *Redis {
+		r := NewRedis(newClient(t, mr.Addr()), "", append([]Option{WithSessionTTL(ttl), WithEventLog(0, ttl)}, opts...)...)
+		t.Cleanup(r.Shutdown)
+		return r
+	}
 	return &harness{
-		Store: r,
-		ttl:   ttl,
+		Store:  newRedis(t, opts...),
+		ttl:    ttl,
+		second: func(t *testing.T, opts ...Option) Store { return newRedis(t, opts...) },
+		shared: true,
 		advance: func(d time.Duration) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -142,6 +147,19 @@ func TestRedisKeys(t *testing.T) {
 				t.Errorf("key %s%s has no TTL", tc.want, key)
 			}
 		}
+		// Pins are one hash, with no expiry.
+		if _, err := r.PinIfAbsent(ctx, "up\x00tool\x00t", "h"); err != nil {
+			t.Fatal(err)
+		}
+		if !mr.Exists(tc.want + "{pins}") {
+			t.Errorf("prefix %q: no key %s{pins}; keys: %v", tc.prefix, tc.want, mr.Keys())
+		}
+		if ttl := mr.TTL(tc.want + "{pins}"); ttl != 0 {
+			t.Errorf("key %s{pins} has a TTL of %v, want none", tc.want, ttl)
+		}
+		if v := mr.HGet(tc.want+"{pins}", "up\x00tool\x00t"); v != "h" {
+			t.Errorf("field of the pin in %s{pins} = %q, want %q", tc.want, v, "h")
+		}
 		r.Shutdown()
 	}
 	if ttl := mr.TTL("switchboard:session:{abc}"); ttl != DefaultSessionTTL {
@@ -172,6 +190,15 @@ func TestRedisScriptReload(t *testing.T) {
 	}
 	if err := r.Create(ctx, SessionRecord{ID: "s"}); err != nil {
 		t.Fatalf("Create after SCRIPT FLUSH: %v", err)
+	}
+	if got, err := r.PinIfAbsent(ctx, "k", "h"); err != nil || got != "h" {
+		t.Fatalf("PinIfAbsent after SCRIPT FLUSH: %q, %v", got, err)
+	}
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetPin(ctx, "k", "h2"); err != nil {
+		t.Fatalf("SetPin after SCRIPT FLUSH: %v", err)
 	}
 }
 
@@ -205,6 +232,17 @@ func checkUnavailable(t *testing.T, r *Redis) {
 		},
 		"Allow":   func(ctx context.Context) error { _, _, err := r.Allow(ctx, "k", 1, 1); return err },
 		"Acquire": func(ctx context.Context) error { _, _, err := r.Acquire(ctx, "k", 1, time.Second); return err },
+		"RegisterReplica": func(ctx context.Context) error {
+			return r.RegisterReplica(ctx, "http://10.0.0.1/mcp", time.Second)
+		},
+		"ReplicaRegistered": func(ctx context.Context) error {
+			_, err := r.ReplicaRegistered(ctx, "http://10.0.0.1/mcp")
+			return err
+		},
+		"PinIfAbsent": func(ctx context.Context) error { _, err := r.PinIfAbsent(ctx, "k", "h"); return err },
+		"SetPin":      func(ctx context.Context) error { return r.SetPin(ctx, "k", "h") },
+		"DeletePin":   func(ctx context.Context) error { return r.DeletePin(ctx, "k") },
+		"Pins":        func(ctx context.Context) error { _, err := r.Pins(ctx); return err },
 	}
 	for name, op := range ops {
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)

@@ -82,3 +82,24 @@ redis.call('ZADD', KEYS[1], now + ttl, ARGV[3])
 if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
 return 1
 `)
+
+// pinIfAbsent: KEYS[1] = the pins hash; ARGV = pin key, hash, the most pins kept. The pin in force: the one there,
+// or ARGV[2] when there was none and it was set; 0 when there was none and the hash holds the most pins already.
+// The read, the count and the write are one script, so concurrent callers (on any replica) agree on one pin.
+var pinIfAbsent = redis.NewScript(`
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if cur then return cur end
+if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return ARGV[2]
+`)
+
+// setPin: KEYS[1] = the pins hash; ARGV = pin key, hash, the most pins kept. 1 when set, 0 when the key is new and
+// the hash holds the most pins already.
+var setPin = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 and redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then
+  return 0
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+`)

@@ -23,6 +23,9 @@ var (
 	// ErrUnavailable: the backing store could not be reached or could not answer in time. The error also wraps
 	// the cause. Callers degrade (refuse, or serve what they hold locally); the store recovers by itself.
 	ErrUnavailable = errors.New("state: store unavailable")
+	// ErrFull: a bounded table is at its maximum (MaxPins pins), so nothing was added. Entries already there can
+	// still be read, replaced and deleted; deleting makes room.
+	ErrFull = errors.New("state: store full")
 )
 
 // SessionRecord is what any replica needs to serve a client session it did not create (design §3): the routing
@@ -140,6 +143,28 @@ type ReplicaRegistry interface {
 	ReplicaRegistered(ctx context.Context, url string) (bool, error)
 }
 
+// PinStore keeps the pinned hash of each tool's and prompt's definition, shared by every replica: the first
+// definition seen is trusted, later ones are compared with it, and an admin's approval replaces it.
+//
+// Keys are opaque to the store (the caller builds "<upstream>\x00<kind>\x00<name>"; any bytes are kept as they
+// are), non-empty and at most 4096 bytes; hashes are non-empty and at most 512 bytes (ErrInvalid otherwise). A
+// store keeps at most MaxPins pins: a new one past that is refused with ErrFull. Pins never expire. Redis keeps
+// them until they are deleted, so every replica, and a replica restarted, sees the same pins; Memory keeps them
+// for the life of its process, so a restart forgets every pin and trusts the first definitions it sees again.
+type PinStore interface {
+	// PinIfAbsent pins hash under key unless a pin is there, and returns the pin in force: the existing one, or
+	// hash when it was absent. Atomic across replicas: two replicas that see different definitions first agree
+	// on one.
+	PinIfAbsent(ctx context.Context, key, hash string) (pinned string, err error)
+	// SetPin replaces the pin of key (an approval).
+	SetPin(ctx context.Context, key, hash string) error
+	// DeletePin removes the pin of key (the item is gone and an admin forgets it). Deleting a missing pin is not
+	// an error.
+	DeletePin(ctx context.Context, key string) error
+	// Pins returns every pin.
+	Pins(ctx context.Context) (map[string]string, error)
+}
+
 // Store is every part of the shared state, as Memory and Redis provide it.
 type Store interface {
 	SessionStore
@@ -147,6 +172,7 @@ type Store interface {
 	Bus
 	RateLimiter
 	ReplicaRegistry
+	PinStore
 	// Ping reports whether the store can be used (for /readyz); an error wraps ErrUnavailable.
 	Ping(ctx context.Context) error
 	// Shutdown ends subscriptions (closing their channels) and background work. It does not close a Redis

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -28,6 +30,12 @@ type harness struct {
 	ttl time.Duration
 	// approxTrim: the event log trims approximately (MAXLEN ~ in Redis: whole nodes of 100 entries).
 	approxTrim bool
+	// second makes another store as a second replica, or this one restarted, makes it: over the same Redis data
+	// and prefix, on a client of its own; for Memory a new, empty Memory, its data being its process's. opts come
+	// after the factory's own, as with the factory.
+	second func(t *testing.T, opts ...Option) Store
+	// shared: what this store writes, second's stores see (Redis); otherwise a restart forgets it (Memory).
+	shared bool
 }
 
 // factory makes a fresh, empty store; t.Cleanup shuts it down. opts come after the factory's own (its TTLs).
@@ -55,6 +63,12 @@ func runSuite(t *testing.T, newStore factory, inBubble bool) {
 		{"RateLimit", testRateLimit},
 		{"Leases", testLeases},
 		{"Replicas", testReplicas},
+		{"Pins", testPins},
+		{"PinConcurrent", testPinConcurrent},
+		{"PinKeys", testPinKeys},
+		{"PinRestart", testPinRestart},
+		{"PinLimit", testPinLimit},
+		{"PinCancelled", testPinCancelled},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -824,5 +838,285 @@ func testReplicas(t *testing.T, newStore factory) {
 	}
 	if ok, err := h.ReplicaRegistered(ctx, a); err != nil || !ok {
 		t.Errorf("a, registered again 0.6 TTL ago: ReplicaRegistered = %v, %v; want true", ok, err)
+	}
+}
+
+// samePins checks that s holds exactly want.
+func samePins(t *testing.T, s PinStore, want map[string]string, what string) {
+	t.Helper()
+	got, err := s.Pins(ctxT(t))
+	if err != nil {
+		t.Fatalf("%s: Pins: %v", what, err)
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("%s: Pins = %q, want %q", what, got, want)
+	}
+}
+
+// testPins: the first pin of a key is kept against other hashes, SetPin replaces it, and after DeletePin the key
+// is pinned anew; Pins lists what is there and is the caller's to change.
+func testPins(t *testing.T, newStore factory) {
+	h := newStore(t)
+	ctx := ctxT(t)
+	samePins(t, h, nil, "empty store")
+	const tool, prompt = "search\x00tool\x00query", "search\x00prompt\x00summarize"
+	if got, err := h.PinIfAbsent(ctx, tool, "sha256:aaaa"); err != nil || got != "sha256:aaaa" {
+		t.Fatalf("first PinIfAbsent = %q, %v; want its own hash", got, err)
+	}
+	if got, err := h.PinIfAbsent(ctx, tool, "sha256:bbbb"); err != nil || got != "sha256:aaaa" {
+		t.Fatalf("PinIfAbsent with another hash = %q, %v; want the first pin", got, err)
+	}
+	if got, err := h.PinIfAbsent(ctx, tool, "sha256:aaaa"); err != nil || got != "sha256:aaaa" {
+		t.Fatalf("PinIfAbsent with the same hash = %q, %v", got, err)
+	}
+	if got, err := h.PinIfAbsent(ctx, prompt, "sha256:cccc"); err != nil || got != "sha256:cccc" {
+		t.Fatalf("PinIfAbsent of another key = %q, %v", got, err)
+	}
+	samePins(t, h, map[string]string{tool: "sha256:aaaa", prompt: "sha256:cccc"}, "two pins")
+
+	// An approval replaces the pin; PinIfAbsent keeps the new one.
+	if err := h.SetPin(ctx, tool, "sha256:bbbb"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := h.PinIfAbsent(ctx, tool, "sha256:aaaa"); err != nil || got != "sha256:bbbb" {
+		t.Fatalf("PinIfAbsent after SetPin = %q, %v; want the approved hash", got, err)
+	}
+	// SetPin of a key with no pin pins it.
+	const fresh = "files\x00tool\x00read"
+	if err := h.SetPin(ctx, fresh, "sha256:dddd"); err != nil {
+		t.Fatal(err)
+	}
+	samePins(t, h, map[string]string{tool: "sha256:bbbb", prompt: "sha256:cccc", fresh: "sha256:dddd"}, "after SetPin")
+
+	// What Pins returns is the caller's.
+	got, err := h.Pins(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got[tool] = "changed"
+	delete(got, prompt)
+	samePins(t, h, map[string]string{tool: "sha256:bbbb", prompt: "sha256:cccc", fresh: "sha256:dddd"},
+		"after changing a listing")
+
+	// Deleted, a key is pinned anew by the next definition seen.
+	if err := h.DeletePin(ctx, tool); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.DeletePin(ctx, tool); err != nil {
+		t.Fatalf("DeletePin of a missing pin: %v", err)
+	}
+	samePins(t, h, map[string]string{prompt: "sha256:cccc", fresh: "sha256:dddd"}, "after DeletePin")
+	if got, err := h.PinIfAbsent(ctx, tool, "sha256:eeee"); err != nil || got != "sha256:eeee" {
+		t.Fatalf("PinIfAbsent after DeletePin = %q, %v; want the new hash", got, err)
+	}
+
+	long := strings.Repeat("k", 4097)
+	for _, bad := range []struct{ key, hash string }{{"", "h"}, {"k", ""}, {long, "h"}, {"k", long[:513]}} {
+		if _, err := h.PinIfAbsent(ctx, bad.key, bad.hash); !errors.Is(err, ErrInvalid) {
+			t.Errorf("PinIfAbsent(key of %d bytes, hash of %d): %v, want ErrInvalid", len(bad.key), len(bad.hash), err)
+		}
+		if err := h.SetPin(ctx, bad.key, bad.hash); !errors.Is(err, ErrInvalid) {
+			t.Errorf("SetPin(key of %d bytes, hash of %d): %v, want ErrInvalid", len(bad.key), len(bad.hash), err)
+		}
+	}
+	for _, bad := range []string{"", long} {
+		if err := h.DeletePin(ctx, bad); !errors.Is(err, ErrInvalid) {
+			t.Errorf("DeletePin(key of %d bytes): %v, want ErrInvalid", len(bad), err)
+		}
+	}
+	if got, err := h.PinIfAbsent(ctx, long[:4096], long[:512]); err != nil || got != long[:512] {
+		t.Errorf("PinIfAbsent at the bounds = %d bytes, %v", len(got), err)
+	}
+}
+
+// testPinConcurrent: callers that race to pin keys with different hashes, on two stores (two replicas) where the
+// data is shared, all get the same pin back for a key, and it is the one stored.
+func testPinConcurrent(t *testing.T, newStore factory) {
+	h := newStore(t)
+	ctx := ctxT(t)
+	stores := []PinStore{h}
+	if h.shared {
+		stores = append(stores, h.second(t))
+	}
+	const keys, callers = 8, 16
+	got := make([][]string, keys)
+	for k := range got {
+		got[k] = make([]string, callers)
+	}
+	errs := make(chan error, keys*callers)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Go(func() {
+			<-start
+			s := stores[c%len(stores)]
+			for k := range keys {
+				pin, err := s.PinIfAbsent(ctx, fmt.Sprintf("up\x00tool\x00t%d", k), fmt.Sprintf("hash-of-caller-%d", c))
+				if err != nil {
+					errs <- err
+				}
+				got[k][c] = pin
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	pins, err := h.Pins(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pins) != keys {
+		t.Fatalf("%d pins, want %d: %q", len(pins), keys, pins)
+	}
+	for k := range keys {
+		key := fmt.Sprintf("up\x00tool\x00t%d", k)
+		if !strings.HasPrefix(pins[key], "hash-of-caller-") {
+			t.Errorf("key %q pinned to %q, none of the callers' hashes", key, pins[key])
+		}
+		for c, pin := range got[k] {
+			if pin != pins[key] {
+				t.Errorf("key %q: caller %d got %q, the pin is %q", key, c, pin, pins[key])
+			}
+		}
+	}
+}
+
+// testPinKeys: keys and hashes are opaque bytes: NULs, any Unicode, invalid UTF-8 and braces (a Redis hash tag's)
+// come back exactly, and keys that differ in one byte are different pins.
+func testPinKeys(t *testing.T, newStore factory) {
+	h := newStore(t)
+	ctx := ctxT(t)
+	want := map[string]string{
+		"up\x00tool\x00search":                      "sha256:01",
+		"up\x00tool\x00search\x00":                  "sha256:02",
+		"\x00":                                      "sha256:03",
+		"up\x00tool\x00søg":                         "sha256:04",
+		"上游\x00prompt\x00摘要":                        "sha256:05",
+		"up\x00tool\x00🔍 find":                      "sha256:06",
+		"up\x00tool\x00ex\u202eec\u200b":            "sha256:07", // bidirectional override, zero-width space
+		"up\x00tool\x00\xff\xfe":                    "sha256:08", // not UTF-8
+		"{pins}\x00tool\x00{x}":                     "sha256:09",
+		"up\x00tool\x00UPPER":                       "sha256:10",
+		"up\x00tool\x00upper":                       "sha256:11",
+		"up\x00tool\x00hash with NUL and ünï":       "sha256:\x00\xffé",
+		"up\x00tool\x00" + strings.Repeat("x", 600): "sha256:12",
+	}
+	for k, v := range want {
+		if got, err := h.PinIfAbsent(ctx, k, v); err != nil || got != v {
+			t.Fatalf("PinIfAbsent(%q) = %q, %v; want %q", k, got, err, v)
+		}
+	}
+	samePins(t, h, want, "odd keys")
+	for k, v := range want {
+		if got, err := h.PinIfAbsent(ctx, k, "other"); err != nil || got != v {
+			t.Errorf("PinIfAbsent(%q) again = %q, %v; want %q", k, got, err, v)
+		}
+	}
+	if err := h.DeletePin(ctx, "up\x00tool\x00search"); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, "up\x00tool\x00search")
+	samePins(t, h, want, "after deleting one of two keys that differ by a trailing NUL")
+}
+
+// testPinRestart: a store made afresh over the same data (this one restarted, or another replica) sees the pins
+// with Redis, and they see each other's changes; a Memory made afresh has none, and trusts the first definition it
+// sees again: what a memory store forgets at a restart.
+func testPinRestart(t *testing.T, newStore factory) {
+	h := newStore(t)
+	ctx := ctxT(t)
+	want := map[string]string{"up\x00tool\x00a": "sha256:aa", "up\x00prompt\x00b": "sha256:bb"}
+	for k, v := range want {
+		if _, err := h.PinIfAbsent(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.SetPin(ctx, "up\x00tool\x00a", "sha256:approved"); err != nil {
+		t.Fatal(err)
+	}
+	want["up\x00tool\x00a"] = "sha256:approved"
+	restarted := h.second(t)
+	const key = "up\x00tool\x00a"
+	if !h.shared {
+		samePins(t, restarted, nil, "a new Memory")
+		if got, err := restarted.PinIfAbsent(ctx, key, "sha256:changed"); err != nil || got != "sha256:changed" {
+			t.Errorf("PinIfAbsent on a new Memory = %q, %v; want the definition seen first again", got, err)
+		}
+		return
+	}
+	samePins(t, restarted, want, "a store restarted over the same data")
+	if got, err := restarted.PinIfAbsent(ctx, key, "sha256:changed"); err != nil || got != "sha256:approved" {
+		t.Errorf("PinIfAbsent after a restart = %q, %v; want the approved pin", got, err)
+	}
+	// And the other way: what the restarted store changes, the first one sees.
+	if err := restarted.DeletePin(ctx, "up\x00prompt\x00b"); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, "up\x00prompt\x00b")
+	samePins(t, h, want, "the first store, after the restarted one deleted a pin")
+}
+
+// withMaxPins lowers MaxPins for a test.
+func withMaxPins(n int) Option { return func(o *options) { o.maxPins = n } }
+
+// testPinLimit: past the maximum new keys are refused with ErrFull, by PinIfAbsent and SetPin alike; pins already
+// there can still be read and replaced, and deleting one makes room. Stores over the same data count together.
+func testPinLimit(t *testing.T, newStore factory) {
+	const limit = 3
+	h := newStore(t, withMaxPins(limit))
+	ctx := ctxT(t)
+	want := map[string]string{}
+	for i := range limit {
+		k := fmt.Sprintf("up\x00tool\x00t%d", i)
+		if _, err := h.PinIfAbsent(ctx, k, "h"); err != nil {
+			t.Fatalf("pin %d of %d: %v", i+1, limit, err)
+		}
+		want[k] = "h"
+	}
+	var other PinStore = h
+	if h.shared {
+		other = h.second(t, withMaxPins(limit))
+	}
+	if got, err := other.PinIfAbsent(ctx, "up\x00tool\x00extra", "h"); !errors.Is(err, ErrFull) || got != "" {
+		t.Fatalf("PinIfAbsent past the limit = %q, %v; want ErrFull", got, err)
+	}
+	if err := other.SetPin(ctx, "up\x00tool\x00extra", "h"); !errors.Is(err, ErrFull) {
+		t.Fatalf("SetPin of a new key past the limit: %v, want ErrFull", err)
+	}
+	if got, err := h.PinIfAbsent(ctx, "up\x00tool\x00t0", "other"); err != nil || got != "h" {
+		t.Fatalf("PinIfAbsent of a pinned key at the limit = %q, %v", got, err)
+	}
+	if err := h.SetPin(ctx, "up\x00tool\x00t0", "approved"); err != nil {
+		t.Fatalf("SetPin of a pinned key at the limit: %v", err)
+	}
+	want["up\x00tool\x00t0"] = "approved"
+	samePins(t, h, want, "at the limit")
+	if err := h.DeletePin(ctx, "up\x00tool\x00t1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := other.PinIfAbsent(ctx, "up\x00tool\x00extra", "h"); err != nil || got != "h" {
+		t.Fatalf("PinIfAbsent after a delete made room = %q, %v", got, err)
+	}
+}
+
+// testPinCancelled: with a cancelled context every PinStore method fails with an error wrapping ctx.Err().
+func testPinCancelled(t *testing.T, newStore factory) {
+	h := newStore(t)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	cancel()
+	ops := map[string]func() error{
+		"PinIfAbsent": func() error { _, err := h.PinIfAbsent(ctx, "k", "h"); return err },
+		"SetPin":      func() error { return h.SetPin(ctx, "k", "h") },
+		"DeletePin":   func() error { return h.DeletePin(ctx, "k") },
+		"Pins":        func() error { _, err := h.Pins(ctx); return err },
+	}
+	for name, op := range ops {
+		if err := op(); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s with a cancelled context: %v, want context.Canceled", name, err)
+		}
 	}
 }
