@@ -44,6 +44,10 @@ func (s *Server) limitKey(r *http.Request) string {
 	return "a:" + host
 }
 
+// SetLimits replaces the limits (a config reload): requests admitted from now on count against the new ones.
+// Calls in flight keep the leases they hold.
+func (s *Server) SetLimits(l Limits) { s.limits.Store(&l) }
+
 // admit applies the limits to one request. It answers a refused request itself (HTTP 429 with a JSON-RPC error
 // and Retry-After: "a limited request gets a JSON-RPC error with a retry hint, never a dropped connection") and
 // returns ok false; otherwise release ends the request's hold on the concurrency bound.
@@ -73,7 +77,7 @@ func (f *refusal) answer(m jsonrpc.Message) []byte {
 // (isCall) against the bound on calls in flight, whether it came alone or in a batch. A limiter that cannot be
 // reached lets requests through: limits protect the gateway, an outage of theirs must not stop it.
 func (s *Server) check(ctx context.Context, key string, m jsonrpc.Message) (release func(), refused *refusal) {
-	l := s.opts.Limits
+	l := *s.limits.Load()
 	release = func() {}
 	if l.Limiter == nil {
 		return release, nil

@@ -75,6 +75,8 @@ type Server struct {
 	streams streamsRegistry
 	legacy  legacyConns
 	fwd     forwarders
+	// limits are Options.Limits, which a reload may replace (SetLimits).
+	limits atomic.Pointer[Limits]
 	// logDownUntil (unix ns) skips event-log appends for a while after one failed.
 	logDownUntil atomic.Int64
 	inst         instruments
@@ -104,6 +106,7 @@ func New(r *routing.Router, opts Options) *Server {
 		opts.Logger = slog.Default()
 	}
 	s := &Server{r: r, opts: opts, log: opts.Logger, draining: make(chan struct{}), replicas: &http.Client{}}
+	s.limits.Store(&opts.Limits)
 	var err error
 	if s.inst, err = newInstruments(opts); err != nil {
 		// The instruments are still usable (they record nothing); a bad instrument must not stop the gateway.

@@ -39,6 +39,9 @@ func (r *Router) newSet(cfgs []UpstreamConfig, prev *upstreamSet) (*upstreamSet,
 // ReloadResult says what a Reconfigure changed.
 type ReloadResult struct {
 	Added, Removed, Replaced, Kept []string
+	// RestartNeeded names the changed settings a reload read but did not apply; the caller that read the file
+	// fills it (Reconfigure knows only upstreams).
+	RestartNeeded []string `json:",omitempty"`
 }
 
 // Reconfigure applies a new list of upstreams without a restart (hot reload): upstreams whose configuration is

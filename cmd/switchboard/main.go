@@ -163,7 +163,9 @@ func check(args []string, stdout, stderr io.Writer) int {
 //
 // A file that would remove every upstream is refused too, unless allowEmpty: a config cut short by a non-atomic
 // write often still parses, and applying it stops every child and fails every call in flight.
-func reloader(path string, running *config.Config, r *routing.Router, latest *principals, pols *policies, log *slog.Logger, allowEmpty bool) gateway.Reloader {
+//
+// apply, when set, applies the rest of what reloads (log level, rate limits) once the file is accepted.
+func reloader(path string, running *config.Config, r *routing.Router, latest *principals, pols *policies, log *slog.Logger, allowEmpty bool, apply func(*config.Config)) gateway.Reloader {
 	var mu sync.Mutex
 	return func() (routing.ReloadResult, error) {
 		mu.Lock()
@@ -193,11 +195,13 @@ func reloader(path string, running *config.Config, r *routing.Router, latest *pr
 				return routing.ReloadResult{}, fmt.Errorf("config rejected: %w", err)
 			}
 		}
-		if keys := restartOnly(running, cfg); len(keys) > 0 {
-			log.Warn("config reload applies upstreams, endpoints, overrides and policies; these changes take effect after a restart", "keys", keys)
+		keys := restartOnly(running, cfg)
+		if len(keys) > 0 {
+			log.Warn("config reload applies upstreams, endpoints, overrides, policies, rate limits and the log level; these changes take effect after a restart", "keys", keys)
 		}
 		running = cfg
 		res, err := r.Reconfigure(ups)
+		res.RestartNeeded = keys
 		if err != nil {
 			return res, err
 		}
@@ -208,6 +212,9 @@ func reloader(path string, running *config.Config, r *routing.Router, latest *pr
 		}
 		if set != nil {
 			pols.cur.Store(set) // open sessions decide by the new policies from their next request
+		}
+		if apply != nil {
+			apply(cfg)
 		}
 		return res, nil
 	}
@@ -225,7 +232,7 @@ func restartOnly(old, cur *config.Config) []string {
 		{"maxBodyBytes", old.MaxBodyBytes, cur.MaxBodyBytes}, {"pageSize", old.PageSize, cur.PageSize},
 		{"requestTimeout", old.RequestTimeout, cur.RequestTimeout}, {"maxRequestTimeout", old.MaxRequestTimeout, cur.MaxRequestTimeout},
 		{"sessionIdleTimeout", old.SessionIdleTimeout, cur.SessionIdleTimeout}, {"cursorSecret", old.CursorSecret, cur.CursorSecret},
-		{"log", old.Log, cur.Log}, {"auth", old.Auth, cur.Auth}, {"rateLimit", old.RateLimit, cur.RateLimit},
+		{"log.format", old.Log.Format, cur.Log.Format}, {"auth", old.Auth, cur.Auth},
 		{"maxToolNameLength", old.MaxToolNameLength, cur.MaxToolNameLength}, {"clientHosts", old.ClientHosts, cur.ClientHosts},
 	} {
 		if !reflect.DeepEqual(f.a, f.b) {
@@ -289,7 +296,7 @@ func stdio(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "switchboard stdio: %s configures no endpoint named %q\n", *path, *endpoint)
 		return exitUsage
 	}
-	log := newLogger(cfg.Log, stderr)
+	log, _ := newLogger(cfg.Log, stderr)
 	r, err := newRouter(cfg, log, nil, nil, nil)
 	if err != nil {
 		log.Error("cannot start", "err", err)
@@ -578,10 +585,14 @@ func injectTraceContext(ctx context.Context, h http.Header) error {
 	return nil
 }
 
-func newLogger(c config.LogConfig, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: c.Level}
+// newLogger returns the logger of a config's log block, and the level it filters by, which a reload may change
+// (the format needs a restart).
+func newLogger(c config.LogConfig, w io.Writer) (*slog.Logger, *slog.LevelVar) {
+	level := new(slog.LevelVar)
+	level.Set(c.Level)
+	opts := &slog.HandlerOptions{Level: level}
 	if c.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(slog.NewJSONHandler(w, opts)), level
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(slog.NewTextHandler(w, opts)), level
 }

@@ -48,7 +48,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "switchboard: --admin-listen %s is not a loopback address: the admin API has no authentication of its own\n", f.adminListen)
 		return exitUsage
 	}
-	log := newLogger(cfg.Log, stderr)
+	log, level := newLogger(cfg.Log, stderr)
 	for _, w := range cfg.Warnings {
 		log.Warn("config", "problem", w.String())
 	}
@@ -62,7 +62,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	g, err := build(ctx, cfg, f, log)
+	g, err := build(ctx, cfg, f, log, level)
 	if err != nil {
 		logStartError(log, err)
 		return exitFailure
@@ -128,6 +128,9 @@ type gatewayProcess struct {
 	grace   time.Duration
 	// policies are the running policies (with an auth: block), which a reload swaps.
 	policies *policies
+	// limiter backs the rate limits (the shared store, or memory), whether or not the config sets any now: a
+	// reload may turn them on.
+	limiter gateway.Limiter
 	// closers release what build acquired, in that order; close runs them in reverse.
 	closers []func()
 }
@@ -135,7 +138,7 @@ type gatewayProcess struct {
 // build constructs the gateway from a valid configuration: telemetry, shared state, the router, the listeners,
 // authentication, the gateway server and the reloader. ctx bounds what build waits for (the issuer's discovery);
 // nothing it starts outlives build, so on error everything acquired is already released.
-func build(ctx context.Context, cfg *config.Config, f serveFlags, log *slog.Logger) (_ *gatewayProcess, err error) {
+func build(ctx context.Context, cfg *config.Config, f serveFlags, log *slog.Logger, level *slog.LevelVar) (_ *gatewayProcess, err error) {
 	g := &gatewayProcess{path: f.path, log: log, grace: f.grace, policies: &policies{}}
 	defer func() {
 		if err != nil {
@@ -169,7 +172,10 @@ func build(ctx context.Context, cfg *config.Config, f serveFlags, log *slog.Logg
 		return nil, err
 	}
 	g.srv = gateway.New(g.router, gopts)
-	g.reload = reloader(f.path, cfg, g.router, latest, g.policies, log, f.allowEmpty)
+	g.reload = reloader(f.path, cfg, g.router, latest, g.policies, log, f.allowEmpty, func(cfg *config.Config) {
+		level.Set(cfg.Log.Level)
+		g.srv.SetLimits(limitsOf(cfg, g.limiter))
+	})
 	if f.adminListen != "" {
 		if g.adminLn, err = net.Listen("tcp", f.adminListen); err != nil {
 			return nil, &startError{what: "cannot listen for the admin API", attrs: []any{"addr", f.adminListen}, err: err}
@@ -197,23 +203,30 @@ func (g *gatewayProcess) gatewayOptions(ctx context.Context, cfg *config.Config,
 	if store != nil {
 		gopts.Ready, gopts.Events = store.Ping, store
 	}
-	if rl := cfg.RateLimit; rl != nil {
-		gopts.Limits = gateway.Limits{
-			RequestsPerSecond: rl.RequestsPerSecond, Burst: rl.Burst, ConcurrentCalls: rl.ConcurrentCalls,
-			CallTTL: cfg.MaxRequestTimeout + 30*time.Second,
-		}
-		if store != nil {
-			gopts.Limits.Limiter = store // shared by every replica
-		} else {
-			mem := state.NewMemory()
-			g.onClose(mem.Shutdown)
-			gopts.Limits.Limiter = mem
-		}
+	if store != nil {
+		g.limiter = store // shared by every replica
+	} else {
+		mem := state.NewMemory()
+		g.onClose(mem.Shutdown)
+		g.limiter = mem
 	}
+	gopts.Limits = limitsOf(cfg, g.limiter)
 	if err := wireAuth(ctx, cfg, &gopts, latest, g.policies, g.log); err != nil {
 		return gateway.Options{}, &startError{what: "cannot start authentication", err: err}
 	}
 	return gopts, nil
+}
+
+// limitsOf are the gateway's limits of a config: none without a rateLimit block.
+func limitsOf(cfg *config.Config, limiter gateway.Limiter) gateway.Limits {
+	rl := cfg.RateLimit
+	if rl == nil {
+		return gateway.Limits{}
+	}
+	return gateway.Limits{
+		Limiter: limiter, RequestsPerSecond: rl.RequestsPerSecond, Burst: rl.Burst, ConcurrentCalls: rl.ConcurrentCalls,
+		CallTTL: cfg.MaxRequestTimeout + 30*time.Second,
+	}
 }
 
 func (g *gatewayProcess) onClose(f func()) { g.closers = append(g.closers, f) }
