@@ -116,7 +116,7 @@ func BenchmarkEndpointPage(b *testing.B) {
 		{Name: "all", Include: []string{"*"}},
 		{Name: "half", Include: []string{"u__t0*", "u__t1*", "u__t2*", "u__t3*", "u__t4*"}},
 		{Name: "sparse", Include: []string{"u__t*00"}},
-	}})
+	}}, nil)
 	for _, size := range []int{100, 1000} {
 		for _, endpoint := range []string{"", "all", "half", "sparse"} {
 			name := endpoint

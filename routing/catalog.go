@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/switchboard-mcp/switchboard/routing/pin"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
 
@@ -56,6 +57,10 @@ type item struct {
 	// computed once when the list is fetched rather than on every catalog merge.
 	exposed    string
 	exposedRaw []byte
+	// hash is the pin hash of a tool's or prompt's definition (pins.go), and hidden the invisible characters in
+	// it; both computed when the list is fetched.
+	hash   string
+	hidden []string
 }
 
 // itemRef says which upstream an item comes from and its name (or URI) there.
@@ -75,6 +80,9 @@ type target struct {
 	up      *Upstream
 	name    string
 	presets map[string]json.RawMessage
+	// withheld is set when the item's definition drifted from its pin and Pinning.Block keeps it from clients:
+	// the name routes only to the error that says so.
+	withheld *Drift
 }
 
 // templateRoute matches concrete URIs against one upstream's resource template.
@@ -109,8 +117,9 @@ type catalog struct {
 // profile sees (see profile.go), when it has them; "" (or a profile with no lists yet) uses the default
 // template's.
 //
-// shape applies the admin's overrides to the items and computes each endpoint's view; nil applies none.
-func buildCatalog(ups []*Upstream, prev *catalog, profile string, shape *Shape) *catalog {
+// shape applies the admin's overrides to the items and computes each endpoint's view; nil applies none. pins
+// judges tools and prompts against their pins (pins.go); nil judges nothing.
+func buildCatalog(ups []*Upstream, prev *catalog, profile string, shape *Shape, pins *pinRun) *catalog {
 	c := &catalog{
 		tools:     map[string]target{},
 		prompts:   map[string]target{},
@@ -125,6 +134,7 @@ func buildCatalog(ups []*Upstream, prev *catalog, profile string, shape *Shape) 
 		for k := listKind(0); k < numKinds; k++ {
 			for _, it := range lists[k] {
 				raw := it.raw
+				hide := drained
 				switch k {
 				case kindTools, kindPrompts:
 					exposed := it.exposed
@@ -142,6 +152,11 @@ func buildCatalog(ups []*Upstream, prev *catalog, profile string, shape *Shape) 
 						continue
 					}
 					owner[key] = up.cfg.Name
+					var withheld *Drift
+					if pins.check(up, k, &it, exposed) {
+						d := pins.drift[pinKey{up: up.cfg.Name, kind: pinKind(k), name: it.id}]
+						withheld, hide = &d, true
+					}
 					switch {
 					case ov != nil:
 						raw = ov.apply(it.raw, exposed)
@@ -150,11 +165,14 @@ func buildCatalog(ups []*Upstream, prev *catalog, profile string, shape *Shape) 
 					case exposed != it.id:
 						raw = replaceMember(it.raw, "name", exposed)
 					}
+					if len(it.hidden) > 0 && pins != nil && pins.pol.StripInvisible {
+						raw = pin.StripText(raw)
+					}
 					m := c.tools
 					if k == kindPrompts {
 						m = c.prompts
 					}
-					t := target{up: up, name: it.id}
+					t := target{up: up, name: it.id, withheld: withheld}
 					if ov != nil && k == kindTools {
 						t.presets = compactPresets(ov.Arguments)
 					}
@@ -171,7 +189,7 @@ func buildCatalog(ups []*Upstream, prev *catalog, profile string, shape *Shape) 
 						c.templates = append(c.templates, templateRoute{up: up, tmpl: it.id, re: re})
 					}
 				}
-				if drained {
+				if hide {
 					continue
 				}
 				c.items[k] = append(c.items[k], raw)

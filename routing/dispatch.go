@@ -108,6 +108,10 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 		replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("unknown %s %q: list %ss to see what is available", what, name, what))
 		return
 	}
+	if d := t.withheld; d != nil {
+		replyError(out, m.ID(), protocol.CodeUnavailable, d.callError(what, name))
+		return
+	}
 	var edits []jsonrpc.ParamEdit
 	if t.name != name {
 		edits = append(edits, jsonrpc.ParamEdit{Path: []string{"name"}, With: jsonrpc.AppendQuote(nil, t.name)})

@@ -34,6 +34,8 @@ type instruments struct {
 	duration metric.Float64Histogram
 	inflight metric.Int64UpDownCounter
 	dropped  metric.Int64Counter
+	// definitionChanges counts drift found (pins.go), by upstream, kind and action.
+	definitionChanges metric.Int64Counter
 }
 
 func newInstruments(r *Router, o Options) (instruments, error) {
@@ -63,6 +65,10 @@ func newInstruments(r *Router, o Options) (instruments, error) {
 	}
 	if in.inflight, err = m.Int64UpDownCounter("switchboard.upstream.inflight",
 		metric.WithDescription("Requests in flight at upstreams.")); err != nil {
+		return in, err
+	}
+	if in.definitionChanges, err = m.Int64Counter("switchboard.definition.changes",
+		metric.WithDescription("Tool and prompt definitions found to differ from their pins, by upstream, kind and action (withheld or served).")); err != nil {
 		return in, err
 	}
 	if in.dropped, err = m.Int64Counter("switchboard.stream.dropped",

@@ -59,6 +59,10 @@ type Options struct {
 	// Audit, when set, receives one event per forwarded call (design §10): who called what, where, and how it
 	// ended. It runs on the call's completion path and must not block.
 	Audit func(CallEvent)
+	// Pinning, when set, pins tool and prompt definitions (pins.go); nil pins nothing. AuditDefinition, when
+	// set, receives the pinning's audit events (drift, approvals, invisible characters).
+	Pinning         *Pinning
+	AuditDefinition func(DefinitionEvent)
 	// Tracer, Meter and Propagator record traces and metrics (design §10); nil means none.
 	Tracer     trace.TracerProvider
 	Meter      metric.MeterProvider
@@ -120,6 +124,7 @@ type Router struct {
 	pool      modernPool     // sessions of 2026-07-28 clients (pool.go)
 	closing   sync.WaitGroup // pooled sessions evicted and being closed; Run waits for them
 	shape     atomic.Pointer[Shape]
+	pins      pinBook   // pins of tool and prompt definitions (pins.go)
 	parks     parkTable // upstream calls waiting for a 2026-07-28 client's input (mrtr.go)
 
 	mu       sync.Mutex
@@ -171,7 +176,10 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 		return nil, err
 	}
 	r.shape.Store(&opts.Shape)
-	r.cat.Store(buildCatalog(nil, nil, "", &opts.Shape))
+	if opts.Pinning != nil {
+		r.pins.policy.Store(opts.Pinning)
+	}
+	r.cat.Store(buildCatalog(nil, nil, "", &opts.Shape, nil))
 	if r.inst, err = newInstruments(r, opts); err != nil {
 		return nil, fmt.Errorf("routing instruments: %w", err)
 	}
@@ -207,6 +215,7 @@ func (r *Router) Run(ctx context.Context) {
 	var followers sync.WaitGroup // they end with ctx
 	defer followers.Wait()
 	followers.Go(func() { r.followEnded(ctx) })
+	followers.Go(func() { r.followPins(ctx) })
 	followers.Go(func() { r.followRelay(ctx) })
 	if r.opts.Replicas != nil && r.opts.Replica != "" {
 		followers.Go(func() { r.registerReplica(ctx) })
@@ -302,15 +311,17 @@ func (r *Router) rebuild() {
 	}
 	changes := []change{{"", r.cat.Load(), nil}}
 	shape := r.shape.Load()
-	changes[0].next = buildCatalog(r.upstreams(), changes[0].prev, "", shape)
+	pins := r.newPinRun(r.ctx)
+	changes[0].next = buildCatalog(r.upstreams(), changes[0].prev, "", shape, pins)
 	r.cat.Store(changes[0].next)
 	for _, p := range r.profileNames() {
 		ptr := r.profileCatalog(p)
 		ch := change{profile: p, prev: ptr.Load()}
-		ch.next = buildCatalog(r.upstreams(), ch.prev, p, shape)
+		ch.next = buildCatalog(r.upstreams(), ch.prev, p, shape, pins)
 		ptr.Store(ch.next)
 		changes = append(changes, ch)
 	}
+	pins.settle()
 	r.buildMu.Unlock()
 	logConflicts(r.log, changes[0].prev, changes[0].next)
 	for _, ch := range changes {

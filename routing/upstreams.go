@@ -333,6 +333,7 @@ func (up *Upstream) fetch(ctx context.Context, k listKind) ([]item, error) {
 				if it.exposed != id {
 					it.exposedRaw = replaceMember(it.raw, "name", it.exposed)
 				}
+				hashItem(k, &it, up.r.log)
 			}
 			items = append(items, it)
 		}

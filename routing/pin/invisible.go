@@ -1,0 +1,74 @@
+package pin
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// invisible reports whether r renders as nothing (or reorders what follows) in most fonts: format characters
+// (zero-width spaces and joiners, the bidirectional controls and isolates, the tag characters that can spell out a
+// hidden ASCII message), variation selectors, and the Hangul fillers that render as blank.
+func invisible(r rune) bool {
+	switch {
+	case unicode.Is(unicode.Cf, r):
+		return true
+	case r >= 0xFE00 && r <= 0xFE0F, r >= 0xE0100 && r <= 0xE01EF: // variation selectors
+		return true
+	case r == 0x115F, r == 0x1160, r == 0x3164, r == 0xFFA0: // Hangul fillers
+		return true
+	}
+	return false
+}
+
+// emojiPart reports whether r, after prev, is part of an emoji sequence rather than hidden: a zero-width joiner
+// or a variation selector right after a symbol (❤️‍🔥 is U+2764 U+FE0F U+200D U+1F525), or a keycap's selector.
+func emojiPart(prev, r rune) bool {
+	switch r {
+	case 0x200D, 0xFE0E, 0xFE0F:
+		return unicode.In(prev, unicode.So, unicode.Sk) || prev == 0xFE0F ||
+			(r != 0x200D && (prev == '#' || prev == '*' || (prev >= '0' && prev <= '9')))
+	}
+	return false
+}
+
+// hidden calls f for each invisible character of s that is not part of an emoji sequence, with its byte offset.
+func hidden(s string, f func(i int, r rune)) {
+	prev := rune(-1)
+	for i, r := range s {
+		if invisible(r) && !emojiPart(prev, r) {
+			f(i, r)
+		}
+		prev = r
+	}
+}
+
+// Invisible lists the invisible or bidirectional-control characters in s, each once, as U+XXXX, in the order
+// they first appear; nil when there are none.
+func Invisible(s string) []string {
+	var out []string
+	seen := map[rune]bool{}
+	hidden(s, func(_ int, r rune) {
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, fmt.Sprintf("U+%04X", r))
+		}
+	})
+	return out
+}
+
+// Strip returns s without its invisible and bidirectional-control characters (emoji sequences are kept whole).
+func Strip(s string) string {
+	var b strings.Builder
+	last := 0
+	hidden(s, func(i int, r rune) {
+		b.WriteString(s[last:i])
+		last = i + utf8.RuneLen(r)
+	})
+	if last == 0 && b.Len() == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}

@@ -1,0 +1,485 @@
+package routing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/switchboard-mcp/switchboard/routing/pin"
+)
+
+// Pinning (issue 15). A pin is the hash of what an upstream said a tool or prompt is (pin.Hash). Each catalog
+// build compares every definition with its pin; a definition that differs (a "rug pull"), or that is new in an
+// upstream the lock file pins, is drift: logged, audited and counted once, listed by Drifts, and, with Block,
+// withheld from every list and refused when called, until an admin approves it (ApprovePins).
+//
+// Where a pin comes from, first match wins:
+//   - the lock file pins the item, and the store holds an approval made against that very lock hash: the
+//     approval (a lock file rewritten by `switchboard pin` since then wins over it);
+//   - the lock file pins the item: the lock's hash;
+//   - the lock file pins the upstream but not the item: an approval in the store, else no pin (drift: new);
+//   - the upstream is not in the lock file: the store's pin, set on first use (PinIfAbsent), so replicas agree.
+
+// PinStore keeps pins for every replica; routing/state implements it.
+type PinStore interface {
+	PinIfAbsent(ctx context.Context, key, hash string) (string, error)
+	SetPin(ctx context.Context, key, hash string) error
+	Pins(ctx context.Context) (map[string]string, error)
+}
+
+// Pinning configures the pins of tool and prompt definitions.
+type Pinning struct {
+	// Store keeps the pins set on first use and the approvals, shared by replicas; nil keeps them in this
+	// router's memory.
+	Store PinStore
+	// Lock is the lock file's content (nil: none), and LockPath where approvals write it back ("": nowhere).
+	Lock     *pin.Lock
+	LockPath string
+	// Block withholds drifted items from the lists and refuses their calls; otherwise they are served.
+	Block bool
+	// StripInvisible removes invisible and bidirectional-control characters from the titles and descriptions
+	// clients see; they are reported either way.
+	StripInvisible bool
+}
+
+// Drift is a tool or prompt whose definition differs from its pin.
+type Drift struct {
+	Upstream string `json:"upstream"`
+	Kind     string `json:"kind"` // tool or prompt
+	Name     string `json:"name"` // as the upstream names it
+	// Exposed is the name clients would see.
+	Exposed string `json:"exposed"`
+	// Pinned is the pinned hash; "" for an item new in an upstream the lock file pins.
+	Pinned string `json:"pinned,omitempty"`
+	// Seen is the hash of the definition the upstream offers now.
+	Seen string `json:"seen"`
+	// Withheld: the item is kept from clients until approved (Pinning.Block).
+	Withheld bool `json:"withheld"`
+}
+
+// callError is what a client that calls a withheld item is told: what happened, and who can undo it.
+func (d *Drift) callError(what, exposed string) string {
+	change := "its definition changed since it was pinned (pinned " + d.Pinned + ", now " + d.Seen + ")"
+	if d.Pinned == "" {
+		change = "it is new in an upstream whose definitions are pinned, and not pinned itself (now " + d.Seen + ")"
+	}
+	return fmt.Sprintf("%s %q is withheld: %s. An administrator reviews it and approves it with POST /admin/pins/approve, or pins it anew with switchboard pin", what, exposed, change)
+}
+
+// DefinitionEvent is an audit event about a definition: drift found, approved, or invisible characters seen.
+type DefinitionEvent struct {
+	Upstream, Kind, Name string
+	// Action: "withheld" or "served" (drift found), "approved", or "invisible".
+	Action       string
+	Pinned, Seen string
+	// Invisible lists the invisible characters found (U+XXXX), for "invisible".
+	Invisible []string
+}
+
+// pinKey names an item for pinning: its upstream, kind and the upstream's name for it.
+type pinKey struct {
+	up   string
+	kind pin.Kind
+	name string
+}
+
+// storeKey is the key in the PinStore.
+func (k pinKey) storeKey() string { return k.up + "\x00" + string(k.kind) + "\x00" + k.name }
+
+func pinKind(k listKind) pin.Kind {
+	if k == kindPrompts {
+		return pin.Prompt
+	}
+	return pin.Tool
+}
+
+// Stored values are "<hash>" (trusted on first use, or approved with no lock pin) or "<hash> <basis>": an
+// approval made when the lock file pinned the item to basis ("new" when it did not pin it).
+const basisNew = "new"
+
+func storedValue(hash, basis string) string {
+	if basis == "" {
+		return hash
+	}
+	return hash + " " + basis
+}
+
+// pinsChannel carries the store key of an approval to the other replicas, which then reread the pins.
+const pinsChannel = "switchboard:pins"
+
+// pinBook is the router's part of pinning: the policy, the store's pins as last read, and the drift of the
+// current catalog.
+type pinBook struct {
+	policy atomic.Pointer[Pinning]
+
+	mu      sync.Mutex
+	cache   map[string]string // store key → stored value, as last read or written
+	loaded  bool              // cache holds every stored pin (Pins succeeded)
+	drift   map[pinKey]Drift  // of the current catalog
+	flagged map[pinKey]string // the hash whose invisible characters were last reported
+	storeOK bool              // the store answered last time (an outage is logged once)
+}
+
+// pinRun judges the items of one rebuild against their pins and collects what it finds. It runs under buildMu.
+type pinRun struct {
+	ctx     context.Context
+	r       *Router
+	pol     *Pinning
+	drift   map[pinKey]Drift
+	flagged map[pinKey][]string // invisible characters, by item
+	hashes  map[pinKey]string   // the hash flagged, by item
+}
+
+// newPinRun starts the judging of one rebuild; on its first use it reads every stored pin.
+func (r *Router) newPinRun(ctx context.Context) *pinRun {
+	b := &r.pins
+	pol := b.policy.Load()
+	if pol == nil {
+		return nil
+	}
+	b.mu.Lock()
+	loaded := b.loaded
+	b.mu.Unlock()
+	if !loaded {
+		r.loadPins(ctx)
+	}
+	return &pinRun{ctx: ctx, r: r, pol: pol, drift: map[pinKey]Drift{}, flagged: map[pinKey][]string{}, hashes: map[pinKey]string{}}
+}
+
+// loadPins replaces the cache with every pin in the store.
+func (r *Router) loadPins(ctx context.Context) {
+	b := &r.pins
+	pol := b.policy.Load()
+	if pol == nil || pol.Store == nil {
+		b.mu.Lock()
+		b.loaded = true
+		if b.cache == nil {
+			b.cache = map[string]string{}
+		}
+		b.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	all, err := pol.Store.Pins(ctx)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err != nil {
+		r.storeTrouble(err)
+		return
+	}
+	b.cache, b.loaded, b.storeOK = all, true, true
+}
+
+// storeTrouble logs a store failure once per outage. Under b.mu.
+func (r *Router) storeTrouble(err error) {
+	if r.pins.storeOK || r.pins.cache == nil {
+		r.log.Warn("the pin store cannot be reached: definitions without a known pin are served unpinned until it answers", "err", err)
+	}
+	r.pins.storeOK = false
+	if r.pins.cache == nil {
+		r.pins.cache = map[string]string{}
+	}
+}
+
+// check judges one item and reports whether to withhold it. exposed is the name clients would see.
+func (p *pinRun) check(up *Upstream, k listKind, it *item, exposed string) (withhold bool) {
+	if p == nil || k > kindPrompts || it.hash == "" {
+		return false
+	}
+	key := pinKey{up: up.cfg.Name, kind: pinKind(k), name: it.id}
+	if len(it.hidden) > 0 {
+		p.flagged[key], p.hashes[key] = it.hidden, it.hash
+	}
+	pinned, ok := p.pinOf(key, it.hash)
+	if !ok || pinned == it.hash {
+		return false
+	}
+	if _, dup := p.drift[key]; dup {
+		return p.pol.Block // another profile's list: judged already
+	}
+	p.drift[key] = Drift{Upstream: key.up, Kind: string(key.kind), Name: key.name, Exposed: exposed, Pinned: pinned, Seen: it.hash, Withheld: p.pol.Block}
+	return p.pol.Block
+}
+
+// pinOf returns an item's pin (see the order at the top of this file); ok is false when it has none and the
+// store could not set one.
+func (p *pinRun) pinOf(key pinKey, seen string) (pinned string, ok bool) {
+	b := &p.r.pins
+	sk := key.storeKey()
+	b.mu.Lock()
+	stored, has := b.cache[sk]
+	b.mu.Unlock()
+	hash, basis, _ := strings.Cut(stored, " ")
+	if lockHash, inLock := p.pol.Lock.Get(key.up, key.kind, key.name); inLock {
+		if has && basis == lockHash {
+			return hash, true
+		}
+		return lockHash, true
+	}
+	if p.pol.Lock.Pinned(key.up) {
+		return hash, true // "" when nothing approved it: new
+	}
+	if has {
+		return hash, true
+	}
+	if p.pol.Store == nil {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if cur, ok := b.cache[sk]; ok {
+			return cur, true
+		}
+		b.cache[sk] = seen
+		return seen, true
+	}
+	sctx, cancel := context.WithTimeout(p.ctx, storeTimeout)
+	defer cancel()
+	cur, err := p.pol.Store.PinIfAbsent(sctx, sk, seen)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err != nil {
+		p.r.storeTrouble(err)
+		return "", false
+	}
+	b.cache[sk], b.storeOK = cur, true
+	h, _, _ := strings.Cut(cur, " ")
+	return h, true
+}
+
+// settle makes the run's findings current and reports what changed since the last run: new drift and new
+// invisible characters are logged, audited and counted once; drift that is gone is logged.
+func (p *pinRun) settle() {
+	if p == nil {
+		return
+	}
+	r, b := p.r, &p.r.pins
+	b.mu.Lock()
+	prev := b.drift
+	b.drift = p.drift
+	var fresh []pinKey
+	for key, h := range p.hashes {
+		if b.flagged[key] != h {
+			fresh = append(fresh, key)
+		}
+	}
+	if b.flagged == nil {
+		b.flagged = map[pinKey]string{}
+	}
+	maps.DeleteFunc(b.flagged, func(key pinKey, _ string) bool { _, ok := p.hashes[key]; return !ok })
+	maps.Copy(b.flagged, p.hashes)
+	b.mu.Unlock()
+	for _, key := range sortedPinKeys(p.drift) {
+		d := p.drift[key]
+		if old, ok := prev[key]; ok && old.Seen == d.Seen && old.Pinned == d.Pinned && old.Withheld == d.Withheld {
+			continue
+		}
+		action := "served"
+		if d.Withheld {
+			action = "withheld"
+		}
+		r.log.Warn("definition changed since it was pinned", "upstream", d.Upstream, "kind", d.Kind, "name", d.Name,
+			"pinned", d.Pinned, "seen", d.Seen, "action", action,
+			"approve", "POST /admin/pins/approve, or switchboard pin with a lock file")
+		r.inst.definitionChanges.Add(p.ctx, 1, metric.WithAttributes(attribute.String("upstream", d.Upstream),
+			attribute.String("kind", d.Kind), attribute.String("action", action)))
+		r.auditDefinition(DefinitionEvent{Upstream: d.Upstream, Kind: d.Kind, Name: d.Name, Action: action, Pinned: d.Pinned, Seen: d.Seen})
+	}
+	for _, key := range sortedPinKeys(prev) {
+		if _, ok := p.drift[key]; !ok {
+			r.log.Info("definition matches its pin again", "upstream", key.up, "kind", key.kind, "name", key.name)
+		}
+	}
+	slices.SortFunc(fresh, comparePinKeys)
+	for _, key := range fresh {
+		chars := p.flagged[key]
+		r.log.Warn("definition contains invisible or bidirectional-control characters", "upstream", key.up,
+			"kind", key.kind, "name", key.name, "characters", chars, "stripped", p.pol.StripInvisible)
+		r.auditDefinition(DefinitionEvent{Upstream: key.up, Kind: string(key.kind), Name: key.name, Action: "invisible", Seen: p.hashes[key], Invisible: chars})
+	}
+}
+
+func (r *Router) auditDefinition(e DefinitionEvent) {
+	if r.opts.AuditDefinition != nil {
+		r.opts.AuditDefinition(e)
+	}
+}
+
+func comparePinKeys(a, b pinKey) int {
+	return strings.Compare(a.storeKey(), b.storeKey())
+}
+
+func sortedPinKeys[V any](m map[pinKey]V) []pinKey {
+	keys := slices.Collect(maps.Keys(m))
+	slices.SortFunc(keys, comparePinKeys)
+	return keys
+}
+
+// SetPinning applies a new pinning policy (a reload, or a lock file rewritten): the catalog is rebuilt, and
+// sessions hear list_changed where what they see changed.
+func (r *Router) SetPinning(p Pinning) {
+	r.pins.policy.Store(&p)
+	r.pins.mu.Lock()
+	r.pins.loaded = false // a store of another config, perhaps
+	r.pins.mu.Unlock()
+	r.buildReq.Add(1) // a rebuild that started before this must not stand in for one after it
+	r.rebuild()
+}
+
+// Drifts lists the tools and prompts whose definitions differ from their pins now, sorted.
+func (r *Router) Drifts() []Drift {
+	r.pins.mu.Lock()
+	defer r.pins.mu.Unlock()
+	out := make([]Drift, 0, len(r.pins.drift))
+	for _, key := range sortedPinKeys(r.pins.drift) {
+		out = append(out, r.pins.drift[key])
+	}
+	return out
+}
+
+// PinFilter selects the drift an approval accepts; empty fields match anything. Seen, when set, must be the hash
+// the item has now, so that an admin approves the definition they reviewed and not one that changed since.
+type PinFilter struct {
+	Upstream string `json:"upstream,omitempty"`
+	Kind     string `json:"kind,omitempty"`
+	Name     string `json:"name,omitempty"`
+	Seen     string `json:"seen,omitempty"`
+}
+
+func (f PinFilter) matches(d Drift) bool {
+	return (f.Upstream == "" || f.Upstream == d.Upstream) && (f.Kind == "" || f.Kind == d.Kind) &&
+		(f.Name == "" || f.Name == d.Name || f.Name == d.Exposed)
+}
+
+// Approval is what ApprovePins did.
+type Approval struct {
+	Approved []Drift `json:"approved"`
+	// LockFile is the lock file written back, when there is one; LockError says why it could not be (the
+	// approvals hold anyway, in the store).
+	LockFile  string `json:"lockFile,omitempty"`
+	LockError string `json:"lockError,omitempty"`
+}
+
+// ErrNoDrift reports an approval that matched nothing.
+var ErrNoDrift = errors.New("no changed definition matches")
+
+// StaleApprovalError reports an approval of a definition that changed again since it was listed.
+type StaleApprovalError struct{ Drift Drift }
+
+func (e *StaleApprovalError) Error() string {
+	return fmt.Sprintf("%s %q of upstream %q is now %s, not the definition approved: list the drift again and review it",
+		e.Drift.Kind, e.Drift.Name, e.Drift.Upstream, e.Drift.Seen)
+}
+
+// ApprovePins accepts the drift the filter matches: each item's current definition becomes its pin, in the store
+// (every replica follows) and in the lock file when there is one. The items return to the lists, and sessions
+// hear list_changed.
+func (r *Router) ApprovePins(ctx context.Context, f PinFilter) (Approval, error) {
+	pol := r.pins.policy.Load()
+	if pol == nil {
+		return Approval{}, ErrNoDrift
+	}
+	var todo []Drift
+	for _, d := range r.Drifts() {
+		if !f.matches(d) {
+			continue
+		}
+		if f.Seen != "" && f.Seen != d.Seen {
+			return Approval{}, &StaleApprovalError{Drift: d}
+		}
+		todo = append(todo, d)
+	}
+	if len(todo) == 0 {
+		return Approval{}, ErrNoDrift
+	}
+	res := Approval{}
+	lock := pol.Lock
+	for _, d := range todo {
+		key := pinKey{up: d.Upstream, kind: pin.Kind(d.Kind), name: d.Name}
+		basis := ""
+		if h, ok := pol.Lock.Get(key.up, key.kind, key.name); ok {
+			basis = h
+		} else if pol.Lock.Pinned(key.up) {
+			basis = basisNew
+		}
+		v := storedValue(d.Seen, basis)
+		if pol.Store != nil {
+			sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+			err := pol.Store.SetPin(sctx, key.storeKey(), v)
+			cancel()
+			if err != nil {
+				return res, fmt.Errorf("approve %s %q of upstream %q: %w", d.Kind, d.Name, d.Upstream, err)
+			}
+		}
+		r.pins.mu.Lock()
+		if r.pins.cache == nil {
+			r.pins.cache = map[string]string{}
+		}
+		r.pins.cache[key.storeKey()] = v
+		r.pins.mu.Unlock()
+		if pol.LockPath != "" {
+			lock = lock.With(key.up, key.kind, key.name, d.Seen)
+		}
+		res.Approved = append(res.Approved, d)
+		r.log.Info("definition approved", "upstream", d.Upstream, "kind", d.Kind, "name", d.Name, "pinned", d.Pinned, "seen", d.Seen)
+		r.auditDefinition(DefinitionEvent{Upstream: d.Upstream, Kind: d.Kind, Name: d.Name, Action: "approved", Pinned: d.Pinned, Seen: d.Seen})
+	}
+	if pol.LockPath != "" {
+		res.LockFile = pol.LockPath
+		if err := lock.Write(pol.LockPath); err != nil {
+			res.LockError = err.Error()
+			r.log.Warn("approvals are kept in the pin store, but the lock file cannot be written back; run switchboard pin to update it",
+				"lockFile", pol.LockPath, "err", err)
+		} else {
+			next := *pol
+			next.Lock = lock
+			r.pins.policy.CompareAndSwap(pol, &next)
+		}
+	}
+	r.announcePins(ctx, todo)
+	r.buildReq.Add(1)
+	r.rebuild()
+	return res, nil
+}
+
+// announcePins tells the other replicas that pins were approved, so that they reread them.
+func (r *Router) announcePins(ctx context.Context, ds []Drift) {
+	if r.opts.Bus == nil {
+		return
+	}
+	for _, d := range ds {
+		key := pinKey{up: d.Upstream, kind: pin.Kind(d.Kind), name: d.Name}
+		sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		if err := r.opts.Bus.Publish(sctx, pinsChannel, []byte(key.storeKey())); err != nil {
+			r.log.Warn("cannot tell the other replicas of an approval; they apply it when they next reread the pins", "err", err)
+		}
+		cancel()
+	}
+}
+
+// followPins rereads the pins and rebuilds whenever another replica approves one, until ctx ends.
+func (r *Router) followPins(ctx context.Context) {
+	r.follow(ctx, pinsChannel, func([]byte) {
+		r.loadPins(ctx)
+		r.buildReq.Add(1)
+		r.rebuild()
+	})
+}
+
+// hashItem fills an item's pin hash and the invisible characters of a tool or prompt.
+func hashItem(k listKind, it *item, log *slog.Logger) {
+	h, err := pin.Hash(pinKind(k), it.raw)
+	if err != nil {
+		log.Debug("definition cannot be pinned", "name", it.id, "err", err)
+		return
+	}
+	it.hash, it.hidden = h, pin.InvisibleIn(it.raw)
+}
