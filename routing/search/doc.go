@@ -1,0 +1,30 @@
+// Package search is the embedded full-text index behind the search_tools meta-tool (issue 16): it ranks the tools
+// of a catalog against a task phrased in words, with no network and no external service.
+//
+// # Model
+//
+// Each tool is a Doc of seven fields, weighted for BM25F (Robertson and Zaragoza's per-field BM25): the
+// client-visible name, the title, the description, the parameter names, the parameter descriptions, the
+// upstream's name and the upstream's instructions, from most to least telling. Text is cut into terms by one
+// analyzer for documents and queries alike: identifiers are split on snake_case, camelCase (acronyms included:
+// "HTTPServer" is http, server), kebab-case, dots, slashes and digits; letters are lowercased; English stop words
+// and lone Latin letters are dropped; English words are stemmed (Snowball's Porter2); Han, Hiragana, Katakana and
+// Hangul runs become overlapping bigrams, since those scripts put no spaces between words.
+//
+// The weights were chosen by measurement on the evaluation set in package evalset; docs/benchmarks.md ("Tool
+// search index") has the numbers and the comparison with bleve that led to this package.
+//
+// # Concurrency and updates
+//
+// An Index never changes once made, so any number of goroutines may Search it at once. With derives a new Index
+// from an old one, analysing only the docs it adds or replaces and copying only the postings those touch; the
+// caller publishes it with an atomic.Pointer, so searches never wait for an update.
+//
+// # Visibility
+//
+// Search takes an allow function and drops the docs it rejects before ranking and before the limit, so a hidden
+// tool never appears, is never counted and never takes a visible tool's place. The corpus statistics of BM25 (the
+// number of docs, each term's document frequency, the mean field lengths) are those of the whole index, hidden docs
+// included: a hidden doc can shift the scores of visible ones a little, and in close cases their order. Where even
+// that is too much, build an index of one view's docs alone.
+package search
