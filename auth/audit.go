@@ -78,6 +78,51 @@ func (a *Auditor) Call(ctx context.Context, e AuditEvent) {
 	a.log.LogAttrs(ctx, level, "audit", attrs...)
 }
 
+// DefinitionEvent describes what pinning found or did about one tool or
+// prompt definition of an upstream: it changed since it was pinned, an admin
+// approved it, or it holds invisible characters.
+type DefinitionEvent struct {
+	// Upstream, Kind (tool or prompt) and Name (the upstream's own name)
+	// identify the definition.
+	Upstream, Kind, Name string
+	// Action is withheld or served (a change found), approved, or invisible.
+	Action string
+	// Pinned and Seen are the pinned hash and the hash of the definition the
+	// upstream offers now.
+	Pinned, Seen string
+	// Invisible lists the invisible characters found, as U+XXXX.
+	Invisible []string
+}
+
+// Definition logs e as one "audit" event, at level Warn for a change withheld
+// or served and for invisible characters, Info for an approval. A nil
+// *Auditor does nothing.
+func (a *Auditor) Definition(ctx context.Context, e DefinitionEvent) {
+	if a == nil {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("upstream", sanitize(e.Upstream, 128)),
+		slog.String("kind", sanitize(e.Kind, 16)),
+		slog.String("name", sanitize(e.Name, 512)),
+		slog.String("outcome", "definition_"+sanitize(e.Action, 32)),
+	}
+	if e.Pinned != "" {
+		attrs = append(attrs, slog.String("pinned", sanitize(e.Pinned, 128)))
+	}
+	if e.Seen != "" {
+		attrs = append(attrs, slog.String("seen", sanitize(e.Seen, 128)))
+	}
+	if len(e.Invisible) > 0 {
+		attrs = append(attrs, slog.String("invisible", sanitize(strings.Join(e.Invisible, " "), 512)))
+	}
+	level := slog.LevelWarn
+	if e.Action == "approved" {
+		level = slog.LevelInfo
+	}
+	a.log.LogAttrs(ctx, level, "audit", attrs...)
+}
+
 // sanitize bounds a client-supplied string and drops control characters,
 // so it cannot forge log lines or flood the log.
 func sanitize(s string, max int) string {

@@ -24,8 +24,12 @@ func (s *Server) AdminHandler(reload Reloader) http.Handler {
 	mux := chi.NewRouter()
 	mux.Use(adminGuard)
 	mux.Get("/admin/upstreams", func(w http.ResponseWriter, _ *http.Request) {
-		writeValue(w, http.StatusOK, map[string]any{"upstreams": s.r.Status(), "sessions": s.r.SessionCount(), "conflicts": s.r.Conflicts()})
+		writeValue(w, http.StatusOK, map[string]any{"upstreams": s.r.Status(), "sessions": s.r.SessionCount(), "conflicts": s.r.Conflicts(), "drift": s.r.Drifts()})
 	})
+	mux.Get("/admin/pins", func(w http.ResponseWriter, _ *http.Request) {
+		writeValue(w, http.StatusOK, map[string]any{"drift": s.r.Drifts()})
+	})
+	mux.Post("/admin/pins/approve", s.approvePins)
 	mux.Post("/admin/upstreams/{name}/restart", func(w http.ResponseWriter, r *http.Request) {
 		s.adminResult(w, s.r.RestartUpstream(chi.URLParam(r, "name")))
 	})
@@ -88,6 +92,37 @@ func loopbackHost(host string) bool {
 func isJSONType(ct string) bool {
 	mt, _, err := mime.ParseMediaType(ct)
 	return err == nil && mt == "application/json"
+}
+
+// approvePins accepts changed definitions: the body selects them by upstream, kind, name (as the upstream or as
+// clients name it) and the hash reviewed ("seen"); {"all": true} accepts every one.
+func (s *Server) approvePins(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		routing.PinFilter
+		All bool `json:"all"`
+	}
+	d := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&body); err != nil {
+		writeValue(w, http.StatusBadRequest, map[string]string{"error": `the body must be a JSON object such as {"upstream":"github","name":"create_issue","seen":"sha256:…"}: ` + err.Error()})
+		return
+	}
+	if body.PinFilter == (routing.PinFilter{}) && !body.All {
+		writeValue(w, http.StatusBadRequest, map[string]string{"error": `name what to approve (upstream, kind, name, seen), or send {"all": true} to approve every changed definition; GET /admin/pins lists them`})
+		return
+	}
+	res, err := s.r.ApprovePins(r.Context(), body.PinFilter)
+	var stale *routing.StaleApprovalError
+	switch {
+	case errors.Is(err, routing.ErrNoDrift):
+		writeValue(w, http.StatusNotFound, map[string]string{"error": err.Error() + "; GET /admin/pins lists the changed definitions"})
+	case errors.As(err, &stale):
+		writeValue(w, http.StatusConflict, map[string]any{"error": err.Error(), "drift": stale.Drift})
+	case err != nil:
+		writeValue(w, http.StatusServiceUnavailable, map[string]any{"error": err.Error(), "approval": res})
+	default:
+		writeValue(w, http.StatusOK, res)
+	}
 }
 
 func (s *Server) adminResult(w http.ResponseWriter, err error) {

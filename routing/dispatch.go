@@ -228,6 +228,10 @@ func (s *Session) completion(ctx context.Context, m jsonrpc.Message, out *Stream
 			replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("unknown prompt %q", name))
 			return
 		}
+		if d := t.withheld; d != nil {
+			replyError(out, m.ID(), protocol.CodeUnavailable, d.callError("prompt", name))
+			return
+		}
 		var edits []jsonrpc.ParamEdit
 		if t.name != name {
 			edits = append(edits, jsonrpc.ParamEdit{Path: []string{"ref", "name"}, With: jsonrpc.AppendQuote(nil, t.name)})

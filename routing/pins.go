@@ -474,6 +474,34 @@ func (r *Router) followPins(ctx context.Context) {
 	})
 }
 
+// Definitions returns the pin of every tool and prompt each upstream lists now, by upstream, for a lock file; and
+// the upstreams that have not listed their definitions (down, or still starting), whose pins are unknown.
+func (r *Router) Definitions() (map[string]pin.Locked, []string) {
+	defs := map[string]pin.Locked{}
+	var unlisted []string
+	for _, up := range r.upstreams() {
+		if !up.hasListed() {
+			unlisted = append(unlisted, up.cfg.Name)
+			continue
+		}
+		lists := up.snapshotLists()
+		l := pin.Locked{Tools: map[string]string{}, Prompts: map[string]string{}}
+		for _, k := range []listKind{kindTools, kindPrompts} {
+			m := l.Tools
+			if k == kindPrompts {
+				m = l.Prompts
+			}
+			for _, it := range lists[k] {
+				if it.hash != "" {
+					m[it.id] = it.hash
+				}
+			}
+		}
+		defs[up.cfg.Name] = l
+	}
+	return defs, unlisted
+}
+
 // hashItem fills an item's pin hash and the invisible characters of a tool or prompt.
 func hashItem(k listKind, it *item, log *slog.Logger) {
 	h, err := pin.Hash(pinKind(k), it.raw)

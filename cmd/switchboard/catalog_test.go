@@ -45,7 +45,7 @@ func writeConfig(t *testing.T, body string) string {
 }
 
 // TestStdioEndpoint: `switchboard stdio --endpoint NAME` serves the endpoint's part of the catalog, with the
-// overrides applied; an unknown endpoint is a usage error; a pinning block is refused while pins are not enforced.
+// overrides applied; an unknown endpoint is a usage error; a pinning block is checked, and a missing lock file named.
 func TestStdioEndpoint(t *testing.T) {
 	url := threeToolUpstream(t)
 	cfg := writeConfig(t, `upstreams:
@@ -124,7 +124,13 @@ overrides:
 	}
 	pinned := writeConfig(t, "upstreams:\n  - {name: up, url: "+url+"}\npinning: {onChange: block}\n")
 	errb.Reset()
-	if code := run([]string{"check", "--config", pinned}, &out, &errb); code == exitOK || !strings.Contains(errb.String(), "not enforced") {
-		t.Errorf("check of a pinning block: exit %d, %q", code, errb.String())
+	out.Reset()
+	if code := run([]string{"check", "--config", pinned}, &out, &errb); code != exitOK || !strings.Contains(out.String(), "pins trusted on first use (changes blocked)") {
+		t.Errorf("check of a pinning block: exit %d, %q%q", code, out.String(), errb.String())
+	}
+	locked := writeConfig(t, "upstreams:\n  - {name: up, url: "+url+"}\npinning: {lockFile: missing.lock}\n")
+	errb.Reset()
+	if code := run([]string{"check", "--config", locked}, &out, &errb); code != exitFailure || !strings.Contains(errb.String(), "switchboard pin --config") {
+		t.Errorf("check with a missing lock file: exit %d, %q", code, errb.String())
 	}
 }

@@ -63,6 +63,7 @@ Usage:
   switchboard serve --config FILE [--listen ADDR]   run the gateway
   switchboard stdio --config FILE                   serve one client over stdin/stdout (for desktop clients)
   switchboard check --config FILE                   validate a config file and print every problem
+  switchboard pin --config FILE                     write the lock file: the hash of every tool and prompt definition
   switchboard status [--url URL | --config FILE]    print the live state of a running gateway
   switchboard version                               print the version
 
@@ -83,6 +84,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return check(args[1:], stdout, stderr)
 	case "status":
 		return status(args[1:], stdout, stderr)
+	case "pin":
+		return pinCommand(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "switchboard", buildVersion())
 		return exitOK
@@ -124,20 +127,7 @@ func loadConfig(path string, stderr io.Writer) (*config.Config, int) {
 		fmt.Fprintf(stderr, "switchboard: %v\n", err)
 		return nil, exitFailure
 	}
-	if err := notEnforced(cfg); err != nil {
-		fmt.Fprintf(stderr, "%s is invalid: %v\n", path, err)
-		return nil, exitFailure
-	}
 	return cfg, exitOK
-}
-
-// notEnforced refuses what the file format knows but this build does not enforce yet: a pinning: block would
-// otherwise look like protection against changed tool definitions while none is given (issue 15).
-func notEnforced(cfg *config.Config) error {
-	if cfg.Pinning != (config.Pinning{OnChange: config.PinWarn}) {
-		return errors.New("pinning: tool-definition pins are not enforced by this version of switchboard yet; remove the block (see docs/configuration.md)")
-	}
-	return nil
 }
 
 func check(args []string, stdout, stderr io.Writer) int {
@@ -150,6 +140,10 @@ func check(args []string, stdout, stderr io.Writer) int {
 	cfg, code := loadConfig(*path, stderr)
 	if cfg == nil {
 		return code
+	}
+	if _, err := pinningOf(cfg, nil); err != nil {
+		fmt.Fprintf(stderr, "%s is invalid: %v\n", *path, err)
+		return exitFailure
 	}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(stdout, "warning: %s\n", w)
@@ -165,14 +159,17 @@ func check(args []string, stdout, stderr io.Writer) int {
 // write often still parses, and applying it stops every child and fails every call in flight.
 //
 // apply, when set, applies the rest of what reloads (log level, rate limits) once the file is accepted.
-func reloader(path string, running *config.Config, r *routing.Router, latest *principals, pols *policies, log *slog.Logger, allowEmpty bool, apply func(*config.Config)) gateway.Reloader {
+//
+// pinStore is where the router's pins are kept (nil: its memory); the lock file is read anew on every reload.
+func reloader(path string, running *config.Config, r *routing.Router, latest *principals, pols *policies, log *slog.Logger, allowEmpty bool, pinStore routing.PinStore, apply func(*config.Config)) gateway.Reloader {
 	var mu sync.Mutex
 	return func() (routing.ReloadResult, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		cfg, err := config.Load(path)
+		var pins *routing.Pinning
 		if err == nil {
-			err = notEnforced(cfg)
+			pins, err = pinningOf(cfg, pinStore)
 		}
 		if err != nil {
 			log.Error("config reload rejected; the running configuration stays", "err", err)
@@ -197,7 +194,7 @@ func reloader(path string, running *config.Config, r *routing.Router, latest *pr
 		}
 		keys := restartOnly(running, cfg)
 		if len(keys) > 0 {
-			log.Warn("config reload applies upstreams, endpoints, overrides, policies, rate limits and the log level; these changes take effect after a restart", "keys", keys)
+			log.Warn("config reload applies upstreams, endpoints, overrides, pinning, policies, rate limits and the log level; these changes take effect after a restart", "keys", keys)
 		}
 		running = cfg
 		res, err := r.Reconfigure(ups)
@@ -213,6 +210,7 @@ func reloader(path string, running *config.Config, r *routing.Router, latest *pr
 		if set != nil {
 			pols.cur.Store(set) // open sessions decide by the new policies from their next request
 		}
+		r.SetPinning(*pins) // the lock file as it is now; the lists are judged again
 		if apply != nil {
 			apply(cfg)
 		}
@@ -242,13 +240,21 @@ func restartOnly(old, cur *config.Config) []string {
 	return keys
 }
 
-// watchConfig reloads on SIGHUP and whenever the config file's content changes (polled: it works the same on
-// every filesystem, a Kubernetes ConfigMap's symlink swap included).
-func watchConfig(ctx context.Context, path string, reload gateway.Reloader, log *slog.Logger) {
+// watchConfig reloads on SIGHUP and whenever the content of a watched file changes: the config file, and the
+// lock file it names (polled: it works the same on every file system and with ConfigMap volumes, whose files are
+// replaced through symlinks). watched returns the files to watch now; a reload may change them.
+func watchConfig(ctx context.Context, watched func() []string, reload gateway.Reloader, log *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	last := fileDigest(path)
+	digests := func() map[string]string {
+		d := map[string]string{}
+		for _, p := range watched() {
+			d[p] = fileDigest(p)
+		}
+		return d
+	}
+	last := digests()
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
 	for {
@@ -258,13 +264,24 @@ func watchConfig(ctx context.Context, path string, reload gateway.Reloader, log 
 		case <-hup:
 			log.Info("SIGHUP: reloading the config")
 		case <-t.C:
-			d := fileDigest(path)
-			if d == last || d == "" {
+			files := watched()
+			now := digests()
+			changed, path := "", ""
+			for i, p := range files {
+				if now[p] != last[p] && now[p] != "" { // a file missing for a moment (a non-atomic write) waits
+					changed, path = "lock file", p
+					if i == 0 {
+						changed = "config file"
+					}
+					break
+				}
+			}
+			if changed == "" || now[files[0]] == "" {
 				continue
 			}
-			log.Info("config file changed: reloading")
+			log.Info(changed+" changed: reloading", "file", path)
 		}
-		last = fileDigest(path)
+		last = digests()
 		_, _ = reload()
 	}
 }
@@ -375,6 +392,7 @@ func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers, l
 		Audit:              auditor(log),
 		MaxToolNameLength:  cfg.MaxToolNameLength,
 		Shape:              shapeOf(cfg),
+		AuditDefinition:    definitionAuditor(log),
 	}
 	for _, h := range cfg.ClientHosts {
 		opts.Hosts = append(opts.Hosts, routing.HostLimit{Name: h.Name, Prefix: h.Prefix, MaxLength: h.MaxLength})
@@ -384,6 +402,9 @@ func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers, l
 	}
 	if store != nil {
 		opts.Store, opts.Bus, opts.Replicas = store, store, store
+	}
+	if opts.Pinning, err = pinningOf(cfg, pinStoreOf(store)); err != nil {
+		return nil, err
 	}
 	return routing.New(opts, ups)
 }

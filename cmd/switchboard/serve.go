@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -131,6 +132,8 @@ type gatewayProcess struct {
 	// limiter backs the rate limits (the shared store, or memory), whether or not the config sets any now: a
 	// reload may turn them on.
 	limiter gateway.Limiter
+	// lockFile is the running config's pinning.lockFile ("" for none), which a reload may change.
+	lockFile atomic.Pointer[string]
 	// closers release what build acquired, in that order; close runs them in reverse.
 	closers []func()
 }
@@ -172,9 +175,11 @@ func build(ctx context.Context, cfg *config.Config, f serveFlags, log *slog.Logg
 		return nil, err
 	}
 	g.srv = gateway.New(g.router, gopts)
-	g.reload = reloader(f.path, cfg, g.router, latest, g.policies, log, f.allowEmpty, func(cfg *config.Config) {
+	g.lockFile.Store(&cfg.Pinning.LockFile)
+	g.reload = reloader(f.path, cfg, g.router, latest, g.policies, log, f.allowEmpty, pinStoreOf(store), func(cfg *config.Config) {
 		level.Set(cfg.Log.Level)
 		g.srv.SetLimits(limitsOf(cfg, g.limiter))
+		g.lockFile.Store(&cfg.Pinning.LockFile)
 	})
 	if f.adminListen != "" {
 		if g.adminLn, err = net.Listen("tcp", f.adminListen); err != nil {
@@ -231,6 +236,15 @@ func limitsOf(cfg *config.Config, limiter gateway.Limiter) gateway.Limits {
 
 func (g *gatewayProcess) onClose(f func()) { g.closers = append(g.closers, f) }
 
+// watched are the files whose change reloads the gateway: the config file, and its lock file.
+func (g *gatewayProcess) watched() []string {
+	files := []string{g.path}
+	if lf := g.lockFile.Load(); lf != nil && *lf != "" {
+		files = append(files, *lf)
+	}
+	return files
+}
+
 // close releases what build acquired, the last first.
 func (g *gatewayProcess) close() {
 	for i := len(g.closers) - 1; i >= 0; i-- {
@@ -253,7 +267,7 @@ func (g *gatewayProcess) run(ctx context.Context) error {
 		defer stopServers() // the gateway lives as long as its MCP server
 		return g.srv.Serve(sctx, g.ln, g.grace)
 	})
-	servers.Go(func() error { watchConfig(sctx, g.path, g.reload, g.log); return nil })
+	servers.Go(func() error { watchConfig(sctx, g.watched, g.reload, g.log); return nil })
 	if g.admin != nil {
 		servers.Go(func() error { serveAdmin(sctx, g.admin, g.adminLn, g.grace, g.log); return nil })
 	}

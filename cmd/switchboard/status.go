@@ -52,6 +52,7 @@ func status(args []string, stdout, stderr io.Writer) int {
 		Sessions  int                      `json:"sessions"`
 		Upstreams []routing.UpstreamStatus `json:"upstreams"`
 		Conflicts []string                 `json:"conflicts"`
+		Drift     []routing.Drift          `json:"drift"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&st); err != nil {
 		fmt.Fprintf(stderr, "switchboard status: %s/readyz did not answer as a Switchboard gateway does (HTTP %s): %v\n", base, resp.Status, err)
@@ -75,6 +76,22 @@ func status(args []string, stdout, stderr io.Writer) int {
 	tw.Flush()
 	for _, c := range st.Conflicts {
 		fmt.Fprintf(stdout, "\nconflict: %s", c)
+	}
+	if len(st.Drift) > 0 {
+		fmt.Fprintf(stdout, "\n%d definition(s) differ from their pins (approve with POST /admin/pins/approve on the admin listener):\n", len(st.Drift))
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "UPSTREAM\tKIND\tNAME\tEXPOSED\tSTATE\tPINNED\tSEEN")
+		for _, d := range st.Drift {
+			state, pinned := "served", d.Pinned
+			if d.Withheld {
+				state = "withheld"
+			}
+			if pinned == "" {
+				pinned = "(new)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Upstream, d.Kind, d.Name, d.Exposed, state, pinned, d.Seen)
+		}
+		tw.Flush()
 	}
 	if !st.Ready {
 		return exitFailure

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 )
 
 // Kind is what a definition defines.
@@ -38,6 +39,12 @@ func Hash(kind Kind, def []byte) (string, error) {
 	var all map[string]any
 	if err := d.Decode(&all); err != nil {
 		return "", fmt.Errorf("pin: %s definition is not a JSON object: %w", kind, err)
+	}
+	if all == nil {
+		return "", fmt.Errorf("pin: %s definition is null, not a JSON object", kind)
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return "", fmt.Errorf("pin: %s definition has more after its JSON object", kind)
 	}
 	kept := make(map[string]any, len(kind.fields()))
 	for _, f := range kind.fields() {

@@ -22,23 +22,29 @@ func invisible(r rune) bool {
 	return false
 }
 
-// emojiPart reports whether r, after prev, is part of an emoji sequence rather than hidden: a zero-width joiner
-// or a variation selector right after a symbol (❤️‍🔥 is U+2764 U+FE0F U+200D U+1F525), or a keycap's selector.
+// emojiPart reports whether r, after prev (the last character kept), is part of an emoji sequence rather than
+// hidden: a variation selector right after a symbol or a keycap's character, or a zero-width joiner after a
+// symbol or its selector (❤️‍🔥 is U+2764 U+FE0F U+200D U+1F525).
 func emojiPart(prev, r rune) bool {
+	symbol := unicode.In(prev, unicode.So, unicode.Sk)
 	switch r {
-	case 0x200D, 0xFE0E, 0xFE0F:
-		return unicode.In(prev, unicode.So, unicode.Sk) || prev == 0xFE0F ||
-			(r != 0x200D && (prev == '#' || prev == '*' || (prev >= '0' && prev <= '9')))
+	case 0xFE0E, 0xFE0F:
+		return symbol || prev == '#' || prev == '*' || (prev >= '0' && prev <= '9')
+	case 0x200D:
+		return symbol || prev == 0xFE0F
 	}
 	return false
 }
 
 // hidden calls f for each invisible character of s that is not part of an emoji sequence, with its byte offset.
+// A hidden character is no context for the next: "a" U+FE0F U+200D hides both.
 func hidden(s string, f func(i int, r rune)) {
 	prev := rune(-1)
 	for i, r := range s {
 		if invisible(r) && !emojiPart(prev, r) {
 			f(i, r)
+			prev = -1
+			continue
 		}
 		prev = r
 	}
@@ -59,14 +65,26 @@ func Invisible(s string) []string {
 }
 
 // Strip returns s without its invisible and bidirectional-control characters (emoji sequences are kept whole).
+// Stray bytes of invalid UTF-8 are kept; since removing a character from between them can join them into a new
+// one, perhaps of the very kind stripped, Strip repeats until nothing is left to strip.
 func Strip(s string) string {
+	for {
+		t := stripOnce(s)
+		if t == s {
+			return s
+		}
+		s = t
+	}
+}
+
+func stripOnce(s string) string {
 	var b strings.Builder
 	last := 0
 	hidden(s, func(i int, r rune) {
 		b.WriteString(s[last:i])
 		last = i + utf8.RuneLen(r)
 	})
-	if last == 0 && b.Len() == 0 {
+	if last == 0 {
 		return s
 	}
 	b.WriteString(s[last:])

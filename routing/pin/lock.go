@@ -82,15 +82,15 @@ func ParseLock(b []byte) (*Lock, error) {
 	return NewLock(f.Upstreams), nil
 }
 
-// Marshal returns the lock file's content.
+// Marshal returns the lock file's content (a nil lock pins nothing).
 func (l *Lock) Marshal() []byte {
 	var buf bytes.Buffer
 	e := json.NewEncoder(&buf)
 	e.SetEscapeHTML(false)
 	e.SetIndent("", "  ")
-	ups := l.upstreams
-	if ups == nil {
-		ups = map[string]Locked{}
+	ups := map[string]Locked{}
+	if l != nil && l.upstreams != nil {
+		ups = l.upstreams
 	}
 	_ = e.Encode(lockFile{Version: lockVersion, Upstreams: ups}) // maps of strings always encode
 	return buf.Bytes()
@@ -143,8 +143,11 @@ func (l *Lock) Get(upstream string, kind Kind, name string) (string, bool) {
 	return h, ok
 }
 
-// Upstreams returns a copy of every upstream's pins.
+// Upstreams returns a copy of every upstream's pins (none for a nil lock).
 func (l *Lock) Upstreams() map[string]Locked {
+	if l == nil {
+		return map[string]Locked{}
+	}
 	return NewLock(l.upstreams).upstreams
 }
 

@@ -98,7 +98,7 @@ func TestParseCatalog(t *testing.T) {
 	if cfg.Endpoints[0].Include[0] != "s_*" || string(cfg.Overrides[OverrideKey{"github", "tool", "create_issue"}].Arguments["token"]) != `"Bearer s3cret"` {
 		t.Error("Redacted shares or changes the original")
 	}
-	if got, want := cfg.Summary(), "3 upstreams, 3 endpoints (/mcp/research, /mcp/triage, /mcp/all), 3 overrides (1 with argument presets)"; got != want {
+	if got, want := cfg.Summary(), "3 upstreams, 3 endpoints (/mcp/research, /mcp/triage, /mcp/all), 3 overrides (1 with argument presets), pins from pins.lock (changes blocked), invisible characters stripped"; got != want {
 		t.Errorf("Summary = %q, want %q", got, want)
 	}
 
@@ -109,7 +109,7 @@ func TestParseCatalog(t *testing.T) {
 	if def.Pinning != (Pinning{LockFile: "pins.lock", OnChange: PinWarn}) || def.Endpoints != nil || def.Overrides != nil {
 		t.Errorf("defaults: %+v %+v %+v", def.Pinning, def.Endpoints, def.Overrides)
 	}
-	if got := def.Summary(); got != "1 upstream" { // pins are not enforced yet: the summary does not mention them
+	if got := def.Summary(); got != "1 upstream, pins from pins.lock (changes served with a warning)" {
 		t.Errorf("Summary = %q", got)
 	}
 	if out := def.String(); !strings.Contains(out, "pinning: {lockFile: \"pins.lock\", onChange: warn, stripInvisible: false}\n") || strings.Contains(out, "endpoints:") || strings.Contains(out, "overrides:") {

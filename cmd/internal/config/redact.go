@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -156,8 +157,9 @@ func (c *Config) String() string {
 
 // Summary is one line on what the configuration serves, for `switchboard
 // check`: "3 upstreams (1 disabled), 2 endpoints (/mcp/research, /mcp/ops),
-// 4 overrides (1 with argument presets)". It says nothing of pinning, which
-// this version does not enforce yet (the binary refuses a pinning: block).
+// 4 overrides (1 with argument presets), pins from pins.lock (changes
+// blocked)". Pinning is mentioned when it is not the default (trust on first
+// use, changes served with a warning).
 func (c *Config) Summary() string {
 	parts := []string{plural(len(c.Upstreams), "upstream")}
 	if d := countFunc(c.Upstreams, func(u Upstream) bool { return u.Disabled }); d > 0 {
@@ -180,6 +182,21 @@ func (c *Config) Summary() string {
 		}
 		if presets > 0 {
 			s += fmt.Sprintf(" (%d with argument presets)", presets)
+		}
+		parts = append(parts, s)
+	}
+	if pn := c.Pinning; pn != (Pinning{OnChange: PinWarn}) {
+		s := "pins trusted on first use"
+		if pn.LockFile != "" {
+			s = "pins from " + filepath.Base(pn.LockFile)
+		}
+		if pn.OnChange == PinBlock {
+			s += " (changes blocked)"
+		} else {
+			s += " (changes served with a warning)"
+		}
+		if pn.StripInvisible {
+			s += ", invisible characters stripped"
 		}
 		parts = append(parts, s)
 	}
