@@ -83,6 +83,8 @@ type target struct {
 	// withheld is set when the item's definition drifted from its pin and Pinning.Block keeps it from clients:
 	// the name routes only to the error that says so.
 	withheld *Drift
+	// item is the position of the listed definition in catalog.items; -1 when it is not listed.
+	item int
 }
 
 // templateRoute matches concrete URIs against one upstream's resource template.
@@ -108,6 +110,8 @@ type catalog struct {
 	// endpoints they were computed for, so that a snapshot answers consistently across a reload.
 	views     map[string]*view
 	endpoints map[string]*Endpoint
+	// index is the tool search index of this snapshot, when an endpoint is in search mode (discovery.go).
+	index *toolIndex
 }
 
 // buildCatalog merges the upstreams' lists in configuration order. prev supplies the generations, which advance
@@ -172,7 +176,10 @@ func buildCatalog(ups []*Upstream, prev *catalog, profile string, shape *Shape, 
 					if k == kindPrompts {
 						m = c.prompts
 					}
-					t := target{up: up, name: it.id, withheld: withheld}
+					t := target{up: up, name: it.id, withheld: withheld, item: -1}
+					if !hide {
+						t.item = len(c.items[k])
+					}
 					if ov != nil && k == kindTools {
 						t.presets = compactPresets(ov.Arguments)
 					}
@@ -194,6 +201,14 @@ func buildCatalog(ups []*Upstream, prev *catalog, profile string, shape *Shape, 
 				}
 				c.items[k] = append(c.items[k], raw)
 				c.refs[k] = append(c.refs[k], itemRef{up: up, name: it.id})
+			}
+		}
+	}
+	if shape.searching() {
+		c.index = buildIndex(c, prev)
+		for _, name := range []string{toolSearch, toolCall} {
+			if t, ok := c.tools[name]; ok {
+				c.conflicts = append(c.conflicts, fmt.Sprintf("tool %q of upstream %q has the name of a meta-tool; endpoints in search mode serve theirs (rename it with an override)", name, t.up.cfg.Name))
 			}
 		}
 	}

@@ -29,6 +29,10 @@ func (s *Session) HandleRequest(ctx context.Context, m jsonrpc.Message, out *Str
 	case "initialize":
 		replyError(out, id, protocol.CodeInvalidRequest, "the session is already initialized; start a new session to initialize again")
 	case "tools/list":
+		if mode := s.searchMode(); mode != nil {
+			s.listSearch(m, out, mode)
+			return
+		}
 		s.list(ctx, m, out, kindTools)
 	case "prompts/list":
 		s.list(ctx, m, out, kindPrompts)
@@ -37,6 +41,16 @@ func (s *Session) HandleRequest(ctx context.Context, m jsonrpc.Message, out *Str
 	case "resources/templates/list":
 		s.list(ctx, m, out, kindTemplates)
 	case "tools/call":
+		if mode := s.searchMode(); mode != nil {
+			switch name, _ := jsonrpc.LookupString(m.Params(), "name"); name {
+			case toolSearch:
+				s.searchTools(ctx, m, out, mode)
+				return
+			case toolCall:
+				s.callTool(ctx, m, out)
+				return
+			}
+		}
 		s.callNamed(ctx, m, out, kindTools)
 	case "prompts/get":
 		s.callNamed(ctx, m, out, kindPrompts)

@@ -18,6 +18,8 @@ type Endpoint struct {
 	Name string
 	// Include selects; none means everything. Exclude then removes. Both use path.Match syntax.
 	Include, Exclude []string
+	// Search, when set, puts the endpoint in search mode (discovery.go); nil lists every tool.
+	Search *SearchMode
 }
 
 // selects reports whether the endpoint's globs select a client-visible name or URI.
@@ -49,7 +51,11 @@ func globMatch(pattern, name string) bool {
 
 // CheckEndpoint reports a malformed glob of an endpoint, for the config loader and the admin API.
 func CheckEndpoint(e Endpoint) error {
-	for _, g := range append(append([]string(nil), e.Include...), e.Exclude...) {
+	globs := append(append([]string(nil), e.Include...), e.Exclude...)
+	if e.Search != nil {
+		globs = append(globs, e.Search.AlwaysList...)
+	}
+	for _, g := range globs {
 		if _, err := path.Match(g, ""); err != nil {
 			return fmt.Errorf("endpoint %q: glob %q: %w", e.Name, g, err)
 		}
@@ -118,6 +124,8 @@ func (v *view) allowsURI(c *catalog, e *Endpoint, uri string) bool {
 type Shape struct {
 	Overrides map[OverrideKey]Override
 	Endpoints []Endpoint
+	// Root, when set, puts the whole catalog (/mcp) in search mode.
+	Root *SearchMode
 }
 
 // endpoint returns the endpoint named name, or nil.

@@ -349,6 +349,16 @@ func (up *Upstream) fetch(ctx context.Context, k listKind) ([]item, error) {
 	return nil, fmt.Errorf("%s: more than %d pages", k.method(), maxPages)
 }
 
+// instructions is what the upstream's initialize answer told the model about it ("" before it answered).
+func (up *Upstream) instructions() string {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if up.hello == nil {
+		return ""
+	}
+	return up.hello.Instructions
+}
+
 func (up *Upstream) snapshotLists() [numKinds][]item {
 	up.mu.Lock()
 	defer up.mu.Unlock()

@@ -1,0 +1,428 @@
+package routing
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/switchboard-mcp/switchboard/routing/search"
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
+)
+
+// Tool search (issue 16). An endpoint (or the whole catalog) in search mode lists two meta-tools, search_tools
+// and call_tool, plus the tools its AlwaysList selects, instead of every tool: a model handed 500 tools chooses
+// badly. search_tools ranks the tools the session may see and call (routing/search, BM25F over the names and
+// descriptions clients see, after overrides); call_tool, or a direct tools/call of any name the endpoint offers,
+// runs one exactly as tools/call would. The index is part of the catalog snapshot: each rebuild derives it from
+// the previous one (only changed tools are analysed) and swaps it in with the catalog, so a search never waits.
+
+// The meta-tools' names: an upstream tool exposed under one of them is shadowed in search mode.
+const (
+	toolSearch = "search_tools"
+	toolCall   = "call_tool"
+)
+
+// Search limits: the default and the most results a search returns, and the most found tools a session keeps
+// for ExposeFound.
+const (
+	defaultSearchLimit = 10
+	maxSearchLimit     = 50
+	maxFoundPerSession = 200
+)
+
+// SearchMode configures search discovery for an endpoint (or the whole catalog, Shape.Root).
+type SearchMode struct {
+	// AlwaysList selects tools listed besides the meta-tools (path.Match globs over the names clients see).
+	AlwaysList []string
+	// ExposeFound adds each tool a search found to that session's tools/list, with list_changed.
+	ExposeFound bool
+}
+
+// lists reports whether AlwaysList selects a tool.
+func (m *SearchMode) lists(name string) bool {
+	for _, g := range m.AlwaysList {
+		if globMatch(g, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// searchMode returns the search mode of an endpoint ("" for the whole catalog), or nil for list mode.
+func (sh *Shape) searchMode(endpoint string) *SearchMode {
+	if sh == nil {
+		return nil
+	}
+	if endpoint == "" {
+		return sh.Root
+	}
+	if e := sh.endpoint(endpoint); e != nil {
+		return e.Search
+	}
+	return nil
+}
+
+// searching reports whether any endpoint (or the whole catalog) is in search mode: only then is an index kept.
+func (sh *Shape) searching() bool {
+	if sh == nil {
+		return false
+	}
+	if sh.Root != nil {
+		return true
+	}
+	for _, e := range sh.Endpoints {
+		if e.Search != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// toolIndex is the search index of one catalog snapshot, and a fingerprint of each tool's indexed text so that
+// the next snapshot re-analyses only what changed.
+type toolIndex struct {
+	ix    *search.Index
+	print map[string]uint64
+}
+
+// buildIndex derives the catalog's index from the previous snapshot's: tools whose listed definition (or their
+// upstream's instructions) changed are analysed again, those gone are removed.
+func buildIndex(c *catalog, prev *catalog) *toolIndex {
+	var base *toolIndex
+	if prev != nil {
+		base = prev.index
+	}
+	next := &toolIndex{print: make(map[string]uint64, len(c.items[kindTools]))}
+	instructions := map[*Upstream]string{}
+	var upsert []search.Doc
+	for i, raw := range c.items[kindTools] {
+		ref := c.refs[kindTools][i]
+		ins, ok := instructions[ref.up]
+		if !ok {
+			ins = ref.up.instructions()
+			instructions[ref.up] = ins
+		}
+		h := fnv.New64a()
+		h.Write(raw)
+		h.Write([]byte{0})
+		h.Write([]byte(ref.up.cfg.Name))
+		h.Write([]byte{0})
+		h.Write([]byte(ins))
+		name, _ := jsonrpc.LookupString(raw, "name")
+		next.print[name] = h.Sum64()
+		if base != nil && base.print[name] == next.print[name] {
+			continue
+		}
+		upsert = append(upsert, searchDoc(raw, ref.up.cfg.Name, ins))
+	}
+	var removed []string
+	if base != nil {
+		for name := range base.print {
+			if _, ok := next.print[name]; !ok {
+				removed = append(removed, name)
+			}
+		}
+		next.ix = base.ix.With(upsert, removed)
+	} else {
+		next.ix = search.Build(upsert)
+	}
+	return next
+}
+
+// searchDoc is what the index knows of a tool: the fields clients see, its parameters, its upstream.
+func searchDoc(raw []byte, upstream, instructions string) search.Doc {
+	var t struct {
+		Name        string `json:"name"`
+		Title       string `json:"title"`
+		Description string `json:"description"`
+		InputSchema struct {
+			Properties map[string]struct {
+				Description string `json:"description"`
+			} `json:"properties"`
+		} `json:"inputSchema"`
+		Annotations struct {
+			Title string `json:"title"`
+		} `json:"annotations"`
+	}
+	_ = json.Unmarshal(raw, &t) // an odd schema indexes what it can
+	d := search.Doc{Name: t.Name, Title: t.Title, Description: t.Description, Upstream: upstream, Instructions: instructions}
+	if d.Title == "" {
+		d.Title = t.Annotations.Title
+	}
+	for name, p := range t.InputSchema.Properties {
+		d.Params = append(d.Params, search.Param{Name: name, Description: p.Description})
+	}
+	sort.Slice(d.Params, func(i, j int) bool { return d.Params[i].Name < d.Params[j].Name })
+	return d
+}
+
+// found is what a session's searches found, for ExposeFound: listed with the meta-tools from then on.
+type found struct {
+	mu    sync.Mutex
+	names map[string]bool
+	order []string
+}
+
+// add records names; it reports whether any was new. Past maxFoundPerSession the oldest are forgotten.
+func (f *found) add(names []string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.names == nil {
+		f.names = map[string]bool{}
+	}
+	added := false
+	for _, n := range names {
+		if f.names[n] {
+			continue
+		}
+		f.names[n], added = true, true
+		f.order = append(f.order, n)
+	}
+	for len(f.order) > maxFoundPerSession {
+		delete(f.names, f.order[0])
+		f.order = f.order[1:]
+	}
+	return added
+}
+
+func (f *found) has(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.names[name]
+}
+
+// searchMode is the session's search mode now (a reload may change it), or nil.
+func (s *Session) searchMode() *SearchMode { return s.r.shape.Load().searchMode(s.params.Endpoint) }
+
+// mayCall reports whether the session may see and call a tool of the catalog: in its endpoint's view, allowed
+// by its policy, and not withheld.
+func (s *Session) mayCall(c *catalog, name string) bool {
+	t, ok := c.tools[name]
+	return ok && t.withheld == nil && c.inView(s.params.Endpoint, kindTools, name) && s.allows(t.up, kindTools, t.name)
+}
+
+// listSearch answers tools/list in search mode: the meta-tools, then the tools AlwaysList selects and (with
+// ExposeFound) those the session's searches found, in catalog order, paginated like any list.
+func (s *Session) listSearch(m jsonrpc.Message, out *Stream, mode *SearchMode) {
+	c := s.catalog()
+	items := [][]byte{[]byte(searchToolDef), []byte(callToolDef)}
+	for i, raw := range c.items[kindTools] {
+		name, _ := jsonrpc.LookupString(raw, "name")
+		if name == toolSearch || name == toolCall || !(mode.lists(name) || (mode.ExposeFound && s.found.has(name))) {
+			continue
+		}
+		if s.mayCall(c, name) {
+			items = append(items, c.items[kindTools][i])
+		}
+	}
+	off := 0
+	if cursor, _ := jsonrpc.LookupString(m.Params(), "cursor"); cursor != "" {
+		var err error
+		if off, err = s.r.cursors.decode(cursor, kindTools, c.gen[kindTools], s.params.Endpoint); err != nil || off > len(items) {
+			replyError(out, m.ID(), protocol.CodeInvalidParams, errBadCursor.Error())
+			return
+		}
+	}
+	end := min(len(items), off+s.r.opts.PageSize)
+	b := append([]byte(nil), `{"tools":[`...)
+	for i, it := range items[off:end] {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	b = append(b, ']')
+	if end < len(items) {
+		b = append(b, `,"nextCursor":`...)
+		b = jsonrpc.AppendQuote(b, s.r.cursors.encode(kindTools, c.gen[kindTools], end, s.params.Endpoint))
+	}
+	if mode.ExposeFound && protocol.IsModern(s.params.ProtocolVersion) {
+		b = append(b, `,"cacheScope":"private"`...) // what this session found: never shared
+	}
+	reply(out, m.ID(), append(b, '}'))
+}
+
+// searchArgs are search_tools' arguments.
+type searchArgs struct {
+	Query string `json:"query"`
+	Limit *int   `json:"limit"`
+}
+
+// searchTools answers search_tools: the best matches among the tools the session may call, as structured
+// content (declared by the tool's outputSchema) and as text for clients that ignore it.
+func (s *Session) searchTools(ctx context.Context, m jsonrpc.Message, out *Stream, mode *SearchMode) {
+	var args searchArgs
+	if raw := member(m.Params(), "arguments"); len(raw) > 0 {
+		if err := json.Unmarshal(raw, &args); err != nil {
+			replyError(out, m.ID(), protocol.CodeInvalidParams, "search_tools: arguments must be {query: string, limit: integer 1-50}: "+err.Error())
+			return
+		}
+	}
+	limit := defaultSearchLimit
+	if args.Limit != nil {
+		limit = *args.Limit
+	}
+	switch {
+	case strings.TrimSpace(args.Query) == "":
+		replyError(out, m.ID(), protocol.CodeInvalidParams, "search_tools needs a query: describe the task in words, such as \"create a GitHub issue\"")
+		return
+	case limit < 1 || limit > maxSearchLimit:
+		replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("search_tools: limit %d is out of range; give 1 to %d (default %d)", limit, maxSearchLimit, defaultSearchLimit))
+		return
+	}
+	c := s.catalog()
+	var hits []search.Hit
+	if c.index != nil {
+		allow := func(name string) bool { return name != toolSearch && name != toolCall && s.mayCall(c, name) }
+		hits = s.r.rank(ctx, c, args.Query, limit, allow)
+	}
+	b := append([]byte(nil), `{"content":[{"type":"text","text":`...)
+	b = jsonrpc.AppendQuote(b, renderHits(c, args.Query, hits))
+	b = append(b, `}],"structuredContent":{"tools":[`...)
+	names := make([]string, 0, len(hits))
+	for i, h := range hits {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendHit(b, c, h)
+		names = append(names, h.Name)
+	}
+	b = append(b, `]}}`...)
+	reply(out, m.ID(), b)
+	if mode.ExposeFound && s.found.add(names) {
+		s.notify(jsonrpc.AppendNotification(nil, kindTools.changedMethod(), nil))
+	}
+}
+
+// rank runs a search on a catalog snapshot's index.
+func (r *Router) rank(_ context.Context, c *catalog, query string, limit int, allow func(string) bool) []search.Hit {
+	return c.index.ix.Search(query, limit, allow)
+}
+
+// toolItem returns a catalog tool's listed definition.
+func (c *catalog) toolItem(name string) []byte {
+	if t, ok := c.tools[name]; ok && t.item >= 0 && t.item < len(c.items[kindTools]) {
+		return c.items[kindTools][t.item]
+	}
+	return nil
+}
+
+// appendHit appends one result: the tool's name, title, description and inputSchema as listed, and its score.
+func appendHit(b []byte, c *catalog, h search.Hit) []byte {
+	raw := c.toolItem(h.Name)
+	b = append(b, `{"name":`...)
+	b = jsonrpc.AppendQuote(b, h.Name)
+	for _, k := range []string{"title", "description"} {
+		if v, ok := jsonrpc.LookupString(raw, k); ok && v != "" {
+			b = append(b, `,"`+k+`":`...)
+			b = jsonrpc.AppendQuote(b, v)
+		}
+	}
+	schema := member(raw, "inputSchema")
+	if len(schema) == 0 {
+		schema = []byte(`{"type":"object"}`)
+	}
+	b = append(b, `,"inputSchema":`...)
+	b = append(b, schema...)
+	b = append(b, `,"score":`...)
+	b = strconv.AppendFloat(b, float64(int64(h.Score*1000+0.5))/1000, 'f', -1, 64)
+	return append(b, '}')
+}
+
+// renderHits is the text form of a search's results: a name, one line of description and the parameters of
+// each (required ones marked), for clients that show text and ignore structured content.
+func renderHits(c *catalog, query string, hits []search.Hit) string {
+	if len(hits) == 0 {
+		return fmt.Sprintf("No tool matches %q. Try other words, or fewer of them.", query)
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%d tool(s) for %q, best first. Call one with call_tool {name, arguments}, or directly by its name.\n", len(hits), query)
+	for i, h := range hits {
+		raw := c.toolItem(h.Name)
+		desc, _ := jsonrpc.LookupString(raw, "description")
+		if line, _, cut := strings.Cut(strings.TrimSpace(desc), "\n"); cut || len(line) > 160 {
+			desc = strings.TrimSpace(line)
+			if len(desc) > 160 {
+				desc = desc[:157] + "..."
+			}
+		}
+		fmt.Fprintf(&sb, "\n%d. %s", i+1, h.Name)
+		if desc != "" {
+			sb.WriteString(": " + desc)
+		}
+		if params := paramList(raw); params != "" {
+			sb.WriteString("\n   parameters: " + params)
+		}
+	}
+	return sb.String()
+}
+
+// paramList names a tool's parameters, sorted, required ones with a trailing '*'.
+func paramList(raw []byte) string {
+	var t struct {
+		InputSchema struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+			Required   []string                   `json:"required"`
+		} `json:"inputSchema"`
+	}
+	if json.Unmarshal(raw, &t) != nil {
+		return ""
+	}
+	names := make([]string, 0, len(t.InputSchema.Properties))
+	for n := range t.InputSchema.Properties {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	req := map[string]bool{}
+	for _, r := range t.InputSchema.Required {
+		req[r] = true
+	}
+	for i, n := range names {
+		if req[n] {
+			names[i] = n + "*"
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// callTool answers call_tool by running the named tool exactly as tools/call would: the same id (so cancellation
+// and the answer match), the same _meta (the progress token), policy, presets and audit under the real name.
+func (s *Session) callTool(ctx context.Context, m jsonrpc.Message, out *Stream) {
+	args := member(m.Params(), "arguments")
+	name, ok := jsonrpc.LookupString(args, "name")
+	if !ok || name == "" {
+		replyError(out, m.ID(), protocol.CodeInvalidParams, "call_tool needs arguments {name: the tool's name as search_tools gave it, arguments: {...}}")
+		return
+	}
+	if name == toolSearch || name == toolCall {
+		replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("call_tool cannot call %s: call it directly", name))
+		return
+	}
+	inner := member(args, "arguments")
+	if len(inner) == 0 || string(inner) == "null" {
+		inner = []byte(`{}`)
+	} else if inner[0] != '{' {
+		replyError(out, m.ID(), protocol.CodeInvalidParams, "call_tool: arguments.arguments must be an object of the tool's arguments")
+		return
+	}
+	params := jsonrpc.SetMember(m.Params(), "name", jsonrpc.AppendQuote(nil, name))
+	params = jsonrpc.SetMember(params, "arguments", inner)
+	call, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, m.ID(), protocol.MethodToolsCall, params))
+	if err != nil {
+		replyError(out, m.ID(), protocol.CodeInvalidParams, "call_tool: "+err.Error())
+		return
+	}
+	s.callNamed(ctx, call, out, kindTools)
+}
+
+// Definitions of the meta-tools. They state no count of tools: what a principal may not use leaves no trace.
+const (
+	searchToolDef = `{"name":"search_tools","title":"Search tools","description":"Finds the tools for a task among all the tools this server offers (only a few are listed). Describe the task in words, such as \"create a GitHub issue\" or \"read a file\". Each result gives a tool's name, description and inputSchema; call it with call_tool, or directly by its name.","inputSchema":{"type":"object","properties":{"query":{"type":"string","description":"The task, in words."},"limit":{"type":"integer","minimum":1,"maximum":50,"default":10,"description":"How many tools to return, best first."}},"required":["query"]},"outputSchema":{"type":"object","properties":{"tools":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"title":{"type":"string"},"description":{"type":"string"},"inputSchema":{"type":"object"},"score":{"type":"number"}},"required":["name","inputSchema","score"]}}},"required":["tools"]},"annotations":{"title":"Search tools","readOnlyHint":true,"openWorldHint":false}}`
+	callToolDef   = `{"name":"call_tool","title":"Call a tool","description":"Calls a tool that search_tools found, by its name, with its arguments (as its inputSchema describes them).","inputSchema":{"type":"object","properties":{"name":{"type":"string","description":"The tool's name, as search_tools gave it."},"arguments":{"type":"object","description":"The tool's arguments."}},"required":["name"]}}`
+)

@@ -1,0 +1,141 @@
+package routing
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
+)
+
+// searchResult is search_tools' answer.
+type searchResult struct {
+	Content []struct {
+		Text string `json:"text"`
+	} `json:"content"`
+	StructuredContent struct {
+		Tools []struct {
+			Name        string          `json:"name"`
+			Title       string          `json:"title"`
+			Description string          `json:"description"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+			Score       float64         `json:"score"`
+		} `json:"tools"`
+	} `json:"structuredContent"`
+}
+
+func searchFor(t *testing.T, r *testRouter, s *Session, query string, limit int) searchResult {
+	t.Helper()
+	q, _ := json.Marshal(query)
+	m := roundTrip(t, r, s, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":`+string(q)+`,"limit":`+strconv.Itoa(limit)+`}}}`)
+	var res searchResult
+	if m.Error() != nil || json.Unmarshal(m.Result(), &res) != nil {
+		t.Fatalf("search_tools %q answered %s", query, m.Raw())
+	}
+	return res
+}
+
+func (r searchResult) names() []string {
+	var out []string
+	for _, tool := range r.StructuredContent.Tools {
+		out = append(out, tool.Name)
+	}
+	return out
+}
+
+// TestSearchMode: an endpoint in search mode lists the meta-tools and its AlwaysList; search_tools finds tools by
+// the words clients see (after renames and description overrides), never one the session may not call;
+// call_tool and a direct call run the tool as tools/call would; ExposeFound lists what was found, with
+// list_changed; bad arguments get -32602.
+func TestSearchMode(t *testing.T) {
+	sh := Shape{
+		Overrides: map[OverrideKey]Override{
+			{Upstream: "gh", Kind: "tool", Name: "search"}: {Name: "find_code", Description: "Find code in the repositories by keyword"},
+		},
+		Endpoints: []Endpoint{
+			{Name: "s", Include: []string{"gh__*", "find_code", "web__*"}, Search: &SearchMode{AlwaysList: []string{"web__*"}, ExposeFound: true}},
+			{Name: "list", Include: []string{"gh__*"}},
+		},
+	}
+	r := shapedRouter(t, sh)
+	deny := func(upstream, kind, name string) bool { return name != "delete_repo" }
+	s := r.NewSession(SessionParams{ProtocolVersion: protocol.V20251125, Endpoint: "s", Allow: deny})
+
+	if got := names(listAll(t, r, s)); !slices.Equal(got, []string{"search_tools", "call_tool", "web__fetch"}) {
+		t.Fatalf("tools/list in search mode: %v", got)
+	}
+	if got := names(listAll(t, r, r.NewSession(SessionParams{ProtocolVersion: protocol.V20251125, Endpoint: "list"}))); slices.Contains(got, "search_tools") {
+		t.Errorf("an endpoint in list mode lists %v", got)
+	}
+
+	res := searchFor(t, r, s, "create an issue", 5)
+	if got := res.names(); len(got) == 0 || got[0] != "gh__create_issue" {
+		t.Errorf("create an issue found %v", got)
+	}
+	top := res.StructuredContent.Tools[0]
+	if top.Description != "Create an issue" || !strings.Contains(string(top.InputSchema), `"owner"`) || top.Score <= 0 {
+		t.Errorf("the result carries %+v", top)
+	}
+	if text := res.Content[0].Text; !strings.Contains(text, "gh__create_issue") || !strings.Contains(text, "owner*") {
+		t.Errorf("the text rendering is %q", text)
+	}
+	if got := searchFor(t, r, s, "find code repositories keyword", 5).names(); len(got) == 0 || got[0] != "find_code" {
+		t.Errorf("the renamed tool is not found by its new name and description: %v", got)
+	}
+	if got := searchFor(t, r, s, "delete repo", 50).names(); slices.Contains(got, "gh__delete_repo") {
+		t.Errorf("a denied tool was found: %v", got)
+	}
+	if !heard(s.Standalone(), "notifications/tools/list_changed") {
+		t.Error("ExposeFound: no list_changed after a search found new tools")
+	}
+	if got := names(listAll(t, r, s)); !slices.Contains(got, "gh__create_issue") || !slices.Contains(got, "find_code") || slices.Contains(got, "gh__delete_repo") {
+		t.Errorf("ExposeFound: the list after the searches is %v", got)
+	}
+
+	call := roundTrip(t, r, s, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"find_code","arguments":{"q":"x"}},"_meta":{"progressToken":"p1"}}}`)
+	if text := string(call.Result()); !strings.Contains(text, `\"name\":\"search\"`) || !strings.Contains(text, `\"q\":\"x\"`) || !strings.Contains(text, `progressToken`) {
+		t.Errorf("call_tool of the renamed tool reached the upstream as %s", call.Raw())
+	}
+	direct := roundTrip(t, r, s, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"gh__create_issue","arguments":{"owner":"o","title":"t"}}}`)
+	if direct.Error() != nil {
+		t.Errorf("a direct call of a searchable tool: %s", direct.Raw())
+	}
+	for _, tc := range []struct{ name, params string }{
+		{"no query", `{"name":"search_tools","arguments":{}}`},
+		{"blank query", `{"name":"search_tools","arguments":{"query":"  "}}`},
+		{"limit 0", `{"name":"search_tools","arguments":{"query":"x","limit":0}}`},
+		{"limit 51", `{"name":"search_tools","arguments":{"query":"x","limit":51}}`},
+		{"query not a string", `{"name":"search_tools","arguments":{"query":3}}`},
+		{"call_tool without a name", `{"name":"call_tool","arguments":{}}`},
+		{"call_tool of itself", `{"name":"call_tool","arguments":{"name":"call_tool"}}`},
+		{"call_tool with array arguments", `{"name":"call_tool","arguments":{"name":"find_code","arguments":[1]}}`},
+		{"call_tool of a denied tool", `{"name":"call_tool","arguments":{"name":"gh__delete_repo"}}`},
+	} {
+		m := roundTrip(t, r, s, `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":`+tc.params+`}`)
+		if e := rpcErr(m); e == nil || e.Code != protocol.CodeInvalidParams {
+			t.Errorf("%s: %s, want -32602", tc.name, m.Raw())
+		}
+	}
+}
+
+// TestSearchIndexFollowsTheCatalog: the index is derived from each catalog snapshot, so a tool an upstream adds
+// is found after its list_changed, and one it removes is not.
+func TestSearchIndexFollowsTheCatalog(t *testing.T) {
+	up := newMutableUpstream(`[{"name":"read_file","description":"Read a file from disk","inputSchema":{"type":"object"}}]`)
+	r := startRouter(t, Options{Shape: Shape{Root: &SearchMode{}}},
+		UpstreamConfig{Name: "fs", Prefix: "fs__", Mode: Shared, Transport: up.fakeTransport, Kind: "stdio"})
+	s := r.session(defaultClientCaps)
+	if got := searchFor(t, r, s, "read a file", 10).names(); !slices.Equal(got, []string{"fs__read_file"}) {
+		t.Fatalf("before the change: %v", got)
+	}
+	up.change(`[{"name":"write_file","description":"Write a file to disk","inputSchema":{"type":"object"}}]`)
+	waitNotice(t, r, s, "notifications/tools/list_changed")
+	if got := searchFor(t, r, s, "write a file", 10).names(); !slices.Equal(got, []string{"fs__write_file"}) {
+		t.Errorf("after the change, write a file: %v", got)
+	}
+	if got := searchFor(t, r, s, "read", 10).names(); slices.Contains(got, "fs__read_file") {
+		t.Errorf("a removed tool is still found: %v", got)
+	}
+}
