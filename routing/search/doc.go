@@ -23,8 +23,7 @@
 // # Visibility
 //
 // Search takes an allow function and drops the docs it rejects before ranking and before the limit, so a hidden
-// tool never appears, is never counted and never takes a visible tool's place. The corpus statistics of BM25 (the
-// number of docs, each term's document frequency, the mean field lengths) are those of the whole index, hidden docs
-// included: a hidden doc can shift the scores of visible ones a little, and in close cases their order. Where even
-// that is too much, build an index of one view's docs alone.
+// tool never appears, is never counted and never takes a visible tool's place. Each term's document frequency
+// counts only the docs allow accepts, so what hidden docs say does not show in the scores either; the number of
+// docs and the mean field lengths are the whole index's, which say nothing about any one word.
 package search

@@ -360,20 +360,29 @@ func (ix *Index) Search(query string, limit int, allow func(name string) bool) [
 		if len(ps) == 0 {
 			continue
 		}
-		df := float64(len(ps))
-		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		// The document frequency counts only the docs the caller may see: a word's rarity must not tell whether
+		// hidden tools use it. (The doc count and average lengths stay the whole index's: they say nothing about
+		// any one word.)
+		df := 0
 		for _, p := range ps {
-			switch state[p.doc] {
-			case -1:
-				continue
-			case 0:
+			if state[p.doc] == 0 {
 				state[p.doc] = -1
-				if allow != nil && !allow(ix.docs[p.doc].name) {
-					seen = append(seen, p.doc) // to be cleared
-					continue
+				seen = append(seen, p.doc) // to be cleared
+				if allow == nil || allow(ix.docs[p.doc].name) {
+					state[p.doc] = 1
 				}
-				state[p.doc] = 1
-				seen = append(seen, p.doc)
+			}
+			if state[p.doc] == 1 {
+				df++
+			}
+		}
+		if df == 0 {
+			continue
+		}
+		idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
+		for _, p := range ps {
+			if state[p.doc] != 1 {
+				continue
 			}
 			d := ix.docs[p.doc]
 			tf := 0.0

@@ -3,6 +3,7 @@ package search_test
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -167,9 +168,9 @@ func TestSearchEdgeCases(t *testing.T) {
 	}
 }
 
-// TestAllowHidesDocs hides the best docs of each query, and more, and checks that the result is the unfiltered
-// ranking without them: hidden docs take no place, visible docs keep their order and scores, the limit is filled
-// from visible docs, and allow is asked once per doc.
+// TestAllowHidesDocs hides the best docs of each query, and more, and checks that hidden docs take no place:
+// none is returned, the limit is filled from visible docs (as many as match), the results are best first, and
+// allow is asked once per doc.
 func TestAllowHidesDocs(t *testing.T) {
 	docs := evalset.Docs()
 	ix := search.Build(docs)
@@ -184,14 +185,16 @@ func TestAllowHidesDocs(t *testing.T) {
 		asked := map[string]int{}
 		allow := func(name string) bool { asked[name]++; return !hidden[name] }
 		got := ix.Search(q.Text, 5, allow)
-		var want []search.Hit
-		for _, h := range full {
-			if !hidden[h.Name] && len(want) < 5 {
-				want = append(want, h)
-			}
+		if want := min(5, len(full)-len(hidden)); len(got) != want {
+			t.Errorf("%q: %d results, want %d", q.Text, len(got), want)
 		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%q: got %v, want %v", q.Text, got, want)
+		for i, h := range got {
+			if hidden[h.Name] {
+				t.Errorf("%q: hidden %s returned", q.Text, h.Name)
+			}
+			if i > 0 && (got[i-1].Score < h.Score || got[i-1].Score == h.Score && got[i-1].Name > h.Name) {
+				t.Errorf("%q: results out of order: %v", q.Text, got)
+			}
 		}
 		for name, n := range asked {
 			if n != 1 {
@@ -201,6 +204,36 @@ func TestAllowHidesDocs(t *testing.T) {
 	}
 	if got := ix.Search("create issue", 10, func(string) bool { return false }); got != nil {
 		t.Errorf("nothing allowed: %v", got)
+	}
+}
+
+// TestHiddenLeaveNoTrace: what hidden docs say cannot be read from the results. Two indexes hold the same
+// visible docs and the same hidden names, but the hidden docs' texts are rotated among them (so the doc count and
+// the total field lengths are equal): every search, for any caller, returns the same names with the same scores.
+// With document frequencies counted over the whole index, a word only hidden tools use would raise or lower the
+// visible scores.
+func TestHiddenLeaveNoTrace(t *testing.T) {
+	docs := evalset.Docs()
+	hidden := map[string]bool{}
+	var hid []int
+	for i, d := range docs {
+		if i%3 == 0 {
+			hidden[d.Name] = true
+			hid = append(hid, i)
+		}
+	}
+	rotated := slices.Clone(docs)
+	for j, i := range hid {
+		from := docs[hid[(j+1)%len(hid)]]
+		from.Name = docs[i].Name
+		rotated[i] = from
+	}
+	a, b := search.Build(docs), search.Build(rotated)
+	allow := func(name string) bool { return !hidden[name] }
+	for _, q := range evalset.Queries() {
+		if x, y := a.Search(q.Text, 10, allow), b.Search(q.Text, 10, allow); !reflect.DeepEqual(x, y) {
+			t.Errorf("%q: the hidden docs' texts show through:\n%v\n%v", q.Text, x, y)
+		}
 	}
 }
 
