@@ -17,10 +17,12 @@ func names(hits []search.Hit) []string {
 }
 
 // TestRecall is the regression guard of the ranking on the evaluation set (docs/benchmarks.md, "Tool search
-// index"): the floors sit just under the measured values (recall@5 0.952, MRR 0.851 when set), so that losing two
-// queries from the first five, or a few places of rank, fails.
+// index"): the floors sit just under the measured values, so that losing three of the 296 queries from the first
+// five, or a few places of rank, fails. They were set after the second round of queries (147 → 296) had been
+// written and added, from its first measurement (recall@5 0.885, MRR 0.760; before it, 0.952 and 0.851 on the
+// first 147, on which the weights had been tuned).
 func TestRecall(t *testing.T) {
-	const minRecall5, minMRR = 0.935, 0.83
+	const minRecall5, minMRR = 0.877, 0.75
 	ix := search.Build(evalset.Docs())
 	r := evalset.Evaluate(evalset.Queries(), func(q string) []string { return names(ix.Search(q, 10, nil)) })
 	t.Log(r)
@@ -51,8 +53,8 @@ func TestEvalSet(t *testing.T) {
 		t.Errorf("%d tools from %d servers, want ≥ 300 from ≥ 30", len(docs), len(servers))
 	}
 	qs := evalset.Queries()
-	if len(qs) < 80 {
-		t.Errorf("%d queries, want ≥ 80", len(qs))
+	if len(qs) < 200 {
+		t.Errorf("%d queries, want ≥ 200", len(qs))
 	}
 	for _, q := range qs {
 		for _, w := range q.Want {
