@@ -46,6 +46,45 @@ func TestBenchShort(t *testing.T) {
 	t.Logf("report:\n%s", out.String())
 }
 
+// TestBenchSearch runs the search scenario in short mode (in process: no gateway is built) and checks that the
+// report has every measure, and no scenario failed. It asserts no number.
+func TestBenchSearch(t *testing.T) {
+	var out, log bytes.Buffer
+	if code := cmdRun([]string{"-short", "-scenarios", "search"}, &out, &log); code != 0 {
+		t.Fatalf("switchboard-bench -short -scenarios search: exit %d\n%s\n%s", code, log.String(), out.String())
+	}
+	report := out.String()
+	for _, want := range []string{
+		"| gateway | not built (no scenario needs it) |",
+		"search: tools [1000 10000], 1 passes",
+		"## Tool search index",
+		"| queries | tools | servers | recall@1 | recall@5 | recall@10 | MRR |",
+		"| tools | build median ms | build min ms | heap B/tool | searches | p50 µs | p90 µs | p99 µs |",
+		"\n| 1000 | ", "\n| 10000 | ",
+		"One tool changed at 10000 tools: `With`",
+		"| tools | updates | p50 µs | p99 µs |",
+		"| recall@5 ≥ 0.85 |", "| search p50 ≤ 1 ms at 10000 tools |", "| search p99 ≤ 5 ms at 10000 tools |",
+		"| index heap ≤ 4 KiB per tool at 10000 tools |", "| build ≤ 1 s at 10000 tools |",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report has no %q:\n%s", want, report)
+		}
+	}
+	if strings.Contains(report, "failed**") {
+		t.Errorf("a scenario failed:\n%s", report)
+	}
+	t.Logf("report:\n%s", report)
+}
+
+func TestBenchSearchFlags(t *testing.T) {
+	for _, args := range [][]string{{"-scenarios", "search,nope"}, {"-scenarios", "search", "-search-tools", "0"}} {
+		var out, log bytes.Buffer
+		if code := cmdRun(args, &out, &log); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, code, log.String())
+		}
+	}
+}
+
 func TestParseInts(t *testing.T) {
 	got, err := parseInts("1, 8,32")
 	if err != nil || len(got) != 3 || got[0] != 1 || got[1] != 8 || got[2] != 32 {

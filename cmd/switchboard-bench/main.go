@@ -2,9 +2,13 @@
 // HTTP (real handshakes, one session each) calling a tool on a fast upstream, direct, through a plain reverse proxy
 // (net/http/httputil: the floor for any proxy) and through Switchboard, in the same run, and prints throughput,
 // latency percentiles, errors, and the CPU and peak RSS of the process in the middle, with the ratios. It also
-// measures a stdio upstream shared by many clients, a large catalog listed page by page, and idle sessions.
+// measures a stdio upstream shared by many clients, a large catalog listed page by page, and idle sessions. The
+// search scenario (not run by default) measures the tool-search index of issue 16 in process, with no gateway and
+// no network: recall@1/5/10 and MRR on the evaluation set of routing/search/evalset, and search latency, build
+// time and heap per tool at 1,000 and 10,000 tools, and the cost of one changed tool.
 //
 //	switchboard-bench [run] [-short] [-clients 1,8,32,64] [-duration 10s] [-gateway bin/switchboard] [-o FILE]
+//	switchboard-bench -scenarios search [-search-tools 1000,10000] [-search-passes 30]   no gateway is built
 //	switchboard-bench upstream [-http ADDR] [-tools N]     the fast upstream (stdio without -http)
 //	switchboard-bench proxy -target URL [-listen ADDR]     the reverse proxy
 //	switchboard-bench gateway -config FILE -cpuprofile F   the gateway with a CPU profile (see -profile)

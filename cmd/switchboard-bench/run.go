@@ -35,6 +35,10 @@ type bench struct {
 	catUpstreams, catTools, pageSize, passes int
 	idleSessions                             int
 	profileDir, profileScenario              string
+	searchTools                              []int // tool counts of the search scenario's scale runs
+	searchPasses, searchBuilds, searchWiths  int
+	scenarios                                []string
+	needGateway                              bool // a scenario other than search
 }
 
 func parseInts(s string) ([]int, error) {
@@ -52,17 +56,19 @@ func parseInts(s string) ([]int, error) {
 func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("switchboard-bench", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	short := fl.Bool("short", false, "CI mode: 1 and 8 clients, 2s each, a small catalog, 500 idle sessions")
+	short := fl.Bool("short", false, "CI mode: 1 and 8 clients, 2s each, a small catalog, 500 idle sessions, one search pass")
 	clients := fl.String("clients", "1,8,32,64", "concurrent clients of the load scenario")
 	stdioClients := fl.String("stdio-clients", "1,64", "concurrent clients of the shared stdio scenario")
 	duration := fl.Duration("duration", 10*time.Second, "measured time of each load run (after a warm-up of a fifth of it, at most 2s)")
 	gw := fl.String("gateway", "", "the switchboard binary; default: build ./cmd/switchboard into a temporary directory")
-	scen := fl.String("scenarios", "load,stdio,catalog,idle", "scenarios to run")
+	scen := fl.String("scenarios", "load,stdio,catalog,idle", "scenarios to run: load, stdio, catalog, idle, search")
 	catUp := fl.Int("catalog-upstreams", 100, "upstreams of the catalog scenario")
 	catTools := fl.Int("catalog-tools", 100, "tools per upstream of the catalog scenario")
 	pageSize := fl.Int("page-size", 100, "the gateway's pageSize in the catalog scenario")
 	passes := fl.Int("catalog-passes", 5, "times the whole catalog is listed")
 	idle := fl.Int("idle-sessions", 10000, "sessions of the idle scenario")
+	searchTools := fl.String("search-tools", "1000,10000", "tool counts of the search scenario's latency, build and memory runs")
+	searchPasses := fl.Int("search-passes", 30, "times each query of the evaluation set is searched at each tool count")
 	outFile := fl.String("o", "", "also write the report to this file")
 	profile := fl.String("profile", "", "write CPU and heap profiles of the gateway of scenario -profile-scenario into this directory")
 	profScen := fl.String("profile-scenario", "load", "scenario whose gateway is profiled: load, stdio, catalog or idle")
@@ -72,11 +78,32 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if *short {
 		*clients, *stdioClients, *duration = "1,8", "1,8", 2*time.Second
 		*catUp, *catTools, *pageSize, *passes, *idle = 10, 20, 50, 2, 500
+		*searchPasses = 1
 	}
 	b := &bench{short: *short, duration: *duration, catUpstreams: *catUp, catTools: *catTools, pageSize: *pageSize,
-		passes: *passes, idleSessions: *idle, progress: stderr, profileDir: *profile, profileScenario: *profScen}
+		passes: *passes, idleSessions: *idle, progress: stderr, profileDir: *profile, profileScenario: *profScen,
+		searchPasses: max(*searchPasses, 1), searchBuilds: 5, searchWiths: 200}
+	if *short {
+		b.searchBuilds, b.searchWiths = 2, 20
+	}
 	b.warm = min(*duration/5, 2*time.Second)
+	for _, s := range strings.Split(*scen, ",") {
+		s = strings.TrimSpace(s)
+		switch s {
+		case "load", "stdio", "catalog", "idle":
+			b.needGateway = true
+		case "search": // in process: no gateway, no children, no network
+		default:
+			fmt.Fprintf(stderr, "unknown scenario %q\n", s)
+			return 2
+		}
+		b.scenarios = append(b.scenarios, s)
+	}
 	var err error
+	if b.searchTools, err = parseInts(*searchTools); err != nil {
+		fmt.Fprintln(stderr, "-search-tools:", err)
+		return 2
+	}
 	if b.clients, err = parseInts(*clients); err != nil {
 		fmt.Fprintln(stderr, "-clients:", err)
 		return 2
@@ -96,7 +123,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	defer os.RemoveAll(b.dir)
 	os.Setenv(envChild, "1") // children inherit it (the gateway passes it to its stdio child: envPassthrough)
 	b.gateway = *gw
-	if b.gateway == "" {
+	if b.gateway == "" && b.needGateway {
 		fmt.Fprintln(stderr, "building ./cmd/switchboard ...")
 		if b.gateway, err = buildGateway(b.dir); err != nil {
 			fmt.Fprintln(stderr, err)
@@ -106,9 +133,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	var report strings.Builder
 	b.out = &report
 	b.machine()
-	for _, s := range strings.Split(*scen, ",") {
+	for _, s := range b.scenarios {
 		var err error
-		switch strings.TrimSpace(s) {
+		switch s {
 		case "load":
 			err = b.loadScenario()
 		case "stdio":
@@ -117,9 +144,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			err = b.catalogScenario()
 		case "idle":
 			err = b.idleScenario()
-		default:
-			fmt.Fprintf(stderr, "unknown scenario %q\n", s)
-			return 2
+		case "search":
+			err = b.searchScenario()
 		}
 		if err != nil {
 			b.failed = append(b.failed, fmt.Sprintf("%s: %v", s, err))
@@ -160,11 +186,21 @@ func (b *bench) machine() {
 	if mi, err := os.ReadFile("/proc/meminfo"); err == nil {
 		memTotal = strings.TrimSpace(strings.TrimPrefix(strings.SplitN(string(mi), "\n", 2)[0], "MemTotal:"))
 	}
-	gv, _ := exec.Command(b.gateway, "version").Output()
+	gv := []byte("not built (no scenario needs it)")
+	if b.gateway != "" {
+		gv, _ = exec.Command(b.gateway, "version").Output()
+	}
 	fmt.Fprintf(b.out, "## Machine\n\n| | |\n|---|---|\n")
 	fmt.Fprintf(b.out, "| CPUs (nproc) | %d |\n| CPU | %s |\n| memory | %s |\n| kernel | %s |\n| Go | %s %s/%s |\n| gateway | %s |\n",
 		runtime.NumCPU(), model, memTotal, strings.TrimSpace(string(kernel)), runtime.Version(), runtime.GOOS, runtime.GOARCH, strings.TrimSpace(string(gv)))
-	fmt.Fprintf(b.out, "| settings | clients %v, %s measured after %s warm-up; short=%v |\n", b.clients, b.duration, b.warm, b.short)
+	var settings []string
+	if b.needGateway {
+		settings = append(settings, fmt.Sprintf("clients %v, %s measured after %s warm-up", b.clients, b.duration, b.warm))
+	}
+	if slices.Contains(b.scenarios, "search") {
+		settings = append(settings, fmt.Sprintf("search: tools %v, %d passes, %d builds, %d updates", b.searchTools, b.searchPasses, b.searchBuilds, b.searchWiths))
+	}
+	fmt.Fprintf(b.out, "| settings | %s; short=%v |\n", strings.Join(settings, "; "), b.short)
 }
 
 func us(d time.Duration) string {
