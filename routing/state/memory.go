@@ -33,6 +33,8 @@ type Memory struct {
 
 	pinMu sync.Mutex // pins
 	pins  map[string]string
+
+	vectors memVectors // vectors.go; its zero value is empty, with a lock of its own
 }
 
 type memSession struct {
