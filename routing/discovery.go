@@ -300,11 +300,6 @@ func (s *Session) searchTools(ctx context.Context, m jsonrpc.Message, out *Strea
 	}
 }
 
-// rank runs a search on a catalog snapshot's index.
-func (r *Router) rank(_ context.Context, c *catalog, query string, limit int, allow func(string) bool) []search.Hit {
-	return c.index.ix.Search(query, limit, allow)
-}
-
 // toolItem returns a catalog tool's listed definition.
 func (c *catalog) toolItem(name string) []byte {
 	if t, ok := c.tools[name]; ok && t.item >= 0 && t.item < len(c.items[kindTools]) {

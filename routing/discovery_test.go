@@ -1,11 +1,14 @@
 package routing
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
@@ -137,5 +140,69 @@ func TestSearchIndexFollowsTheCatalog(t *testing.T) {
 	}
 	if got := searchFor(t, r, s, "read", 10).names(); slices.Contains(got, "fs__read_file") {
 		t.Errorf("a removed tool is still found: %v", got)
+	}
+}
+
+// synonymEmbedder is a fake embedding provider: a text's vector counts its words by meaning, so "folder" and
+// "directory" are one dimension, as a real model would place them near each other. failQuery makes every query
+// fail, as a provider that is down does.
+type synonymEmbedder struct {
+	failQuery bool
+}
+
+func (e *synonymEmbedder) vector(text string) []float32 {
+	dims := map[string]int{"folder": 0, "directory": 0, "make": 1, "create": 1, "file": 2, "read": 3, "new": 1}
+	v := make([]float32, 4)
+	for _, w := range strings.Fields(strings.NewReplacer("_", " ", ":", " ", "\n", " ", ".", " ").Replace(strings.ToLower(text))) {
+		if d, ok := dims[w]; ok {
+			v[d]++
+		}
+	}
+	return v
+}
+
+func (e *synonymEmbedder) Vectors(_ context.Context, docs map[string]string) (map[string][]float32, error) {
+	out := map[string][]float32{}
+	for k, text := range docs {
+		out[k] = e.vector(text)
+	}
+	return out, nil
+}
+
+func (e *synonymEmbedder) Query(_ context.Context, text string) ([]float32, error) {
+	if e.failQuery {
+		return nil, errors.New("provider down")
+	}
+	return e.vector(text), nil
+}
+
+// TestHybridSearch: with an embedding provider, a query finds a tool by meaning that its words miss ("make a
+// folder" finds create_directory); when the provider fails, search answers with BM25 alone, never an error.
+func TestHybridSearch(t *testing.T) {
+	tools := `[{"name":"create_directory","description":"Create a new directory","inputSchema":{"type":"object"}},{"name":"read_file","description":"Read a file","inputSchema":{"type":"object"}},{"name":"make_coffee","description":"Brew coffee","inputSchema":{"type":"object"}}]`
+	for _, tc := range []struct {
+		name  string
+		emb   Embedder
+		found bool
+	}{
+		{"bm25 alone", nil, false},
+		{"hybrid", &synonymEmbedder{}, true},
+		{"provider down", &synonymEmbedder{failQuery: true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := startRouter(t, Options{Embedder: tc.emb, Shape: Shape{Root: &SearchMode{}}},
+					UpstreamConfig{Name: "fs", Prefix: "fs__", Mode: Shared, Transport: echoingUpstream(tools), Kind: "stdio"})
+				synctest.Wait() // the vectors of the first catalog are computed
+				s := r.session(defaultClientCaps)
+				got := searchFor(t, r, s, "folder", 3).names()
+				if slices.Contains(got, "fs__create_directory") != tc.found {
+					t.Errorf("folder found %v", got)
+				}
+				if got := searchFor(t, r, s, "read a file", 3).names(); len(got) == 0 || got[0] != "fs__read_file" {
+					t.Errorf("read a file found %v", got)
+				}
+			})
+		})
 	}
 }

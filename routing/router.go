@@ -63,6 +63,10 @@ type Options struct {
 	// set, receives the pinning's audit events (drift, approvals, invisible characters).
 	Pinning         *Pinning
 	AuditDefinition func(DefinitionEvent)
+	// Embedder, when set, makes tool search hybrid (embed.go): BM25 fused with vector similarity. SearchTimeout
+	// bounds the wait for a query's vector (zero: 2s); past it, or on any failure, search uses BM25 alone.
+	Embedder      Embedder
+	SearchTimeout time.Duration
 	// Tracer, Meter and Propagator record traces and metrics (design §10); nil means none.
 	Tracer     trace.TracerProvider
 	Meter      metric.MeterProvider
@@ -124,8 +128,9 @@ type Router struct {
 	pool      modernPool     // sessions of 2026-07-28 clients (pool.go)
 	closing   sync.WaitGroup // pooled sessions evicted and being closed; Run waits for them
 	shape     atomic.Pointer[Shape]
-	pins      pinBook   // pins of tool and prompt definitions (pins.go)
-	parks     parkTable // upstream calls waiting for a 2026-07-28 client's input (mrtr.go)
+	pins      pinBook    // pins of tool and prompt definitions (pins.go)
+	embed     embeddings // tool vectors for hybrid search (embed.go)
+	parks     parkTable  // upstream calls waiting for a 2026-07-28 client's input (mrtr.go)
 
 	mu       sync.Mutex
 	running  bool // Run has started the upstreams; reloads start new ones at once
@@ -167,6 +172,7 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 		cursors: cursorCodec{key: key}, stateAEAD: newStateAEAD(key), sessions: map[string]*Session{}, readyCh: make(chan struct{}),
 	}
 	r.ctx, r.stop = context.WithCancel(context.Background())
+	r.embed.kick = make(chan struct{}, 1)
 	set, err := r.newSet(ups, nil)
 	if err != nil {
 		return nil, err
@@ -216,6 +222,7 @@ func (r *Router) Run(ctx context.Context) {
 	defer followers.Wait()
 	followers.Go(func() { r.followEnded(ctx) })
 	followers.Go(func() { r.followPins(ctx) })
+	followers.Go(func() { r.embedTools(ctx) })
 	followers.Go(func() { r.followRelay(ctx) })
 	if r.opts.Replicas != nil && r.opts.Replica != "" {
 		followers.Go(func() { r.registerReplica(ctx) })
@@ -323,6 +330,9 @@ func (r *Router) rebuild() {
 	}
 	pins.settle()
 	r.buildMu.Unlock()
+	if changes[0].next.index != nil && (changes[0].prev == nil || changes[0].next.gen[kindTools] != changes[0].prev.gen[kindTools]) {
+		r.wantVectors()
+	}
 	logConflicts(r.log, changes[0].prev, changes[0].next)
 	for _, ch := range changes {
 		if ch.prev == nil {

@@ -1,0 +1,133 @@
+package routing
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/routing/search"
+	"github.com/switchboard-mcp/switchboard/routing/search/hybrid"
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+)
+
+// Hybrid search (issue 16). With an Embedder, every tool of the catalog gets a vector in the background after
+// each rebuild, and a search fuses the BM25 ranking with the ranking by cosine similarity to the query's vector
+// (reciprocal rank fusion). The provider is never on a search's critical path for long: the query's vector has
+// SearchTimeout, and any failure (or vectors not computed yet) leaves BM25 alone, which the Embedder counts and
+// logs; the client never sees an error from it.
+
+// Embedder turns texts into vectors (routing/search/hybrid implements it over an OpenAI-compatible API).
+type Embedder interface {
+	Vectors(ctx context.Context, docs map[string]string) (map[string][]float32, error)
+	Query(ctx context.Context, text string) ([]float32, error)
+}
+
+var _ Embedder = (*hybrid.Embedder)(nil)
+
+// toolVectors are the vectors of one catalog's tools, by exposed name, with the text each was computed from: a
+// vector whose tool changed since is not used.
+type toolVectors struct {
+	text map[string]string
+	vec  map[string][]float32
+}
+
+// embeddings holds the router's tool vectors and wakes the worker that computes them.
+type embeddings struct {
+	cur  atomic.Pointer[toolVectors]
+	kick chan struct{} // buffered (1): a rebuild asks for vectors of the new catalog
+}
+
+// embedText is what a tool's vector is computed from: its name, title, description and parameters, as clients
+// see them.
+func embedText(d search.Doc) string {
+	var b strings.Builder
+	b.WriteString(d.Name)
+	for _, s := range []string{d.Title, d.Description} {
+		if s != "" {
+			b.WriteString("\n" + s)
+		}
+	}
+	for _, p := range d.Params {
+		b.WriteString("\n" + p.Name)
+		if p.Description != "" {
+			b.WriteString(": " + p.Description)
+		}
+	}
+	return b.String()
+}
+
+// wantVectors asks the worker for the vectors of the current catalog (after a rebuild); it never blocks.
+func (r *Router) wantVectors() {
+	if r.opts.Embedder == nil {
+		return
+	}
+	select {
+	case r.embed.kick <- struct{}{}:
+	default: // a request is pending: it will see this catalog
+	}
+}
+
+// embedTools computes the current catalog's tool vectors whenever asked, until ctx ends. A failure keeps the
+// previous vectors (searches use those whose tool is unchanged) until the next rebuild asks again.
+func (r *Router) embedTools(ctx context.Context) {
+	if r.opts.Embedder == nil {
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.embed.kick:
+		}
+		c := r.cat.Load()
+		if c.index == nil {
+			continue
+		}
+		texts := make(map[string]string, len(c.items[kindTools]))
+		for i, raw := range c.items[kindTools] {
+			ref := c.refs[kindTools][i]
+			name, _ := jsonrpc.LookupString(raw, "name")
+			texts[name] = embedText(searchDoc(raw, ref.up.cfg.Name, ""))
+		}
+		vecs, err := r.opts.Embedder.Vectors(ctx, texts)
+		if err != nil {
+			continue // the Embedder logged and counted it; searches use BM25 and the vectors they have
+		}
+		r.embed.cur.Store(&toolVectors{text: texts, vec: vecs})
+	}
+}
+
+// searchTimeout bounds the wait for a query's vector.
+func (r *Router) searchTimeout() time.Duration {
+	if r.opts.SearchTimeout > 0 {
+		return r.opts.SearchTimeout
+	}
+	return 2 * time.Second
+}
+
+// rank runs a search on a catalog snapshot: BM25F, fused with the vector ranking when an Embedder is configured
+// and answers in time.
+func (r *Router) rank(ctx context.Context, c *catalog, query string, limit int, allow func(string) bool) []search.Hit {
+	bm25 := c.index.ix.Search(query, limit, allow)
+	tv := r.embed.cur.Load()
+	if r.opts.Embedder == nil || tv == nil {
+		return bm25
+	}
+	qctx, cancel := context.WithTimeout(ctx, r.searchTimeout())
+	qv, err := r.opts.Embedder.Query(qctx, query)
+	cancel()
+	if err != nil {
+		return bm25 // counted and logged by the Embedder
+	}
+	fresh := func(name string) bool {
+		// A vector of a tool that changed since it was computed ranks by words that are no longer there.
+		raw := c.toolItem(name)
+		t, ok := c.tools[name]
+		if raw == nil || !ok || !allow(name) {
+			return false
+		}
+		return tv.text[name] == embedText(searchDoc(raw, t.up.cfg.Name, ""))
+	}
+	return hybrid.Fuse(bm25, hybrid.Rank(qv, tv.vec, fresh, limit), 0, limit)
+}
