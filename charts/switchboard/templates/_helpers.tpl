@@ -199,7 +199,7 @@ nothing unknown slips into the file (values.schema.json also rejects unknown key
 {{- $eps := list -}}
 {{- range $e := $v.endpoints -}}
 {{- $ep := dict -}}
-{{- include "switchboard.copyKeys" (list $ep $e (list "name" "exclude")) -}}
+{{- include "switchboard.copyKeys" (list $ep $e (list "name" "exclude" "discovery" "alwaysList" "exposeFound")) -}}
 {{- /* Kept even when empty: include: [] selects nothing (the gateway refuses it), while no include selects everything. */ -}}
 {{- if hasKey $e "include" }}{{ $_ := set $ep "include" $e.include }}{{ end -}}
 {{- if hasKey $e "policy" -}}
@@ -236,6 +236,25 @@ nothing unknown slips into the file (values.schema.json also rejects unknown key
 {{- include "switchboard.copyKeys" (list $pin $v.pinning (list "lockFile" "onChange")) -}}
 {{- if $v.pinning.stripInvisible }}{{ $_ := set $pin "stripInvisible" true }}{{ end -}}
 {{- if $pin }}{{ $_ := set $cfg "pinning" $pin }}{{ end -}}
+{{- /* /mcp's discovery settings, and the search index's: rendered only when set (the gateway's defaults otherwise). */ -}}
+{{- include "switchboard.copyKeys" (list $cfg $v (list "discovery" "alwaysList")) -}}
+{{- if $v.exposeFound }}{{ $_ := set $cfg "exposeFound" true }}{{ end -}}
+{{- $search := dict -}}
+{{- $sv := $v.search | default dict -}}
+{{- $em := $sv.embeddings | default dict -}}
+{{- if or $em.url $em.model $em.apiKeyEnv -}}
+{{- $e := dict "url" (required "search.embeddings.url is required when search.embeddings is set: an OpenAI-compatible embeddings API, such as https://api.openai.com/v1" $em.url) "model" (required "search.embeddings.model is required when search.embeddings is set: the embedding model's name, such as text-embedding-3-small" $em.model) -}}
+{{- with $em.apiKeyEnv -}}
+{{- /* Not quoted: a key pasted here by mistake must not reach a log. */ -}}
+{{- if not (regexMatch "^[A-Za-z_][A-Za-z0-9_]*$" .) -}}
+{{- fail "search.embeddings.apiKeyEnv is not an environment variable name (letters, digits and _, not starting with a digit): give the NAME of the variable that holds the API key, such as OPENAI_API_KEY, and define it under secretEnv; never the key itself" -}}
+{{- end -}}
+{{- $_ := set $e "apiKeyEnv" . -}}
+{{- end -}}
+{{- $_ := set $search "embeddings" $e -}}
+{{- end -}}
+{{- include "switchboard.copyKeys" (list $search $sv (list "timeout")) -}}
+{{- if $search }}{{ $_ := set $cfg "search" $search }}{{ end -}}
 {{- toYaml $cfg -}}
 {{- end -}}
 
@@ -273,6 +292,12 @@ Skipped when extraEnvFrom may define variables the chart cannot see.
 {{- $defined = append $defined $e.name -}}
 {{- end -}}
 {{- $text := include "switchboard.config" . | replace "$$" "" -}}
+{{- /* The config's rendering refused an apiKeyEnv that is not a variable name, so it may be quoted here. */ -}}
+{{- with ((.Values.search | default dict).embeddings | default dict).apiKeyEnv -}}
+{{- if not (has . $defined) -}}
+{{- fail (printf "search.embeddings.apiKeyEnv names %s but the container has no environment variable %s: add it under secretEnv (%s: {secretName: ..., key: ...}) or extraEnv" . . .) -}}
+{{- end -}}
+{{- end -}}
 {{- range $ref := regexFindAll "\\$\\{(env:)?[A-Za-z_][A-Za-z0-9_]*\\}" $text -1 | uniq -}}
 {{- $name := $ref | trimPrefix "${" | trimSuffix "}" | trimPrefix "env:" -}}
 {{- if not (has $name $defined) -}}

@@ -28,6 +28,17 @@ type Endpoint struct {
 	// exactly like Config.Policy: nil means no rules of its own; a non-nil
 	// empty list denies the endpoint to everyone.
 	Policy []PolicyRule
+	// Discovery is how the endpoint shows its tools: DiscoveryList (the
+	// default; also when unset) or DiscoverySearch. The top level's
+	// (Config.Discovery) is /mcp's and is not inherited.
+	Discovery Discovery
+	// AlwaysList are globs (Include's syntax) over client-visible tool names:
+	// in search mode, tools/list shows the endpoint's tools they match besides
+	// the meta-tools (nil when unset).
+	AlwaysList []string
+	// ExposeFound, in search mode, adds each tool search_tools finds to that
+	// session's tools/list (and sends list_changed).
+	ExposeFound bool
 }
 
 // MaxEndpointNameLen is the longest endpoint name.
@@ -39,7 +50,9 @@ func ReservedEndpointNames() []string { return []string{"sse", "message", "messa
 
 var endpointNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
 
-func endpointKeys() []string { return []string{"name", "include", "exclude", "policy"} }
+func endpointKeys() []string {
+	return []string{"name", "include", "exclude", "policy", "discovery", "alwaysList", "exposeFound"}
+}
 
 func endpointHints() map[string]string {
 	sel := "select items with include globs over the names clients see, such as include: [\"files__*\"] for every tool and prompt of upstream files"
@@ -51,6 +64,8 @@ func endpointHints() map[string]string {
 		"path":      "an endpoint is served at /mcp/<name>; remove path",
 		"allow":     "who may use the endpoint goes under policy, in rules like the top-level policy's (- match: ..., allow: [...])",
 		"deny":      "who may use the endpoint goes under policy, in rules like the top-level policy's (- match: ..., deny: [...])",
+		"mode":      "did you mean \"discovery\" (list or search)?",
+		"search":    "an endpoint in search mode says discovery: search; the search: block (embeddings, timeout) is top-level and shared by every endpoint",
 	}
 }
 
@@ -66,6 +81,7 @@ type endpointMeta struct {
 	policyLists          []*yaml.Node
 	badInclude, badExcl  bool // a glob was malformed: skip the checks that need them all
 	includeSet, excluded bool
+	discovery            discoveryMeta
 }
 
 // endpoints reads the endpoints: list; checkEndpoints checks it against the
@@ -84,8 +100,8 @@ func (p *parser) endpoints(key string, f pair, t *topLevel) {
 		if !ok {
 			continue
 		}
-		m := &endpointMeta{path: path, node: resolve(item)}
-		var e Endpoint
+		m := &endpointMeta{path: path, node: resolve(item), discovery: discoveryMeta{path: path}}
+		e := Endpoint{Discovery: DiscoveryList}
 		if f, ok := o.get("name"); !ok {
 			p.errorf(m.node, path, "missing name; every endpoint needs one, such as name: research (it is served at /mcp/research)")
 		} else if v, ok := p.scalar(f.val, join(path, "name")); ok {
@@ -117,6 +133,11 @@ func (p *parser) endpoints(key string, f pair, t *topLevel) {
 				if len(rules) == 0 && len(resolve(f.val).Content) == 0 {
 					p.warnf(resolve(f.val), join(path, "policy"), "is an empty list, which denies the endpoint to everyone; remove the key to apply only the global policy")
 				}
+			}
+		}
+		for _, k := range discoveryKeys() {
+			if f, ok := o.get(k); ok {
+				p.discoveryField(k, f, join(path, k), discoveryDst{&e.Discovery, &e.AlwaysList, &e.ExposeFound}, &m.discovery)
 			}
 		}
 		t.cfg.Endpoints = append(t.cfg.Endpoints, e)

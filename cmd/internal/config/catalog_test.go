@@ -49,9 +49,9 @@ func TestParseCatalog(t *testing.T) {
 		t.Fatalf("Parse: %v", err)
 	}
 	wantEndpoints := []Endpoint{
-		{Name: "research", Include: []string{"s_*", "files__read_*", "file:///docs/*", "*search*"}, Exclude: []string{"files__read_secret"}},
-		{Name: "triage", Include: []string{"new_issue", "github__*"}, Policy: []PolicyRule{{Match: PolicyMatch{Groups: []string{"triage"}}, Allow: []string{"github"}}}},
-		{Name: "all"},
+		{Name: "research", Include: []string{"s_*", "files__read_*", "file:///docs/*", "*search*"}, Exclude: []string{"files__read_secret"}, Discovery: DiscoveryList},
+		{Name: "triage", Include: []string{"new_issue", "github__*"}, Policy: []PolicyRule{{Match: PolicyMatch{Groups: []string{"triage"}}, Allow: []string{"github"}}}, Discovery: DiscoveryList},
+		{Name: "all", Discovery: DiscoveryList},
 	}
 	if !reflect.DeepEqual(cfg.Endpoints, wantEndpoints) {
 		t.Errorf("Endpoints = %+v\nwant %+v", cfg.Endpoints, wantEndpoints)

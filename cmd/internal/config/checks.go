@@ -25,7 +25,12 @@ func checkListen(v string) string {
 // came from ${VAR} expansion, the message leaves the value out: it may hold
 // credentials.
 func checkHTTPURL(v string, expanded bool) string {
-	const want = "an absolute http:// or https:// URL, such as \"https://search.internal/mcp\""
+	return checkHTTPURLLike(v, expanded, "https://search.internal/mcp")
+}
+
+// checkHTTPURLLike is checkHTTPURL with another example in its messages.
+func checkHTTPURLLike(v string, expanded bool, example string) string {
+	want := "an absolute http:// or https:// URL, such as " + strconv.Quote(example)
 	u, err := url.Parse(v)
 	if err != nil {
 		if expanded {

@@ -116,6 +116,20 @@ type Config struct {
 	Overrides map[OverrideKey]Override
 	// Pinning configures the pins of tool definitions; defaults applied.
 	Pinning Pinning
+	// Discovery is how /mcp shows its tools: DiscoveryList (the default) or
+	// DiscoverySearch. An endpoint has its own (Endpoint.Discovery); it does
+	// not inherit this one.
+	Discovery Discovery
+	// AlwaysList are globs over client-visible tool names: in search mode,
+	// /mcp's tools/list shows the tools they match besides the meta-tools
+	// (nil when the file has none).
+	AlwaysList []string
+	// ExposeFound, in search mode, adds each tool search_tools finds to that
+	// session's tools/list of /mcp (and sends list_changed).
+	ExposeFound bool
+	// Search configures the tool-search index of search mode; defaults
+	// applied (Timeout).
+	Search Search
 	// Upstreams are the MCP servers behind the gateway, in file order (sorted
 	// by name for the mcpServers form). Disabled ones are included, with
 	// Disabled set, so tools can still report on them.
@@ -240,6 +254,8 @@ func Default() *Config {
 		SessionIdleTimeout: DefaultSessionIdleTimeout,
 		Log:                LogConfig{Level: slog.LevelInfo, Format: "text"},
 		Pinning:            Pinning{OnChange: PinWarn},
+		Discovery:          DiscoveryList,
+		Search:             Search{Timeout: DefaultSearchTimeout},
 	}
 }
 

@@ -108,6 +108,8 @@ func TestParseFull(t *testing.T) {
 		MaxToolNameLength:  DefaultMaxToolNameLength,
 		ClientHosts:        DefaultClientHosts(),
 		Pinning:            Pinning{OnChange: PinWarn},
+		Discovery:          DiscoveryList,
+		Search:             Search{Timeout: DefaultSearchTimeout},
 		Upstreams: []Upstream{
 			{
 				Name: "files", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/data"},
@@ -186,7 +188,7 @@ func TestParseInvalid(t *testing.T) {
 		{
 			name: "unknown key without a close match lists the valid keys",
 			in:   "upstreams: []\nfrobnicate: true\n",
-			want: []string{`c.yaml:2:1: frobnicate: unknown key "frobnicate"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, endpoints, overrides, pinning, upstreams, mcpServers, servers`},
+			want: []string{`c.yaml:2:1: frobnicate: unknown key "frobnicate"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, endpoints, overrides, pinning, discovery, alwaysList, exposeFound, search, upstreams, mcpServers, servers`},
 		},
 		{
 			name: "envPassthrough refuses everything and misplaced stars",
@@ -491,7 +493,7 @@ func TestMCPServers(t *testing.T) {
 	diffLines(t, "warnings", warningLines(cfg.Warnings), []string{
 		`claude_desktop_config.json:3:5: mcpServers["Web Search"]: server name "Web Search" is used as upstream name "web-search" (upstream names are lowercase letters, digits and '-'); its tools get that name as prefix unless prefix is set`,
 		`claude_desktop_config.json:5:43: mcpServers.filesystem.autoApprove: unknown key "autoApprove"; valid keys are command, args, env, envPassthrough, cwd, url, headers, type, disabled, session, protocol, prefix, timeout, maxInstances, idleTimeout (ignored)`,
-		`claude_desktop_config.json:8:3: globalShortcut: unknown key "globalShortcut"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, endpoints, overrides, pinning, upstreams, mcpServers, servers (ignored)`,
+		`claude_desktop_config.json:8:3: globalShortcut: unknown key "globalShortcut"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, endpoints, overrides, pinning, discovery, alwaysList, exposeFound, search, upstreams, mcpServers, servers (ignored)`,
 	})
 }
 
@@ -533,7 +535,7 @@ func TestVSCodeServers(t *testing.T) {
 		t.Errorf("upstreams = %+v", cfg.Upstreams)
 	}
 	diffLines(t, "warnings", warningLines(cfg.Warnings), []string{
-		`.vscode/mcp.json:3:3: inputs: unknown key "inputs"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, endpoints, overrides, pinning, upstreams, mcpServers, servers (ignored)`,
+		`.vscode/mcp.json:3:3: inputs: unknown key "inputs"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, endpoints, overrides, pinning, discovery, alwaysList, exposeFound, search, upstreams, mcpServers, servers (ignored)`,
 	})
 
 	_, err = Parse("mcp.json", []byte(`{"servers": {"gh": {"type": "http", "url": "https://x.example/mcp", "headers": {"Authorization": "Bearer ${input:gh-token}"}}}}`), nil)
@@ -644,7 +646,7 @@ upstreams:
     name: b
 `
 	_, err := Parse("c.yaml", []byte(in), nil)
-	diffLines(t, "unknown anchor holder", problemLines(t, err), []string{`c.yaml:1:1: common: unknown key "common"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, endpoints, overrides, pinning, upstreams, mcpServers, servers`})
+	diffLines(t, "unknown anchor holder", problemLines(t, err), []string{`c.yaml:1:1: common: unknown key "common"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, endpoints, overrides, pinning, discovery, alwaysList, exposeFound, search, upstreams, mcpServers, servers`})
 	cfg, err := Parse("c.yaml", []byte(strings.TrimPrefix(in, "common: &common\n")), nil)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
@@ -887,7 +889,7 @@ func TestDocsExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := envOf(map[string]string{"SWITCHBOARD_CURSOR_SECRET": strings.Repeat("x", 64), "SEARCH_KEY": "k"})
+	env := envOf(map[string]string{"SWITCHBOARD_CURSOR_SECRET": strings.Repeat("x", 64), "SEARCH_KEY": "k", "OPENAI_API_KEY": "k"})
 	blocks := strings.Split(string(data), "```yaml\n")[1:]
 	n := 0
 	for i, b := range blocks {
@@ -954,7 +956,8 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{fullYAML, "", "upstreams: []\n", `{"mcpServers":{"a":{"command":"x"}}}`, "listen: [\n", "upstreams:\n  - {name: a, url: ${X:-http://h}}\n", catalogYAML,
 		"upstreams: [{name: a, command: x}]\nendpoints: [{name: e, include: [\"a__[b-c]*\", \"x://*\"], exclude: [\"\\\\*\"]}]\n",
 		"upstreams: [{name: a, command: x}]\noverrides: {a/t: {name: n, arguments: {k: &v [1, {x: *v}]}}, a/prompts/p: {description: d}}\npinning: {onChange: block}\n",
-		`{"upstreams": [{"name": "a", "command": "x"}], "endpoints": [{"name": "e", "policy": []}], "overrides": {"a/t": {"annotations": {"readOnlyHint": true}}}}`} {
+		`{"upstreams": [{"name": "a", "command": "x"}], "endpoints": [{"name": "e", "policy": []}], "overrides": {"a/t": {"annotations": {"readOnlyHint": true}}}}`,
+		searchYAML, "discovery: search\nalwaysList: [\"a__*\"]\nsearch: {embeddings: {url: \"http://h/v1\", model: m, apiKeyEnv: \"${K}\"}, timeout: 1s}\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {

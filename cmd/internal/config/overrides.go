@@ -367,6 +367,14 @@ func (p *parser) checkOverrides(cfg *Config, t *topLevel) {
 			p.errorf(m.nameNode, np, "%s", msg)
 			continue
 		}
+		if k.Kind == OverrideTool && contains(MetaToolNames(), name) {
+			msg := fmt.Sprintf("%q is reserved: search mode (discovery: search) serves its meta-tools search_tools and call_tool under these names, and a tool renamed so would collide with one; choose another name", name)
+			if at := t.searchModeAt(); at != nil {
+				msg += fmt.Sprintf(" (discovery: search is set at %s)", pos(at))
+			}
+			p.errorf(m.nameNode, np, "%s", msg)
+			continue
+		}
 		if first, dup := taken[k.Kind+"\x00"+name]; dup {
 			p.errorf(m.nameNode, np, "%q is also the name %s gives (at %s); two %ss cannot share a client-visible name", name, first.path, pos(first.nameNode), k.Kind)
 			continue

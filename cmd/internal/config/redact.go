@@ -14,10 +14,11 @@ import (
 const redactedValue = "<redacted>"
 
 // Redacted returns a deep copy safe to print or log: header and env values
-// become "<redacted>", a set cursorSecret becomes "<redacted>", passwords in
-// URLs are masked, and command, args, cwd and url show the text written in the
-// file (with its ${VAR} references) instead of the expanded values, which may
-// hold secrets. The copy is for display only; do not run upstreams from it.
+// become "<redacted>", a set cursorSecret and the embeddings API key become
+// "<redacted>", passwords in URLs are masked, and command, args, cwd and url
+// show the text written in the file (with its ${VAR} references) instead of
+// the expanded values, which may hold secrets. The copy is for display only;
+// do not run upstreams from it.
 func (c *Config) Redacted() *Config {
 	r := *c
 	r.AllowedOrigins = slices.Clone(c.AllowedOrigins)
@@ -41,11 +42,21 @@ func (c *Config) Redacted() *Config {
 		r.Auth = &a
 	}
 	r.Policy = clonePolicy(c.Policy)
+	r.AlwaysList = slices.Clone(c.AlwaysList)
+	if em := c.Search.Embeddings; em != nil {
+		e := *em
+		e.URL = redactURL(e.URL)
+		if e.APIKey != "" {
+			e.APIKey = redactedValue
+		}
+		r.Search.Embeddings = &e
+	}
 	r.presetSources = nil
 	if c.Endpoints != nil {
 		r.Endpoints = make([]Endpoint, len(c.Endpoints))
 		for i, e := range c.Endpoints {
-			r.Endpoints[i] = Endpoint{Name: e.Name, Include: slices.Clone(e.Include), Exclude: slices.Clone(e.Exclude), Policy: clonePolicy(e.Policy)}
+			e.Include, e.Exclude, e.Policy, e.AlwaysList = slices.Clone(e.Include), slices.Clone(e.Exclude), clonePolicy(e.Policy), slices.Clone(e.AlwaysList)
+			r.Endpoints[i] = e
 		}
 	}
 	if c.Overrides != nil {
@@ -152,25 +163,42 @@ func (c *Config) String() string {
 	r.writeEndpoints(w)
 	r.writeOverrides(w)
 	r.writePinning(w)
+	r.writeDiscovery(w)
+	r.writeSearch(w)
 	return w.String()
 }
 
 // Summary is one line on what the configuration serves, for `switchboard
-// check`: "3 upstreams (1 disabled), 2 endpoints (/mcp/research, /mcp/ops),
-// 4 overrides (1 with argument presets), pins from pins.lock (changes
-// blocked)". Pinning is mentioned when it is not the default (trust on first
-// use, changes served with a warning).
+// check`: "3 upstreams (1 disabled), /mcp in search mode, 2 endpoints
+// (/mcp/research, /mcp/ops; search: /mcp/ops), hybrid search (model
+// text-embedding-3-small), 4 overrides (1 with argument presets), pins from
+// pins.lock (changes blocked)". Search mode, of /mcp or of an endpoint, is
+// mentioned where it is used; pinning when it is not the default (trust on
+// first use, changes served with a warning).
 func (c *Config) Summary() string {
 	parts := []string{plural(len(c.Upstreams), "upstream")}
 	if d := countFunc(c.Upstreams, func(u Upstream) bool { return u.Disabled }); d > 0 {
 		parts[0] += fmt.Sprintf(" (%d disabled)", d)
 	}
+	if c.Discovery == DiscoverySearch {
+		parts = append(parts, "/mcp in search mode")
+	}
 	if len(c.Endpoints) > 0 {
-		paths := make([]string, len(c.Endpoints))
-		for i, e := range c.Endpoints {
-			paths[i] = "/mcp/" + e.Name
+		var paths, searched []string
+		for _, e := range c.Endpoints {
+			paths = append(paths, "/mcp/"+e.Name)
+			if e.Discovery == DiscoverySearch {
+				searched = append(searched, "/mcp/"+e.Name)
+			}
 		}
-		parts = append(parts, plural(len(c.Endpoints), "endpoint")+" ("+strings.Join(paths, ", ")+")")
+		s := strings.Join(paths, ", ")
+		if len(searched) > 0 {
+			s += "; search: " + strings.Join(searched, ", ")
+		}
+		parts = append(parts, plural(len(c.Endpoints), "endpoint")+" ("+s+")")
+	}
+	if em := c.Search.Embeddings; em != nil {
+		parts = append(parts, "hybrid search (model "+em.Model+")")
 	}
 	if len(c.Overrides) > 0 {
 		s := plural(len(c.Overrides), "override")
@@ -235,11 +263,59 @@ func (c *Config) writeEndpoints(w *lineWriter) {
 		if len(e.Exclude) > 0 {
 			w.line("    exclude: %s", list(e.Exclude))
 		}
+		if e.Discovery == DiscoverySearch {
+			w.line("    discovery: search  # tools/list: search_tools, call_tool and alwaysList")
+		}
+		if e.AlwaysList != nil {
+			w.line("    alwaysList: %s", list(e.AlwaysList))
+		}
+		if e.ExposeFound {
+			w.line("    exposeFound: true")
+		}
 		if e.Policy != nil {
 			w.line("    policy:  # %d rules, on top of the global policy", len(e.Policy))
 			writeRules(w, "    ", e.Policy)
 		}
 	}
+}
+
+// writeDiscovery writes /mcp's discovery settings, when they are not the
+// default (list every tool).
+func (c *Config) writeDiscovery(w *lineWriter) {
+	if c.Discovery == DiscoverySearch {
+		w.line("discovery: search  # /mcp; tools/list: search_tools, call_tool and alwaysList")
+	} else if c.AlwaysList != nil || c.ExposeFound {
+		w.line("discovery: %s  # /mcp", c.Discovery)
+	}
+	if c.AlwaysList != nil {
+		w.line("alwaysList: %s", list(c.AlwaysList))
+	}
+	if c.ExposeFound {
+		w.line("exposeFound: true")
+	}
+}
+
+// writeSearch writes the search: block when search mode is used somewhere or
+// the block is not the default. The API key is never written: only the name
+// of its variable.
+func (c *Config) writeSearch(w *lineWriter) {
+	used := c.Discovery == DiscoverySearch || slices.ContainsFunc(c.Endpoints, func(e Endpoint) bool { return e.Discovery == DiscoverySearch })
+	s := c.Search
+	if !used && s.Embeddings == nil && s.Timeout == DefaultSearchTimeout {
+		return
+	}
+	em := s.Embeddings
+	if em == nil {
+		w.line("search: {timeout: %s}  # BM25 only: no embeddings", s.Timeout)
+		return
+	}
+	w.line("search:")
+	key := ""
+	if em.APIKeyEnv != "" {
+		key = ", apiKeyEnv: " + em.APIKeyEnv
+	}
+	w.line("  embeddings: {url: %s, model: %s%s}  # hybrid: BM25 and embeddings", strconv.Quote(em.URL), strconv.Quote(em.Model), key)
+	w.line("  timeout: %s", s.Timeout)
 }
 
 func (c *Config) writeOverrides(w *lineWriter) {

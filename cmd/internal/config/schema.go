@@ -15,7 +15,8 @@ import (
 func topLevelKeys() []string {
 	return []string{"listen", "publicURL", "replicaURL", "allowedOrigins", "allowedHosts", "maxBodyBytes", "pageSize",
 		"requestTimeout", "maxRequestTimeout", "sessionIdleTimeout", "cursorSecret", "log", "auth", "policy", "redis", "rateLimit",
-		"maxToolNameLength", "clientHosts", "endpoints", "overrides", "pinning", "upstreams", "mcpServers", "servers"}
+		"maxToolNameLength", "clientHosts", "endpoints", "overrides", "pinning", "discovery", "alwaysList", "exposeFound", "search",
+		"upstreams", "mcpServers", "servers"}
 }
 
 func upstreamKeys() []string {

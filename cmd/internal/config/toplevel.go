@@ -27,6 +27,10 @@ type topLevel struct {
 	// settings are, checked once the upstreams are known.
 	endpoints []*endpointMeta
 	overrides []*overrideMeta
+	// discovery is where /mcp's discovery settings are; embeddingsKey and
+	// searchTimeoutKey are search's keys (nil when unset).
+	discovery                       discoveryMeta
+	embeddingsKey, searchTimeoutKey *yaml.Node
 }
 
 // topField is how one top-level key is read.
@@ -77,6 +81,10 @@ func topLevelFields() []topField {
 		{key: "endpoints", decode: (*parser).endpoints},
 		{key: "overrides", decode: (*parser).overrides},
 		{key: "pinning", decode: (*parser).pinning},
+		{key: "discovery", decode: (*parser).topDiscovery},
+		{key: "alwaysList", decode: (*parser).topDiscovery},
+		{key: "exposeFound", decode: (*parser).topDiscovery},
+		{key: "search", decode: (*parser).search},
 	}
 }
 
@@ -103,6 +111,7 @@ func (p *parser) config(doc *yaml.Node) *Config {
 	}
 	p.checkOverrides(cfg, t)
 	p.checkEndpoints(cfg, t)
+	p.checkSearch(cfg, t)
 	return cfg
 }
 

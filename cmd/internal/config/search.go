@@ -1,0 +1,299 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Discovery is how an endpoint, or /mcp, shows its tools (issue 16).
+type Discovery string
+
+const (
+	// DiscoveryList lists every tool the endpoint serves in tools/list (the
+	// default).
+	DiscoveryList Discovery = "list"
+	// DiscoverySearch lists the two meta-tools (search_tools and call_tool)
+	// and the tools alwaysList matches; the others are found with
+	// search_tools and run with call_tool or tools/call.
+	DiscoverySearch Discovery = "search"
+)
+
+// Names of the meta-tools of search mode. No override may give them.
+const (
+	SearchToolsName = "search_tools"
+	CallToolName    = "call_tool"
+)
+
+// MetaToolNames are the names of the meta-tools of search mode.
+func MetaToolNames() []string { return []string{SearchToolsName, CallToolName} }
+
+// Defaults and limits of the search: block.
+const (
+	// DefaultSearchTimeout bounds one request to the embeddings provider.
+	DefaultSearchTimeout = 2 * time.Second
+	// MinSearchTimeout and MaxSearchTimeout bound search.timeout.
+	MinSearchTimeout = 100 * time.Millisecond
+	MaxSearchTimeout = 30 * time.Second
+)
+
+// Search is the search: block: how the tool-search index of search mode
+// ranks. The zero block (with Timeout defaulted) ranks with BM25 alone.
+type Search struct {
+	// Embeddings, when set, makes search hybrid: the provider's ranking is
+	// fused with BM25's. Nil: BM25 only, no network.
+	Embeddings *Embeddings
+	// Timeout bounds one request to the embeddings provider; past it, that
+	// search falls back to BM25. Defaulted to DefaultSearchTimeout; between
+	// MinSearchTimeout and MaxSearchTimeout.
+	Timeout time.Duration
+}
+
+// Embeddings names an OpenAI-compatible embeddings API (search.embeddings).
+type Embeddings struct {
+	// URL is an absolute http(s) URL: an OpenAI-compatible API's base, such
+	// as https://api.openai.com/v1 (requests go to its /embeddings), or the
+	// embeddings endpoint itself (a path ending in /embeddings).
+	URL string
+	// Model is the model's name, sent in each request. Never empty.
+	Model string
+	// APIKeyEnv is the name of the environment variable holding the API key
+	// ("" = requests carry no key).
+	APIKeyEnv string
+	// APIKey is that variable's value, read at load (Parse fails when the
+	// variable is unset or empty). Redacted and String never show it.
+	APIKey string
+}
+
+func discoveryKeys() []string { return []string{"discovery", "alwaysList", "exposeFound"} }
+
+func searchKeys() []string { return []string{"embeddings", "timeout"} }
+
+func embeddingsKeys() []string { return []string{"url", "model", "apiKeyEnv"} }
+
+// discoveryMeta is where the discovery settings of one endpoint, or of /mcp,
+// are.
+type discoveryMeta struct {
+	path      string     // the endpoint's path, or "" for the top level
+	modeNode  *yaml.Node // discovery's value (nil if unset)
+	modeBad   bool       // discovery was set to something invalid
+	alwaysKey *yaml.Node // the alwaysList key (nil if unset)
+	exposeKey *yaml.Node // the exposeFound key (nil if unset)
+}
+
+// discoveryDst are the fields the discovery settings go into.
+type discoveryDst struct {
+	mode   *Discovery
+	always *[]string
+	expose *bool
+}
+
+// discoveryField reads key, one of discoveryKeys, at path: for an endpoint,
+// or for /mcp at the top level.
+func (p *parser) discoveryField(key string, f pair, path string, d discoveryDst, m *discoveryMeta) {
+	switch key {
+	case "discovery":
+		m.modeNode = resolve(f.val)
+		v, ok := p.oneOf(f, path, "discovery mode", []string{string(DiscoveryList), string(DiscoverySearch)},
+			"list (tools/list shows every tool) or search (tools/list shows the meta-tools search_tools and call_tool, and the tools alwaysList matches)",
+			"list or search")
+		if !ok {
+			m.modeBad = true
+			return
+		}
+		*d.mode = Discovery(v)
+	case "alwaysList":
+		m.alwaysKey = f.key
+		vals, _ := p.globList(f.val, path)
+		*d.always = vals
+		for i, g := range vals {
+			if isResourceGlob(g) && checkGlob(g) == "" {
+				p.warnf(resolve(f.val).Content[i], index(path, i), "%q can match no tool: alwaysList selects tools by the names clients see, which have no ':'", g)
+			}
+		}
+	case "exposeFound":
+		m.exposeKey = f.key
+		*d.expose, _ = p.boolean(f.val, path)
+	}
+}
+
+// topDiscovery reads discovery, alwaysList or exposeFound at the top level:
+// the settings of /mcp.
+func (p *parser) topDiscovery(key string, f pair, t *topLevel) {
+	c := t.cfg
+	p.discoveryField(key, f, key, discoveryDst{&c.Discovery, &c.AlwaysList, &c.ExposeFound}, &t.discovery)
+}
+
+// search reads the search: block.
+func (p *parser) search(key string, f pair, t *topLevel) {
+	perEndpoint := "is set per endpoint, or at the top level for /mcp, not under search"
+	o, ok := p.object(f.val, key, keySpec{known: searchKeys(), hints: map[string]string{
+		"url":         "the embeddings API goes under embeddings, such as embeddings: {url: https://api.openai.com/v1, model: text-embedding-3-small}",
+		"model":       "the embeddings model goes under embeddings, such as embeddings: {url: https://api.openai.com/v1, model: text-embedding-3-small}",
+		"discovery":   perEndpoint,
+		"alwaysList":  perEndpoint,
+		"exposeFound": perEndpoint,
+	}})
+	if !ok {
+		return
+	}
+	s := &t.cfg.Search
+	if f, ok := o.get("embeddings"); ok {
+		t.embeddingsKey = f.key
+		s.Embeddings = p.embeddings(f.val, join(key, "embeddings"))
+	}
+	if f, ok := o.get("timeout"); ok {
+		path := join(key, "timeout")
+		t.searchTimeoutKey = f.key
+		if d, ok := p.duration(f.val, path, false); ok {
+			if d < MinSearchTimeout || d > MaxSearchTimeout {
+				p.errorf(resolve(f.val), path, "%s is out of range; it must be between %s and %s", d, MinSearchTimeout, MaxSearchTimeout)
+			} else {
+				s.Timeout = d
+			}
+		}
+	}
+}
+
+// embeddings reads search.embeddings. It returns a block even when a key is
+// wrong, so later checks know it was set.
+func (p *parser) embeddings(n *yaml.Node, path string) *Embeddings {
+	keyHint := "the key itself never goes in the file: put it in an environment variable and give the variable's name, such as apiKeyEnv: OPENAI_API_KEY"
+	urlHint := "did you mean \"url\" (an OpenAI-compatible base such as https://api.openai.com/v1, or the full .../embeddings URL)?"
+	e := &Embeddings{}
+	o, ok := p.object(n, path, keySpec{known: embeddingsKeys(), hints: map[string]string{
+		"apiKey": keyHint, "key": keyHint, "token": keyHint,
+		"baseURL": urlHint, "baseUrl": urlHint, "endpoint": urlHint,
+	}})
+	if !ok {
+		return e
+	}
+	var urlNode, keyNode *yaml.Node
+	if f, ok := o.get("url"); !ok {
+		p.errorf(resolve(n), path, "missing url: the OpenAI-compatible embeddings API, such as https://api.openai.com/v1 (or its full .../embeddings URL)")
+	} else if v, ok := p.scalar(f.val, join(path, "url")); ok {
+		urlNode = resolve(f.val)
+		if msg := checkHTTPURLLike(v, false, "https://api.openai.com/v1"); msg != "" {
+			p.errorf(urlNode, join(path, "url"), "%s", msg+noExpandHint(v))
+		} else {
+			e.URL = v
+		}
+	}
+	if f, ok := o.get("model"); !ok {
+		p.errorf(resolve(n), path, "missing model: the embedding model's name, such as text-embedding-3-small")
+	} else if v, ok := p.scalar(f.val, join(path, "model")); ok {
+		if strings.TrimSpace(v) == "" {
+			p.errorf(resolve(f.val), join(path, "model"), "is empty; give the embedding model's name, such as text-embedding-3-small")
+		}
+		e.Model = v
+	}
+	if f, ok := o.get("apiKeyEnv"); ok {
+		kp := join(path, "apiKeyEnv")
+		if v, ok := p.scalar(f.val, kp); ok {
+			keyNode = resolve(f.val)
+			e.APIKeyEnv, e.APIKey = p.apiKeyEnv(keyNode, kp, v)
+		}
+	}
+	if keyNode != nil && e.URL != "" && strings.HasPrefix(strings.ToLower(e.URL), "http://") {
+		if u, err := url.Parse(e.URL); err == nil && !isLoopbackHost(u.Hostname()) {
+			p.warnf(urlNode, join(path, "url"), "the API key is sent over plain http to a non-loopback host, unencrypted; use https")
+		}
+	}
+	return e
+}
+
+// apiKeyEnv checks apiKeyEnv's value v, the name of an environment variable,
+// and reads the variable. Messages never quote v unless it is a valid name:
+// a key pasted in by mistake must not reach a log.
+func (p *parser) apiKeyEnv(n *yaml.Node, path, v string) (name, key string) {
+	if ref := envRefName(v); ref != "" {
+		p.errorf(n, path, "names the variable, not a reference to it: write apiKeyEnv: %s", ref)
+		return "", ""
+	}
+	if !validVarName(v) {
+		p.errorf(n, path, "is not an environment variable name (letters, digits and _, not starting with a digit); give the name of the variable that holds the key, such as OPENAI_API_KEY, never the key itself")
+		return "", ""
+	}
+	val, set := p.env(v)
+	switch {
+	case !set:
+		p.errorf(n, path, "$%s is not set; set it to the provider's API key, or remove apiKeyEnv to send the requests without a key", v)
+	case val == "":
+		p.errorf(n, path, "$%s is empty; set it to the provider's API key, or remove apiKeyEnv to send the requests without a key", v)
+	}
+	return v, val
+}
+
+// envRefName returns NAME when v is a reference to a variable (${NAME},
+// ${env:NAME} or $NAME), else "".
+func envRefName(v string) string {
+	s, ok := strings.CutPrefix(v, "$")
+	if !ok {
+		return ""
+	}
+	if inner, ok := strings.CutPrefix(s, "{"); ok {
+		if s, ok = strings.CutSuffix(inner, "}"); !ok {
+			return ""
+		}
+		s = strings.TrimPrefix(s, "env:")
+	}
+	if !validVarName(s) {
+		return ""
+	}
+	return s
+}
+
+// checkSearch checks what involves the discovery settings of /mcp and of the
+// endpoints together with the search: block, once every key is read.
+func (p *parser) checkSearch(cfg *Config, t *topLevel) {
+	p.checkDiscovery(&t.discovery, cfg.Discovery, cfg.ExposeFound,
+		"the top-level keys apply to /mcp only (an endpoint takes its own); set discovery: search at the top level")
+	searched, unsure := cfg.Discovery == DiscoverySearch, t.discovery.modeBad
+	for i, e := range cfg.Endpoints {
+		m := &t.endpoints[i].discovery
+		p.checkDiscovery(m, e.Discovery, e.ExposeFound, "set discovery: search on this endpoint")
+		searched = searched || e.Discovery == DiscoverySearch
+		unsure = unsure || m.modeBad
+	}
+	if t.embeddingsKey != nil && !searched && !unsure {
+		p.warnf(t.embeddingsKey, "search.embeddings", "has effect only with discovery: search, which neither /mcp nor any endpoint uses; set discovery: search where clients should search for tools, or remove search.embeddings")
+	}
+	if t.searchTimeoutKey != nil && cfg.Search.Embeddings == nil {
+		p.warnf(t.searchTimeoutKey, "search.timeout", "bounds the requests to the embeddings provider, and search.embeddings is not set, so it has no effect")
+	}
+}
+
+// checkDiscovery warns about alwaysList and exposeFound where they have no
+// effect: without discovery: search. fix says how to give them one.
+func (p *parser) checkDiscovery(m *discoveryMeta, mode Discovery, expose bool, fix string) {
+	if mode == DiscoverySearch || m.modeBad {
+		return
+	}
+	why := "has effect only with discovery: search"
+	if m.modeNode != nil {
+		why += fmt.Sprintf(" (discovery is %s at %s)", mode, pos(m.modeNode))
+	}
+	if m.alwaysKey != nil {
+		p.warnf(m.alwaysKey, join(m.path, "alwaysList"), "%s; %s, or remove alwaysList", why, fix)
+	}
+	if m.exposeKey != nil && expose {
+		p.warnf(m.exposeKey, join(m.path, "exposeFound"), "%s; %s, or remove exposeFound", why, fix)
+	}
+}
+
+// searchModeAt returns where discovery: search is first set (nil if nowhere),
+// for messages about the meta-tools' names.
+func (t *topLevel) searchModeAt() *yaml.Node {
+	if t.cfg.Discovery == DiscoverySearch {
+		return t.discovery.modeNode
+	}
+	for i, e := range t.cfg.Endpoints {
+		if e.Discovery == DiscoverySearch && i < len(t.endpoints) {
+			return t.endpoints[i].discovery.modeNode
+		}
+	}
+	return nil
+}
