@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/switchboard-mcp/switchboard/auth"
@@ -232,6 +233,7 @@ func restartOnly(old, cur *config.Config) []string {
 		{"sessionIdleTimeout", old.SessionIdleTimeout, cur.SessionIdleTimeout}, {"cursorSecret", old.CursorSecret, cur.CursorSecret},
 		{"log.format", old.Log.Format, cur.Log.Format}, {"auth", old.Auth, cur.Auth},
 		{"maxToolNameLength", old.MaxToolNameLength, cur.MaxToolNameLength}, {"clientHosts", old.ClientHosts, cur.ClientHosts},
+		{"search", old.Search, cur.Search},
 	} {
 		if !reflect.DeepEqual(f.a, f.b) {
 			keys = append(keys, f.key)
@@ -406,6 +408,14 @@ func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers, l
 	if opts.Pinning, err = pinningOf(cfg, pinStoreOf(store)); err != nil {
 		return nil, err
 	}
+	var mp metric.MeterProvider
+	if tel != nil {
+		mp = tel.Meter
+	}
+	if opts.Embedder, err = embedderOf(cfg, store, log, mp); err != nil {
+		return nil, err
+	}
+	opts.SearchTimeout = cfg.Search.Timeout
 	return routing.New(opts, ups)
 }
 
