@@ -13,7 +13,7 @@
 // # What Memory forgets
 //
 // Memory holds everything in the gateway's process, so a restart forgets all of it: sessions (clients must
-// initialize again), event logs, limits, replica registrations and pins. Forgotten pins matter most: after a
+// initialize again), event logs, limits, replica registrations, pins and cached embeddings. Forgotten pins matter most: after a
 // restart the first definition of each tool and prompt is trusted again, so a definition that changed while the
 // gateway was down is pinned as if it were the original, with no drift reported. Use a lock file, or Redis (whose
 // pins never expire and outlive every replica), where that matters.
@@ -33,6 +33,8 @@
 //	<prefix>replica:<hash of URL>             string: the replica's URL; PX = its registration TTL
 //	<prefix>{pins}                            hash: pin key → pinned definition hash; no expiry (one key, one
 //	                                           slot; HGETALL lists it, at most MaxPins fields)
+//	<prefix>vector:<key>                      string: an embedding (float32 little-endian) of a text, by model and
+//	                                           text hash (routing/search/hybrid); PX = VectorTTL, refreshed by reads
 //	<prefix>bus:<channel>                     pub/sub channel (not a key; PUBLISH reaches every Cluster node)
 //
 // Scripts run by EVALSHA and fall back to EVAL when the server does not know them (after a restart or failover).
