@@ -221,10 +221,13 @@ func (s *Session) listSearch(m jsonrpc.Message, out *Stream, mode *SearchMode) {
 			items = append(items, c.items[kindTools][i])
 		}
 	}
+	// Offsets here count this synthetic list, not catalog positions: the cursor is bound to the search mode too, so
+	// a list-mode cursor of the same endpoint (from before a reload switched modes) is refused, not misread.
+	scope := s.params.Endpoint + "\x00search"
 	off := 0
 	if cursor, _ := jsonrpc.LookupString(m.Params(), "cursor"); cursor != "" {
 		var err error
-		if off, err = s.r.cursors.decode(cursor, kindTools, c.gen[kindTools], s.params.Endpoint); err != nil || off > len(items) {
+		if off, err = s.r.cursors.decode(cursor, kindTools, c.gen[kindTools], scope); err != nil || off > len(items) {
 			replyError(out, m.ID(), protocol.CodeInvalidParams, errBadCursor.Error())
 			return
 		}
@@ -240,7 +243,7 @@ func (s *Session) listSearch(m jsonrpc.Message, out *Stream, mode *SearchMode) {
 	b = append(b, ']')
 	if end < len(items) {
 		b = append(b, `,"nextCursor":`...)
-		b = jsonrpc.AppendQuote(b, s.r.cursors.encode(kindTools, c.gen[kindTools], end, s.params.Endpoint))
+		b = jsonrpc.AppendQuote(b, s.r.cursors.encode(kindTools, c.gen[kindTools], end, scope))
 	}
 	if mode.ExposeFound && protocol.IsModern(s.params.ProtocolVersion) {
 		b = append(b, `,"cacheScope":"private"`...) // what this session found: never shared

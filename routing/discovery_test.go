@@ -123,6 +123,36 @@ func TestSearchMode(t *testing.T) {
 	}
 }
 
+// TestSearchCursorsAreTheMode's: a search-mode list's cursor counts its own synthetic list, so after a reload
+// switches the endpoint to list mode it is refused rather than read as a catalog position, and the other way round.
+func TestSearchCursorsAreTheMode(t *testing.T) {
+	search := Shape{Endpoints: []Endpoint{{Name: "s", Search: &SearchMode{AlwaysList: []string{"*"}}}}}
+	list := Shape{Endpoints: []Endpoint{{Name: "s"}}}
+	r := shapedRouter(t, search) // PageSize 2: every list takes pages
+	s := r.NewSession(SessionParams{ProtocolVersion: protocol.V20251125, Endpoint: "s"})
+	cursorOf := func() string {
+		m := roundTrip(t, r, s, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		var page struct{ NextCursor string }
+		if json.Unmarshal(m.Result(), &page) != nil || page.NextCursor == "" {
+			t.Fatalf("no cursor in %s", m.Raw())
+		}
+		return page.NextCursor
+	}
+	for _, step := range []struct{ from, to Shape }{{search, list}, {list, search}} {
+		if err := r.SetShape(step.from); err != nil {
+			t.Fatal(err)
+		}
+		cursor := cursorOf()
+		if err := r.SetShape(step.to); err != nil {
+			t.Fatal(err)
+		}
+		m := roundTrip(t, r, s, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"`+cursor+`"}}`)
+		if e := rpcErr(m); e == nil || e.Code != protocol.CodeInvalidParams {
+			t.Errorf("a cursor of the other mode answered %s", m.Raw())
+		}
+	}
+}
+
 // TestSearchIndexFollowsTheCatalog: the index is derived from each catalog snapshot, so a tool an upstream adds
 // is found after its list_changed, and one it removes is not.
 func TestSearchIndexFollowsTheCatalog(t *testing.T) {
