@@ -1,10 +1,11 @@
 // Package state is the shared state that lets any replica of the gateway serve any session (design §7): client
 // session records, per-stream SSE event logs for Last-Event-ID resumption, cross-replica message delivery,
-// per-principal rate and concurrency limits, the registry of live replicas, and the pinned hashes of tool and
-// prompt definitions.
+// per-principal rate and concurrency limits, the registry of live replicas, the pinned hashes of tool and
+// prompt definitions, and what per-user upstream OAuth shares (connect links, sealed grants, refresh locks).
 //
-// Each concern is a small interface (SessionStore, EventLog, Bus, RateLimiter, ReplicaRegistry, PinStore); Store
-// is all of them. Two implementations satisfy every one of them and pass the same conformance suite:
+// Each concern is a small interface (SessionStore, EventLog, Bus, RateLimiter, ReplicaRegistry, PinStore,
+// GrantStore); Store is all of them. Two implementations satisfy every one of them and pass the same conformance
+// suite:
 //
 //   - Memory (NewMemory): the single-replica default. Nothing to run, nothing shared.
 //   - Redis (NewRedis): go-redis v9 over a redis.UniversalClient, so a single node, Sentinel (failover) and
@@ -13,7 +14,9 @@
 // # What Memory forgets
 //
 // Memory holds everything in the gateway's process, so a restart forgets all of it: sessions (clients must
-// initialize again), event logs, limits, replica registrations, pins and cached embeddings. Forgotten pins matter most: after a
+// initialize again), event logs, limits, replica registrations, pins, cached embeddings, connect links in flight
+// (their flows fail and the user follows a new link), refresh locks, cached upstream tool lists, and every
+// upstream grant: each user connects to each user-oauth upstream again. Forgotten pins matter most: after a
 // restart the first definition of each tool and prompt is trusted again, so a definition that changed while the
 // gateway was down is pinned as if it were the original, with no drift reported. Use a lock file, or Redis (whose
 // pins never expire and outlive every replica), where that matters.
@@ -35,6 +38,18 @@
 //	                                           slot; HGETALL lists it, at most MaxPins fields)
 //	<prefix>vector:<key>                      string: an embedding (float32 little-endian) of a text, by model and
 //	                                           text hash (routing/search/hybrid); PX = VectorTTL, refreshed by reads
+//	<prefix>{connects}:<connect id>           hash: "rec" (a ConnectRecord as JSON), "call" (the nonce of the
+//	                                           PutConnect that stored it); PX = its ttl (at most MaxConnectTTL)
+//	<prefix>{connects}                        sorted set: connect id → expiry (ms, Redis TIME), counting live
+//	                                           records against MaxConnects (one hash tag with the records, so the
+//	                                           scripts touching both are legal in Cluster)
+//	<prefix>grants:{<upstream>}               hash: principal → sealed grant; no expiry; at most
+//	                                           MaxGrantsPerUpstream fields
+//	<prefix>{grant-upstreams}                 set: the upstreams whose grants hash may have fields (a superset:
+//	                                           written after a grant, removed before a hash; see grants.go); no
+//	                                           expiry; at most MaxUpstreams members
+//	<prefix>lock:{<key>}                      string: the holder's random token; PX = the lock's ttl
+//	<prefix>upstreamlist:{<upstream>}         string: an upstream's cached tool list; PX = its ttl
 //	<prefix>bus:<channel>                     pub/sub channel (not a key; PUBLISH reaches every Cluster node)
 //
 // Scripts run by EVALSHA and fall back to EVAL when the server does not know them (after a restart or failover).

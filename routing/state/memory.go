@@ -35,6 +35,7 @@ type Memory struct {
 	pins  map[string]string
 
 	vectors memVectors // vectors.go; its zero value is empty, with a lock of its own
+	grants  memGrants  // memory_grants.go; its zero value is empty, with a lock of its own
 }
 
 type memSession struct {

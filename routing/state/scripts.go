@@ -2,8 +2,8 @@ package state
 
 import "github.com/redis/go-redis/v9"
 
-// The Lua scripts. Each touches one key (KEYS[1]), so each is legal in Cluster. Run by EVALSHA, falling back to
-// EVAL when the server does not have them (redis.Script.Run).
+// The Lua scripts. Each touches one key (KEYS[1]), or keys of one hash tag, so each is legal in Cluster. Run by
+// EVALSHA, falling back to EVAL when the server does not have them (redis.Script.Run).
 
 // createSession: ARGV = record JSON, touched (ms), ttl (ms). 1 if created, 0 if the id exists.
 var createSession = redis.NewScript(`
@@ -102,4 +102,59 @@ if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 and redis.call('HLEN', KEYS[1]) 
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 return 1
+`)
+
+// putConnect: KEYS = the record's key, the connects index (one hash tag); ARGV = connect id, record JSON, ttl (ms),
+// the most records live, the call's nonce. 1 when stored, or when the id holds the record of this very call (one
+// go-redis retried after a timeout, whose first run stored it); -1 when the id holds another live record; 0 when
+// the most records are live already. Lapsed ids leave the index first (by Redis TIME, the clock of the records'
+// PX), so that only live records count.
+var putConnect = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if redis.call('HGET', KEYS[1], 'call') == ARGV[5] then return 1 end
+  return -1
+end
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return 0 end
+redis.call('HSET', KEYS[1], 'rec', ARGV[2], 'call', ARGV[5])
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('ZADD', KEYS[2], now + ttl, ARGV[1])
+if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
+return 1
+`)
+
+// takeConnect: KEYS = the record's key, the connects index; ARGV = connect id. The record, deleted, or false when
+// there is none: the get and the delete are one step, so of callers racing on one id exactly one gets it.
+var takeConnect = redis.NewScript(`
+local v = redis.call('HGET', KEYS[1], 'rec')
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return v
+`)
+
+// addGrantUpstream: KEYS[1] = the registry of upstreams with grants; ARGV = upstream, the most upstreams. 1 when the
+// upstream is there (already, or added), 0 when it is not and the set holds the most already.
+var addGrantUpstream = redis.NewScript(`
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 1 end
+if redis.call('SCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+redis.call('SADD', KEYS[1], ARGV[1])
+return 1
+`)
+
+// deleteHash: KEYS[1] = a hash. How many fields it had; it is unlinked (freed in the background: an upstream's
+// grants hash may hold MaxGrantsPerUpstream fields).
+var deleteHash = redis.NewScript(`
+local n = redis.call('HLEN', KEYS[1])
+redis.call('UNLINK', KEYS[1])
+return n
+`)
+
+// unlockToken: KEYS[1] = a lock; ARGV = its holder's token. Deletes the lock only if the token is the holder's, so
+// that a holder whose lock lapsed and was taken by another does not release the other's. 1 when deleted.
+var unlockToken = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
 `)

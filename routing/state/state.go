@@ -165,6 +165,44 @@ type PinStore interface {
 	Pins(ctx context.Context) (map[string]string, error)
 }
 
+// GrantStore keeps what per-user upstream OAuth shares between replicas (issue 17; grants.go has the bounds, and
+// why the Redis keys are laid out as they are): the single-use state of each connect link, each principal's sealed
+// grant for each upstream, a lock so that one replica at a time refreshes a grant, and the tool list of each
+// upstream as a connected user last saw it. Ids, principals, upstreams and lock keys are opaque, non-empty and at
+// most 512 bytes (ErrInvalid otherwise). Grants and connect records are sealed by the caller: the store never sees
+// a token in the clear. What the methods return is the caller's to change.
+type GrantStore interface {
+	// PutConnect stores rec under id for ttl (0 < ttl <= MaxConnectTTL); ErrExists if id is taken by a live record,
+	// ErrFull when MaxConnects records are live. rec needs Principal and Upstream; Created is set when zero.
+	PutConnect(ctx context.Context, id string, rec ConnectRecord, ttl time.Duration) error
+	// TakeConnect returns id's record and deletes it, in one atomic step: of callers racing on any replicas one
+	// gets it, and the others ErrNotFound, as does any caller once the record expired. So a link works once.
+	TakeConnect(ctx context.Context, id string) (ConnectRecord, error)
+	// PutGrant stores (or replaces) principal's sealed grant for upstream (1 to MaxGrantSize bytes). It never
+	// expires: tokens expire on their own and the caller deletes grants. ErrFull when the upstream holds
+	// MaxGrantsPerUpstream grants, or when it is new and MaxUpstreams upstreams hold grants.
+	PutGrant(ctx context.Context, principal, upstream string, sealed []byte) error
+	// GetGrant returns principal's sealed grant for upstream; ErrNotFound if there is none.
+	GetGrant(ctx context.Context, principal, upstream string) ([]byte, error)
+	// DeleteGrant removes principal's grant for upstream (a disconnect). Deleting a missing grant is not an
+	// error.
+	DeleteGrant(ctx context.Context, principal, upstream string) error
+	// DeleteUpstreamGrants removes every grant for upstream (an admin revoking it), returns how many there were,
+	// and frees the upstream's place among MaxUpstreams. A grant stored while it runs may survive it.
+	DeleteUpstreamGrants(ctx context.Context, upstream string) (int, error)
+	// Grants returns principal's grants, by upstream (empty when none).
+	Grants(ctx context.Context, principal string) (map[string][]byte, error)
+	// TryLock takes the lock key for at most ttl, unless it is held: ok is false, with a nil unlock, when another
+	// caller (on any replica) holds it. unlock releases it if it is still this caller's (not once it lapsed and
+	// another took it); calling it again is harmless. A lock nobody unlocked (a crashed replica) lapses after ttl.
+	TryLock(ctx context.Context, key string, ttl time.Duration) (unlock func(), ok bool, err error)
+	// PutUpstreamList caches upstream's tool list (1 to MaxUpstreamListSize bytes, opaque) for ttl, replacing the
+	// one there. A Memory refuses a list of a new upstream with ErrFull when it caches MaxUpstreams lists.
+	PutUpstreamList(ctx context.Context, upstream string, list []byte, ttl time.Duration) error
+	// GetUpstreamList returns upstream's cached tool list; ErrNotFound if there is none, or it expired.
+	GetUpstreamList(ctx context.Context, upstream string) ([]byte, error)
+}
+
 // Store is every part of the shared state, as Memory and Redis provide it.
 type Store interface {
 	SessionStore
@@ -173,6 +211,7 @@ type Store interface {
 	RateLimiter
 	ReplicaRegistry
 	PinStore
+	GrantStore
 	// Ping reports whether the store can be used (for /readyz); an error wraps ErrUnavailable.
 	Ping(ctx context.Context) error
 	// Shutdown ends subscriptions (closing their channels) and background work. It does not close a Redis
