@@ -110,8 +110,10 @@ type catalog struct {
 	// endpoints they were computed for, so that a snapshot answers consistently across a reload.
 	views     map[string]*view
 	endpoints map[string]*Endpoint
-	// index is the tool search index of this snapshot, when an endpoint is in search mode (discovery.go).
+	// index is the tool search index of this snapshot, when an endpoint is in search mode (discovery.go), and
+	// modes what each search-mode endpoint's list depends on.
 	index *toolIndex
+	modes map[string]modeState
 }
 
 // buildCatalog merges the upstreams' lists in configuration order. prev supplies the generations, which advance
@@ -218,6 +220,9 @@ func buildCatalog(ups []*Upstream, prev *catalog, profile string, shape *Shape, 
 			e := &shape.Endpoints[i]
 			c.endpoints[e.Name], c.views[e.Name] = e, newView(e, c)
 		}
+	}
+	if shape.searching() {
+		c.modes = searchModes(c, shape) // after the views: it asks them
 	}
 	for k := listKind(0); k < numKinds; k++ {
 		if prev == nil {

@@ -84,6 +84,47 @@ func (sh *Shape) searching() bool {
 	return false
 }
 
+// modeState is what a search-mode session's tools/list depends on, per catalog snapshot: a hash of the mode and
+// of the tools its AlwaysList selects in the view. rebuild compares it rather than the whole view, so that a
+// search-mode session hears list_changed when its own list changed (or the mode did), not on every change of the
+// tools it does not list.
+type modeState struct {
+	hash        uint64
+	exposeFound bool // its list also shows found tools, which change with the view
+}
+
+// searchModes computes the modeState of every endpoint (and the whole catalog, "") in search mode.
+func searchModes(c *catalog, sh *Shape) map[string]modeState {
+	out := map[string]modeState{}
+	add := func(endpoint string, m *SearchMode) {
+		h := fnv.New64a()
+		for _, g := range m.AlwaysList {
+			h.Write([]byte(g))
+			h.Write([]byte{0})
+		}
+		if m.ExposeFound {
+			h.Write([]byte{1})
+		}
+		for _, raw := range c.items[kindTools] {
+			name, _ := jsonrpc.LookupString(raw, "name")
+			if m.lists(name) && c.inView(endpoint, kindTools, name) {
+				h.Write(raw)
+				h.Write([]byte{0})
+			}
+		}
+		out[endpoint] = modeState{hash: h.Sum64(), exposeFound: m.ExposeFound}
+	}
+	if sh.Root != nil {
+		add("", sh.Root)
+	}
+	for i := range sh.Endpoints {
+		if e := &sh.Endpoints[i]; e.Search != nil {
+			add(e.Name, e.Search)
+		}
+	}
+	return out
+}
+
 // toolIndex is the search index of one catalog snapshot, and a fingerprint of each tool's indexed text so that
 // the next snapshot re-analyses only what changed.
 type toolIndex struct {
@@ -191,11 +232,35 @@ func (f *found) add(names []string) bool {
 	return added
 }
 
+// statsCache keeps a session's search statistics (search.Stats: what it may see, counted) for one catalog
+// snapshot: computing them asks the policy about every tool, once per snapshot rather than once per search. A
+// reload that changes the policies also rebuilds the catalog, so the statistics follow.
+type statsCache struct {
+	mu  sync.Mutex
+	cat *catalog
+	st  *search.Stats
+}
+
+func (sc *statsCache) get(c *catalog, allow func(string) bool) *search.Stats {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.cat != c {
+		sc.cat, sc.st = c, c.index.ix.Stats(allow)
+	}
+	return sc.st
+}
+
 func (f *found) has(name string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.names[name]
 }
+
+// exposesFound reports whether the session lists what its searches found. A 2026-07-28 client has no session:
+// its requests share a pooled one (per principal, and for anonymous clients per capabilities), which hears no
+// notifications, so found tools would leak between clients and never be announced; such clients call what they
+// found by name or with call_tool.
+func (s *Session) exposesFound(mode *SearchMode) bool { return mode.ExposeFound && !s.era.modern() }
 
 // searchMode is the session's search mode now (a reload may change it), or nil.
 func (s *Session) searchMode() *SearchMode { return s.r.shape.Load().searchMode(s.params.Endpoint) }
@@ -214,7 +279,7 @@ func (s *Session) listSearch(m jsonrpc.Message, out *Stream, mode *SearchMode) {
 	items := [][]byte{[]byte(searchToolDef), []byte(callToolDef)}
 	for i, raw := range c.items[kindTools] {
 		name, _ := jsonrpc.LookupString(raw, "name")
-		if name == toolSearch || name == toolCall || !(mode.lists(name) || (mode.ExposeFound && s.found.has(name))) {
+		if name == toolSearch || name == toolCall || !(mode.lists(name) || (s.exposesFound(mode) && s.found.has(name))) {
 			continue
 		}
 		if s.mayCall(c, name) {
@@ -245,8 +310,8 @@ func (s *Session) listSearch(m jsonrpc.Message, out *Stream, mode *SearchMode) {
 		b = append(b, `,"nextCursor":`...)
 		b = jsonrpc.AppendQuote(b, s.r.cursors.encode(kindTools, c.gen[kindTools], end, scope))
 	}
-	if mode.ExposeFound && protocol.IsModern(s.params.ProtocolVersion) {
-		b = append(b, `,"cacheScope":"private"`...) // what this session found: never shared
+	if s.era.modern() {
+		b = append(b, `,"cacheScope":"private"`...) // a search-mode list is never a cache entry to share (issue 16)
 	}
 	reply(out, m.ID(), append(b, '}'))
 }
@@ -283,7 +348,7 @@ func (s *Session) searchTools(ctx context.Context, m jsonrpc.Message, out *Strea
 	var hits []search.Hit
 	if c.index != nil {
 		allow := func(name string) bool { return name != toolSearch && name != toolCall && s.mayCall(c, name) }
-		hits = s.r.rank(ctx, c, args.Query, limit, allow)
+		hits = s.r.rank(ctx, c, s.stats.get(c, allow), args.Query, limit, allow)
 	}
 	b := append([]byte(nil), `{"content":[{"type":"text","text":`...)
 	b = jsonrpc.AppendQuote(b, renderHits(c, args.Query, hits))
@@ -298,7 +363,7 @@ func (s *Session) searchTools(ctx context.Context, m jsonrpc.Message, out *Strea
 	}
 	b = append(b, `]}}`...)
 	reply(out, m.ID(), b)
-	if mode.ExposeFound && s.found.add(names) {
+	if s.exposesFound(mode) && s.found.add(names) {
 		s.notify(jsonrpc.AppendNotification(nil, kindTools.changedMethod(), nil))
 	}
 }
@@ -389,34 +454,33 @@ func paramList(raw []byte) string {
 	return strings.Join(names, ", ")
 }
 
-// callTool answers call_tool by running the named tool exactly as tools/call would: the same id (so cancellation
-// and the answer match), the same _meta (the progress token), policy, presets and audit under the real name.
-func (s *Session) callTool(ctx context.Context, m jsonrpc.Message, out *Stream) {
+// unwrapCallTool turns a call_tool request into the tools/call it names: the same id (so cancellation and the
+// answer match) and the same params but name and arguments (so _meta's progress token, a task, and a 2026-07-28
+// retry's requestState stay), which then runs exactly as a direct call, with policy, presets and audit under the
+// real name. It runs before anything else sees the request, so that a retry of a call parked for the client's
+// input finds the call under the name it was parked with. why is the -32602 message for a malformed one.
+func unwrapCallTool(m jsonrpc.Message) (call jsonrpc.Message, why string) {
 	args := member(m.Params(), "arguments")
 	name, ok := jsonrpc.LookupString(args, "name")
 	if !ok || name == "" {
-		replyError(out, m.ID(), protocol.CodeInvalidParams, "call_tool needs arguments {name: the tool's name as search_tools gave it, arguments: {...}}")
-		return
+		return m, "call_tool needs arguments {name: the tool's name as search_tools gave it, arguments: {...}}"
 	}
 	if name == toolSearch || name == toolCall {
-		replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("call_tool cannot call %s: call it directly", name))
-		return
+		return m, fmt.Sprintf("call_tool cannot call %s: call it directly", name)
 	}
 	inner := member(args, "arguments")
 	if len(inner) == 0 || string(inner) == "null" {
 		inner = []byte(`{}`)
 	} else if inner[0] != '{' {
-		replyError(out, m.ID(), protocol.CodeInvalidParams, "call_tool: arguments.arguments must be an object of the tool's arguments")
-		return
+		return m, "call_tool: arguments.arguments must be an object of the tool's arguments"
 	}
 	params := jsonrpc.SetMember(m.Params(), "name", jsonrpc.AppendQuote(nil, name))
 	params = jsonrpc.SetMember(params, "arguments", inner)
 	call, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, m.ID(), protocol.MethodToolsCall, params))
 	if err != nil {
-		replyError(out, m.ID(), protocol.CodeInvalidParams, "call_tool: "+err.Error())
-		return
+		return m, "call_tool: " + err.Error()
 	}
-	s.callNamed(ctx, call, out, kindTools)
+	return call, ""
 }
 
 // Definitions of the meta-tools. They state no count of tools: what a principal may not use leaves no trace.

@@ -153,11 +153,44 @@ func TestSearchCursorsAreTheMode(t *testing.T) {
 	}
 }
 
+// TestSearchModeListChanged: a session hears list_changed when its own list changes: when a reload switches its
+// endpoint between list and search mode, when the AlwaysList changes; not when a tool it does not list changes.
+func TestSearchModeListChanged(t *testing.T) {
+	ep := func(m *SearchMode, ov map[OverrideKey]Override) Shape {
+		return Shape{Overrides: ov, Endpoints: []Endpoint{{Name: "s", Search: m}}}
+	}
+	rename := map[OverrideKey]Override{{Upstream: "gh", Kind: "tool", Name: "delete_repo"}: {Description: "now described"}}
+	r := shapedRouter(t, ep(nil, nil))
+	s := r.NewSession(SessionParams{ProtocolVersion: protocol.V20251125, Endpoint: "s"})
+	for _, step := range []struct {
+		what  string
+		shape Shape
+		heard bool
+	}{
+		{"list to search", ep(&SearchMode{}, nil), true},
+		{"the same again", ep(&SearchMode{}, nil), false},
+		{"an unlisted tool changes", ep(&SearchMode{}, rename), false},
+		{"alwaysList added", ep(&SearchMode{AlwaysList: []string{"web__*"}}, rename), true},
+		{"a listed tool changes", ep(&SearchMode{AlwaysList: []string{"web__*", "gh__delete_repo"}}, nil), true},
+		{"exposeFound turned on", ep(&SearchMode{AlwaysList: []string{"web__*", "gh__delete_repo"}, ExposeFound: true}, nil), true},
+		{"search to list", ep(nil, nil), true},
+	} {
+		drainNotices(s)
+		if err := r.SetShape(step.shape); err != nil {
+			t.Fatal(err)
+		}
+		if got := heard(s.Standalone(), "notifications/tools/list_changed"); got != step.heard {
+			t.Errorf("%s: heard list_changed %v, want %v", step.what, got, step.heard)
+		}
+	}
+}
+
 // TestSearchIndexFollowsTheCatalog: the index is derived from each catalog snapshot, so a tool an upstream adds
 // is found after its list_changed, and one it removes is not.
 func TestSearchIndexFollowsTheCatalog(t *testing.T) {
 	up := newMutableUpstream(`[{"name":"read_file","description":"Read a file from disk","inputSchema":{"type":"object"}}]`)
-	r := startRouter(t, Options{Shape: Shape{Root: &SearchMode{}}},
+	// The new tool is in the AlwaysList, so the session's own list changes and it hears list_changed.
+	r := startRouter(t, Options{Shape: Shape{Root: &SearchMode{AlwaysList: []string{"fs__write_*"}}}},
 		UpstreamConfig{Name: "fs", Prefix: "fs__", Mode: Shared, Transport: up.fakeTransport, Kind: "stdio"})
 	s := r.session(defaultClientCaps)
 	if got := searchFor(t, r, s, "read a file", 10).names(); !slices.Equal(got, []string{"fs__read_file"}) {
@@ -234,5 +267,26 @@ func TestHybridSearch(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestCallToolParked: a 2026-07-28 client's call_tool of a tool whose legacy upstream asks for input gets the
+// InputRequiredResult, and its retry (call_tool again, with requestState and inputResponses) resumes the parked
+// call: call_tool is unwrapped before the retry is matched, so the call is found under the tool's own name.
+func TestCallToolParked(t *testing.T) {
+	a := newAskUpstream()
+	r := startRouter(t, Options{Shape: Shape{Root: &SearchMode{}}}, UpstreamConfig{Name: "fake", Prefix: "fake__", Mode: PerClient, Transport: a.ft, Kind: "stdio"})
+	s := r.PooledSession(SessionParams{Principal: "alice", Capabilities: json.RawMessage(`{"elicitation":{}}`)})
+	first, err := ask(r.ctx, s, `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"call_tool","arguments":{"name":"fake__ask","arguments":{}}}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _, state := inputRequired(t, first)
+	final, err := ask(r.ctx, s, `{"jsonrpc":"2.0","id":"c2","method":"tools/call","params":{"name":"call_tool","arguments":{"name":"fake__ask","arguments":{}},"inputResponses":{"`+key+`":{"action":"accept","content":{"name":"Ada"}}},"requestState":"`+state+`"}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"jsonrpc":"2.0","id":"c2","result":{"content":[{"type":"text","text":"Ada"}]}}`; string(final.Raw()) != want {
+		t.Errorf("the retry through call_tool answered %s, want %s", final.Raw(), want)
 	}
 }

@@ -20,6 +20,15 @@ func (s *Session) HandleRequest(ctx context.Context, m jsonrpc.Message, out *Str
 	ctx = context.WithoutCancel(ctx)
 	s.touch()
 	id := m.ID()
+	if m.MethodIs(protocol.MethodToolsCall) && s.searchMode() != nil {
+		if name, _ := jsonrpc.LookupString(m.Params(), "name"); name == toolCall {
+			var why string
+			if m, why = unwrapCallTool(m); why != "" {
+				replyError(out, id, protocol.CodeInvalidParams, why)
+				return
+			}
+		}
+	}
 	if s.era.preempt(ctx, m, out) {
 		return
 	}
@@ -42,12 +51,8 @@ func (s *Session) HandleRequest(ctx context.Context, m jsonrpc.Message, out *Str
 		s.list(ctx, m, out, kindTemplates)
 	case "tools/call":
 		if mode := s.searchMode(); mode != nil {
-			switch name, _ := jsonrpc.LookupString(m.Params(), "name"); name {
-			case toolSearch:
+			if name, _ := jsonrpc.LookupString(m.Params(), "name"); name == toolSearch {
 				s.searchTools(ctx, m, out, mode)
-				return
-			case toolCall:
-				s.callTool(ctx, m, out)
 				return
 			}
 		}

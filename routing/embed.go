@@ -28,8 +28,8 @@ var _ Embedder = (*hybrid.Embedder)(nil)
 // toolVectors are the vectors of one catalog's tools, by exposed name, with the text each was computed from: a
 // vector whose tool changed since is not used.
 type toolVectors struct {
-	text map[string]string
-	vec  map[string][]float32
+	print map[string]uint64 // the tool's fingerprint in the index it was computed for (toolIndex.print)
+	vec   map[string][]float32
 }
 
 // embeddings holds the router's tool vectors and wakes the worker that computes them.
@@ -69,17 +69,22 @@ func (r *Router) wantVectors() {
 }
 
 // embedTools computes the current catalog's tool vectors whenever asked, until ctx ends. A failure keeps the
-// previous vectors (searches use those whose tool is unchanged) until the next rebuild asks again.
+// previous vectors (searches use those whose tool is unchanged) and is retried after a pause that doubles up to
+// a minute, or at the next rebuild, whichever comes first.
 func (r *Router) embedTools(ctx context.Context) {
 	if r.opts.Embedder == nil {
 		return
 	}
+	var retry <-chan time.Time
+	pause := time.Second
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.embed.kick:
+		case <-retry:
 		}
+		retry = nil
 		c := r.cat.Load()
 		if c.index == nil {
 			continue
@@ -92,9 +97,13 @@ func (r *Router) embedTools(ctx context.Context) {
 		}
 		vecs, err := r.opts.Embedder.Vectors(ctx, texts)
 		if err != nil {
-			continue // the Embedder logged and counted it; searches use BM25 and the vectors they have
+			// The Embedder logged and counted it; searches use BM25 and the vectors they have.
+			retry = time.After(pause)
+			pause = min(2*pause, time.Minute)
+			continue
 		}
-		r.embed.cur.Store(&toolVectors{text: texts, vec: vecs})
+		pause = time.Second
+		r.embed.cur.Store(&toolVectors{print: c.index.print, vec: vecs})
 	}
 }
 
@@ -108,8 +117,8 @@ func (r *Router) searchTimeout() time.Duration {
 
 // rank runs a search on a catalog snapshot: BM25F, fused with the vector ranking when an Embedder is configured
 // and answers in time.
-func (r *Router) rank(ctx context.Context, c *catalog, query string, limit int, allow func(string) bool) []search.Hit {
-	bm25 := c.index.ix.Search(query, limit, allow)
+func (r *Router) rank(ctx context.Context, c *catalog, st *search.Stats, query string, limit int, allow func(string) bool) []search.Hit {
+	bm25 := c.index.ix.SearchIn(st, query, limit, allow)
 	tv := r.embed.cur.Load()
 	if r.opts.Embedder == nil || tv == nil {
 		return bm25
@@ -122,12 +131,8 @@ func (r *Router) rank(ctx context.Context, c *catalog, query string, limit int, 
 	}
 	fresh := func(name string) bool {
 		// A vector of a tool that changed since it was computed ranks by words that are no longer there.
-		raw := c.toolItem(name)
-		t, ok := c.tools[name]
-		if raw == nil || !ok || !allow(name) {
-			return false
-		}
-		return tv.text[name] == embedText(searchDoc(raw, t.up.cfg.Name, ""))
+		p, ok := c.index.print[name]
+		return ok && tv.print[name] == p && allow(name)
 	}
 	return hybrid.Fuse(bm25, hybrid.Rank(qv, tv.vec, fresh, limit), 0, limit)
 }

@@ -330,8 +330,8 @@ func (r *Router) rebuild() {
 	}
 	pins.settle()
 	r.buildMu.Unlock()
-	if changes[0].next.index != nil && (changes[0].prev == nil || changes[0].next.gen[kindTools] != changes[0].prev.gen[kindTools]) {
-		r.wantVectors()
+	if prev, next := changes[0].prev, changes[0].next; next.index != nil && (prev == nil || prev.index == nil || next.gen[kindTools] != prev.gen[kindTools]) {
+		r.wantVectors() // the tools changed, or search was just turned on
 	}
 	logConflicts(r.log, changes[0].prev, changes[0].next)
 	for _, ch := range changes {
@@ -354,8 +354,20 @@ func (r *Router) rebuild() {
 }
 
 // listChanged reports whether a list changed as an endpoint's clients see it ("" for the whole catalog): an
-// endpoint hears list_changed only when its own view changed.
+// endpoint hears list_changed only when its own view changed, or, in search mode, its own list (discovery.go).
 func listChanged(prev, next *catalog, k listKind, endpoint string) bool {
+	if k == kindTools {
+		pm, wasSearch := prev.modes[endpoint]
+		nm, isSearch := next.modes[endpoint]
+		switch {
+		case wasSearch != isSearch:
+			return true // the mode switched: the list is another one
+		case isSearch && pm.hash != nm.hash:
+			return true
+		case isSearch && !nm.exposeFound:
+			return false // the meta-tools and the AlwaysList are all it lists
+		}
+	}
 	if endpoint == "" {
 		return next.gen[k] != prev.gen[k]
 	}

@@ -72,6 +72,7 @@ type Session struct {
 	links clientLinks // the client's own upstream sessions (per-client upstreams)
 	tasks taskSet     // the tasks the client created
 	found found       // tools the session's searches found, for SearchMode.ExposeFound (discovery.go)
+	stats statsCache  // its search statistics for the current catalog (discovery.go)
 
 	mu       sync.Mutex
 	calls    map[callKey]*call

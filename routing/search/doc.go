@@ -23,7 +23,8 @@
 // # Visibility
 //
 // Search takes an allow function and drops the docs it rejects before ranking and before the limit, so a hidden
-// tool never appears, is never counted and never takes a visible tool's place. Each term's document frequency
-// counts only the docs allow accepts, so what hidden docs say does not show in the scores either; the number of
-// docs and the mean field lengths are the whole index's, which say nothing about any one word.
+// tool never appears, is never counted and never takes a visible tool's place. The statistics BM25 normalises by
+// (the number of docs, the mean field lengths, each term's document frequency) count only the docs allow accepts,
+// so neither how many docs are hidden nor what they say shows in the scores. Stats and SearchIn let a caller
+// that searches often under one allow compute the first two once.
 package search

@@ -328,25 +328,70 @@ func (b *builder) field(d *doc, f int, terms []string) {
 
 // Search returns the docs that allow accepts (all of them when allow is nil) that have at least one of the
 // query's terms, best first, at most limit of them, or nil when there are none; equal scores are ordered by name.
-// The docs allow rejects are dropped before ranking, so they never take a place in the result. allow is called at
-// most once per doc that has a query term, from the calling goroutine.
+// The docs allow rejects are dropped before ranking, so they never take a place in the result. allow is called
+// once per doc for the statistics (see Stats) and once more per doc that has a query term, from the calling
+// goroutine.
 func (ix *Index) Search(query string, limit int, allow func(name string) bool) []Hit {
+	return ix.SearchIn(ix.Stats(allow), query, limit, allow)
+}
+
+// Stats are the corpus statistics of the docs one caller may see: their number and total field lengths. BM25
+// normalises by them, so computed over the whole index they would let a caller estimate, from its scores, how
+// many docs it cannot see. Computing them asks allow about every doc once; a caller that searches often under
+// the same allow (a session, until the catalog or its policy changes) keeps them and passes them to SearchIn.
+type Stats struct {
+	ix     *Index
+	n      int
+	sumLen [numFields]int64
+}
+
+// Stats computes the statistics of the docs allow accepts (every doc, for a nil allow).
+func (ix *Index) Stats(allow func(name string) bool) *Stats {
+	st := &Stats{ix: ix}
+	if ix == nil {
+		return st
+	}
+	if allow == nil {
+		st.n, st.sumLen = len(ix.byName), ix.sumLen
+		return st
+	}
+	for _, d := range ix.docs {
+		if d == nil || !allow(d.name) {
+			continue
+		}
+		st.n++
+		for f := range numFields {
+			st.sumLen[f] += int64(d.lens[f])
+		}
+	}
+	return st
+}
+
+// SearchIn is Search with statistics computed beforehand by this index's Stats under the same allow; statistics
+// of another index (or nil) are computed anew.
+func (ix *Index) SearchIn(st *Stats, query string, limit int, allow func(name string) bool) []Hit {
 	if ix == nil || limit <= 0 || len(ix.byName) == 0 {
+		return nil
+	}
+	if st == nil || st.ix != ix {
+		st = ix.Stats(allow)
+	}
+	if st.n == 0 {
 		return nil
 	}
 	terms := newAnalyzer().analyze(query)
 	slices.Sort(terms)
 	terms = slices.Compact(terms) // a repeated word counts once
 
-	n := float64(len(ix.byName))
+	n := float64(st.n)
 	var norm [numFields]struct{ base, perLen float64 }
 	for f := range numFields {
 		b := ix.rank.B[f]
-		if ix.sumLen[f] == 0 {
+		if st.sumLen[f] == 0 {
 			norm[f].base = 1
 			continue
 		}
-		avg := float64(ix.sumLen[f]) / n
+		avg := float64(st.sumLen[f]) / n
 		norm[f].base, norm[f].perLen = 1-b, b/avg
 	}
 
@@ -360,9 +405,8 @@ func (ix *Index) Search(query string, limit int, allow func(name string) bool) [
 		if len(ps) == 0 {
 			continue
 		}
-		// The document frequency counts only the docs the caller may see: a word's rarity must not tell whether
-		// hidden tools use it. (The doc count and average lengths stay the whole index's: they say nothing about
-		// any one word.)
+		// The document frequency counts only the docs the caller may see, as the doc count and mean lengths do
+		// (Stats): a word's rarity must not tell whether hidden tools use it.
 		df := 0
 		for _, p := range ps {
 			if state[p.doc] == 0 {

@@ -197,8 +197,18 @@ func TestAllowHidesDocs(t *testing.T) {
 			}
 		}
 		for name, n := range asked {
-			if n != 1 {
+			if n > 2 { // once for the statistics, once when ranked
 				t.Errorf("%q: allow(%q) called %d times", q.Text, name, n)
+			}
+		}
+		st := ix.Stats(allow)
+		clear(asked)
+		if again := ix.SearchIn(st, q.Text, 5, allow); !reflect.DeepEqual(again, got) {
+			t.Errorf("%q: SearchIn with the statistics answers %v, Search %v", q.Text, again, got)
+		}
+		for name, n := range asked {
+			if n != 1 {
+				t.Errorf("%q: with statistics kept, allow(%q) called %d times", q.Text, name, n)
 			}
 		}
 	}
@@ -207,11 +217,11 @@ func TestAllowHidesDocs(t *testing.T) {
 	}
 }
 
-// TestHiddenLeaveNoTrace: what hidden docs say cannot be read from the results. Two indexes hold the same
-// visible docs and the same hidden names, but the hidden docs' texts are rotated among them (so the doc count and
-// the total field lengths are equal): every search, for any caller, returns the same names with the same scores.
-// With document frequencies counted over the whole index, a word only hidden tools use would raise or lower the
-// visible scores.
+// TestHiddenLeaveNoTrace: neither what hidden docs say nor how many there are can be read from the results.
+// Three indexes hold the same visible docs; in the second the hidden docs' texts are rotated among them, and the
+// third has 50 more hidden docs, longer ones: every search returns the same names with the same scores. With
+// document frequencies, the doc count or the mean lengths counted over the whole index, the visible scores would
+// move with the hidden docs.
 func TestHiddenLeaveNoTrace(t *testing.T) {
 	docs := evalset.Docs()
 	hidden := map[string]bool{}
@@ -228,11 +238,20 @@ func TestHiddenLeaveNoTrace(t *testing.T) {
 		from.Name = docs[i].Name
 		rotated[i] = from
 	}
-	a, b := search.Build(docs), search.Build(rotated)
+	// A third index has more hidden docs, and longer ones: how many are hidden must not show either.
+	more := slices.Clone(rotated)
+	for i, d := range docs[:50] {
+		d.Name = fmt.Sprintf("hidden_extra_%d", i)
+		d.Description += " " + d.Description
+		hidden[d.Name] = true
+		more = append(more, d)
+	}
+	a, b, c := search.Build(docs), search.Build(rotated), search.Build(more)
 	allow := func(name string) bool { return !hidden[name] }
 	for _, q := range evalset.Queries() {
-		if x, y := a.Search(q.Text, 10, allow), b.Search(q.Text, 10, allow); !reflect.DeepEqual(x, y) {
-			t.Errorf("%q: the hidden docs' texts show through:\n%v\n%v", q.Text, x, y)
+		x, y, z := a.Search(q.Text, 10, allow), b.Search(q.Text, 10, allow), c.Search(q.Text, 10, allow)
+		if !reflect.DeepEqual(x, y) || !reflect.DeepEqual(x, z) {
+			t.Errorf("%q: the hidden docs show through:\n%v\n%v\n%v", q.Text, x, y, z)
 		}
 	}
 }
