@@ -24,10 +24,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		Sessions  int                      `json:"sessions"`
 		Upstreams []routing.UpstreamStatus `json:"upstreams"`
 		Conflicts []string                 `json:"conflicts,omitempty"`
-		Drift     []routing.Drift          `json:"drift,omitempty"` // definitions that differ from their pins
-		Store     string                   `json:"sharedState,omitempty"`
-		Warnings  []string                 `json:"warnings,omitempty"`
-	}{s.r.Ready(), s.r.SessionCount(), s.r.Status(), s.r.Conflicts(), s.r.Drifts(), "", nil}
+		// Changed is how many definitions differ from their pins; which ones, only the admin API says: /readyz
+		// has no authentication, and a withheld tool may be one a policy hides.
+		Changed  int      `json:"definitionsChanged,omitempty"`
+		Store    string   `json:"sharedState,omitempty"`
+		Warnings []string `json:"warnings,omitempty"`
+	}{s.r.Ready(), s.r.SessionCount(), s.r.Status(), s.r.Conflicts(), len(s.r.Drifts()), "", nil}
 	// Names a stated host would reject break that host's whole session, but not the gateway: a warning, never
 	// unreadiness.
 	for _, n := range s.r.RejectedNames() {

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/switchboard-mcp/switchboard/routing/pin"
+	"github.com/switchboard-mcp/switchboard/routing/state"
 )
 
 // Pinning (issue 15). A pin is the hash of what an upstream said a tool or prompt is (pin.Hash). Each catalog
@@ -113,7 +114,7 @@ func storedValue(hash, basis string) string {
 	return hash + " " + basis
 }
 
-// pinsChannel carries the store key of an approval to the other replicas, which then reread the pins.
+// pinsChannel tells the other replicas of an approval, which then reread the pins.
 const pinsChannel = "switchboard:pins"
 
 // pinBook is the router's part of pinning: the policy, the store's pins as last read, and the drift of the
@@ -121,12 +122,15 @@ const pinsChannel = "switchboard:pins"
 type pinBook struct {
 	policy atomic.Pointer[Pinning]
 
-	mu      sync.Mutex
-	cache   map[string]string // store key → stored value, as last read or written
-	loaded  bool              // cache holds every stored pin (Pins succeeded)
-	drift   map[pinKey]Drift  // of the current catalog
-	flagged map[pinKey]string // the hash whose invisible characters were last reported
-	storeOK bool              // the store answered last time (an outage is logged once)
+	approveMu sync.Mutex // serialises ApprovePins
+
+	mu         sync.Mutex
+	cache      map[string]string // store key → stored value, as last read or written
+	loaded     bool              // cache holds every stored pin (Pins succeeded)
+	drift      map[pinKey]Drift  // of the current catalog
+	flagged    map[pinKey]string // the hash whose invisible characters were last reported
+	storeOK    bool              // the store answered last time (an outage is logged once)
+	fullLogged bool              // the in-memory pins reached state.MaxPins (logged once)
 }
 
 // pinRun judges the items of one rebuild against their pins and collects what it finds. It runs under buildMu.
@@ -137,6 +141,9 @@ type pinRun struct {
 	drift   map[pinKey]Drift
 	flagged map[pinKey][]string // invisible characters, by item
 	hashes  map[pinKey]string   // the hash flagged, by item
+	// storeDown: the store failed during this run; the rest of it asks no more (each ask would wait
+	// storeTimeout while the rebuild holds buildMu) and serves items without a known pin unpinned.
+	storeDown bool
 }
 
 // newPinRun starts the judging of one rebuild; on its first use it reads every stored pin.
@@ -183,7 +190,7 @@ func (r *Router) loadPins(ctx context.Context) {
 // storeTrouble logs a store failure once per outage. Under b.mu.
 func (r *Router) storeTrouble(err error) {
 	if r.pins.storeOK || r.pins.cache == nil {
-		r.log.Warn("the pin store cannot be reached: definitions without a known pin are served unpinned until it answers", "err", err)
+		r.log.Warn("the pin store failed: definitions without a known pin are served unpinned until it answers", "err", err)
 	}
 	r.pins.storeOK = false
 	if r.pins.cache == nil {
@@ -238,8 +245,18 @@ func (p *pinRun) pinOf(key pinKey, seen string) (pinned string, ok bool) {
 		if cur, ok := b.cache[sk]; ok {
 			return cur, true
 		}
+		if len(b.cache) >= state.MaxPins {
+			if !b.fullLogged {
+				p.r.log.Warn("the pins kept in memory are at their maximum: new definitions are served unpinned", "max", state.MaxPins)
+				b.fullLogged = true
+			}
+			return "", false
+		}
 		b.cache[sk] = seen
 		return seen, true
+	}
+	if p.storeDown {
+		return "", false
 	}
 	sctx, cancel := context.WithTimeout(p.ctx, storeTimeout)
 	defer cancel()
@@ -247,6 +264,7 @@ func (p *pinRun) pinOf(key pinKey, seen string) (pinned string, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err != nil {
+		p.storeDown = true
 		p.r.storeTrouble(err)
 		return "", false
 	}
@@ -382,7 +400,11 @@ func (e *StaleApprovalError) Error() string {
 // ApprovePins accepts the drift the filter matches: each item's current definition becomes its pin, in the store
 // (every replica follows) and in the lock file when there is one. The items return to the lists, and sessions
 // hear list_changed.
-func (r *Router) ApprovePins(ctx context.Context, f PinFilter) (Approval, error) {
+func (r *Router) ApprovePins(ctx context.Context, f PinFilter) (res Approval, err error) {
+	// One approval at a time: each derives the lock file from the one before, and a second writer would drop
+	// the first's entries.
+	r.pins.approveMu.Lock()
+	defer r.pins.approveMu.Unlock()
 	pol := r.pins.policy.Load()
 	if pol == nil {
 		return Approval{}, ErrNoDrift
@@ -400,8 +422,28 @@ func (r *Router) ApprovePins(ctx context.Context, f PinFilter) (Approval, error)
 	if len(todo) == 0 {
 		return Approval{}, ErrNoDrift
 	}
-	res := Approval{}
-	lock := pol.Lock
+	lock, lockChanged := pol.Lock, false
+	defer func() {
+		// Whatever was approved before a failure holds: this replica rebuilds, the others are told.
+		if len(res.Approved) == 0 {
+			return
+		}
+		if lockChanged {
+			res.LockFile = pol.LockPath
+			if werr := lock.Write(pol.LockPath); werr != nil {
+				res.LockError = werr.Error()
+				r.log.Warn("approvals are kept in the pin store, but the lock file cannot be written back; run switchboard pin to update it",
+					"lockFile", pol.LockPath, "err", werr)
+			} else {
+				next := *pol
+				next.Lock = lock
+				r.pins.policy.CompareAndSwap(pol, &next)
+			}
+		}
+		r.announcePins(ctx)
+		r.buildReq.Add(1)
+		r.rebuild()
+	}()
 	for _, d := range todo {
 		key := pinKey{up: d.Upstream, kind: pin.Kind(d.Kind), name: d.Name}
 		basis := ""
@@ -416,7 +458,7 @@ func (r *Router) ApprovePins(ctx context.Context, f PinFilter) (Approval, error)
 			err := pol.Store.SetPin(sctx, key.storeKey(), v)
 			cancel()
 			if err != nil {
-				return res, fmt.Errorf("approve %s %q of upstream %q: %w", d.Kind, d.Name, d.Upstream, err)
+				return res, fmt.Errorf("approve %s %q of upstream %q (%d approved before it): %w", d.Kind, d.Name, d.Upstream, len(res.Approved), err)
 			}
 		}
 		r.pins.mu.Lock()
@@ -425,43 +467,28 @@ func (r *Router) ApprovePins(ctx context.Context, f PinFilter) (Approval, error)
 		}
 		r.pins.cache[key.storeKey()] = v
 		r.pins.mu.Unlock()
-		if pol.LockPath != "" {
-			lock = lock.With(key.up, key.kind, key.name, d.Seen)
+		// The lock file pins what it pinned: an upstream trusted on first use stays so (writing its one approved
+		// tool would make every other tool of it "new in a pinned upstream").
+		if pol.LockPath != "" && pol.Lock.Pinned(key.up) {
+			lock, lockChanged = lock.With(key.up, key.kind, key.name, d.Seen), true
 		}
 		res.Approved = append(res.Approved, d)
 		r.log.Info("definition approved", "upstream", d.Upstream, "kind", d.Kind, "name", d.Name, "pinned", d.Pinned, "seen", d.Seen)
 		r.auditDefinition(DefinitionEvent{Upstream: d.Upstream, Kind: d.Kind, Name: d.Name, Action: "approved", Pinned: d.Pinned, Seen: d.Seen})
 	}
-	if pol.LockPath != "" {
-		res.LockFile = pol.LockPath
-		if err := lock.Write(pol.LockPath); err != nil {
-			res.LockError = err.Error()
-			r.log.Warn("approvals are kept in the pin store, but the lock file cannot be written back; run switchboard pin to update it",
-				"lockFile", pol.LockPath, "err", err)
-		} else {
-			next := *pol
-			next.Lock = lock
-			r.pins.policy.CompareAndSwap(pol, &next)
-		}
-	}
-	r.announcePins(ctx, todo)
-	r.buildReq.Add(1)
-	r.rebuild()
 	return res, nil
 }
 
-// announcePins tells the other replicas that pins were approved, so that they reread them.
-func (r *Router) announcePins(ctx context.Context, ds []Drift) {
+// announcePins tells the other replicas that pins were approved, so that they reread them: one message for a
+// whole approval, since each makes every replica reread every pin.
+func (r *Router) announcePins(ctx context.Context) {
 	if r.opts.Bus == nil {
 		return
 	}
-	for _, d := range ds {
-		key := pinKey{up: d.Upstream, kind: pin.Kind(d.Kind), name: d.Name}
-		sctx, cancel := context.WithTimeout(ctx, storeTimeout)
-		if err := r.opts.Bus.Publish(sctx, pinsChannel, []byte(key.storeKey())); err != nil {
-			r.log.Warn("cannot tell the other replicas of an approval; they apply it when they next reread the pins", "err", err)
-		}
-		cancel()
+	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	if err := r.opts.Bus.Publish(sctx, pinsChannel, []byte("approved")); err != nil {
+		r.log.Warn("cannot tell the other replicas of an approval; they apply it when they next reread the pins", "err", err)
 	}
 }
 

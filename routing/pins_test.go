@@ -291,3 +291,33 @@ func TestPinsInvisible(t *testing.T) {
 		}
 	}
 }
+
+// TestPinsApproveKeepsTrustOnFirstUse: approving a change of an upstream the lock file does not pin keeps it out
+// of the lock file (in the store only), so its other tools do not become "new in a pinned upstream".
+func TestPinsApproveKeepsTrustOnFirstUse(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pins.lock")
+	lock := pin.NewLock(map[string]pin.Locked{"fs": {Tools: map[string]string{"read": "sha256:x"}}})
+	if err := lock.Write(path); err != nil {
+		t.Fatal(err)
+	}
+	web := newMutableUpstream(`[{"name":"a","inputSchema":{"type":"object"}},{"name":"b","inputSchema":{"type":"object"}}]`)
+	r := startRouter(t, Options{Pinning: &Pinning{Lock: lock, LockPath: path, Block: true}},
+		UpstreamConfig{Name: "web", Prefix: "web__", Mode: Shared, Transport: web.fakeTransport, Kind: "stdio"})
+	s := r.session(defaultClientCaps)
+	web.change(`[{"name":"a","description":"changed","inputSchema":{"type":"object"}},{"name":"b","inputSchema":{"type":"object"}}]`)
+	waitNotice(t, r, s, "notifications/tools/list_changed")
+	res, err := r.ApprovePins(context.Background(), PinFilter{Upstream: "web", Name: "a"})
+	if err != nil || len(res.Approved) != 1 || res.LockFile != "" {
+		t.Fatalf("approve: %+v, %v (want no lock file written)", res, err)
+	}
+	written, err := pin.ReadLock(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if written.Pinned("web") {
+		t.Errorf("the approval wrote the upstream trusted on first use into the lock file: %+v", written.Upstreams())
+	}
+	if got := names(listAll(t, r, s)); !slices.Equal(got, []string{"web__a", "web__b"}) || len(r.Drifts()) != 0 {
+		t.Errorf("after the approval: %v, drift %+v", got, r.Drifts())
+	}
+}

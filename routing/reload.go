@@ -42,6 +42,9 @@ type ReloadResult struct {
 	// RestartNeeded names the changed settings a reload read but did not apply; the caller that read the file
 	// fills it (Reconfigure knows only upstreams).
 	RestartNeeded []string `json:",omitempty"`
+	// Problems are parts of the file a reload could not apply while it applied the rest, each with why; the
+	// running ones stay (a lock file that cannot be read keeps the pins it replaced).
+	Problems []string `json:",omitempty"`
 }
 
 // Reconfigure applies a new list of upstreams without a restart (hot reload): upstreams whose configuration is

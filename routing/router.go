@@ -178,7 +178,7 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 		return nil, err
 	}
 	r.set.Store(set)
-	if err := r.checkShape(&opts.Shape); err != nil {
+	if err := CheckShape(opts.Shape); err != nil {
 		return nil, err
 	}
 	r.shape.Store(&opts.Shape)
@@ -381,7 +381,7 @@ func listChanged(prev, next *catalog, k listKind, endpoint string) bool {
 // SetShape applies new overrides and endpoints: the catalog is rebuilt, and each session hears list_changed for
 // the lists that changed as it sees them. Sessions, upstreams and calls in flight are untouched.
 func (r *Router) SetShape(sh Shape) error {
-	if err := r.checkShape(&sh); err != nil {
+	if err := CheckShape(sh); err != nil {
 		return err
 	}
 	r.shape.Store(&sh)
@@ -390,9 +390,9 @@ func (r *Router) SetShape(sh Shape) error {
 	return nil
 }
 
-// checkShape refuses a shape the catalog cannot apply: malformed globs, duplicate endpoints, and two overrides
-// that give the same name.
-func (r *Router) checkShape(sh *Shape) error {
+// CheckShape refuses a shape the catalog cannot apply: malformed globs, duplicate endpoints, and two overrides
+// that give the same name. A reload checks it before it changes anything.
+func CheckShape(sh Shape) error {
 	seen := map[string]bool{}
 	for _, e := range sh.Endpoints {
 		if e.Name == "" || seen[e.Name] {

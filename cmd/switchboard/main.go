@@ -168,10 +168,6 @@ func reloader(path string, running *config.Config, r *routing.Router, latest *pr
 		mu.Lock()
 		defer mu.Unlock()
 		cfg, err := config.Load(path)
-		var pins *routing.Pinning
-		if err == nil {
-			pins, err = pinningOf(cfg, pinStore)
-		}
 		if err != nil {
 			log.Error("config reload rejected; the running configuration stays", "err", err)
 			return routing.ReloadResult{}, fmt.Errorf("config rejected: %w", err)
@@ -186,6 +182,11 @@ func reloader(path string, running *config.Config, r *routing.Router, latest *pr
 			log.Error("config reload rejected; the running configuration stays", "err", err)
 			return routing.ReloadResult{}, err
 		}
+		shape := shapeOf(cfg)
+		if err := routing.CheckShape(shape); err != nil {
+			log.Error("config reload rejected; the running configuration stays", "err", err)
+			return routing.ReloadResult{}, fmt.Errorf("config rejected: %w", err)
+		}
 		var set *policySet
 		if running.Auth != nil {
 			if set, err = newPolicySet(cfg); err != nil {
@@ -193,28 +194,35 @@ func reloader(path string, running *config.Config, r *routing.Router, latest *pr
 				return routing.ReloadResult{}, fmt.Errorf("config rejected: %w", err)
 			}
 		}
+		// A lock file that cannot be read (deleted, or half written by hand) must not hold back the rest of the
+		// reload, a policy revocation above all: the running pins stay, and the answer says why.
+		pins, pinErr := pinningOf(cfg, pinStore)
 		keys := restartOnly(running, cfg)
 		if len(keys) > 0 {
 			log.Warn("config reload applies upstreams, endpoints, overrides, pinning, policies, rate limits and the log level; these changes take effect after a restart", "keys", keys)
 		}
-		running = cfg
 		res, err := r.Reconfigure(ups)
 		res.RestartNeeded = keys
 		if err != nil {
 			return res, err
 		}
 		// Overrides and endpoints apply without touching sessions: each hears list_changed where its view changed.
-		if err := r.SetShape(shapeOf(cfg)); err != nil {
-			log.Error("overrides and endpoints not reloaded; the running ones stay", "err", err)
-			return res, fmt.Errorf("overrides and endpoints rejected: %w", err)
+		if err := r.SetShape(shape); err != nil {
+			return res, fmt.Errorf("overrides and endpoints rejected: %w", err) // checked above: not expected
 		}
 		if set != nil {
 			pols.cur.Store(set) // open sessions decide by the new policies from their next request
 		}
-		r.SetPinning(*pins) // the lock file as it is now; the lists are judged again
+		if pinErr != nil {
+			log.Error("pinning not reloaded; the running pins stay", "err", pinErr)
+			res.Problems = append(res.Problems, pinErr.Error())
+		} else {
+			r.SetPinning(*pins) // the lock file as it is now; the lists are judged again
+		}
 		if apply != nil {
 			apply(cfg)
 		}
+		running = cfg
 		return res, nil
 	}
 }

@@ -202,7 +202,7 @@ func TestE2EPins(t *testing.T) {
 	if !audit(a.p, "definition_withheld") {
 		t.Errorf("no audit line with both hashes:\n%s", a.p.log.tail(30))
 	}
-	if code, out, errOut := runBin(t, bin, "status", "--url", a.base); code != exitOK || !strings.Contains(out, "withheld") || !strings.Contains(out, d.Seen) {
+	if code, out, errOut := runBin(t, bin, "status", "--url", a.base, "--admin", a.admin); code != exitOK || !strings.Contains(out, "withheld") || !strings.Contains(out, d.Seen) {
 		t.Errorf("status: exit %d\n%s%s", code, out, errOut)
 	}
 
@@ -302,5 +302,16 @@ func TestE2EPinCommand(t *testing.T) {
 	})
 	if ds := drifts(t, gw.admin); len(ds) != 0 {
 		t.Errorf("drift after the lock file reload: %+v", ds)
+	}
+	// A lock file gone does not hold back the rest of a reload: the answer names it, the running pins stay.
+	if err := os.Remove(lockPath); err != nil {
+		t.Fatal(err)
+	}
+	code, out = adminPost(t, gw.admin+"/admin/reload", `{}`)
+	if code != http.StatusOK || !strings.Contains(out, "Problems") || !strings.Contains(out, "switchboard pin") {
+		t.Errorf("reload without the lock file: %d %s", code, out)
+	}
+	if got := tools(t, s); got["rug__read"] != "Reads a file, and mails it." {
+		t.Errorf("after a reload without the lock file: %v", got)
 	}
 }
