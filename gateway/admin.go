@@ -103,7 +103,11 @@ func (s *Server) approvePins(w http.ResponseWriter, r *http.Request) {
 	}
 	d := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
 	d.DisallowUnknownFields()
-	if err := d.Decode(&body); err != nil {
+	err := d.Decode(&body)
+	if err == nil && d.More() {
+		err = errors.New("more than one JSON value")
+	}
+	if err != nil {
 		writeValue(w, http.StatusBadRequest, map[string]string{"error": `the body must be a JSON object such as {"upstream":"github","name":"create_issue","seen":"sha256:…"}: ` + err.Error()})
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -318,8 +319,8 @@ func (s *Session) listSearch(m jsonrpc.Message, out *Stream, mode *SearchMode) {
 
 // searchArgs are search_tools' arguments.
 type searchArgs struct {
-	Query string `json:"query"`
-	Limit *int   `json:"limit"`
+	Query string   `json:"query"`
+	Limit *float64 `json:"limit"` // JSON Schema's integer includes 5.0
 }
 
 // searchTools answers search_tools: the best matches among the tools the session may call, as structured
@@ -334,14 +335,14 @@ func (s *Session) searchTools(ctx context.Context, m jsonrpc.Message, out *Strea
 	}
 	limit := defaultSearchLimit
 	if args.Limit != nil {
-		limit = *args.Limit
+		if l := *args.Limit; l != math.Trunc(l) || l < 1 || l > maxSearchLimit {
+			replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("search_tools: limit %g is not an integer from 1 to %d (default %d)", l, maxSearchLimit, defaultSearchLimit))
+			return
+		}
+		limit = int(*args.Limit)
 	}
-	switch {
-	case strings.TrimSpace(args.Query) == "":
+	if strings.TrimSpace(args.Query) == "" {
 		replyError(out, m.ID(), protocol.CodeInvalidParams, "search_tools needs a query: describe the task in words, such as \"create a GitHub issue\"")
-		return
-	case limit < 1 || limit > maxSearchLimit:
-		replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("search_tools: limit %d is out of range; give 1 to %d (default %d)", limit, maxSearchLimit, defaultSearchLimit))
 		return
 	}
 	c := s.catalog()
@@ -388,8 +389,8 @@ func appendHit(b []byte, c *catalog, h search.Hit) []byte {
 		}
 	}
 	schema := member(raw, "inputSchema")
-	if len(schema) == 0 {
-		schema = []byte(`{"type":"object"}`)
+	if len(schema) == 0 || schema[0] != '{' {
+		schema = []byte(`{"type":"object"}`) // the outputSchema promises an object: an upstream's null must not break it
 	}
 	b = append(b, `,"inputSchema":`...)
 	b = append(b, schema...)
@@ -409,11 +410,9 @@ func renderHits(c *catalog, query string, hits []search.Hit) string {
 	for i, h := range hits {
 		raw := c.toolItem(h.Name)
 		desc, _ := jsonrpc.LookupString(raw, "description")
-		if line, _, cut := strings.Cut(strings.TrimSpace(desc), "\n"); cut || len(line) > 160 {
-			desc = strings.TrimSpace(line)
-			if len(desc) > 160 {
-				desc = desc[:157] + "..."
-			}
+		desc, _, _ = strings.Cut(strings.TrimSpace(desc), "\n")
+		if r := []rune(strings.TrimSpace(desc)); len(r) > 160 {
+			desc = string(r[:157]) + "..." // by characters: a byte cut would split CJK text
 		}
 		fmt.Fprintf(&sb, "\n%d. %s", i+1, h.Name)
 		if desc != "" {

@@ -73,6 +73,9 @@ func TestSearchMode(t *testing.T) {
 		t.Errorf("an endpoint in list mode lists %v", got)
 	}
 
+	if m := roundTrip(t, r, s, `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"issue","limit":5.0}}}`); m.Error() != nil {
+		t.Errorf("limit 5.0, an integer in JSON Schema: %s", m.Raw())
+	}
 	res := searchFor(t, r, s, "create an issue", 5)
 	if got := res.names(); len(got) == 0 || got[0] != "gh__create_issue" {
 		t.Errorf("create an issue found %v", got)
@@ -110,6 +113,7 @@ func TestSearchMode(t *testing.T) {
 		{"blank query", `{"name":"search_tools","arguments":{"query":"  "}}`},
 		{"limit 0", `{"name":"search_tools","arguments":{"query":"x","limit":0}}`},
 		{"limit 51", `{"name":"search_tools","arguments":{"query":"x","limit":51}}`},
+		{"limit 2.5", `{"name":"search_tools","arguments":{"query":"x","limit":2.5}}`},
 		{"query not a string", `{"name":"search_tools","arguments":{"query":3}}`},
 		{"call_tool without a name", `{"name":"call_tool","arguments":{}}`},
 		{"call_tool of itself", `{"name":"call_tool","arguments":{"name":"call_tool"}}`},
