@@ -269,6 +269,9 @@ func TestHybridSearch(t *testing.T) {
 				if got := searchFor(t, r, s, "read a file", 3).names(); len(got) == 0 || got[0] != "fs__read_file" {
 					t.Errorf("read a file found %v", got)
 				}
+				if got := searchFor(t, r, s, "folder", 3).names(); slices.Contains(got, "fs__make_coffee") {
+					t.Errorf("a tool unrelated by words and by meaning was found: %v", got)
+				}
 			})
 		})
 	}

@@ -2,6 +2,7 @@ package routing
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -134,5 +135,9 @@ func (r *Router) rank(ctx context.Context, c *catalog, st *search.Stats, query s
 		p, ok := c.index.print[name]
 		return ok && tv.print[name] == p && allow(name)
 	}
-	return hybrid.Fuse(bm25, hybrid.Rank(qv, tv.vec, fresh, limit), 0, limit)
+	vec := hybrid.Rank(qv, tv.vec, fresh, limit)
+	// A tool at zero (or negative) similarity is not a match by meaning: fused in, it would fill the results with
+	// unrelated tools in name order.
+	vec = slices.DeleteFunc(vec, func(h search.Hit) bool { return h.Score <= 0 })
+	return hybrid.Fuse(bm25, vec, 0, limit)
 }
