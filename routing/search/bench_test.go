@@ -36,6 +36,29 @@ func BenchmarkSearch(b *testing.B) {
 	}
 }
 
+// BenchmarkSearchAllowed is a search by a caller who may see half the tools: "stats" computes that caller's
+// statistics on every search (asking allow about every tool), "kept" reuses them, as a session does until the
+// catalog changes.
+func BenchmarkSearchAllowed(b *testing.B) {
+	qs := evalset.Queries()
+	ix := search.Build(evalset.Synthesize(10000))
+	allow := func(name string) bool { return len(name)%2 == 0 }
+	st := ix.Stats(allow)
+	for _, tc := range []struct {
+		name string
+		run  func(q string)
+	}{
+		{"stats", func(q string) { ix.Search(q, 10, allow) }},
+		{"kept", func(q string) { ix.SearchIn(st, q, 10, allow) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				tc.run(qs[i%len(qs)].Text)
+			}
+		})
+	}
+}
+
 // BenchmarkBuild builds an index per op, and reports the heap that one index keeps, per tool.
 func BenchmarkBuild(b *testing.B) {
 	for _, n := range []int{500, 10000} {
