@@ -195,6 +195,18 @@ func TestBrowser(t *testing.T) {
 		return nil
 	}
 
+	// fits checks that no table runs past its card's padding.
+	fits := func(where string) {
+		t.Helper()
+		const js = `String([...document.querySelectorAll(".card table")].every(t => {
+			const c = t.closest(".card");
+			return t.getBoundingClientRect().right <= c.getBoundingClientRect().right - parseFloat(getComputedStyle(c).paddingRight) + 0.5;
+		}))`
+		if ok := eval(js); ok != "true" {
+			t.Errorf("%s: a table is wider than its card", where)
+		}
+	}
+
 	// 1. A person who is not an admin: their connections, no status view.
 	if err := chromedp.Do(bctx,
 		chromedp.Navigate(userSrv.URL+"/connections"),
@@ -210,6 +222,7 @@ func TestBrowser(t *testing.T) {
 	if n := eval(`String(document.querySelectorAll("aside").length)`); n != "0" {
 		t.Errorf("the status view is shown to a non-admin (%s asides)", n)
 	}
+	fits("the user's page")
 	shoot("connections-user.png")
 
 	// Every control is reached with Tab, in reading order, with a name that
@@ -235,6 +248,7 @@ func TestBrowser(t *testing.T) {
 	if got := eval(`document.querySelector(".count").textContent`); got != "57 tools in the catalog" {
 		t.Errorf("catalog count %q", got)
 	}
+	fits("the admin's page")
 	shoot("connections-admin.png")
 
 	// 3. Keyboard only: Tab to GitHub's disconnect button, see its focus
@@ -265,6 +279,7 @@ func TestBrowser(t *testing.T) {
 	if got := eval(`document.querySelector("table.connections tbody tr").textContent`); !strings.Contains(got, "Not connected") {
 		t.Errorf("GitHub's row after the disconnect: %q", got)
 	}
+	fits("the page after the disconnect")
 	shoot("connections-disconnected.png")
 
 	// 4. A narrow screen (a phone): the tables become stacked rows.
@@ -278,6 +293,7 @@ func TestBrowser(t *testing.T) {
 	if w := eval(`String(document.documentElement.scrollWidth <= window.innerWidth)`); w != "true" {
 		t.Errorf("the page scrolls sideways at 390px")
 	}
+	fits("the narrow page")
 	shoot("connections-narrow.png")
 
 	cancelBrowser()
