@@ -156,14 +156,15 @@ func (r *Router) newPinRun(ctx context.Context) *pinRun {
 	b.mu.Lock()
 	loaded := b.loaded
 	b.mu.Unlock()
-	if !loaded {
-		r.loadPins(ctx)
+	run := &pinRun{ctx: ctx, r: r, pol: pol, drift: map[pinKey]Drift{}, flagged: map[pinKey][]string{}, hashes: map[pinKey]string{}}
+	if !loaded && !r.loadPins(ctx) {
+		run.storeDown = true // one wait for a failing store per rebuild, not two
 	}
-	return &pinRun{ctx: ctx, r: r, pol: pol, drift: map[pinKey]Drift{}, flagged: map[pinKey][]string{}, hashes: map[pinKey]string{}}
+	return run
 }
 
-// loadPins replaces the cache with every pin in the store.
-func (r *Router) loadPins(ctx context.Context) {
+// loadPins replaces the cache with every pin in the store; it reports whether the store answered.
+func (r *Router) loadPins(ctx context.Context) bool {
 	b := &r.pins
 	pol := b.policy.Load()
 	if pol == nil || pol.Store == nil {
@@ -173,7 +174,7 @@ func (r *Router) loadPins(ctx context.Context) {
 			b.cache = map[string]string{}
 		}
 		b.mu.Unlock()
-		return
+		return true
 	}
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
@@ -182,9 +183,10 @@ func (r *Router) loadPins(ctx context.Context) {
 	defer b.mu.Unlock()
 	if err != nil {
 		r.storeTrouble(err)
-		return
+		return false
 	}
 	b.cache, b.loaded, b.storeOK = all, true, true
+	return true
 }
 
 // storeTrouble logs a store failure once per outage. Under b.mu.

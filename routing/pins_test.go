@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/routing/pin"
@@ -319,5 +320,36 @@ func TestPinsApproveKeepsTrustOnFirstUse(t *testing.T) {
 	}
 	if got := names(listAll(t, r, s)); !slices.Equal(got, []string{"web__a", "web__b"}) || len(r.Drifts()) != 0 {
 		t.Errorf("after the approval: %v, drift %+v", got, r.Drifts())
+	}
+}
+
+// downPins is a pin store that cannot be reached, counting how often it is asked.
+type downPins struct{ asked atomic.Int32 }
+
+func (d *downPins) PinIfAbsent(context.Context, string, string) (string, error) {
+	d.asked.Add(1)
+	return "", state.ErrUnavailable
+}
+func (d *downPins) SetPin(context.Context, string, string) error { return state.ErrUnavailable }
+func (d *downPins) Pins(context.Context) (map[string]string, error) {
+	d.asked.Add(1)
+	return nil, state.ErrUnavailable
+}
+
+// TestPinsStoreDown: with the pin store unreachable, a rebuild asks it once (not once per tool, each waiting for a
+// timeout while rebuilds queue), and the tools without a known pin are served, as documented, even with Block.
+func TestPinsStoreDown(t *testing.T) {
+	store := &downPins{}
+	tools := `[{"name":"a","inputSchema":{"type":"object"}},{"name":"b","inputSchema":{"type":"object"}},{"name":"c","inputSchema":{"type":"object"}}]`
+	r := startRouter(t, Options{Pinning: &Pinning{Store: store, Block: true}},
+		UpstreamConfig{Name: "u", Prefix: "u__", Mode: Shared, Transport: echoingUpstream(tools), Kind: "stdio"})
+	if got := names(listAll(t, r, r.session(defaultClientCaps))); len(got) != 3 {
+		t.Errorf("with the store down the tools listed are %v", got)
+	}
+	before := store.asked.Load()
+	r.buildReq.Add(1)
+	r.rebuild()
+	if n := store.asked.Load() - before; n != 1 {
+		t.Errorf("one rebuild asked the unreachable store %d times, want 1", n)
 	}
 }
