@@ -19,10 +19,7 @@ import (
 
 // runGrantSuite is the conformance suite of GrantStore, on the harnesses of runSuite (suite_test.go).
 func runGrantSuite(t *testing.T, newStore factory, inBubble bool) {
-	tests := []struct {
-		name string
-		fn   func(*testing.T, factory)
-	}{
+	tests := []storeTest{
 		{"ConnectOnce", testConnectOnce},
 		{"ConnectConcurrentTake", testConnectConcurrentTake},
 		{"ConnectTTL", testConnectTTL},
@@ -37,16 +34,7 @@ func runGrantSuite(t *testing.T, newStore factory, inBubble bool) {
 		{"GrantInvalid", testGrantInvalid},
 		{"GrantCancelled", testGrantCancelled},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			if inBubble {
-				synctest.Test(t, func(t *testing.T) { tc.fn(t, newStore) })
-			} else {
-				tc.fn(t, newStore)
-			}
-		})
-	}
+	runStoreTests(t, tests, newStore, inBubble)
 }
 
 func TestGrantsMemory(t *testing.T) {
@@ -1029,24 +1017,6 @@ func TestRedisGrantScriptReload(t *testing.T) {
 	}
 }
 
-// checkGrantsUnavailable is checkUnavailable (redis_test.go) for the GrantStore methods: against a store whose
-// Redis is down each must fail, quickly, with an error wrapping ErrUnavailable.
-func checkGrantsUnavailable(t *testing.T, r *Redis) {
-	t.Helper()
-	for name, op := range grantOps(r) {
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-		start := time.Now()
-		err := op(ctx)
-		cancel()
-		if !errors.Is(err, ErrUnavailable) {
-			t.Errorf("%s with Redis down: %v, want ErrUnavailable", name, err)
-		}
-		if took := time.Since(start); took > 3*time.Second {
-			t.Errorf("%s with Redis down took %v", name, took)
-		}
-	}
-}
-
 // TestGrantsMiniredisDown: errors while miniredis is down, the grants again after it is back, same client.
 func TestGrantsMiniredisDown(t *testing.T) {
 	t.Parallel()
@@ -1058,7 +1028,7 @@ func TestGrantsMiniredisDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	mr.Close()
-	checkGrantsUnavailable(t, r)
+	checkUnavailable(t, r) // the GrantStore methods among the rest
 	if err := mr.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -1080,7 +1050,7 @@ func TestGrantsRedisServerDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.stop()
-	checkGrantsUnavailable(t, r)
+	checkUnavailable(t, r) // the GrantStore methods among the rest
 	if err := srv.start(); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -244,6 +245,7 @@ func checkUnavailable(t *testing.T, r *Redis) {
 		"DeletePin":   func(ctx context.Context) error { return r.DeletePin(ctx, "k") },
 		"Pins":        func(ctx context.Context) error { _, err := r.Pins(ctx); return err },
 	}
+	maps.Copy(ops, grantOps(r))
 	for name, op := range ops {
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		start := time.Now()

@@ -38,6 +38,26 @@ type harness struct {
 	shared bool
 }
 
+// storeTest is one test of a suite, run against one store implementation.
+type storeTest struct {
+	name string
+	fn   func(*testing.T, factory)
+}
+
+// runStoreTests runs a suite's tests in parallel, each in a synctest bubble (newStore included) when inBubble.
+func runStoreTests(t *testing.T, tests []storeTest, newStore factory, inBubble bool) {
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if inBubble {
+				synctest.Test(t, func(t *testing.T) { tc.fn(t, newStore) })
+			} else {
+				tc.fn(t, newStore)
+			}
+		})
+	}
+}
+
 // factory makes a fresh, empty store; t.Cleanup shuts it down. opts come after the factory's own (its TTLs).
 type factory func(t *testing.T, opts ...Option) *harness
 
@@ -45,10 +65,7 @@ type factory func(t *testing.T, opts ...Option) *harness
 // synctest bubble, newStore included, so that the store's timers and clock are the bubble's: for stores that do
 // no I/O (Memory), not for those that talk to a server.
 func runSuite(t *testing.T, newStore factory, inBubble bool) {
-	tests := []struct {
-		name string
-		fn   func(*testing.T, factory)
-	}{
+	tests := []storeTest{
 		{"SessionCRUD", testSessionCRUD},
 		{"SessionTTL", testSessionTTL},
 		{"SessionConcurrentUpdate", testSessionConcurrentUpdate},
@@ -70,16 +87,7 @@ func runSuite(t *testing.T, newStore factory, inBubble bool) {
 		{"PinLimit", testPinLimit},
 		{"PinCancelled", testPinCancelled},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			if inBubble {
-				synctest.Test(t, func(t *testing.T) { tc.fn(t, newStore) })
-			} else {
-				tc.fn(t, newStore)
-			}
-		})
-	}
+	runStoreTests(t, tests, newStore, inBubble)
 }
 
 func ctxT(t *testing.T) context.Context {

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -65,10 +64,7 @@ func newRedisServerFactory(srv *redisServer) factory {
 }
 
 func runVectorSuite(t *testing.T, newStore factory, inBubble bool) {
-	tests := []struct {
-		name string
-		fn   func(*testing.T, factory)
-	}{
+	tests := []storeTest{
 		{"RoundTrip", testVectorRoundTrip},
 		{"Keys", testVectorKeys},
 		{"Shared", testVectorShared},
@@ -76,16 +72,7 @@ func runVectorSuite(t *testing.T, newStore factory, inBubble bool) {
 		{"Cancelled", testVectorCancelled},
 		{"Many", testVectorMany},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			if inBubble {
-				synctest.Test(t, func(t *testing.T) { tc.fn(t, newStore) })
-			} else {
-				tc.fn(t, newStore)
-			}
-		})
-	}
+	runStoreTests(t, tests, newStore, inBubble)
 }
 
 func vectors(t *testing.T, h *harness) vectorStore {
