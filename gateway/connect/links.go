@@ -1,0 +1,111 @@
+package connect
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/routing/state"
+)
+
+// MaxLinkTTL bounds how long a connect link lives. Issue 17 has the link's
+// state "single-use, short-lived": ten minutes is enough to read the
+// message, open the link and sign in, and the flow that follows has its
+// own ten minutes (upstreamauth.DefaultMaxAge).
+const MaxLinkTTL = 10 * time.Minute
+
+// linkIDBytes is the link id's randomness: 256 bits, so that guessing a live
+// link is hopeless however many are in flight.
+const linkIDBytes = 32
+
+// linkIDLen is the length of a link id: linkIDBytes in unpadded base64url.
+var linkIDLen = base64.RawURLEncoding.EncodedLen(linkIDBytes)
+
+// Links mints connect links. It is safe for concurrent use.
+type Links struct {
+	store Store
+	base  string // <publicURL>/connect/
+	ttl   time.Duration
+}
+
+// NewLinks returns Links that keep their records in store and point at the
+// gateway's publicURL (https, or http on a loopback host for development).
+// ttl is each link's life: 0 means MaxLinkTTL, more is refused.
+func NewLinks(store Store, publicURL string, ttl time.Duration) (*Links, error) {
+	if store == nil {
+		return nil, errors.New("connect: links: no store")
+	}
+	u, err := url.Parse(publicURL)
+	if err != nil {
+		return nil, fmt.Errorf("connect: links: public URL: %w", err)
+	}
+	if u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && loopback(u.Hostname()))) {
+		return nil, fmt.Errorf("connect: links: public URL %q must be https (or http on a loopback host)", publicURL)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, fmt.Errorf("connect: links: public URL %q must have no query, fragment or user", publicURL)
+	}
+	switch {
+	case ttl < 0 || ttl > MaxLinkTTL:
+		return nil, fmt.Errorf("connect: links: ttl %v (0 to %v)", ttl, MaxLinkTTL)
+	case ttl == 0:
+		ttl = MaxLinkTTL
+	}
+	return &Links{store: store, base: strings.TrimRight(publicURL, "/") + Prefix, ttl: ttl}, nil
+}
+
+// New mints a link for principal (the issuer "|" subject key the browser
+// must sign in as) to connect upstream, and returns its URL,
+// <publicURL>/connect/<id>. session and elicitationID say whom to notify
+// when the connection completes ("" for none: a client without URL
+// elicitation retries on its own). The link works once, for the links'
+// ttl. The returned URL is a bearer of the link: the caller hands it to the
+// client and does not log it.
+func (l *Links) New(ctx context.Context, principal, upstream, session, elicitationID string) (string, error) {
+	if err := checkNames(principal, upstream); err != nil {
+		return "", err
+	}
+	id := newLinkID()
+	rec := state.ConnectRecord{Principal: principal, Upstream: upstream, Session: session, ElicitationID: elicitationID}
+	if err := l.store.PutConnect(ctx, id, rec, l.ttl); err != nil {
+		// The store's error names the id: a live link must not reach a log.
+		return "", fmt.Errorf("connect: storing a link for %s: %w", upstream, redacted(err, id))
+	}
+	return l.base + id, nil
+}
+
+// newLinkID is 256 random bits in unpadded base64url: URL-safe as it is.
+func newLinkID() string {
+	b := make([]byte, linkIDBytes)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// validLinkID reports whether id looks like one newLinkID made, so that any
+// other path segment (a state key among them) never reaches the store.
+func validLinkID(id string) bool {
+	if len(id) != linkIDLen {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// loopback reports whether host is localhost or a loopback address.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

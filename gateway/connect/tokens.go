@@ -1,0 +1,404 @@
+package connect
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/switchboard-mcp/switchboard/auth/upstreamauth"
+	"github.com/switchboard-mcp/switchboard/routing/state"
+)
+
+// Timings of a refresh.
+const (
+	// refreshWindow: a token expiring within it is refreshed before use, so
+	// that it does not expire on its way to the upstream.
+	refreshWindow = time.Minute
+	// lockTTL bounds the refresh lock of a crashed replica.
+	lockTTL = 30 * time.Second
+	// refreshTimeout bounds a refresh and the write of its result, well
+	// inside lockTTL: past the lock's life another replica could refresh
+	// with a refresh token this one has already rotated out.
+	refreshTimeout = 20 * time.Second
+	// pollEvery and defaultMaxWaits: how a caller waits for another
+	// replica's refresh, about as long as refreshTimeout.
+	pollEvery       = 250 * time.Millisecond
+	defaultMaxWaits = 80
+)
+
+// grant is what is sealed in the store for a principal and an upstream.
+type grant struct {
+	AccessToken  string    `json:"accessToken"`
+	TokenType    string    `json:"tokenType,omitempty"`
+	RefreshToken string    `json:"refreshToken,omitempty"`
+	Expiry       time.Time `json:"expiry,omitzero"`
+	// Scope is the granted scope, when the server said (RFC 6749 §5.1),
+	// for the connections page.
+	Scope string `json:"scope,omitempty"`
+	// Obtained is when the tokens were issued or last refreshed.
+	Obtained time.Time `json:"obtained"`
+}
+
+// newGrant is tok as kept; prev is the grant it refreshes (nil for a new
+// one), whose refresh token and scope stay when the server sends none.
+func newGrant(tok *oauth2.Token, prev *grant) grant {
+	g := grant{
+		AccessToken:  tok.AccessToken,
+		TokenType:    tok.TokenType,
+		RefreshToken: tok.RefreshToken,
+		Expiry:       tok.Expiry.Round(0),
+		Obtained:     time.Now().Round(0),
+	}
+	if s, ok := tok.Extra("scope").(string); ok {
+		g.Scope = s
+	}
+	if prev != nil {
+		if g.RefreshToken == "" {
+			g.RefreshToken = prev.RefreshToken
+		}
+		if g.Scope == "" {
+			g.Scope = prev.Scope
+		}
+	}
+	return g
+}
+
+// expiring reports whether g's access token expires within refreshWindow.
+func (g grant) expiring(now time.Time) bool {
+	return !g.Expiry.IsZero() && g.Expiry.Sub(now) < refreshWindow
+}
+
+// expired reports whether g's access token is past its expiry.
+func (g grant) expired(now time.Time) bool {
+	return !g.Expiry.IsZero() && !now.Before(g.Expiry)
+}
+
+// token is the access token as the router uses it, without the refresh
+// token: that one never leaves this package, so it cannot reach an
+// upstream, a client or a log by mistake.
+func (g grant) token() *oauth2.Token {
+	return &oauth2.Token{AccessToken: g.AccessToken, TokenType: g.TokenType, Expiry: g.Expiry}
+}
+
+// sealGrant encodes and seals g for principal's entry for upstream.
+func sealGrant(s Sealer, principal, upstream string, g grant) ([]byte, error) {
+	if g.AccessToken == "" {
+		return nil, errors.New("connect: the authorization server issued no access token")
+	}
+	plain, err := json.Marshal(g)
+	if err != nil {
+		return nil, fmt.Errorf("connect: encoding the grant: %w", err)
+	}
+	sealed, err := s.Seal(plain, grantAAD(principal, upstream))
+	if err != nil {
+		return nil, fmt.Errorf("connect: sealing the grant: %w", err)
+	}
+	return sealed, nil
+}
+
+// Tokens gives the router each principal's tokens for each upstream, and
+// disconnects. Several Tokens (one per replica) may share a store: a
+// refresh runs on one of them at a time. It is safe for concurrent use.
+type Tokens struct {
+	store    Store
+	flows    Flows
+	sealer   Sealer
+	log      *slog.Logger
+	wait     func(context.Context) error
+	maxWaits int
+}
+
+// TokensConfig configures Tokens.
+type TokensConfig struct {
+	// Store keeps the grants and the refresh locks. Required.
+	Store Store
+	// Flows gives each upstream's flow, to refresh and revoke. Required.
+	Flows Flows
+	// Sealer opens and seals the grants. Required.
+	Sealer Sealer
+	// Logger receives refresh failures and refused grants, never a token.
+	// nil means slog.Default().
+	Logger *slog.Logger
+	// Wait waits once while another replica refreshes the grant a caller
+	// needs (it then reads the grant again); it returns ctx's error when
+	// ctx ends first. nil means a 250ms timer.
+	Wait func(ctx context.Context) error
+	// MaxWaits bounds the waits of one call; 0 means 80 (about 20s, the
+	// most a refresh takes).
+	MaxWaits int
+}
+
+// NewTokens checks cfg and builds the Tokens.
+func NewTokens(cfg TokensConfig) (*Tokens, error) {
+	if cfg.Store == nil || cfg.Flows == nil || cfg.Sealer == nil {
+		return nil, errors.New("connect: tokens: Store, Flows and Sealer are required")
+	}
+	if cfg.MaxWaits < 0 {
+		return nil, fmt.Errorf("connect: tokens: MaxWaits %d", cfg.MaxWaits)
+	}
+	t := &Tokens{store: cfg.Store, flows: cfg.Flows, sealer: cfg.Sealer, log: cfg.Logger, wait: cfg.Wait, maxWaits: cfg.MaxWaits}
+	if t.log == nil {
+		t.log = slog.Default()
+	}
+	if t.wait == nil {
+		t.wait = timerWait
+	}
+	if t.maxWaits == 0 {
+		t.maxWaits = defaultMaxWaits
+	}
+	return t, nil
+}
+
+// timerWait waits pollEvery, or until ctx ends.
+func timerWait(ctx context.Context) error {
+	tm := time.NewTimer(pollEvery)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
+	}
+}
+
+// lockKey names the refresh lock of principal's grant for upstream.
+func lockKey(principal, upstream string) string {
+	return "refresh:" + principal + "\x00" + upstream
+}
+
+// Token returns principal's access token for upstream, refreshed first when
+// it expires within a minute and a refresh token exists. Of the callers
+// that need the same refresh, on any replica, one refreshes (under the
+// store's lock) and the others wait for its result and read it, rather
+// than refresh twice: with refresh-token rotation a second refresh would
+// reuse a rotated-out token, which a server may take for theft and answer
+// by revoking the grant. The returned token has no refresh token.
+//
+// It returns a *NotConnectedError (errors.Is ErrNotConnected) when there is
+// no grant, it does not open, it expired without a refresh token, or the
+// server refused to refresh it (invalid_grant: the grant is then deleted).
+// When a refresh fails otherwise and the access token has not expired yet,
+// that token is returned and the failure logged.
+func (t *Tokens) Token(ctx context.Context, principal, upstream string) (*oauth2.Token, error) {
+	if err := checkNames(principal, upstream); err != nil {
+		return nil, err
+	}
+	var seen []byte // the stale grant, as first read
+	for waits := 0; ; waits++ {
+		sealed, g, err := t.load(ctx, principal, upstream)
+		if err != nil {
+			return nil, err
+		}
+		now := time.Now()
+		if seen != nil && !bytes.Equal(sealed, seen) && !g.expired(now) {
+			// Another replica refreshed it while this one waited.
+			return g.token(), nil
+		}
+		if !g.expiring(now) {
+			return g.token(), nil
+		}
+		if g.RefreshToken == "" {
+			if !g.expired(now) {
+				return g.token(), nil
+			}
+			return nil, &NotConnectedError{Upstream: upstream, Reason: "the access token expired and there is no refresh token"}
+		}
+		if seen == nil {
+			seen = sealed
+		}
+		unlock, ok, err := t.store.TryLock(ctx, lockKey(principal, upstream), lockTTL)
+		if err != nil {
+			return nil, fmt.Errorf("connect: locking the refresh of %s: %w", upstream, err)
+		}
+		if ok {
+			return t.refreshLocked(ctx, principal, upstream, seen, unlock)
+		}
+		if waits >= t.maxWaits {
+			if !g.expired(now) {
+				return g.token(), nil
+			}
+			return nil, fmt.Errorf("connect: %s: another replica is still refreshing the grant", upstream)
+		}
+		if err := t.wait(ctx); err != nil {
+			return nil, fmt.Errorf("connect: waiting for the refresh of %s: %w", upstream, err)
+		}
+	}
+}
+
+// refreshLocked refreshes the grant under the lock, which it releases.
+// seen is the grant the caller found stale.
+func (t *Tokens) refreshLocked(ctx context.Context, principal, upstream string, seen []byte, unlock func()) (*oauth2.Token, error) {
+	defer unlock()
+	// Read again under the lock: another replica may have refreshed
+	// between the caller's read and the lock.
+	sealed, g, err := t.load(ctx, principal, upstream)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	if (!bytes.Equal(sealed, seen) && !g.expired(now)) || !g.expiring(now) {
+		return g.token(), nil
+	}
+	// Detached from the caller: once the request is sent, the server may
+	// rotate the refresh token, and only storing its answer keeps the grant
+	// alive. Bounded inside the lock's life.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshTimeout)
+	defer cancel()
+	flow, err := t.flows.Flow(rctx, upstream)
+	if err != nil {
+		return t.keepOrFail(g, upstream, fmt.Errorf("connect: no flow for %s: %w", upstream, err))
+	}
+	nt, _, err := flow.Refresh(rctx, &oauth2.Token{AccessToken: g.AccessToken, TokenType: g.TokenType, RefreshToken: g.RefreshToken, Expiry: g.Expiry})
+	if err != nil {
+		var oe *upstreamauth.OAuthError
+		if errors.As(err, &oe) && oe.Code == "invalid_grant" {
+			t.forget(rctx, principal, upstream, sealed)
+			t.log.Warn("connect: the authorization server refused to refresh a grant; it is deleted", "upstream", upstream, "sub", subject(principal), "err", err)
+			return nil, &NotConnectedError{Upstream: upstream, Reason: "the authorization server refused to refresh the grant (invalid_grant)"}
+		}
+		return t.keepOrFail(g, upstream, fmt.Errorf("connect: refreshing %s: %w", upstream, err))
+	}
+	ng := newGrant(nt, &g)
+	out, err := sealGrant(t.sealer, principal, upstream, ng)
+	if err != nil {
+		return nil, err
+	}
+	// Stored before it is returned: a rotated refresh token is the only one
+	// that still works, and a real oidc-provider revokes the whole grant
+	// when a rotated-out one is used again.
+	if err := t.store.PutGrant(rctx, principal, upstream, out); err != nil {
+		return nil, fmt.Errorf("connect: storing the refreshed grant of %s: %w", upstream, err)
+	}
+	return ng.token(), nil
+}
+
+// keepOrFail answers a refresh that failed for a reason other than the
+// grant's end: the current token while it lasts, else the error.
+func (t *Tokens) keepOrFail(g grant, upstream string, err error) (*oauth2.Token, error) {
+	if !g.expired(time.Now()) {
+		t.log.Warn("connect: refresh failed; the current token is used while it lasts", "upstream", upstream, "err", err)
+		return g.token(), nil
+	}
+	return nil, err
+}
+
+// forget deletes the grant the server refused, unless it changed since it
+// was read as sealed (the person connected again meanwhile).
+func (t *Tokens) forget(ctx context.Context, principal, upstream string, sealed []byte) {
+	now, err := t.store.GetGrant(ctx, principal, upstream)
+	if err != nil || !bytes.Equal(now, sealed) {
+		return
+	}
+	if err := t.store.DeleteGrant(ctx, principal, upstream); err != nil {
+		t.log.Error("connect: deleting a refused grant", "upstream", upstream, "sub", subject(principal), "err", err)
+	}
+}
+
+// load reads and opens principal's grant for upstream.
+func (t *Tokens) load(ctx context.Context, principal, upstream string) ([]byte, grant, error) {
+	sealed, err := t.store.GetGrant(ctx, principal, upstream)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, grant{}, &NotConnectedError{Upstream: upstream, Reason: "no grant"}
+	}
+	if err != nil {
+		return nil, grant{}, fmt.Errorf("connect: reading the grant for %s: %w", upstream, err)
+	}
+	plain, err := t.sealer.Open(sealed, grantAAD(principal, upstream))
+	if err != nil {
+		// vault: a blob under a retired key is treated as absent, "the user
+		// connects again". It is not deleted: a replica missing a key
+		// during a rotation must not destroy grants the others can open.
+		t.log.Warn("connect: a grant does not open; the person must connect again", "upstream", upstream, "sub", subject(principal), "err", err)
+		return nil, grant{}, &NotConnectedError{Upstream: upstream, Reason: "the stored grant does not open"}
+	}
+	var g grant
+	if err := json.Unmarshal(plain, &g); err != nil || g.AccessToken == "" {
+		// json's error is not kept: it may quote the plaintext.
+		return nil, grant{}, &NotConnectedError{Upstream: upstream, Reason: "the stored grant is unreadable"}
+	}
+	return sealed, g, nil
+}
+
+// Disconnect revokes principal's grant for upstream at the authorization
+// server when it offers revocation (RFC 7009), and deletes it. A grant
+// that is not there is not an error. Revocation is best effort: a server
+// that fails it is logged, and the grant is deleted all the same, since
+// the person asked that the gateway stop acting for them.
+func (t *Tokens) Disconnect(ctx context.Context, principal, upstream string) error {
+	if err := checkNames(principal, upstream); err != nil {
+		return err
+	}
+	// The refresh lock, so that a refresh in flight does not store its
+	// result after the delete. Not having it after the waits is no reason
+	// to keep the grant: the revocation kills the refresh token anyway.
+	for waits := 0; ; waits++ {
+		unlock, ok, err := t.store.TryLock(ctx, lockKey(principal, upstream), lockTTL)
+		if err != nil {
+			return fmt.Errorf("connect: locking the grant of %s: %w", upstream, err)
+		}
+		if ok {
+			defer unlock()
+			break
+		}
+		if waits >= t.maxWaits {
+			break
+		}
+		if err := t.wait(ctx); err != nil {
+			return fmt.Errorf("connect: waiting for the refresh of %s: %w", upstream, err)
+		}
+	}
+	_, g, err := t.load(ctx, principal, upstream)
+	var nc *NotConnectedError
+	switch {
+	case errors.As(err, &nc) && nc.Reason == "no grant":
+		return nil
+	case err != nil && nc == nil:
+		return err
+	case err == nil:
+		t.revoke(ctx, upstream, g)
+	}
+	if err := t.store.DeleteGrant(ctx, principal, upstream); err != nil {
+		return fmt.Errorf("connect: deleting the grant for %s: %w", upstream, err)
+	}
+	t.log.Info("connect: disconnected", "upstream", upstream, "sub", subject(principal))
+	return nil
+}
+
+// revoke revokes g's tokens, the refresh token first: at servers that tie
+// the two, that revokes the grant ("If the token passed to the request is a
+// refresh token and the authorization server supports the revocation of
+// access tokens, then the authorization server SHOULD also invalidate all
+// access tokens based on the same authorization grant", RFC 7009 §2.1);
+// the access token after it, for servers that do not.
+func (t *Tokens) revoke(ctx context.Context, upstream string, g grant) {
+	flow, err := t.flows.Flow(ctx, upstream)
+	if err != nil {
+		t.log.Warn("connect: cannot revoke: no flow for the upstream", "upstream", upstream, "err", err)
+		return
+	}
+	type revocation struct{ token, hint string }
+	var todo []revocation
+	if g.RefreshToken != "" {
+		todo = append(todo, revocation{g.RefreshToken, upstreamauth.HintRefreshToken})
+	}
+	if !g.expired(time.Now()) {
+		todo = append(todo, revocation{g.AccessToken, upstreamauth.HintAccessToken})
+	}
+	for _, r := range todo {
+		err := flow.Revoke(ctx, r.token, r.hint)
+		switch {
+		case errors.Is(err, upstreamauth.ErrNoRevocation):
+			return // nothing to tell the server; forgetting is all there is
+		case err != nil:
+			// upstreamauth's errors never carry the token.
+			t.log.Warn("connect: revocation failed; the grant is deleted here anyway", "upstream", upstream, "hint", strings.TrimSuffix(r.hint, "_token"), "err", err)
+		}
+	}
+}
