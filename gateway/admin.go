@@ -122,6 +122,8 @@ func (s *Server) approvePins(w http.ResponseWriter, r *http.Request) {
 		writeValue(w, http.StatusNotFound, map[string]string{"error": err.Error() + "; GET /admin/pins lists the changed definitions"})
 	case errors.As(err, &stale):
 		writeValue(w, http.StatusConflict, map[string]any{"error": err.Error(), "drift": stale.Drift})
+	case errors.As(err, new(*routing.AmbiguousApprovalError)):
+		writeValue(w, http.StatusConflict, map[string]string{"error": err.Error()})
 	case err != nil:
 		writeValue(w, http.StatusServiceUnavailable, map[string]any{"error": err.Error(), "approval": res})
 	default:

@@ -399,6 +399,17 @@ func (e *StaleApprovalError) Error() string {
 		e.Drift.Kind, e.Drift.Name, e.Drift.Upstream, e.Drift.Seen)
 }
 
+// AmbiguousApprovalError reports an approval by name alone that matches items of several upstreams: an admin who
+// reviewed one must not approve another by accident.
+type AmbiguousApprovalError struct {
+	Name      string
+	Upstreams []string
+}
+
+func (e *AmbiguousApprovalError) Error() string {
+	return fmt.Sprintf("%q names changed definitions of upstreams %q and %q: say which with \"upstream\"", e.Name, e.Upstreams[0], e.Upstreams[1])
+}
+
 // ApprovePins accepts the drift the filter matches: each item's current definition becomes its pin, in the store
 // (every replica follows) and in the lock file when there is one. The items return to the lists, and sessions
 // hear list_changed.
@@ -423,6 +434,13 @@ func (r *Router) ApprovePins(ctx context.Context, f PinFilter) (res Approval, er
 	}
 	if len(todo) == 0 {
 		return Approval{}, ErrNoDrift
+	}
+	if f.Name != "" && f.Upstream == "" {
+		for _, d := range todo[1:] {
+			if d.Upstream != todo[0].Upstream {
+				return Approval{}, &AmbiguousApprovalError{Name: f.Name, Upstreams: []string{todo[0].Upstream, d.Upstream}}
+			}
+		}
 	}
 	lock, lockChanged := pol.Lock, false
 	defer func() {

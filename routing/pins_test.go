@@ -157,7 +157,10 @@ func TestPinsRugPull(t *testing.T) {
 			if _, err := r.ApprovePins(context.Background(), PinFilter{Upstream: "fs", Name: "read", Seen: pinned}); !errors.As(err, new(*StaleApprovalError)) {
 				t.Errorf("an approval of another hash than the one seen: %v, want StaleApprovalError", err)
 			}
-			if _, err := r.ApprovePins(context.Background(), PinFilter{Upstream: "other"}); !errors.Is(err, ErrNoDrift) {
+			if _, err := r.ApprovePins(context.Background(), PinFilter{Name: "nothing"}); !errors.Is(err, ErrNoDrift) {
+		t.Errorf("an approval by a name nothing has: %v, want ErrNoDrift", err)
+	}
+	if _, err := r.ApprovePins(context.Background(), PinFilter{Upstream: "other"}); !errors.Is(err, ErrNoDrift) {
 				t.Errorf("an approval that matches nothing: %v, want ErrNoDrift", err)
 			}
 			drainNotices(s2)
@@ -351,5 +354,28 @@ func TestPinsStoreDown(t *testing.T) {
 	r.rebuild()
 	if n := store.asked.Load() - before; n != 1 {
 		t.Errorf("one rebuild asked the unreachable store %d times, want 1", n)
+	}
+}
+
+// TestPinsApproveAmbiguous: an approval by name alone that matches changed tools of two upstreams is refused
+// (an admin who reviewed one must not approve the other by accident); naming the upstream approves just it.
+func TestPinsApproveAmbiguous(t *testing.T) {
+	a, b := newMutableUpstream(honestTools), newMutableUpstream(honestTools)
+	r := startRouter(t, Options{Pinning: &Pinning{Block: true}},
+		UpstreamConfig{Name: "a", Prefix: "a__", Mode: Shared, Transport: a.fakeTransport, Kind: "stdio"},
+		UpstreamConfig{Name: "b", Prefix: "b__", Mode: Shared, Transport: b.fakeTransport, Kind: "stdio"})
+	s := r.session(defaultClientCaps)
+	a.change(poisonedTools)
+	waitNotice(t, r, s, "notifications/tools/list_changed")
+	b.change(poisonedTools)
+	waitNotice(t, r, s, "notifications/tools/list_changed")
+	if n := len(r.Drifts()); n != 2 {
+		t.Fatalf("%d drifts, want 2", n)
+	}
+	if _, err := r.ApprovePins(context.Background(), PinFilter{Name: "read"}); !errors.As(err, new(*AmbiguousApprovalError)) {
+		t.Errorf("an approval of read in two upstreams: %v, want AmbiguousApprovalError", err)
+	}
+	if res, err := r.ApprovePins(context.Background(), PinFilter{Upstream: "a", Name: "read"}); err != nil || len(res.Approved) != 1 || len(r.Drifts()) != 1 {
+		t.Errorf("an approval naming the upstream: %+v, %v; drift left %+v", res, err, r.Drifts())
 	}
 }
