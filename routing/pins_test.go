@@ -158,9 +158,9 @@ func TestPinsRugPull(t *testing.T) {
 				t.Errorf("an approval of another hash than the one seen: %v, want StaleApprovalError", err)
 			}
 			if _, err := r.ApprovePins(context.Background(), PinFilter{Name: "nothing"}); !errors.Is(err, ErrNoDrift) {
-		t.Errorf("an approval by a name nothing has: %v, want ErrNoDrift", err)
-	}
-	if _, err := r.ApprovePins(context.Background(), PinFilter{Upstream: "other"}); !errors.Is(err, ErrNoDrift) {
+				t.Errorf("an approval by a name nothing has: %v, want ErrNoDrift", err)
+			}
+			if _, err := r.ApprovePins(context.Background(), PinFilter{Upstream: "other"}); !errors.Is(err, ErrNoDrift) {
 				t.Errorf("an approval that matches nothing: %v, want ErrNoDrift", err)
 			}
 			drainNotices(s2)
