@@ -227,7 +227,9 @@ func (h *Handler) link(w http.ResponseWriter, r *http.Request) {
 	// and the authorization server is not told the link it came from.
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("Referrer-Policy", "no-referrer")
-	http.Redirect(w, r, authURL, http.StatusFound)
+	// Not http.Redirect: it repeats the URL, state and all, in a body.
+	hd.Set("Location", authURL)
+	w.WriteHeader(http.StatusFound)
 }
 
 // callback serves GET /connect/callback: it spends the pending

@@ -1,0 +1,350 @@
+package connect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/routing/state"
+)
+
+// TestConnect is the happy path: the link, the signed-in user matching, the
+// authorization server, the callback; the grant is stored sealed, the
+// session notified once, and Tokens gives the token.
+func TestConnect(t *testing.T) {
+	e := newEnv(t)
+	w := e.get(e.link(alice), "alice")
+	if got := w.Header().Get("Referrer-Policy"); got != "no-referrer" {
+		t.Errorf("Referrer-Policy %q", got)
+	}
+	if got := w.Header().Get("Cache-Control"); got != "no-store" {
+		t.Errorf("Cache-Control %q", got)
+	}
+	auth, _ := url.Parse(w.Header().Get("Location"))
+	if q := auth.Query(); q.Get("code_challenge_method") != "S256" || q.Get("resource") != mcpResource || q.Get("redirect_uri") != CallbackURL(publicURL) {
+		t.Errorf("authorization request %v", q)
+	}
+	cb := e.authorize(w)
+	w = e.get(cb, "alice")
+	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "Connected to github. You can close this tab and return to your client.") {
+		t.Fatalf("callback: HTTP %d: %s", w.Code, w.Body)
+	}
+	g, err := e.grant(alice)
+	if err != nil {
+		t.Fatalf("grant: %v", err)
+	}
+	if !secretish.MatchString(g.AccessToken) || !secretish.MatchString(g.RefreshToken) || g.Scope != "repo" || g.Expiry.IsZero() {
+		t.Errorf("grant: scope %q, expiry %v, tokens issued by the fake: %t", g.Scope, g.Expiry, secretish.MatchString(g.AccessToken))
+	}
+	calls := e.notes.calls()
+	want := state.ConnectRecord{Principal: alice.Key(), Upstream: "github", Session: "session-1", ElicitationID: "elicitation-1"}
+	if len(calls) != 1 {
+		t.Fatalf("notified %d times, want once", len(calls))
+	}
+	calls[0].Created = time.Time{}
+	if calls[0].Pending != nil || calls[0].Principal != want.Principal || calls[0].Upstream != want.Upstream ||
+		calls[0].Session != want.Session || calls[0].ElicitationID != want.ElicitationID {
+		t.Errorf("notified with %+v, want %+v", calls[0], want)
+	}
+	tok, err := e.tokens.Token(context.Background(), alice.Key(), "github")
+	if err != nil || tok.AccessToken != g.AccessToken || tok.RefreshToken != "" {
+		t.Errorf("Token: %v (refresh token handed out: %t)", err, tok != nil && tok.RefreshToken != "")
+	}
+	// The callback replayed finds nothing.
+	if w := e.get(cb, "alice"); w.Code != http.StatusBadRequest {
+		t.Errorf("replayed callback: HTTP %d", w.Code)
+	}
+	if n := len(e.notes.calls()); n != 1 {
+		t.Errorf("notified %d times after a replay", n)
+	}
+}
+
+// TestRefusals: every way a link or a callback is refused, the status and
+// the page, and that nothing was connected.
+func TestRefusals(t *testing.T) {
+	cases := []struct {
+		name string
+		// do runs the scenario and returns the final answer.
+		do         func(e *env) (status int, body string)
+		wantStatus int
+		wantText   string
+		// after checks the store once done (nil: nothing to check).
+		after func(t *testing.T, e *env)
+	}{
+		{
+			name: "link reused",
+			do: func(e *env) (int, string) {
+				p := e.link(alice)
+				e.get(p, "alice")
+				w := e.get(p, "alice")
+				return w.Code, w.Body.String()
+			},
+			wantStatus: http.StatusGone,
+			wantText:   "already used or has expired. Ask your client to try the call again",
+		},
+		{
+			name: "link opened by another account",
+			do: func(e *env) (int, string) {
+				p := e.link(alice)
+				w := e.get(p, "bob")
+				if again := e.get(p, "alice"); again.Code != http.StatusGone {
+					e.t.Errorf("alice after bob: HTTP %d, want the link consumed", again.Code)
+				}
+				return w.Code, w.Body.String()
+			},
+			wantStatus: http.StatusForbidden,
+			wantText:   "This link belongs to another account",
+			after: func(t *testing.T, e *env) {
+				if !strings.Contains(e.logs.String(), "linkSub=alice") || !strings.Contains(e.logs.String(), "browserSub=bob") {
+					t.Errorf("no audit line naming both subjects:\n%s", e.logs)
+				}
+			},
+		},
+		{
+			name: "link without a signed-in user",
+			do: func(e *env) (int, string) {
+				w := e.get(e.link(alice), "")
+				return w.Code, w.Body.String()
+			},
+			wantStatus: http.StatusUnauthorized,
+			wantText:   "Sign in",
+		},
+		{
+			name: "malformed link",
+			do: func(e *env) (int, string) {
+				w := e.get(Prefix+"state:abc", "alice")
+				return w.Code, w.Body.String()
+			},
+			wantStatus: http.StatusNotFound,
+			wantText:   "There is no such link",
+		},
+		{
+			name: "callback with an unknown state",
+			do: func(e *env) (int, string) {
+				w := e.get(CallbackPath+"?state=NOPE&code=code-1-secretish&iss="+url.QueryEscape(asIssuer), "alice")
+				return w.Code, w.Body.String()
+			},
+			wantStatus: http.StatusBadRequest,
+			wantText:   "expired or was already used",
+		},
+		{
+			name: "callback without a state",
+			do: func(e *env) (int, string) {
+				w := e.get(CallbackPath+"?code=code-1-secretish", "alice")
+				return w.Code, w.Body.String()
+			},
+			wantStatus: http.StatusBadRequest,
+			wantText:   "expired or was already used",
+		},
+		{
+			name: "callback by another account",
+			do: func(e *env) (int, string) {
+				cb := e.authorize(e.get(e.link(alice), "alice"))
+				w := e.get(cb, "bob")
+				if again := e.get(cb, "alice"); again.Code != http.StatusBadRequest {
+					e.t.Errorf("alice after bob: HTTP %d, want the state consumed", again.Code)
+				}
+				return w.Code, w.Body.String()
+			},
+			wantStatus: http.StatusForbidden,
+			wantText:   "This link belongs to another account",
+		},
+		{
+			name: "mix-up: iss of another server",
+			do: func(e *env) (int, string) {
+				e.as.iss = "http://127.0.0.1:6666"
+				w := e.get(e.authorize(e.get(e.link(alice), "alice")), "alice")
+				return w.Code, w.Body.String()
+			},
+			wantStatus: http.StatusBadRequest,
+			wantText:   "did not come from this upstream",
+		},
+		{
+			name: "mix-up: iss missing though advertised",
+			do: func(e *env) (int, string) {
+				e.as.iss = "-"
+				w := e.get(e.authorize(e.get(e.link(alice), "alice")), "alice")
+				return w.Code, w.Body.String()
+			},
+			wantStatus: http.StatusBadRequest,
+			wantText:   "did not come from this upstream",
+		},
+		{
+			name: "the user declines",
+			do: func(e *env) (int, string) {
+				e.as.denyWith = "access_denied"
+				w := e.get(e.authorize(e.get(e.link(alice), "alice")), "alice")
+				return w.Code, w.Body.String()
+			},
+			wantStatus: http.StatusBadRequest,
+			wantText:   "did not grant access. Ask your client to try the call again if you want to connect. (The server said: access_denied.)",
+		},
+		{
+			name: "the authorization server fails at the callback",
+			do: func(e *env) (int, string) {
+				e.as.denyWith = "temporarily_unavailable"
+				w := e.get(e.authorize(e.get(e.link(alice), "alice")), "alice")
+				return w.Code, w.Body.String()
+			},
+			wantStatus: http.StatusBadGateway,
+			wantText:   "failed to complete the connection",
+		},
+		{
+			name: "the token endpoint fails and echoes the code",
+			do: func(e *env) (int, string) {
+				e.as.tokenStatus = http.StatusInternalServerError
+				w := e.get(e.authorize(e.get(e.link(alice), "alice")), "alice")
+				return w.Code, w.Body.String()
+			},
+			wantStatus: http.StatusBadGateway,
+			wantText:   "failed to complete the connection",
+		},
+		{
+			name: "the code is refused (invalid_grant, echoed)",
+			do: func(e *env) (int, string) {
+				cb := e.authorize(e.get(e.link(alice), "alice"))
+				u, _ := url.Parse(cb)
+				q := u.Query()
+				q.Set("code", "code-999-secretish")
+				w := e.get(CallbackPath+"?"+q.Encode(), "alice")
+				return w.Code, w.Body.String()
+			},
+			wantStatus: http.StatusBadRequest,
+			wantText:   "(The server said: invalid_grant.)",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			status, body := tc.do(e)
+			if status != tc.wantStatus || !strings.Contains(body, tc.wantText) {
+				t.Errorf("HTTP %d, want %d; page:\n%s\nwant it to say %q", status, tc.wantStatus, body, tc.wantText)
+			}
+			if _, err := e.grant(alice); !errors.Is(err, state.ErrNotFound) {
+				t.Errorf("a grant was stored: %v", err)
+			}
+			if n := len(e.notes.calls()); n != 0 {
+				t.Errorf("notified %d times", n)
+			}
+			if tc.after != nil {
+				tc.after(t, e)
+			}
+		})
+	}
+}
+
+// TestExpired: a link past its ttl, and a callback past the flow's max age,
+// are refused; synctest's clock moves the time.
+func TestExpired(t *testing.T) {
+	cases := []struct {
+		name       string
+		do         func(e *env) int
+		wantStatus int
+	}{
+		{"link", func(e *env) int {
+			p := e.link(alice)
+			time.Sleep(MaxLinkTTL + time.Second)
+			return e.get(p, "alice").Code
+		}, http.StatusGone},
+		{"link just in time", func(e *env) int {
+			p := e.link(alice)
+			time.Sleep(MaxLinkTTL - time.Second)
+			return e.get(p, "alice").Code
+		}, http.StatusFound},
+		{"callback", func(e *env) int {
+			cb := e.authorize(e.get(e.link(alice), "alice"))
+			time.Sleep(11 * time.Minute)
+			return e.get(cb, "alice").Code
+		}, http.StatusBadRequest},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t)
+				if got := tc.do(e); got != tc.wantStatus {
+					t.Errorf("HTTP %d, want %d", got, tc.wantStatus)
+				}
+			})
+		})
+	}
+}
+
+// TestMetadataDocument: the Client ID Metadata Document, served when
+// configured, public and cacheable; 404 when not.
+func TestMetadataDocument(t *testing.T) {
+	e := newEnv(t)
+	w := e.get(MetadataDocumentPath, "")
+	if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/json" || !strings.HasPrefix(w.Header().Get("Cache-Control"), "public") {
+		t.Fatalf("HTTP %d, headers %v", w.Code, w.Header())
+	}
+	var doc struct {
+		ClientID     string   `json:"client_id"`
+		RedirectURIs []string `json:"redirect_uris"`
+		AuthMethod   string   `json:"token_endpoint_auth_method"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.ClientID != publicURL+MetadataDocumentPath || len(doc.RedirectURIs) != 1 || doc.RedirectURIs[0] != publicURL+CallbackPath || doc.AuthMethod != "none" {
+		t.Errorf("document %+v", doc)
+	}
+
+	h, err := NewHandler(HandlerConfig{Store: e.store, Flows: e.flows, Sealer: e.sealer, Notifier: e.notes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptestGet(h, MetadataDocumentPath)
+	if rec != http.StatusNotFound {
+		t.Errorf("unconfigured: HTTP %d, want 404", rec)
+	}
+}
+
+func httptestGet(h http.Handler, target string) int {
+	w := &statusWriter{header: http.Header{}}
+	h.ServeHTTP(w, mustRequest(target))
+	return w.status
+}
+
+func mustRequest(target string) *http.Request {
+	r, err := http.NewRequest(http.MethodGet, "http://127.0.0.1:8080"+target, nil)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// statusWriter keeps the status only.
+type statusWriter struct {
+	header http.Header
+	status int
+}
+
+func (w *statusWriter) Header() http.Header { return w.header }
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return len(p), nil
+}
+func (w *statusWriter) WriteHeader(s int) { w.status = s }
+
+// TestDefaultUserIsBrowserSignIn: without a User function, the handler
+// reads browser.UserFrom, which is empty outside Require: 401.
+func TestDefaultUserIsBrowserSignIn(t *testing.T) {
+	e := newEnv(t)
+	h, err := NewHandler(HandlerConfig{Store: e.store, Flows: e.flows, Sealer: e.sealer, Notifier: e.notes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{e.link(alice), CallbackPath + "?state=x"} {
+		if got := httptestGet(h, target); got != http.StatusUnauthorized {
+			t.Errorf("%s: HTTP %d, want 401", strings.SplitN(target, "/", 3)[1], got)
+		}
+	}
+}

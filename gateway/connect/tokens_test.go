@@ -1,0 +1,319 @@
+package connect
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/auth/upstreamauth"
+	"github.com/switchboard-mcp/switchboard/routing/state"
+)
+
+// TestToken: what Token gives for each state of the grant, whether it
+// refreshed, and what is stored after. Inside synctest, so "expires in 30s"
+// is exact.
+func TestToken(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(e *env)
+		// wantToken is the access token wanted ("" for an error).
+		wantToken string
+		wantErr   error
+		// wantRefreshes is how many refreshes the AS saw.
+		wantRefreshes int
+		// wantStored is the access token stored after ("" for no grant).
+		wantStored string
+	}{
+		{
+			name:       "fresh",
+			setup:      func(e *env) { e.putGrant(alice, grant{AccessToken: "at-1-secretish", RefreshToken: "rt-2-secretish", Expiry: time.Now().Add(time.Hour)}) },
+			wantToken:  "at-1-secretish",
+			wantStored: "at-1-secretish",
+		},
+		{
+			name:       "no expiry",
+			setup:      func(e *env) { e.putGrant(alice, grant{AccessToken: "at-1-secretish"}) },
+			wantToken:  "at-1-secretish",
+			wantStored: "at-1-secretish",
+		},
+		{
+			name: "near expiry, rotated",
+			setup: func(e *env) {
+				e.as.rotate = true
+				e.as.addRefresh("rt-2-secretish")
+				e.as.n = 10
+				e.putGrant(alice, grant{AccessToken: "at-1-secretish", RefreshToken: "rt-2-secretish", Expiry: time.Now().Add(30 * time.Second), Scope: "repo"})
+			},
+			wantToken:     "at-12-secretish",
+			wantRefreshes: 1,
+			wantStored:    "at-12-secretish",
+		},
+		{
+			name: "near expiry, no refresh token: used while it lasts",
+			setup: func(e *env) {
+				e.putGrant(alice, grant{AccessToken: "at-1-secretish", Expiry: time.Now().Add(30 * time.Second)})
+			},
+			wantToken:  "at-1-secretish",
+			wantStored: "at-1-secretish",
+		},
+		{
+			name: "expired, no refresh token",
+			setup: func(e *env) {
+				e.putGrant(alice, grant{AccessToken: "at-1-secretish", Expiry: time.Now().Add(-time.Second)})
+			},
+			wantErr:    ErrNotConnected,
+			wantStored: "at-1-secretish",
+		},
+		{
+			name: "refresh refused: invalid_grant deletes the grant",
+			setup: func(e *env) {
+				e.putGrant(alice, grant{AccessToken: "at-1-secretish", RefreshToken: "rt-2-secretish", Expiry: time.Now().Add(-time.Second)})
+			},
+			wantErr:       ErrNotConnected,
+			wantRefreshes: 1,
+		},
+		{
+			name: "refresh fails, the token still valid",
+			setup: func(e *env) {
+				e.as.tokenStatus = http.StatusServiceUnavailable
+				e.putGrant(alice, grant{AccessToken: "at-1-secretish", RefreshToken: "rt-2-secretish", Expiry: time.Now().Add(30 * time.Second)})
+			},
+			wantToken:     "at-1-secretish",
+			wantRefreshes: 1,
+			wantStored:    "at-1-secretish",
+		},
+		{
+			name:    "no grant",
+			setup:   func(*env) {},
+			wantErr: ErrNotConnected,
+		},
+		{
+			name: "a grant that does not open (another entry's)",
+			setup: func(e *env) {
+				sealed, err := sealGrant(e.sealer, bob.Key(), "github", grant{AccessToken: "at-1-secretish"})
+				if err != nil {
+					e.t.Fatal(err)
+				}
+				if err := e.store.PutGrant(context.Background(), alice.Key(), "github", sealed); err != nil {
+					e.t.Fatal(err)
+				}
+			},
+			wantErr: ErrNotConnected,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t)
+				tc.setup(e)
+				tok, err := e.tokens.Token(context.Background(), alice.Key(), "github")
+				switch {
+				case !errIs(err, tc.wantErr):
+					t.Fatalf("err %v, want %v", err, tc.wantErr)
+				case err != nil:
+					var nc *NotConnectedError
+					if !errors.As(err, &nc) || nc.Upstream != "github" {
+						t.Errorf("err %v, want a *NotConnectedError for github", err)
+					}
+				case tok.AccessToken != tc.wantToken || tok.RefreshToken != "":
+					t.Errorf("token %q (with refresh token: %t), want %q", tok.AccessToken, tok.RefreshToken != "", tc.wantToken)
+				}
+				if n, _ := e.as.counts(); n != tc.wantRefreshes {
+					t.Errorf("%d refreshes, want %d", n, tc.wantRefreshes)
+				}
+				g, err := e.grant(alice)
+				switch {
+				case tc.wantStored == "" && !errors.Is(err, state.ErrNotFound) && tc.name != "a grant that does not open (another entry's)":
+					t.Errorf("a grant is stored (%v), want none", err)
+				case tc.wantStored != "" && (err != nil || g.AccessToken != tc.wantStored):
+					t.Errorf("stored %q (%v), want %q", g.AccessToken, err, tc.wantStored)
+				}
+			})
+		})
+	}
+}
+
+// TestRefreshRotatedStored: after a rotating refresh the stored grant holds
+// the new refresh token (the old one is dead at the AS) and the scope kept.
+func TestRefreshRotatedStored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		e.as.rotate = true
+		e.as.addRefresh("rt-2-secretish")
+		e.putGrant(alice, grant{AccessToken: "at-1-secretish", RefreshToken: "rt-2-secretish", Expiry: time.Now().Add(30 * time.Second), Scope: "repo"})
+		if _, err := e.tokens.Token(context.Background(), alice.Key(), "github"); err != nil {
+			t.Fatal(err)
+		}
+		g, err := e.grant(alice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.RefreshToken == "rt-2-secretish" || !secretish.MatchString(g.RefreshToken) || g.Scope != "repo" || time.Until(g.Expiry) != time.Hour {
+			t.Errorf("stored: rotated %t, scope %q, expires in %v", g.RefreshToken != "rt-2-secretish", g.Scope, time.Until(g.Expiry))
+		}
+	})
+}
+
+// TestRefreshSingleFlight: two replicas (two Tokens, one store) need the
+// same refresh at once; one refreshes, the other waits for its result, and
+// both get the rotated token. The AS holds the refresh until both callers
+// are blocked, so the overlap is certain.
+func TestRefreshSingleFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		e.as.rotate = true
+		e.as.refreshGate = make(chan struct{})
+		e.as.addRefresh("rt-2-secretish")
+		e.putGrant(alice, grant{AccessToken: "at-1-secretish", RefreshToken: "rt-2-secretish", Expiry: time.Now().Add(30 * time.Second)})
+		replicas := []*Tokens{e.tokens, e.newTokens(nil)}
+		got := make([]string, len(replicas))
+		var wg sync.WaitGroup
+		for i, tk := range replicas {
+			wg.Go(func() {
+				tok, err := tk.Token(context.Background(), alice.Key(), "github")
+				if err != nil {
+					t.Errorf("replica %d: %v", i, err)
+					return
+				}
+				got[i] = tok.AccessToken
+			})
+		}
+		synctest.Wait() // one in the refresh, the other waiting
+		if n, _ := e.as.counts(); n != 1 {
+			t.Errorf("%d refreshes in flight, want 1", n)
+		}
+		close(e.as.refreshGate)
+		wg.Wait()
+		if n, _ := e.as.counts(); n != 1 {
+			t.Errorf("%d refreshes, want 1", n)
+		}
+		if got[0] == "" || got[0] == "at-1-secretish" || got[0] != got[1] {
+			t.Errorf("replicas got different or stale tokens (equal: %t)", got[0] == got[1])
+		}
+		if g, err := e.grant(alice); err != nil || g.AccessToken != got[0] {
+			t.Errorf("stored grant is not the refreshed one (%v)", err)
+		}
+	})
+}
+
+// TestRefreshWaitBounded: a lock held by a replica that never finishes
+// (crashed before its lock lapses) makes a caller give up after MaxWaits,
+// with the current token while it lasts, else an error; the waits are the
+// injected ones.
+func TestRefreshWaitBounded(t *testing.T) {
+	cases := []struct {
+		name    string
+		expiry  time.Duration
+		wantErr bool
+	}{
+		{"still valid", 30 * time.Second, false},
+		{"expired", -time.Second, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.putGrant(alice, grant{AccessToken: "at-1-secretish", RefreshToken: "rt-2-secretish", Expiry: time.Now().Add(tc.expiry)})
+			unlock, ok, err := e.store.TryLock(context.Background(), lockKey(alice.Key(), "github"), time.Hour)
+			if err != nil || !ok {
+				t.Fatal(ok, err)
+			}
+			defer unlock()
+			waits := 0
+			tk, err := NewTokens(TokensConfig{Store: e.store, Flows: e.flows, Sealer: e.sealer, MaxWaits: 3, Logger: e.tokens.log,
+				Wait: func(context.Context) error { waits++; return nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok, err := tk.Token(context.Background(), alice.Key(), "github")
+			if (err != nil) != tc.wantErr || (err == nil && tok.AccessToken != "at-1-secretish") {
+				t.Errorf("Token: %v", err)
+			}
+			if errors.Is(err, ErrNotConnected) {
+				t.Errorf("a busy lock is not a lost grant: %v", err)
+			}
+			if waits != 3 {
+				t.Errorf("%d waits, want 3", waits)
+			}
+			if n, _ := e.as.counts(); n != 0 {
+				t.Errorf("%d refreshes while another replica held the lock", n)
+			}
+		})
+	}
+}
+
+// TestDisconnect: the refresh and access tokens are revoked when the AS
+// offers revocation, and the grant is deleted either way.
+func TestDisconnect(t *testing.T) {
+	cases := []struct {
+		name        string
+		revocation  bool
+		grant       *grant
+		wantRevoked []string // token_type_hint of each revocation
+	}{
+		{"with revocation", true, &grant{AccessToken: "at-1-secretish", RefreshToken: "rt-2-secretish", Expiry: time.Now().Add(time.Hour)}, []string{upstreamauth.HintRefreshToken, upstreamauth.HintAccessToken}},
+		{"expired access token", true, &grant{AccessToken: "at-1-secretish", RefreshToken: "rt-2-secretish", Expiry: time.Now().Add(-time.Hour)}, []string{upstreamauth.HintRefreshToken}},
+		{"without revocation", false, &grant{AccessToken: "at-1-secretish", RefreshToken: "rt-2-secretish"}, nil},
+		{"not connected", true, nil, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.flows["github"] = newFlow(t, e.as, tc.revocation)
+			e.as.addRefresh("rt-2-secretish")
+			if tc.grant != nil {
+				e.putGrant(alice, *tc.grant)
+			}
+			if err := e.tokens.Disconnect(context.Background(), alice.Key(), "github"); err != nil {
+				t.Fatal(err)
+			}
+			_, revoked := e.as.counts()
+			if len(revoked) != len(tc.wantRevoked) {
+				t.Fatalf("%d revocations, want %d", len(revoked), len(tc.wantRevoked))
+			}
+			for i, form := range revoked {
+				want := "rt-2-secretish"
+				if tc.wantRevoked[i] == upstreamauth.HintAccessToken {
+					want = "at-1-secretish"
+				}
+				if form.Get("token_type_hint") != tc.wantRevoked[i] || form.Get("token") != want {
+					t.Errorf("revocation %d: hint %q, the right token: %t", i, form.Get("token_type_hint"), form.Get("token") == want)
+				}
+			}
+			if _, err := e.grant(alice); !errors.Is(err, state.ErrNotFound) {
+				t.Errorf("grant still stored: %v", err)
+			}
+			if _, err := e.tokens.Token(context.Background(), alice.Key(), "github"); !errors.Is(err, ErrNotConnected) {
+				t.Errorf("Token after Disconnect: %v", err)
+			}
+		})
+	}
+}
+
+// TestLinks: what a link is and what NewLinks refuses.
+func TestLinks(t *testing.T) {
+	e := newEnv(t)
+	p := e.link(alice)
+	if id := p[len(Prefix):]; !validLinkID(id) || len(id) != 43 {
+		t.Errorf("link id of length %d", len(id))
+	}
+	for _, bad := range []struct {
+		url string
+		ttl time.Duration
+	}{
+		{"http://gateway.example", 0},
+		{"https://gateway.example?x=1", 0},
+		{"https://gateway.example", MaxLinkTTL + time.Second},
+		{"gateway.example", 0},
+	} {
+		if _, err := NewLinks(e.store, bad.url, bad.ttl); err == nil {
+			t.Errorf("NewLinks(%q, %v) accepted", bad.url, bad.ttl)
+		}
+	}
+	if _, err := e.links.New(context.Background(), "a\x00b", "github", "", ""); err == nil {
+		t.Error("a principal with NUL accepted")
+	}
+}
