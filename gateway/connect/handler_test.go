@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -305,34 +306,12 @@ func TestMetadataDocument(t *testing.T) {
 	}
 }
 
+// httptestGet serves GET target with h and returns the status.
 func httptestGet(h http.Handler, target string) int {
-	w := &statusWriter{header: http.Header{}}
-	h.ServeHTTP(w, mustRequest(target))
-	return w.status
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, target, nil))
+	return w.Code
 }
-
-func mustRequest(target string) *http.Request {
-	r, err := http.NewRequest(http.MethodGet, "http://127.0.0.1:8080"+target, nil)
-	if err != nil {
-		panic(err)
-	}
-	return r
-}
-
-// statusWriter keeps the status only.
-type statusWriter struct {
-	header http.Header
-	status int
-}
-
-func (w *statusWriter) Header() http.Header { return w.header }
-func (w *statusWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return len(p), nil
-}
-func (w *statusWriter) WriteHeader(s int) { w.status = s }
 
 // TestDefaultUserIsBrowserSignIn: without a User function, the handler
 // reads browser.UserFrom, which is empty outside Require: 401.
