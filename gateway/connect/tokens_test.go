@@ -29,8 +29,10 @@ func TestToken(t *testing.T) {
 		wantStored string
 	}{
 		{
-			name:       "fresh",
-			setup:      func(e *env) { e.putGrant(alice, grant{AccessToken: "at-1-secretish", RefreshToken: "rt-2-secretish", Expiry: time.Now().Add(time.Hour)}) },
+			name: "fresh",
+			setup: func(e *env) {
+				e.putGrant(alice, grant{AccessToken: "at-1-secretish", RefreshToken: "rt-2-secretish", Expiry: time.Now().Add(time.Hour)})
+			},
 			wantToken:  "at-1-secretish",
 			wantStored: "at-1-secretish",
 		},
