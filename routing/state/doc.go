@@ -36,8 +36,9 @@
 //	<prefix>replica:<hash of URL>             string: the replica's URL; PX = its registration TTL
 //	<prefix>{pins}                            hash: pin key → pinned definition hash; no expiry (one key, one
 //	                                           slot; HGETALL lists it, at most MaxPins fields)
-//	<prefix>vector:<key>                      string: an embedding (float32 little-endian) of a text, by model and
-//	                                           text hash (routing/search/hybrid); PX = VectorTTL, refreshed by reads
+//	<prefix>vector:<key>                      string: an embedding (float32 little-endian) of a text, by provider,
+//	                                           model and text hash (routing/search/hybrid); PX = VectorTTL,
+//	                                           refreshed by reads
 //	<prefix>{connects}:<connect id>           hash: "rec" (a ConnectRecord as JSON), "call" (the nonce of the
 //	                                           PutConnect that stored it); PX = its ttl (at most MaxConnectTTL)
 //	<prefix>{connects}                        sorted set: connect id → expiry (ms, Redis TIME), counting live

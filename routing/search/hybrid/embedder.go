@@ -299,10 +299,13 @@ func (e *Embedder) Query(ctx context.Context, text string) ([]float32, error) {
 	return vecs[0], nil
 }
 
-// cacheKey is the key of text's vector: the model and the text's SHA-256.
+// cacheKey is the key of text's vector: the provider, the model and the text's SHA-256. The provider counts
+// because two services may serve models of one name with other vectors, and replicas of different configs may
+// share one Redis; it is the endpoint as logs show it (no user info, no query), hashed to keep keys short.
 func (e *Embedder) cacheKey(text string) string {
 	sum := sha256.Sum256([]byte(text))
-	return e.model + ":" + hex.EncodeToString(sum[:])
+	provider := sha256.Sum256([]byte(e.shown))
+	return e.model + "@" + hex.EncodeToString(provider[:6]) + ":" + hex.EncodeToString(sum[:])
 }
 
 // cut shortens text to at most MaxInputBytes, at a character boundary.
