@@ -175,20 +175,31 @@ func asymmetricAlgs() []string {
 
 // checkEndpoint requires https, except http on a loopback host.
 func checkEndpoint(what, s string) error {
-	u, err := url.Parse(s)
-	if err != nil || u.Host == "" {
-		return fmt.Errorf("auth: %s %q is not an absolute URL", what, s)
-	}
-	switch {
-	case u.Scheme == "https":
-	case u.Scheme == "http" && isLoopback(u.Hostname()):
-	default:
-		return fmt.Errorf("auth: %s %q must use https (http only on a loopback host)", what, s)
+	if err := CheckSecureURL(what, s); err != nil {
+		return fmt.Errorf("auth: %w", err)
 	}
 	return nil
 }
 
-func isLoopback(host string) bool {
+// CheckSecureURL requires an absolute URL that is https, or http on a loopback host (tests and local
+// development): the form every endpoint that carries a token or a grant must have. The error names what the URL
+// is for; callers prefix their own package.
+func CheckSecureURL(what, s string) error {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("%s %q is not an absolute URL", what, s)
+	}
+	switch {
+	case u.Scheme == "https":
+	case u.Scheme == "http" && IsLoopback(u.Hostname()):
+	default:
+		return fmt.Errorf("%s %q must use https (http only on a loopback host)", what, s)
+	}
+	return nil
+}
+
+// IsLoopback reports whether a host (no port) is localhost or a loopback address.
+func IsLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}

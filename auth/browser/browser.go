@@ -34,7 +34,6 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -265,25 +264,10 @@ func loginCookieName(session string, secure bool) string {
 
 // checkURL requires an absolute https URL, or http on a loopback host.
 func checkURL(what, s string) error {
-	u, err := url.Parse(s)
-	if err != nil || u.Host == "" {
-		return fmt.Errorf("browser: %s %q is not an absolute URL", what, s)
-	}
-	switch {
-	case u.Scheme == "https":
-	case u.Scheme == "http" && isLoopback(u.Hostname()):
-	default:
-		return fmt.Errorf("browser: %s %q must use https (http only on a loopback host)", what, s)
+	if err := auth.CheckSecureURL(what, s); err != nil {
+		return fmt.Errorf("browser: %w", err)
 	}
 	return nil
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // CallbackPath is the path Callback must be served at: RedirectURL's.

@@ -1,9 +1,10 @@
 package upstreamauth
 
 import (
+	"github.com/switchboard-mcp/switchboard/auth"
+
 	"fmt"
 	"net"
-	"net/netip"
 	"net/url"
 	"strings"
 )
@@ -27,19 +28,11 @@ func checkURL(what, raw string) (*url.URL, error) {
 	case u.Fragment != "" || strings.HasSuffix(raw, "#"):
 		return nil, fmt.Errorf("upstreamauth: %s %q: a URL with a fragment is refused", what, raw)
 	case u.Scheme == "https":
-	case u.Scheme == "http" && isLoopback(u.Hostname()):
+	case u.Scheme == "http" && auth.IsLoopback(u.Hostname()):
 	default:
 		return nil, fmt.Errorf("%w: %s %q", ErrInsecureURL, what, raw)
 	}
 	return u, nil
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && a.IsLoopback()
 }
 
 // origin is scheme://host[:port], the port dropped when it is the scheme's

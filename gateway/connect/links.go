@@ -1,12 +1,13 @@
 package connect
 
 import (
+	"github.com/switchboard-mcp/switchboard/auth"
+
 	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -45,8 +46,8 @@ func NewLinks(store Store, publicURL string, ttl time.Duration) (*Links, error) 
 	if err != nil {
 		return nil, fmt.Errorf("connect: links: public URL: %w", err)
 	}
-	if u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && loopback(u.Hostname()))) {
-		return nil, fmt.Errorf("connect: links: public URL %q must be https (or http on a loopback host)", publicURL)
+	if err := auth.CheckSecureURL("public URL", publicURL); err != nil {
+		return nil, fmt.Errorf("connect: links: %w", err)
 	}
 	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return nil, fmt.Errorf("connect: links: public URL %q must have no query, fragment or user", publicURL)
@@ -99,13 +100,4 @@ func validLinkID(id string) bool {
 		}
 	}
 	return true
-}
-
-// loopback reports whether host is localhost or a loopback address.
-func loopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
