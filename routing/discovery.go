@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -91,7 +92,8 @@ func (sh *Shape) searching() bool {
 // tools it does not list.
 type modeState struct {
 	hash        uint64
-	exposeFound bool // its list also shows found tools, which change with the view
+	exposeFound bool  // its list also shows found tools, which change with the view
+	listed      []int // the catalog positions of the tools its AlwaysList selects in the view, ascending
 }
 
 // searchModes computes the modeState of every endpoint (and the whole catalog, "") in search mode.
@@ -106,14 +108,18 @@ func searchModes(c *catalog, sh *Shape) map[string]modeState {
 		if m.ExposeFound {
 			h.Write([]byte{1})
 		}
-		for _, raw := range c.items[kindTools] {
-			name, _ := jsonrpc.LookupString(raw, "name")
-			if m.lists(name) && c.inView(endpoint, kindTools, name) {
-				h.Write(raw)
-				h.Write([]byte{0})
+		var listed []int
+		if len(m.AlwaysList) > 0 {
+			for i, raw := range c.items[kindTools] {
+				name, _ := jsonrpc.LookupString(raw, "name")
+				if m.lists(name) && c.inView(endpoint, kindTools, name) {
+					listed = append(listed, i)
+					h.Write(raw)
+					h.Write([]byte{0})
+				}
 			}
 		}
-		out[endpoint] = modeState{hash: h.Sum64(), exposeFound: m.ExposeFound}
+		out[endpoint] = modeState{hash: h.Sum64(), exposeFound: m.ExposeFound, listed: listed}
 	}
 	if sh.Root != nil {
 		add("", sh.Root)
@@ -251,10 +257,11 @@ func (sc *statsCache) get(c *catalog, allow func(string) bool) *search.Stats {
 	return sc.st
 }
 
-func (f *found) has(name string) bool {
+// list returns the found names, oldest first.
+func (f *found) list() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.names[name]
+	return slices.Clone(f.order)
 }
 
 // exposesFound reports whether the session lists what its searches found. A 2026-07-28 client has no session:
@@ -277,14 +284,28 @@ func (s *Session) mayCall(c *catalog, name string) bool {
 // ExposeFound) those the session's searches found, in catalog order, paginated like any list.
 func (s *Session) listSearch(m jsonrpc.Message, out *Stream, mode *SearchMode) {
 	c := s.catalog()
-	items := [][]byte{[]byte(searchToolDef), []byte(callToolDef)}
-	for i, raw := range c.items[kindTools] {
-		name, _ := jsonrpc.LookupString(raw, "name")
-		if name == toolSearch || name == toolCall || !(mode.lists(name) || (s.exposesFound(mode) && s.found.has(name))) {
-			continue
+	// The AlwaysList's tools are found once per catalog snapshot (searchModes); the found ones by name. Only
+	// those are looked at here, not the whole catalog.
+	listed, ok := c.modes[s.params.Endpoint]
+	if !ok { // a reload switched the mode and the snapshot with it is not swapped in yet
+		listed = searchModes(c, &Shape{Root: mode})[""]
+	}
+	at := slices.Clone(listed.listed)
+	if s.exposesFound(mode) {
+		for _, name := range s.found.list() {
+			if t, ok := c.tools[name]; ok && t.item >= 0 {
+				at = append(at, t.item)
+			}
 		}
-		if s.mayCall(c, name) {
-			items = append(items, c.items[kindTools][i])
+		slices.Sort(at)
+		at = slices.Compact(at)
+	}
+	items := [][]byte{[]byte(searchToolDef), []byte(callToolDef)}
+	for _, i := range at {
+		raw := c.items[kindTools][i]
+		name, _ := jsonrpc.LookupString(raw, "name")
+		if name != toolSearch && name != toolCall && s.mayCall(c, name) {
+			items = append(items, raw)
 		}
 	}
 	// Offsets here count this synthetic list, not catalog positions: the cursor is bound to the search mode too, so
