@@ -106,18 +106,7 @@ func TestE2ECatalog(t *testing.T) {
 		t.Skip("cmd/switchboard has no non-test Go files yet: no gateway to test")
 	}
 	root := repoRoot(t)
-	nm := filepath.Join(root, "node_modules")
-	everythingJS := filepath.Join(nm, "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	memoryJS := filepath.Join(nm, "@modelcontextprotocol", "server-memory", "dist", "index.js")
-	for _, p := range []string{filepath.Join(nm, "@modelcontextprotocol", "sdk", "package.json"), everythingJS, memoryJS} {
-		if _, err := os.Stat(p); err != nil {
-			missing("Node peer %s not installed: run .ci/setup in %s", p, root)
-		}
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node not found on PATH: %v", err)
-	}
+	node, everythingJS, memoryJS := nodePeers(t, root, missing)
 	if _, err := exec.LookPath("go"); err != nil {
 		missing("go not found on PATH: %v", err)
 	}

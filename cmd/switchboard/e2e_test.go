@@ -60,6 +60,25 @@ func e2eGate(t *testing.T) (missing func(format string, args ...any)) {
 	}
 }
 
+// nodePeers finds node and the npm servers the end-to-end tests use (.ci/setup installs them and links
+// node_modules at root), reporting each one missing through missing (e2eGate's).
+func nodePeers(t *testing.T, root string, missing func(format string, args ...any)) (node, everythingJS, memoryJS string) {
+	t.Helper()
+	nm := filepath.Join(root, "node_modules")
+	everythingJS = filepath.Join(nm, "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	memoryJS = filepath.Join(nm, "@modelcontextprotocol", "server-memory", "dist", "index.js")
+	for _, p := range []string{filepath.Join(nm, "@modelcontextprotocol", "sdk", "package.json"), everythingJS, memoryJS} {
+		if _, err := os.Stat(p); err != nil {
+			missing("Node peer %s not installed: run .ci/setup in %s", p, root)
+		}
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing("node not found on PATH: %v", err)
+	}
+	return node, everythingJS, memoryJS
+}
+
 func TestE2E(t *testing.T) {
 	missing := e2eGate(t)
 
@@ -71,18 +90,7 @@ func TestE2E(t *testing.T) {
 	}
 
 	root := repoRoot(t)
-	nm := filepath.Join(root, "node_modules")
-	everythingJS := filepath.Join(nm, "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	memoryJS := filepath.Join(nm, "@modelcontextprotocol", "server-memory", "dist", "index.js")
-	for _, p := range []string{filepath.Join(nm, "@modelcontextprotocol", "sdk", "package.json"), everythingJS, memoryJS} {
-		if _, err := os.Stat(p); err != nil {
-			missing("Node peer %s not installed: run .ci/setup in %s", p, root)
-		}
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node not found on PATH: %v", err)
-	}
+	node, everythingJS, memoryJS := nodePeers(t, root, missing)
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		missing("go not found on PATH: %v", err)
