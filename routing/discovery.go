@@ -276,8 +276,8 @@ func (s *Session) searchMode() *SearchMode { return s.r.shape.Load().searchMode(
 // mayCall reports whether the session may see and call a tool of the catalog: in its endpoint's view, allowed
 // by its policy, and not withheld.
 func (s *Session) mayCall(c *catalog, name string) bool {
-	t, ok := c.tools[name]
-	return ok && t.withheld == nil && c.inView(s.params.Endpoint, kindTools, name) && s.allows(t.up, kindTools, t.name)
+	t, ok := s.named(c, kindTools, name, "")
+	return ok && t.withheld == nil
 }
 
 // listSearch answers tools/list in search mode: the meta-tools, then the tools AlwaysList selects and (with

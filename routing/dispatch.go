@@ -102,6 +102,27 @@ func (s *Session) list(ctx context.Context, m jsonrpc.Message, out *Stream, k li
 	reply(out, m.ID(), page)
 }
 
+// named resolves a tool or prompt name as the session sees it: its target, when the name is in the session's
+// endpoint's view and its policy allows it. What the session may not use does not exist for it; a denial is
+// audited under method ("" audits nothing: a search filtering what it may show is not a request for the tool).
+func (s *Session) named(cat *catalog, k listKind, name, method string) (target, bool) {
+	index := cat.tools
+	if k == kindPrompts {
+		index = cat.prompts
+	}
+	t, ok := index[name]
+	if !ok || !cat.inView(s.params.Endpoint, k, name) {
+		return target{}, false // another endpoint's is unknown here, like a name nobody offers
+	}
+	if !s.allows(t.up, k, t.name) {
+		if method != "" {
+			s.auditDenied(t.up, method, name)
+		}
+		return target{}, false
+	}
+	return t, true
+}
+
 // callNamed routes tools/call and prompts/get by the exposed name, translated back to the upstream's own.
 func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream, k listKind) {
 	name, ok := jsonrpc.LookupString(m.Params(), "name")
@@ -109,19 +130,11 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 		replyError(out, m.ID(), protocol.CodeInvalidParams, m.Method()+" needs params.name")
 		return
 	}
-	cat := s.catalog()
-	index, what := cat.tools, "tool"
+	what := "tool"
 	if k == kindPrompts {
-		index, what = cat.prompts, "prompt"
+		what = "prompt"
 	}
-	t, ok := index[name]
-	if ok && !cat.inView(s.params.Endpoint, k, name) {
-		ok = false // another endpoint's: unknown here, like a name nobody offers
-	}
-	if ok && !s.allows(t.up, k, t.name) {
-		s.auditDenied(t.up, m.Method(), name)
-		ok = false
-	}
+	t, ok := s.named(s.catalog(), k, name, m.Method())
 	if !ok {
 		// What a principal may not use does not exist for it: the same answer as for a name nobody offers.
 		replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("unknown %s %q: list %ss to see what is available", what, name, what))
@@ -235,14 +248,7 @@ func (s *Session) completion(ctx context.Context, m jsonrpc.Message, out *Stream
 	switch typ {
 	case "ref/prompt":
 		name, _ := jsonrpc.LookupString(params, "ref", "name")
-		t, ok := cat.prompts[name]
-		if ok && !cat.inView(s.params.Endpoint, kindPrompts, name) {
-			ok = false
-		}
-		if ok && !s.allows(t.up, kindPrompts, t.name) {
-			s.auditDenied(t.up, m.Method(), name)
-			ok = false
-		}
+		t, ok := s.named(cat, kindPrompts, name, m.Method())
 		if !ok {
 			replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("unknown prompt %q", name))
 			return
