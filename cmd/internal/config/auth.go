@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -52,6 +53,24 @@ type Auth struct {
 	// metadata (resource_name, resource_documentation).
 	ResourceName     string
 	DocumentationURL string
+	// Browser is the gateway's own browser sign-in client at Issuer (OIDC
+	// code flow with PKCE), for the pages a person opens: connect links and
+	// /connections. nil = no pages (user-oauth upstreams need it).
+	Browser *Browser
+	// TokenKeys seal upstream tokens at rest (AES-256-GCM): "id:base64,..."
+	// with the sealing key first; the others still open what they sealed.
+	// The browser sign-in's cookie key is derived from the first one, so
+	// replicas sharing the keys share sign-ins. "" = none.
+	TokenKeys string
+}
+
+// Browser is the auth.browser block: a confidential OIDC client of the
+// gateway's issuer, for signing people in on the gateway's pages.
+type Browser struct {
+	ClientID, ClientSecret string
+	// Admins says who sees the gateway's status view on /connections (the
+	// same conditions as a policy rule's match); nil = no one.
+	Admins *PolicyMatch
 }
 
 // Introspection configures RFC 7662 token introspection.
@@ -93,11 +112,28 @@ type PolicyMatch struct {
 	Claims map[string][]any
 }
 
-// UpstreamAuth says how the gateway authenticates to a remote upstream with
-// its own credentials (never the client's token). Exactly one field is set.
+// UpstreamAuth says how the gateway authenticates to a remote upstream
+// (never with the client's token). Exactly one field is set.
 type UpstreamAuth struct {
 	ClientCredentials *ClientCredentials
 	TokenExchange     *TokenExchange
+	// UserOAuth: each person's own grant at the upstream's authorization
+	// server, connected in-band (type: user-oauth).
+	UserOAuth *UserOAuth
+}
+
+// UserOAuth is per-user upstream OAuth (auth: {type: user-oauth}). The
+// authorization server is discovered from the upstream's 401 (RFC 9728);
+// the client is the pre-registered one when ClientID is set, else a Client
+// ID Metadata Document or RFC 7591 registration.
+type UserOAuth struct {
+	Scopes []string
+	// ClientID and ClientSecret name a pre-registered client ("" = none;
+	// a public client has no secret).
+	ClientID, ClientSecret string
+	// OmitResource leaves out the RFC 8707 resource parameter
+	// (resourceParameter: omit), which Entra rejects.
+	OmitResource bool
 }
 
 // ClientCredentials is the OAuth client credentials grant toward an upstream.
@@ -123,7 +159,7 @@ type TokenExchange struct {
 
 func authKeys() []string {
 	return []string{"issuer", "audience", "scopes", "jwksURL", "algorithms", "clockSkew", "introspection",
-		"resourceName", "documentationURL"}
+		"resourceName", "documentationURL", "browser", "tokenKeys"}
 }
 
 // SupportedAlgorithms are the JWS algorithms auth.algorithms accepts.
@@ -240,6 +276,63 @@ func (p *parser) authConfig(n *yaml.Node, cfg *Config) {
 			a.DocumentationURL = v
 		}
 	}
+	if f, ok := o.get("browser"); ok {
+		a.Browser = p.browser(f.val)
+	}
+	if f, ok := o.get("tokenKeys"); ok {
+		if v, raw, ok := p.expanded(f.val, "auth.tokenKeys"); ok {
+			if msg := checkTokenKeys(v); msg != "" {
+				if raw != v {
+					msg = "(after expanding variables) " + msg
+				}
+				p.errorf(resolve(f.val), "auth.tokenKeys", "%s", msg)
+			}
+			a.TokenKeys = v
+		}
+	}
+}
+
+func (p *parser) browser(n *yaml.Node) *Browser {
+	const path = "auth.browser"
+	o, ok := p.object(n, path, keySpec{known: []string{"clientId", "clientSecret", "admins"}})
+	if !ok {
+		return nil
+	}
+	b := &Browser{}
+	b.ClientID, b.ClientSecret = p.clientCreds(o, path)
+	if f, ok := o.get("admins"); ok {
+		m := p.policyMatch(f.val, join(path, "admins"))
+		b.Admins = &m
+	}
+	return b
+}
+
+// checkTokenKeys checks auth.tokenKeys without repeating a key in the
+// message: "id:base64" items, each key 32 bytes, ids unique.
+func checkTokenKeys(v string) string {
+	const want = "; write \"k1:<base64 of 32 random bytes>\" (openssl rand -base64 32), newest first, such as \"${SWITCHBOARD_TOKEN_KEYS}\""
+	if strings.TrimSpace(v) == "" {
+		return "is empty" + want
+	}
+	seen := map[string]bool{}
+	for i, item := range strings.Split(v, ",") {
+		id, key, ok := strings.Cut(strings.TrimSpace(item), ":")
+		if !ok || id == "" {
+			return fmt.Sprintf("item %d has no key id%s", i+1, want)
+		}
+		if seen[id] {
+			return fmt.Sprintf("key id %q appears twice; every key needs its own id", id)
+		}
+		seen[id] = true
+		b, err := base64.StdEncoding.DecodeString(key)
+		if err != nil {
+			b, err = base64.RawStdEncoding.DecodeString(key)
+		}
+		if err != nil || len(b) != 32 {
+			return fmt.Sprintf("key %q is not base64 of 32 bytes%s", id, want)
+		}
+	}
+	return ""
 }
 
 func checkAudience(v string) string {
@@ -344,11 +437,33 @@ func (p *parser) clientCreds(o *object, path string) (id, secret string) {
 // upstreamAuth reads an upstream's auth block. hasAuthzHeader is the
 // position of a static Authorization header, which the block would replace.
 func (p *parser) upstreamAuth(n *yaml.Node, path, upstreamURL string) *UpstreamAuth {
-	o, ok := p.object(n, path, keySpec{known: []string{"clientCredentials", "tokenExchange"}})
+	o, ok := p.object(n, path, keySpec{known: []string{"clientCredentials", "tokenExchange", "type", "scopes", "clientId",
+		"clientSecret", "resourceParameter"}})
 	if !ok {
 		return nil
 	}
 	ua := &UpstreamAuth{}
+	if f, ok := o.get("type"); ok {
+		t, _ := p.scalar(f.val, join(path, "type"))
+		if t != "user-oauth" {
+			p.errorf(resolve(f.val), join(path, "type"), "%q is not a kind of upstream auth; type takes user-oauth (each person's own grant), and the gateway's own credentials are written as clientCredentials: or tokenExchange: without type", t)
+			return nil
+		}
+		for _, k := range []string{"clientCredentials", "tokenExchange"} {
+			if g, ok := o.get(k); ok {
+				p.errorf(g.key, join(path, k), "does not go with type: user-oauth; choose one kind of credential")
+				return nil
+			}
+		}
+		ua.UserOAuth = p.userOAuth(o, path)
+		return ua
+	}
+	for _, k := range []string{"scopes", "clientId", "clientSecret", "resourceParameter"} {
+		if g, ok := o.get(k); ok {
+			p.errorf(g.key, join(path, k), "belongs to type: user-oauth (or inside clientCredentials: or tokenExchange:); add type: user-oauth or move it")
+			return nil
+		}
+	}
 	cc, hasCC := o.get("clientCredentials")
 	te, hasTE := o.get("tokenExchange")
 	switch {
@@ -396,6 +511,40 @@ func (p *parser) upstreamAuth(n *yaml.Node, path, upstreamURL string) *UpstreamA
 	}
 	ua.TokenExchange = t
 	return ua
+}
+
+// userOAuth reads the settings of type: user-oauth.
+func (p *parser) userOAuth(o *object, path string) *UserOAuth {
+	u := &UserOAuth{}
+	if f, ok := o.get("scopes"); ok {
+		u.Scopes = p.scopeList(f.val, join(path, "scopes"))
+	}
+	if f, ok := o.get("clientId"); ok {
+		u.ClientID, _, _ = p.expanded(f.val, join(path, "clientId"))
+		if u.ClientID == "" {
+			p.errorf(resolve(f.val), join(path, "clientId"), "is empty; remove it to let the gateway register itself")
+		}
+	}
+	if f, ok := o.get("clientSecret"); ok {
+		u.ClientSecret, _, _ = p.expanded(f.val, join(path, "clientSecret"))
+		switch {
+		case u.ClientSecret == "":
+			p.errorf(resolve(f.val), join(path, "clientSecret"), "is empty (check the variable it comes from)")
+		case u.ClientID == "":
+			p.errorf(f.key, join(path, "clientSecret"), "needs clientId: the secret belongs to a pre-registered client")
+		}
+	}
+	if f, ok := o.get("resourceParameter"); ok {
+		v, _ := p.scalar(f.val, join(path, "resourceParameter"))
+		switch v {
+		case "send":
+		case "omit":
+			u.OmitResource = true
+		default:
+			p.errorf(resolve(f.val), join(path, "resourceParameter"), "%q is not send or omit (omit for authorization servers that reject RFC 8707 resource, such as Entra ID)", v)
+		}
+	}
+	return u
 }
 
 func (p *parser) tokenURL(o *object, path string) string {

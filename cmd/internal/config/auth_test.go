@@ -140,7 +140,7 @@ func TestParseAuthInvalid(t *testing.T) {
 				`c.yaml:4:23: auth.algorithms[1]: "RS257" is not an accepted algorithm; use RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA`,
 				`c.yaml:5:14: auth.clockSkew: 1h0m0s is too long; at most 5m0s, or expired tokens stay accepted`,
 				`c.yaml:6:12: auth.scopes[0]: "a b" is not a scope: scopes are printable ASCII without spaces, quotes or backslashes`,
-				`c.yaml:7:3: auth.jwks: unknown key "jwks"; valid keys are issuer, audience, scopes, jwksURL, algorithms, clockSkew, introspection, resourceName, documentationURL`,
+				`c.yaml:7:3: auth.jwks: unknown key "jwks"; valid keys are issuer, audience, scopes, jwksURL, algorithms, clockSkew, introspection, resourceName, documentationURL, browser, tokenKeys`,
 			},
 		},
 		{

@@ -39,6 +39,14 @@ func (c *Config) Redacted() *Config {
 			in.ClientSecret = redactedValue
 			a.Introspection = &in
 		}
+		if b := c.Auth.Browser; b != nil {
+			rb := *b
+			rb.ClientSecret = redactedValue
+			a.Browser = &rb
+		}
+		if a.TokenKeys != "" {
+			a.TokenKeys = redactedValue
+		}
 		r.Auth = &a
 	}
 	r.Policy = clonePolicy(c.Policy)
@@ -128,6 +136,14 @@ func redactUpstreamAuth(ua *UpstreamAuth) *UpstreamAuth {
 		t := *te
 		t.ClientSecret, t.TokenURL, t.Scopes = redactedValue, redactURL(t.TokenURL), slices.Clone(te.Scopes)
 		out.TokenExchange = &t
+	}
+	if uo := ua.UserOAuth; uo != nil {
+		u := *uo
+		u.Scopes = slices.Clone(uo.Scopes)
+		if u.ClientSecret != "" {
+			u.ClientSecret = redactedValue
+		}
+		out.UserOAuth = &u
 	}
 	return out
 }
@@ -438,6 +454,12 @@ func (c *Config) writeAuth(w *lineWriter) {
 		line("  introspection: {url: %s, clientId: %s, clientSecret: %s, cacheTTL: %s}",
 			strconv.Quote(in.URL), strconv.Quote(in.ClientID), redactedValue, in.CacheTTL)
 	}
+	if b := a.Browser; b != nil {
+		line("  browser: {clientId: %s, clientSecret: %s}", strconv.Quote(b.ClientID), redactedValue)
+	}
+	if a.TokenKeys != "" {
+		line("  tokenKeys: %s", redactedValue)
+	}
 }
 
 func (c *Config) writePolicy(w *lineWriter) {
@@ -509,6 +531,17 @@ func (u Upstream) write(w *lineWriter) {
 		t := ua.TokenExchange
 		line("    auth: {tokenExchange: {tokenURL: %s, clientId: %s, clientSecret: %s, resource: %s}}",
 			strconv.Quote(t.TokenURL), strconv.Quote(t.ClientID), redactedValue, strconv.Quote(t.Resource))
+	} else if ua != nil && ua.UserOAuth != nil {
+		uo := ua.UserOAuth
+		client := "registered by the gateway"
+		if uo.ClientID != "" {
+			client = strconv.Quote(uo.ClientID)
+		}
+		resource := "send"
+		if uo.OmitResource {
+			resource = "omit"
+		}
+		line("    auth: {type: user-oauth, scopes: %s, clientId: %s, resourceParameter: %s}", list(uo.Scopes), client, resource)
 	}
 	line("    session: %s", u.Session)
 	line("    protocol: %s", u.Protocol)

@@ -152,6 +152,9 @@ func (p *parser) checkUpstreams(cfg *Config, metas []*upMeta) {
 				p.warnf(m.urlNode, join(m.path, "url"), "headers are sent over plain http to a non-loopback host, unencrypted; use https if they carry credentials")
 			}
 		}
+		if u.Auth != nil && u.Auth.UserOAuth != nil {
+			p.checkUserOAuth(cfg, m, u)
+		}
 		if !u.Disabled {
 			enabled++
 		}
@@ -161,6 +164,27 @@ func (p *parser) checkUpstreams(cfg *Config, metas []*upMeta) {
 		p.warnf(nil, "upstreams", "no upstreams are configured; the gateway will serve an empty catalog")
 	case enabled == 0:
 		p.warnf(nil, "upstreams", "every upstream is disabled; the gateway will serve an empty catalog")
+	}
+}
+
+// checkUserOAuth says what a user-oauth upstream needs besides its own block: a person must be known (auth), be
+// able to sign in on the connect page (auth.browser), their tokens sealed (auth.tokenKeys), and the links and
+// callbacks need the gateway's public URL.
+func (p *parser) checkUserOAuth(cfg *Config, m *upMeta, u *Upstream) {
+	path := join(m.path, "auth")
+	switch {
+	case cfg.Auth == nil:
+		p.errorf(m.node, path, "type: user-oauth needs the gateway's auth: block: each person's grant is kept under their verified identity, so clients must sign in")
+	case cfg.Auth.Browser == nil:
+		p.errorf(m.node, path, "type: user-oauth needs auth.browser {clientId, clientSecret}: the connect page signs the browser in at %s to check it is the person the link was made for", cfg.Auth.Issuer)
+	case cfg.Auth.TokenKeys == "":
+		p.errorf(m.node, path, "type: user-oauth needs auth.tokenKeys, the keys that seal upstream tokens at rest, such as tokenKeys: \"${SWITCHBOARD_TOKEN_KEYS}\" holding \"k1:<openssl rand -base64 32>\"")
+	}
+	if cfg.PublicURL == "" {
+		p.errorf(m.node, path, "type: user-oauth needs publicURL: connect links and the authorization server's callback are under it")
+	}
+	if u.Session == SessionShared {
+		p.errorf(m.node, join(m.path, "session"), "is shared, but type: user-oauth calls the upstream with each person's own token, which needs a session per client; remove session: shared")
 	}
 }
 

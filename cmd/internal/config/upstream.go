@@ -312,7 +312,8 @@ func (p *parser) upstreamMaxInstances(f pair, path string, b *upstreamBuild) {
 // Authorization header: both is an error.
 func (p *parser) upstreamAuthField(f pair, path string, b *upstreamBuild) {
 	b.u.Auth = p.upstreamAuth(f.val, path, b.u.URL)
-	if b.u.Auth != nil && b.m.authzHeader != nil {
+	// With user-oauth a static Authorization header is the service credential the catalog lists with.
+	if b.u.Auth != nil && b.u.Auth.UserOAuth == nil && b.m.authzHeader != nil {
 		p.errorf(f.key, path, "headers (at %s) already set Authorization, which auth would replace; keep one", pos(b.m.authzHeader))
 	}
 }
