@@ -1,10 +1,11 @@
 // Package state is the shared state that lets any replica of the gateway serve any session (design §7): client
 // session records, per-stream SSE event logs for Last-Event-ID resumption, cross-replica message delivery,
 // per-principal rate and concurrency limits, the registry of live replicas, the pinned hashes of tool and
-// prompt definitions, and what per-user upstream OAuth shares (connect links, sealed grants, refresh locks).
+// prompt definitions, and what per-user upstream OAuth shares (connect links, sealed grants, refresh locks, the
+// gateway's sealed client registrations).
 //
 // Each concern is a small interface (SessionStore, EventLog, Bus, RateLimiter, ReplicaRegistry, PinStore,
-// GrantStore); Store is all of them. Two implementations satisfy every one of them and pass the same conformance
+// GrantStore, RegistrationStore); Store is all of them. Two implementations satisfy every one of them and pass the same conformance
 // suite:
 //
 //   - Memory (NewMemory): the single-replica default. Nothing to run, nothing shared.
@@ -16,10 +17,11 @@
 // Memory holds everything in the gateway's process, so a restart forgets all of it: sessions (clients must
 // initialize again), event logs, limits, replica registrations, pins, cached embeddings, connect links in flight
 // (their flows fail and the user follows a new link), refresh locks, cached upstream tool lists, and every
-// upstream grant: each user connects to each user-oauth upstream again. Forgotten pins matter most: after a
-// restart the first definition of each tool and prompt is trusted again, so a definition that changed while the
-// gateway was down is pinned as if it were the original, with no drift reported. Use a lock file, or Redis (whose
-// pins never expire and outlive every replica), where that matters.
+// upstream grant and client registration: each user connects to each user-oauth upstream again, and the gateway
+// registers again where it registered. Forgotten pins matter most: after a restart the first definition of each
+// tool and prompt is trusted again, so a definition that changed while the gateway was down is pinned as if it
+// were the original, with no drift reported. Use a lock file, or Redis (whose pins never expire and outlive every
+// replica), where that matters.
 //
 // # Keys in Redis
 //
@@ -51,6 +53,8 @@
 //	                                           expiry; at most MaxUpstreams members
 //	<prefix>lock:{<key>}                      string: the holder's random token; PX = the lock's ttl
 //	<prefix>upstreamlist:{<upstream>}         string: an upstream's cached tool list; PX = its ttl
+//	<prefix>registrations:{<upstream>}        hash: issuer → the gateway's sealed client registration there; no
+//	                                           expiry; at most MaxRegistrationsPerUpstream fields
 //	<prefix>bus:<channel>                     pub/sub channel (not a key; PUBLISH reaches every Cluster node)
 //
 // Scripts run by EVALSHA and fall back to EVAL when the server does not know them (after a restart or failover).

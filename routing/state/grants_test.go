@@ -33,6 +33,10 @@ func runGrantSuite(t *testing.T, newStore factory, inBubble bool) {
 		{"GrantLimits", testGrantLimits},
 		{"GrantInvalid", testGrantInvalid},
 		{"GrantCancelled", testGrantCancelled},
+		{"Registrations", testRegistrations},
+		{"RegistrationKeys", testRegistrationKeys},
+		{"RegistrationLimit", testRegistrationLimit},
+		{"RegistrationInvalid", testRegistrationInvalid},
 	}
 	runStoreTests(t, tests, newStore, inBubble)
 }
@@ -723,8 +727,9 @@ func testGrantCancelled(t *testing.T, newStore factory) {
 	}
 }
 
-// grantOps calls every GrantStore method once, with valid arguments, for the tests of failures.
-func grantOps(s GrantStore) map[string]func(context.Context) error {
+// grantOps calls every GrantStore and RegistrationStore method once, with valid arguments, for the tests of
+// failures.
+func grantOps(s Store) map[string]func(context.Context) error {
 	return map[string]func(context.Context) error{
 		"PutConnect": func(ctx context.Context) error {
 			return s.PutConnect(ctx, "c", sampleConnect("alice", "github"), time.Minute)
@@ -743,6 +748,16 @@ func grantOps(s GrantStore) map[string]func(context.Context) error {
 			return s.PutUpstreamList(ctx, "github", []byte("[]"), time.Minute)
 		},
 		"GetUpstreamList": func(ctx context.Context) error { _, err := s.GetUpstreamList(ctx, "github"); return err },
+		"PutRegistration": func(ctx context.Context) error {
+			return s.PutRegistration(ctx, "github", "https://as.example", []byte("s"))
+		},
+		"GetRegistration": func(ctx context.Context) error {
+			_, err := s.GetRegistration(ctx, "github", "https://as.example")
+			return err
+		},
+		"DeleteRegistration": func(ctx context.Context) error {
+			return s.DeleteRegistration(ctx, "github", "https://as.example")
+		},
 	}
 }
 

@@ -36,6 +36,8 @@ type Memory struct {
 
 	vectors memVectors // vectors.go; its zero value is empty, with a lock of its own
 	grants  memGrants  // memory_grants.go; its zero value is empty, with a lock of its own
+
+	registrations memRegistrations // memory_registrations.go; likewise
 }
 
 type memSession struct {

@@ -212,6 +212,7 @@ type Store interface {
 	ReplicaRegistry
 	PinStore
 	GrantStore
+	RegistrationStore
 	// Ping reports whether the store can be used (for /readyz); an error wraps ErrUnavailable.
 	Ping(ctx context.Context) error
 	// Shutdown ends subscriptions (closing their channels) and background work. It does not close a Redis
