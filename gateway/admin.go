@@ -30,6 +30,7 @@ func (s *Server) AdminHandler(reload Reloader) http.Handler {
 		writeValue(w, http.StatusOK, map[string]any{"drift": s.r.Drifts()})
 	})
 	mux.Post("/admin/pins/approve", s.approvePins)
+	mux.Post("/admin/grants/revoke", s.revokeGrants)
 	mux.Post("/admin/upstreams/{name}/restart", func(w http.ResponseWriter, r *http.Request) {
 		s.adminResult(w, s.r.RestartUpstream(chi.URLParam(r, "name")))
 	})

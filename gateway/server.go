@@ -64,6 +64,13 @@ type Options struct {
 	// Key, when set, returns the caller's identity key alone (checked on every request); it must agree with
 	// Identify's Key.
 	Key func(context.Context) string
+	// Pages, when set, serves the gateway's pages for people (sign-in, connect links, /connections) at each of
+	// PagePaths (chi patterns, such as "/connect/*"). They carry their own authentication (a browser sign-in),
+	// not the MCP endpoints' bearer tokens.
+	Pages     http.Handler
+	PagePaths []string
+	// Grants, when set, lets the admin API revoke per-user upstream grants.
+	Grants GrantRevoker
 }
 
 // Server is the HTTP front end.
@@ -120,6 +127,11 @@ func New(r *routing.Router, opts Options) *Server {
 	mux.Get("/readyz", s.readyz)
 	if opts.Metrics != nil {
 		mux.Method(http.MethodGet, "/metrics", opts.Metrics)
+	}
+	if opts.Pages != nil {
+		for _, p := range opts.PagePaths {
+			mux.Handle(p, opts.Pages)
+		}
 	}
 	if opts.Auth != nil {
 		// RFC 9728: the metadata of the resource, at the well-known path suffixed with the resource's own path, and

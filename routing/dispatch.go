@@ -144,6 +144,10 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 		replyError(out, m.ID(), protocol.CodeUnavailable, d.callError(what, name))
 		return
 	}
+	if k == kindTools && t.name == standInTool && t.up.standingIn.Load() {
+		s.callStandIn(ctx, t.up, m, out)
+		return
+	}
 	var edits []jsonrpc.ParamEdit
 	if t.name != name {
 		edits = append(edits, jsonrpc.ParamEdit{Path: []string{"name"}, With: jsonrpc.AppendQuote(nil, t.name)})

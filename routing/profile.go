@@ -158,7 +158,7 @@ func (s *Session) catalog() *catalog {
 // ensureShadow starts the template session of a per-client upstream for a profile: a hidden upstream with the
 // same configuration whose only job is to list what clients of that profile see.
 func (up *Upstream) ensureShadow(profile string, caps json.RawMessage) (*Upstream, bool) {
-	if !up.template() || up.modern() {
+	if !up.template() || up.modern() || up.storeListed() {
 		// A stateless upstream's lists "MUST NOT vary per connection": there is nothing a profile could see
 		// differently.
 		return nil, false

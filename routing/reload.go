@@ -21,6 +21,9 @@ func (r *Router) newSet(cfgs []UpstreamConfig, prev *upstreamSet) (*upstreamSet,
 		if _, dup := set.byName[c.Name]; dup {
 			return nil, fmt.Errorf("upstream %q is configured twice", c.Name)
 		}
+		if c.UserGrants != nil && r.opts.Connector == nil {
+			return nil, fmt.Errorf("upstream %q: %w", c.Name, errNoConnector)
+		}
 		if prev != nil {
 			if old := prev.byName[c.Name]; old != nil && old.cfg.Fingerprint == c.Fingerprint && c.Fingerprint != "" {
 				set.list = append(set.list, old)

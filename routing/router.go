@@ -67,6 +67,9 @@ type Options struct {
 	// bounds the wait for a query's vector (zero: 2s); past it, or on any failure, search uses BM25 alone.
 	Embedder      Embedder
 	SearchTimeout time.Duration
+	// Connector holds the per-user grants of upstreams configured with UserGrants (connect.go); it is required
+	// when one is.
+	Connector Connector
 	// Tracer, Meter and Propagator record traces and metrics (design §10); nil means none.
 	Tracer     trace.TracerProvider
 	Meter      metric.MeterProvider
@@ -114,6 +117,8 @@ type Router struct {
 	cursors cursorCodec
 	// stateAEAD seals requestState (mrtr.go).
 	stateAEAD cipher.AEAD
+	// grantWaits are the retries waiting for a person to finish connecting (connect.go).
+	grantWaits grantWaiters
 	// ctx lives from New until Run returns; sessions and links derive from it.
 	ctx  context.Context
 	stop context.CancelFunc
@@ -224,6 +229,8 @@ func (r *Router) Run(ctx context.Context) {
 	followers.Go(func() { r.followPins(ctx) })
 	followers.Go(func() { r.embedTools(ctx) })
 	followers.Go(func() { r.followRelay(ctx) })
+	followers.Go(func() { r.followGrants(ctx) })
+	followers.Go(func() { r.followLists(ctx) })
 	if r.opts.Replicas != nil && r.opts.Replica != "" {
 		followers.Go(func() { r.registerReplica(ctx) })
 	}

@@ -206,6 +206,9 @@ func (s *Session) linkFor(up *Upstream) (*link, error) {
 
 // linkConnected brings a fresh per-client upstream session up to the client's state.
 func (s *Session) linkConnected(l *link) {
+	if l.up.perUser() {
+		l.goWork(func() { s.cacheLists(l) }) // the person's own view, for the catalog of those not connected yet
+	}
 	prep := l.prepared()
 	s.record.recordUpstreamSession(l)
 	s.resubscribe(l)
@@ -295,6 +298,13 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	if up.drained.Load() {
 		replyError(out, id, protocol.CodeInternalError, fmt.Sprintf("upstream %q is drained for maintenance; retry later", up.cfg.Name))
 		return
+	}
+	if up.perUser() {
+		var ok bool
+		if m, ok = s.checkGrant(ctx, up, m, out); !ok {
+			return
+		}
+		id = m.ID()
 	}
 	l, err := s.linkFor(up)
 	if err != nil {

@@ -55,6 +55,9 @@ type UpstreamConfig struct {
 	// Fingerprint identifies the configuration this came from: a reload keeps an upstream whose fingerprint is
 	// unchanged (and its sessions), and replaces one whose fingerprint changed.
 	Fingerprint string
+	// UserGrants, when set, calls the upstream with each principal's own grant (connect.go); Mode must be
+	// PerClient.
+	UserGrants *UserGrants
 }
 
 // templateCaps is what the catalog's template session of a per-client upstream declares: everything a client
@@ -102,6 +105,11 @@ type Upstream struct {
 	shadows   map[string]*Upstream
 	shadowOf  *Upstream
 	shadowCtx context.Context
+
+	// standingIn: a store-listed per-user upstream shows its stand-in tool (connect.go); cachedRaw is the lists
+	// this replica last cached for it, so an unchanged list is not written again.
+	standingIn atomic.Bool
+	cachedRaw  []byte
 }
 
 func (up *Upstream) template() bool { return up.cfg.Mode == PerClient }
@@ -129,6 +137,11 @@ func (up *Upstream) start(ctx context.Context) {
 	up.mu.Lock()
 	up.stop = stop
 	up.mu.Unlock()
+	if up.storeListed() {
+		// No credential of its own to list with: the template session never connects (connect.go).
+		up.wg.Go(func() { up.runStoreListed(ctx) })
+		return
+	}
 	up.main.start(ctx)
 	up.wg.Add(1)
 	go func() { defer up.wg.Done(); up.refresher(ctx) }()
@@ -289,8 +302,11 @@ func (up *Upstream) refresher(ctx context.Context) {
 // maxPages bounds how far an upstream's pagination is followed, against a server that never stops.
 const maxPages = 1000
 
-// fetch lists every item of a kind, following the upstream's pagination to the end.
-func (up *Upstream) fetch(ctx context.Context, k listKind) ([]item, error) {
+// fetch lists every item of a kind through the main link, following the upstream's pagination to the end.
+func (up *Upstream) fetch(ctx context.Context, k listKind) ([]item, error) { return up.fetchFrom(ctx, up.main, k) }
+
+// fetchFrom lists every item of a kind through l.
+func (up *Upstream) fetchFrom(ctx context.Context, l *link, k listKind) ([]item, error) {
 	var items []item
 	cursor := ""
 	seen := map[string]bool{}
@@ -299,7 +315,7 @@ func (up *Upstream) fetch(ctx context.Context, k listKind) ([]item, error) {
 		if cursor != "" {
 			params = append(append([]byte(`{"cursor":`), jsonrpc.AppendQuote(nil, cursor)...), '}')
 		}
-		res, err := up.main.request(ctx, k.method(), params)
+		res, err := l.request(ctx, k.method(), params)
 		if err != nil {
 			return nil, err
 		}
@@ -318,24 +334,9 @@ func (up *Upstream) fetch(ctx context.Context, k listKind) ([]item, error) {
 			}
 		}
 		for _, raw := range raws {
-			s, e, ok := jsonrpc.Lookup(raw, k.idField())
-			if !ok {
-				continue
+			if it, ok := up.newItem(k, raw); ok {
+				items = append(items, it)
 			}
-			id, err := jsonrpc.Unquote(raw[s:e])
-			if err != nil || id == "" {
-				continue
-			}
-			it := item{raw: jsonrpc.Compact(nil, raw), id: id}
-			if k == kindTools || k == kindPrompts {
-				it.exposed = exposedName(up.cfg.Prefix, id, up.r.nameBudget())
-				it.exposedRaw = it.raw
-				if it.exposed != id {
-					it.exposedRaw = replaceMember(it.raw, "name", it.exposed)
-				}
-				hashItem(k, &it, up.r.log)
-			}
-			items = append(items, it)
 		}
 		if next == "" {
 			return items, nil
@@ -347,6 +348,28 @@ func (up *Upstream) fetch(ctx context.Context, k listKind) ([]item, error) {
 		cursor = next
 	}
 	return nil, fmt.Errorf("%s: more than %d pages", k.method(), maxPages)
+}
+
+// newItem makes a catalog item of one listed definition; false when it has no usable name or URI.
+func (up *Upstream) newItem(k listKind, raw []byte) (item, bool) {
+	s, e, ok := jsonrpc.Lookup(raw, k.idField())
+	if !ok {
+		return item{}, false
+	}
+	id, err := jsonrpc.Unquote(raw[s:e])
+	if err != nil || id == "" {
+		return item{}, false
+	}
+	it := item{raw: jsonrpc.Compact(nil, raw), id: id}
+	if k == kindTools || k == kindPrompts {
+		it.exposed = exposedName(up.cfg.Prefix, id, up.r.nameBudget())
+		it.exposedRaw = it.raw
+		if it.exposed != id {
+			it.exposedRaw = replaceMember(it.raw, "name", it.exposed)
+		}
+		hashItem(k, &it, up.r.log)
+	}
+	return it, true
 }
 
 // instructions is what the upstream's initialize answer told the model about it ("" before it answered).
@@ -396,6 +419,9 @@ func (up *Upstream) status() UpstreamStatus {
 	st := UpstreamStatus{Name: up.cfg.Name, Transport: up.cfg.Kind, Session: up.cfg.Mode.String(), Instances: int(up.instances.Load()), Drained: up.drained.Load()}
 	up.main.mu.Lock()
 	st.State = up.main.state.String()
+	if up.storeListed() {
+		st.State = "per-user" // no session of its own; each person's session is theirs
+	}
 	if up.main.lastErr != nil && up.main.state != linkReady {
 		st.Error = up.main.lastErr.Error()
 	}

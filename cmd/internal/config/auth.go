@@ -1,7 +1,6 @@
 package config
 
 import (
-	"encoding/base64"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -9,6 +8,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/switchboard-mcp/switchboard/auth/vault"
 )
 
 // Defaults and limits of the auth settings.
@@ -302,35 +303,19 @@ func (p *parser) browser(n *yaml.Node) *Browser {
 	b.ClientID, b.ClientSecret = p.clientCreds(o, path)
 	if f, ok := o.get("admins"); ok {
 		m := p.policyMatch(f.val, join(path, "admins"))
+		if len(m.Groups) > 0 || len(m.Scopes) > 0 || len(m.Claims) > 0 {
+			// A signed-in browser is known by its ID token's issuer and subject, not by an access token's claims.
+			p.errorf(resolve(f.val), join(path, "admins"), "matches sub only: the pages know a browser by the subject it signed in as")
+		}
 		b.Admins = &m
 	}
 	return b
 }
 
-// checkTokenKeys checks auth.tokenKeys without repeating a key in the
-// message: "id:base64" items, each key 32 bytes, ids unique.
+// checkTokenKeys checks auth.tokenKeys as the vault reads them; its errors never repeat key material.
 func checkTokenKeys(v string) string {
-	const want = "; write \"k1:<base64 of 32 random bytes>\" (openssl rand -base64 32), newest first, such as \"${SWITCHBOARD_TOKEN_KEYS}\""
-	if strings.TrimSpace(v) == "" {
-		return "is empty" + want
-	}
-	seen := map[string]bool{}
-	for i, item := range strings.Split(v, ",") {
-		id, key, ok := strings.Cut(strings.TrimSpace(item), ":")
-		if !ok || id == "" {
-			return fmt.Sprintf("item %d has no key id%s", i+1, want)
-		}
-		if seen[id] {
-			return fmt.Sprintf("key id %q appears twice; every key needs its own id", id)
-		}
-		seen[id] = true
-		b, err := base64.StdEncoding.DecodeString(key)
-		if err != nil {
-			b, err = base64.RawStdEncoding.DecodeString(key)
-		}
-		if err != nil || len(b) != 32 {
-			return fmt.Sprintf("key %q is not base64 of 32 bytes%s", id, want)
-		}
+	if _, err := vault.ParseKeys(v); err != nil {
+		return strings.TrimPrefix(err.Error(), "vault: ") + "; write \"k1:<base64 of 32 random bytes>\", newest first, such as \"${SWITCHBOARD_TOKEN_KEYS}\""
 	}
 	return ""
 }

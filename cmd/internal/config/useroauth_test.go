@@ -9,7 +9,7 @@ import (
 const userOAuthYAML = `publicURL: https://mcp.example.com
 auth:
   issuer: https://login.example.com
-  browser: {clientId: switchboard-web, clientSecret: "${WEB_SECRET}", admins: {groups: [ops]}}
+  browser: {clientId: switchboard-web, clientSecret: "${WEB_SECRET}", admins: {sub: [alice]}}
   tokenKeys: "${TOKEN_KEYS}"
 upstreams:
   - name: github
@@ -30,7 +30,7 @@ func TestParseUserOAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantBrowser := &Browser{ClientID: "switchboard-web", ClientSecret: "w-secret", Admins: &PolicyMatch{Groups: []string{"ops"}}}
+	wantBrowser := &Browser{ClientID: "switchboard-web", ClientSecret: "w-secret", Admins: &PolicyMatch{Sub: []string{"alice"}}}
 	if !reflect.DeepEqual(cfg.Auth.Browser, wantBrowser) {
 		t.Errorf("browser: got %#v, want %#v", cfg.Auth.Browser, wantBrowser)
 	}
@@ -103,7 +103,7 @@ func TestParseUserOAuthInvalid(t *testing.T) {
 			name: "token keys: short key",
 			in:   "auth: {issuer: https://login.example.com, audience: https://mcp.example.com/mcp, tokenKeys: \"k1:AAAA,k1:" + key + "\"}\nupstreams: []\n",
 			want: []string{
-				`c.yaml:1:93: auth.tokenKeys: key "k1" is not base64 of 32 bytes; write "k1:<base64 of 32 random bytes>" (openssl rand -base64 32), newest first, such as "${SWITCHBOARD_TOKEN_KEYS}"`,
+				`c.yaml:1:93: auth.tokenKeys: key entry 1 ("k1"): the key decodes to 3 bytes, want 32 (generate one with: openssl rand -base64 32); write "k1:<base64 of 32 random bytes>", newest first, such as "${SWITCHBOARD_TOKEN_KEYS}"`,
 			},
 		},
 	}
@@ -114,7 +114,7 @@ func TestParseUserOAuthInvalid(t *testing.T) {
 	}{
 		name: "token keys: a key id twice",
 		in:   "auth: {issuer: https://login.example.com, audience: https://mcp.example.com/mcp, tokenKeys: \"k1:" + key + ",k1:" + key + "\"}\nupstreams: []\n",
-		want: []string{`c.yaml:1:93: auth.tokenKeys: key id "k1" appears twice; every key needs its own id`},
+		want: []string{`c.yaml:1:93: auth.tokenKeys: key entry 2: id "k1" appears twice; write "k1:<base64 of 32 random bytes>", newest first, such as "${SWITCHBOARD_TOKEN_KEYS}"`},
 	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
