@@ -71,7 +71,9 @@ const (
 func (up *Upstream) perUser() bool { return up.cfg.UserGrants != nil }
 
 // storeListed reports whether the upstream's lists come from the store's cache rather than a template session.
-func (up *Upstream) storeListed() bool { return up.cfg.UserGrants != nil && !up.cfg.UserGrants.ServiceLists }
+func (up *Upstream) storeListed() bool {
+	return up.cfg.UserGrants != nil && !up.cfg.UserGrants.ServiceLists
+}
 
 // connectMessage is what the client and the person are told, in every era.
 func connectMessage(upstream string) string {

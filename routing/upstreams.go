@@ -158,7 +158,9 @@ func (up *Upstream) stopAndWait() {
 	}
 	up.stopShadows()
 	stop()
-	up.main.close()
+	if !up.storeListed() { // a store-listed upstream's main link never started
+		up.main.close()
+	}
 	up.wg.Wait()
 }
 
@@ -303,7 +305,9 @@ func (up *Upstream) refresher(ctx context.Context) {
 const maxPages = 1000
 
 // fetch lists every item of a kind through the main link, following the upstream's pagination to the end.
-func (up *Upstream) fetch(ctx context.Context, k listKind) ([]item, error) { return up.fetchFrom(ctx, up.main, k) }
+func (up *Upstream) fetch(ctx context.Context, k listKind) ([]item, error) {
+	return up.fetchFrom(ctx, up.main, k)
+}
 
 // fetchFrom lists every item of a kind through l.
 func (up *Upstream) fetchFrom(ctx context.Context, l *link, k listKind) ([]item, error) {
