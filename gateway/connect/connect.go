@@ -58,11 +58,34 @@ type Store interface {
 
 // Flows gives the authorization flow of an upstream. Discovery, the client
 // identity (pre-registered, metadata document or registration) and caching
-// them are the caller's: this package only runs the flow.
+// them are the implementation's (Discovery is one): the rest of this
+// package only runs the flow. An implementation that caches flows may also
+// have a method Forget(upstream string), which Tokens and Handler call when
+// the authorization server rejects a flow's client (invalid_client), so
+// that the next Flow finds a client that works.
 type Flows interface {
 	// Flow returns upstream's flow; an error when the upstream is unknown
-	// or its authorization server cannot be used now.
+	// (wrapping ErrUnknownUpstream, for the handler's 404) or its
+	// authorization server cannot be used now.
 	Flow(ctx context.Context, upstream string) (*upstreamauth.Flow, error)
+}
+
+// forgetter is a Flows with Forget (see Flows).
+type forgetter interface {
+	Forget(upstream string)
+}
+
+// clientRejected tells flows, when it can forget, that err is the token
+// endpoint rejecting upstream's client (RFC 6749 §5.2 invalid_client: the
+// registration is gone, or the secret wrong).
+func clientRejected(flows Flows, upstream string, err error) {
+	var oe *upstreamauth.OAuthError
+	if !errors.As(err, &oe) || oe.Endpoint != upstreamauth.EndpointToken || oe.Code != "invalid_client" {
+		return
+	}
+	if f, ok := flows.(forgetter); ok {
+		f.Forget(upstream)
+	}
 }
 
 // Notifier tells the MCP session that asked for a connection that it
@@ -165,6 +188,13 @@ func grantAAD(principal, upstream string) []byte {
 // entry does not open.
 func pendingAAD(principal, upstream string) []byte {
 	return []byte("pending\x00" + principal + "\x00" + upstream)
+}
+
+// registrationAAD binds a sealed client registration to its upstream and
+// issuer, and apart from grants and pending authorizations (their first
+// part differs, and neither has a third NUL-separated part).
+func registrationAAD(upstream, issuer string) []byte {
+	return []byte("registration\x00" + upstream + "\x00" + issuer)
 }
 
 // redactedError is an error from the state store with the secrets it names

@@ -71,6 +71,9 @@ type fakeAS struct {
 	rotate bool
 	// refreshGate, when set, holds each refresh until it is closed.
 	refreshGate chan struct{}
+	// refuseClient makes the token endpoint answer invalid_client, as for a
+	// client the server no longer knows.
+	refuseClient bool
 
 	mu        sync.Mutex
 	n         int
@@ -145,6 +148,10 @@ func (f *fakeAS) token(w http.ResponseWriter, r *http.Request) {
 	if f.tokenStatus != 0 {
 		w.WriteHeader(f.tokenStatus)
 		_, _ = fmt.Fprintf(w, "<html>failed on %s</html>", form.Encode())
+		return
+	}
+	if f.refuseClient {
+		oauthErr(w, "invalid_client", "unknown client "+form.Get("client_id"))
 		return
 	}
 	var refreshOut string
@@ -240,7 +247,7 @@ func (s stubFlows) Flow(_ context.Context, upstream string) (*upstreamauth.Flow,
 	if f, ok := s[upstream]; ok {
 		return f, nil
 	}
-	return nil, fmt.Errorf("no upstream %q", upstream)
+	return nil, fmt.Errorf("%w %q", ErrUnknownUpstream, upstream)
 }
 
 var _ Flows = stubFlows(nil)

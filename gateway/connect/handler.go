@@ -317,6 +317,7 @@ var oauthCode = regexp.MustCompile(`^[a-z_]{1,64}$`)
 // fixed sentence and at most the server's validated error code.
 func (h *Handler) finishFailed(w http.ResponseWriter, rec state.ConnectRecord, err error) {
 	h.log.Warn("connect: the authorization did not complete", "upstream", rec.Upstream, "sub", subject(rec.Principal), "err", err)
+	clientRejected(h.flows, rec.Upstream, err)
 	var oe *upstreamauth.OAuthError
 	switch {
 	case errors.Is(err, upstreamauth.ErrMixUp):

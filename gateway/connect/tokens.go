@@ -263,6 +263,7 @@ func (t *Tokens) refreshLocked(ctx context.Context, principal, upstream string, 
 			t.log.Warn("connect: the authorization server refused to refresh a grant; it is deleted", "upstream", upstream, "sub", subject(principal), "err", err)
 			return nil, &NotConnectedError{Upstream: upstream, Reason: "the authorization server refused to refresh the grant (invalid_grant)"}
 		}
+		clientRejected(t.flows, upstream, err)
 		return t.keepOrFail(g, upstream, fmt.Errorf("connect: refreshing %s: %w", upstream, err))
 	}
 	ng := newGrant(nt, &g)
