@@ -74,6 +74,8 @@ type fakeAS struct {
 	// refuseClient makes the token endpoint answer invalid_client, as for a
 	// client the server no longer knows.
 	refuseClient bool
+	// revokeGate, when set, holds each revocation until it is closed.
+	revokeGate chan struct{}
 
 	mu        sync.Mutex
 	n         int
@@ -81,6 +83,8 @@ type fakeAS struct {
 	refresh   map[string]bool
 	refreshes int
 	revoked   []url.Values
+	// revoking counts the revocations in flight, maxRevoking the most.
+	revoking, maxRevoking int
 }
 
 type fakeCode struct{ challenge, redirect, resource string }
@@ -96,9 +100,18 @@ func (f *fakeAS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/token":
 		f.token(w, r)
 	case "/revoke":
+		_ = r.ParseForm()
+		f.mu.Lock()
+		f.revoking++
+		f.maxRevoking = max(f.maxRevoking, f.revoking)
+		gate := f.revokeGate
+		f.mu.Unlock()
+		if gate != nil {
+			<-gate
+		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		_ = r.ParseForm()
+		f.revoking--
 		f.revoked = append(f.revoked, r.PostForm)
 		delete(f.refresh, r.PostForm.Get("token"))
 	default:

@@ -2,12 +2,14 @@ package connect
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -78,6 +80,18 @@ func (g grant) expiring(now time.Time) bool {
 // expired reports whether g's access token is past its expiry.
 func (g grant) expired(now time.Time) bool {
 	return !g.Expiry.IsZero() && !now.Before(g.Expiry)
+}
+
+// stale reports whether g must be refreshed before use: its access token is
+// the one the upstream rejected, or expires within refreshWindow.
+func (g grant) stale(now time.Time, rejected string) bool {
+	return g.AccessToken == rejected || g.expiring(now)
+}
+
+// usable reports whether g's access token may still be used when it cannot
+// be refreshed: not the one rejected, and not expired.
+func (g grant) usable(now time.Time, rejected string) bool {
+	return g.AccessToken != rejected && !g.expired(now)
 }
 
 // token is the access token as the router uses it, without the refresh
@@ -190,6 +204,33 @@ func (t *Tokens) Token(ctx context.Context, principal, upstream string) (*oauth2
 	if err := checkNames(principal, upstream); err != nil {
 		return nil, err
 	}
+	return t.fresh(ctx, principal, upstream, "")
+}
+
+// Refresh is called once after the upstream answered 401 to the access
+// token rejected, and returns the token to retry with. When the stored
+// access token is no longer rejected (another call refreshed it meanwhile)
+// that one is returned; otherwise the grant is refreshed now, whatever its
+// expiry, under the lock Token uses, so that callers on every replica that
+// saw the same 401 refresh once, and the rotated token is stored before it
+// is returned. A grant without a refresh token, or one the server refuses
+// to refresh (invalid_grant), is deleted and a *NotConnectedError returned:
+// its access token is refused, so it is of no more use. Any other failure
+// is an error, the grant kept.
+func (t *Tokens) Refresh(ctx context.Context, principal, upstream, rejected string) (*oauth2.Token, error) {
+	if err := checkNames(principal, upstream); err != nil {
+		return nil, err
+	}
+	if rejected == "" {
+		return nil, errors.New("connect: refresh: no rejected access token")
+	}
+	return t.fresh(ctx, principal, upstream, rejected)
+}
+
+// fresh is Token and Refresh: principal's access token for upstream, other
+// than rejected ("" for none) and not expiring, refreshed under the lock
+// when it must be.
+func (t *Tokens) fresh(ctx context.Context, principal, upstream, rejected string) (*oauth2.Token, error) {
 	var seen []byte // the stale grant, as first read
 	for waits := 0; ; waits++ {
 		sealed, g, err := t.load(ctx, principal, upstream)
@@ -197,16 +238,21 @@ func (t *Tokens) Token(ctx context.Context, principal, upstream string) (*oauth2
 			return nil, err
 		}
 		now := time.Now()
-		if seen != nil && !bytes.Equal(sealed, seen) && !g.expired(now) {
+		if seen != nil && !bytes.Equal(sealed, seen) && g.usable(now, rejected) {
 			// Another replica refreshed it while this one waited.
 			return g.token(), nil
 		}
-		if !g.expiring(now) {
+		if !g.stale(now, rejected) {
 			return g.token(), nil
 		}
 		if g.RefreshToken == "" {
-			if !g.expired(now) {
+			if g.usable(now, rejected) {
 				return g.token(), nil
+			}
+			if g.AccessToken == rejected {
+				t.forget(ctx, principal, upstream, sealed)
+				t.log.Info("connect: the upstream refused a grant that cannot be refreshed; it is deleted", "upstream", upstream, "sub", subject(principal))
+				return nil, &NotConnectedError{Upstream: upstream, Reason: "the upstream refused the access token and there is no refresh token"}
 			}
 			return nil, &NotConnectedError{Upstream: upstream, Reason: "the access token expired and there is no refresh token"}
 		}
@@ -218,10 +264,10 @@ func (t *Tokens) Token(ctx context.Context, principal, upstream string) (*oauth2
 			return nil, fmt.Errorf("connect: locking the refresh of %s: %w", upstream, err)
 		}
 		if ok {
-			return t.refreshLocked(ctx, principal, upstream, seen, unlock)
+			return t.refreshLocked(ctx, principal, upstream, rejected, seen, unlock)
 		}
 		if waits >= t.maxWaits {
-			if !g.expired(now) {
+			if g.usable(now, rejected) {
 				return g.token(), nil
 			}
 			return nil, fmt.Errorf("connect: %s: another replica is still refreshing the grant", upstream)
@@ -233,8 +279,8 @@ func (t *Tokens) Token(ctx context.Context, principal, upstream string) (*oauth2
 }
 
 // refreshLocked refreshes the grant under the lock, which it releases.
-// seen is the grant the caller found stale.
-func (t *Tokens) refreshLocked(ctx context.Context, principal, upstream string, seen []byte, unlock func()) (*oauth2.Token, error) {
+// seen is the grant the caller found stale; rejected is as for fresh.
+func (t *Tokens) refreshLocked(ctx context.Context, principal, upstream, rejected string, seen []byte, unlock func()) (*oauth2.Token, error) {
 	defer unlock()
 	// Read again under the lock: another replica may have refreshed
 	// between the caller's read and the lock.
@@ -243,7 +289,7 @@ func (t *Tokens) refreshLocked(ctx context.Context, principal, upstream string, 
 		return nil, err
 	}
 	now := time.Now()
-	if (!bytes.Equal(sealed, seen) && !g.expired(now)) || !g.expiring(now) {
+	if (!bytes.Equal(sealed, seen) && g.usable(now, rejected)) || !g.stale(now, rejected) {
 		return g.token(), nil
 	}
 	// Detached from the caller: once the request is sent, the server may
@@ -253,7 +299,7 @@ func (t *Tokens) refreshLocked(ctx context.Context, principal, upstream string, 
 	defer cancel()
 	flow, err := t.flows.Flow(rctx, upstream)
 	if err != nil {
-		return t.keepOrFail(g, upstream, fmt.Errorf("connect: no flow for %s: %w", upstream, err))
+		return t.keepOrFail(g, upstream, rejected, fmt.Errorf("connect: no flow for %s: %w", upstream, err))
 	}
 	nt, _, err := flow.Refresh(rctx, &oauth2.Token{AccessToken: g.AccessToken, TokenType: g.TokenType, RefreshToken: g.RefreshToken, Expiry: g.Expiry})
 	if err != nil {
@@ -264,7 +310,7 @@ func (t *Tokens) refreshLocked(ctx context.Context, principal, upstream string, 
 			return nil, &NotConnectedError{Upstream: upstream, Reason: "the authorization server refused to refresh the grant (invalid_grant)"}
 		}
 		clientRejected(t.flows, upstream, err)
-		return t.keepOrFail(g, upstream, fmt.Errorf("connect: refreshing %s: %w", upstream, err))
+		return t.keepOrFail(g, upstream, rejected, fmt.Errorf("connect: refreshing %s: %w", upstream, err))
 	}
 	ng := newGrant(nt, &g)
 	out, err := sealGrant(t.sealer, principal, upstream, ng)
@@ -281,9 +327,10 @@ func (t *Tokens) refreshLocked(ctx context.Context, principal, upstream string, 
 }
 
 // keepOrFail answers a refresh that failed for a reason other than the
-// grant's end: the current token while it lasts, else the error.
-func (t *Tokens) keepOrFail(g grant, upstream string, err error) (*oauth2.Token, error) {
-	if !g.expired(time.Now()) {
+// grant's end: the current token while it lasts and is not the one
+// rejected, else the error.
+func (t *Tokens) keepOrFail(g grant, upstream, rejected string, err error) (*oauth2.Token, error) {
+	if g.usable(time.Now(), rejected) {
 		t.log.Warn("connect: refresh failed; the current token is used while it lasts", "upstream", upstream, "err", err)
 		return g.token(), nil
 	}
@@ -319,12 +366,31 @@ func (t *Tokens) load(ctx context.Context, principal, upstream string) ([]byte, 
 		t.log.Warn("connect: a grant does not open; the person must connect again", "upstream", upstream, "sub", subject(principal), "err", err)
 		return nil, grant{}, &NotConnectedError{Upstream: upstream, Reason: "the stored grant does not open"}
 	}
-	var g grant
-	if err := json.Unmarshal(plain, &g); err != nil || g.AccessToken == "" {
-		// json's error is not kept: it may quote the plaintext.
+	g, ok := decodeGrant(plain)
+	if !ok {
 		return nil, grant{}, &NotConnectedError{Upstream: upstream, Reason: "the stored grant is unreadable"}
 	}
 	return sealed, g, nil
+}
+
+// open opens and decodes a sealed grant, quietly: for RevokeUpstream,
+// which counts those that do not.
+func (t *Tokens) open(principal, upstream string, sealed []byte) (grant, bool) {
+	plain, err := t.sealer.Open(sealed, grantAAD(principal, upstream))
+	if err != nil {
+		return grant{}, false
+	}
+	return decodeGrant(plain)
+}
+
+// decodeGrant decodes an opened grant; json's error is not kept, since it
+// may quote the plaintext.
+func decodeGrant(plain []byte) (grant, bool) {
+	var g grant
+	if err := json.Unmarshal(plain, &g); err != nil || g.AccessToken == "" {
+		return grant{}, false
+	}
+	return g, true
 }
 
 // Disconnect revokes principal's grant for upstream at the authorization
@@ -372,18 +438,29 @@ func (t *Tokens) Disconnect(ctx context.Context, principal, upstream string) err
 	return nil
 }
 
-// revoke revokes g's tokens, the refresh token first: at servers that tie
-// the two, that revokes the grant ("If the token passed to the request is a
-// refresh token and the authorization server supports the revocation of
-// access tokens, then the authorization server SHOULD also invalidate all
-// access tokens based on the same authorization grant", RFC 7009 §2.1);
-// the access token after it, for servers that do not.
+// revoke revokes g's tokens at upstream's authorization server, best
+// effort: a failure is logged.
 func (t *Tokens) revoke(ctx context.Context, upstream string, g grant) {
 	flow, err := t.flows.Flow(ctx, upstream)
 	if err != nil {
 		t.log.Warn("connect: cannot revoke: no flow for the upstream", "upstream", upstream, "err", err)
 		return
 	}
+	if err := revokeGrant(ctx, flow, g); err != nil && !errors.Is(err, upstreamauth.ErrNoRevocation) {
+		// upstreamauth's errors never carry the token.
+		t.log.Warn("connect: revocation failed; the grant is deleted here anyway", "upstream", upstream, "err", err)
+	}
+}
+
+// revokeGrant revokes g's tokens with flow, the refresh token first: at
+// servers that tie the two, that revokes the grant ("If the token passed to
+// the request is a refresh token and the authorization server supports the
+// revocation of access tokens, then the authorization server SHOULD also
+// invalidate all access tokens based on the same authorization grant", RFC
+// 7009 §2.1); the access token after it, for servers that do not. It
+// returns ErrNoRevocation, having sent nothing, when the server offers no
+// revocation, and otherwise each failure, named by the token's kind.
+func revokeGrant(ctx context.Context, flow *upstreamauth.Flow, g grant) error {
 	type revocation struct{ token, hint string }
 	var todo []revocation
 	if g.RefreshToken != "" {
@@ -392,14 +469,157 @@ func (t *Tokens) revoke(ctx context.Context, upstream string, g grant) {
 	if !g.expired(time.Now()) {
 		todo = append(todo, revocation{g.AccessToken, upstreamauth.HintAccessToken})
 	}
+	var errs []error
 	for _, r := range todo {
 		err := flow.Revoke(ctx, r.token, r.hint)
 		switch {
 		case errors.Is(err, upstreamauth.ErrNoRevocation):
-			return // nothing to tell the server; forgetting is all there is
+			return err // nothing to tell the server; forgetting is all there is
 		case err != nil:
-			// upstreamauth's errors never carry the token.
-			t.log.Warn("connect: revocation failed; the grant is deleted here anyway", "upstream", upstream, "hint", strings.TrimSuffix(r.hint, "_token"), "err", err)
+			errs = append(errs, fmt.Errorf("%s: %w", strings.TrimSuffix(r.hint, "_token"), err))
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// Connected reports whether principal holds a usable grant for upstream:
+// one that opens and has not expired, or can be refreshed. It reads the
+// store once and refreshes nothing, so that it may run on every call.
+func (t *Tokens) Connected(ctx context.Context, principal, upstream string) (bool, error) {
+	if err := checkNames(principal, upstream); err != nil {
+		return false, err
+	}
+	_, g, err := t.load(ctx, principal, upstream)
+	if errors.Is(err, ErrNotConnected) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return g.RefreshToken != "" || !g.expired(time.Now()), nil
+}
+
+// GrantStatus is what the connections page shows of a grant; no token.
+type GrantStatus struct {
+	// Scopes are the granted scopes, when the authorization server said.
+	Scopes []string
+	// Expiry is when the access token expires (zero: unknown).
+	Expiry time.Time
+	// Obtained is when the tokens were issued or last refreshed.
+	Obtained time.Time
+	// Refreshable says whether there is a refresh token: a grant that is
+	// not refreshable ends at Expiry.
+	Refreshable bool
+}
+
+// Status describes principal's grant for upstream, for the connections
+// page. It returns a *NotConnectedError (errors.Is ErrNotConnected) when
+// there is none, or it does not open.
+func (t *Tokens) Status(ctx context.Context, principal, upstream string) (GrantStatus, error) {
+	if err := checkNames(principal, upstream); err != nil {
+		return GrantStatus{}, err
+	}
+	_, g, err := t.load(ctx, principal, upstream)
+	if err != nil {
+		return GrantStatus{}, err
+	}
+	return GrantStatus{Scopes: strings.Fields(g.Scope), Expiry: g.Expiry, Obtained: g.Obtained, Refreshable: g.RefreshToken != ""}, nil
+}
+
+// revokeConcurrency bounds the revocations RevokeUpstream has in flight.
+const revokeConcurrency = 8
+
+// RevokeUpstream is the admin revoking a whole upstream: every grant for it
+// is deleted, and returned is how many there were. When the store can list
+// them (GrantLister) and the authorization server offers revocation, each
+// grant is also revoked there, a few at a time, best effort, after the
+// delete, so that the gateway stops using them at once; failures are
+// logged as a count and the first error, never a token. Revocation ends
+// when ctx does.
+func (t *Tokens) RevokeUpstream(ctx context.Context, upstream string) (int, error) {
+	if upstream == "" || strings.ContainsRune(upstream, 0) {
+		return 0, errors.New("connect: an upstream is required, without NUL")
+	}
+	// Listed before the delete, which leaves nothing to list.
+	l, canList := t.store.(GrantLister)
+	var listed map[string][]byte
+	if canList {
+		var err error
+		if listed, err = l.UpstreamGrants(ctx, upstream); err != nil {
+			return 0, fmt.Errorf("connect: listing the grants of %s: %w", upstream, err)
+		}
+	}
+	n, err := t.store.DeleteUpstreamGrants(ctx, upstream)
+	if err != nil {
+		return 0, fmt.Errorf("connect: deleting the grants of %s: %w", upstream, err)
+	}
+	t.log.Info("connect: deleted every grant of an upstream", "upstream", upstream, "grants", n)
+	switch {
+	case !canList:
+		t.log.Info("connect: the grants were not revoked at the authorization server: the store cannot list them", "upstream", upstream)
+	case len(listed) > 0:
+		t.revokeAll(ctx, upstream, listed)
+	}
+	return n, nil
+}
+
+// revokeAll revokes the listed grants at upstream's authorization server,
+// revokeConcurrency at a time, and logs the outcome once.
+func (t *Tokens) revokeAll(ctx context.Context, upstream string, listed map[string][]byte) {
+	flow, err := t.flows.Flow(ctx, upstream)
+	if err != nil {
+		t.log.Warn("connect: cannot revoke the deleted grants: no flow for the upstream", "upstream", upstream, "err", err)
+		return
+	}
+	var (
+		mu                       sync.Mutex
+		sent, failed, unreadable int
+		firstErr                 error
+		noRevocation             bool
+		wg                       sync.WaitGroup
+		slots                    = make(chan struct{}, revokeConcurrency)
+	)
+	for principal, sealed := range listed {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			g, ok := t.open(principal, upstream, sealed)
+			if !ok {
+				mu.Lock()
+				unreadable++
+				mu.Unlock()
+				return
+			}
+			err := revokeGrant(ctx, flow, g)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case errors.Is(err, upstreamauth.ErrNoRevocation):
+				noRevocation = true
+			case err != nil:
+				failed++
+				if firstErr == nil {
+					firstErr = err
+				}
+			default:
+				sent++
+			}
+		})
+	}
+	wg.Wait()
+	switch {
+	case noRevocation:
+		t.log.Info("connect: the authorization server offers no revocation; the grants are only deleted", "upstream", upstream)
+	case failed > 0 || unreadable > 0 || ctx.Err() != nil:
+		t.log.Warn("connect: some deleted grants were not revoked at the authorization server", "upstream", upstream,
+			"revoked", sent, "failed", failed, "unreadable", unreadable, "of", len(listed), "err", cmp.Or(firstErr, ctx.Err()))
+	default:
+		t.log.Info("connect: the deleted grants were revoked at the authorization server", "upstream", upstream, "revoked", sent)
 	}
 }

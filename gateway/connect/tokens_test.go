@@ -3,12 +3,16 @@ package connect
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/auth/browser"
 	"github.com/switchboard-mcp/switchboard/auth/upstreamauth"
 	"github.com/switchboard-mcp/switchboard/routing/state"
 )
@@ -318,4 +322,384 @@ func TestLinks(t *testing.T) {
 	if _, err := e.links.New(context.Background(), "a\x00b", "github", "", ""); err == nil {
 		t.Error("a principal with NUL accepted")
 	}
+}
+
+// failingStore is a Store whose grant reads fail, as Redis's do when it is
+// down.
+type failingStore struct{ *state.Memory }
+
+// GetGrant implements Store.
+func (failingStore) GetGrant(context.Context, string, string) ([]byte, error) {
+	return nil, fmt.Errorf("%w: get grant: connection refused", state.ErrUnavailable)
+}
+
+// TestConnected: whether a grant counts as connected, from one store read
+// and without a refresh.
+func TestConnected(t *testing.T) {
+	cases := []struct {
+		name    string
+		setup   func(e *env) Store // the store to read (nil: e.store)
+		want    bool
+		wantErr error
+	}{
+		{"fresh", func(e *env) Store {
+			e.putGrant(alice, grant{AccessToken: "at-1-secretish", Expiry: time.Now().Add(time.Hour)})
+			return nil
+		}, true, nil},
+		{"expired, refreshable", func(e *env) Store {
+			e.putGrant(alice, grant{AccessToken: "at-1-secretish", RefreshToken: "rt-2-secretish", Expiry: time.Now().Add(-time.Hour)})
+			return nil
+		}, true, nil},
+		{"expiring, not refreshable", func(e *env) Store {
+			e.putGrant(alice, grant{AccessToken: "at-1-secretish", Expiry: time.Now().Add(30 * time.Second)})
+			return nil
+		}, true, nil},
+		{"expired, not refreshable", func(e *env) Store {
+			e.putGrant(alice, grant{AccessToken: "at-1-secretish", Expiry: time.Now().Add(-time.Second)})
+			return nil
+		}, false, nil},
+		{"no grant", func(*env) Store { return nil }, false, nil},
+		{"a grant that does not open", func(e *env) Store {
+			sealed, _ := sealGrant(e.sealer, bob.Key(), "github", grant{AccessToken: "at-1-secretish"})
+			_ = e.store.PutGrant(context.Background(), alice.Key(), "github", sealed)
+			return nil
+		}, false, nil},
+		{"the store is down", func(e *env) Store { return failingStore{e.store} }, false, state.ErrUnavailable},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t)
+				tk := e.tokens
+				if s := tc.setup(e); s != nil {
+					var err error
+					if tk, err = NewTokens(TokensConfig{Store: s, Flows: e.flows, Sealer: e.sealer, Logger: e.tokens.log}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				got, err := tk.Connected(context.Background(), alice.Key(), "github")
+				if got != tc.want || !errIs(err, tc.wantErr) {
+					t.Errorf("Connected = %t, %v; want %t, %v", got, err, tc.want, tc.wantErr)
+				}
+				if n, _ := e.as.counts(); n != 0 {
+					t.Errorf("%d refreshes", n)
+				}
+			})
+		})
+	}
+}
+
+// TestRefreshRejected: what Refresh gives after the upstream refused a
+// token, whether it refreshed, and what is stored after.
+func TestRefreshRejected(t *testing.T) {
+	cases := []struct {
+		name     string
+		setup    func(e *env)
+		rejected string
+		// wantToken is the access token wanted ("" for an error); wantErr
+		// what the error is, when there is one that matters.
+		wantToken     string
+		wantErr       error
+		wantRefreshes int
+		// wantStored is the access token stored after ("" for no grant).
+		wantStored string
+	}{
+		{
+			name: "the stored token differs: someone refreshed already",
+			setup: func(e *env) {
+				e.putGrant(alice, grant{AccessToken: "at-5-secretish", RefreshToken: "rt-2-secretish", Expiry: time.Now().Add(time.Hour)})
+			},
+			rejected:   "at-1-secretish",
+			wantToken:  "at-5-secretish",
+			wantStored: "at-5-secretish",
+		},
+		{
+			name: "the rejected token, refreshable",
+			setup: func(e *env) {
+				e.as.rotate = true
+				e.as.addRefresh("rt-2-secretish")
+				e.as.n = 10
+				e.putGrant(alice, grant{AccessToken: "at-1-secretish", RefreshToken: "rt-2-secretish", Expiry: time.Now().Add(time.Hour)})
+			},
+			rejected:      "at-1-secretish",
+			wantToken:     "at-12-secretish",
+			wantRefreshes: 1,
+			wantStored:    "at-12-secretish",
+		},
+		{
+			name: "the rejected token, not refreshable: deleted",
+			setup: func(e *env) {
+				e.putGrant(alice, grant{AccessToken: "at-1-secretish", Expiry: time.Now().Add(time.Hour)})
+			},
+			rejected: "at-1-secretish",
+			wantErr:  ErrNotConnected,
+		},
+		{
+			name: "the rejected token, refresh refused (invalid_grant): deleted",
+			setup: func(e *env) {
+				e.putGrant(alice, grant{AccessToken: "at-1-secretish", RefreshToken: "rt-2-secretish", Expiry: time.Now().Add(time.Hour)})
+			},
+			rejected:      "at-1-secretish",
+			wantErr:       ErrNotConnected,
+			wantRefreshes: 1,
+		},
+		{
+			name: "the rejected token, the authorization server fails: kept, not returned",
+			setup: func(e *env) {
+				e.as.tokenStatus = http.StatusServiceUnavailable
+				e.putGrant(alice, grant{AccessToken: "at-1-secretish", RefreshToken: "rt-2-secretish", Expiry: time.Now().Add(time.Hour)})
+			},
+			rejected:      "at-1-secretish",
+			wantRefreshes: 1,
+			wantStored:    "at-1-secretish",
+		},
+		{
+			name:     "no grant",
+			setup:    func(*env) {},
+			rejected: "at-1-secretish",
+			wantErr:  ErrNotConnected,
+		},
+		{
+			name: "no rejected token",
+			setup: func(e *env) {
+				e.putGrant(alice, grant{AccessToken: "at-1-secretish", Expiry: time.Now().Add(time.Hour)})
+			},
+			wantStored: "at-1-secretish",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t)
+				tc.setup(e)
+				tok, err := e.tokens.Refresh(context.Background(), alice.Key(), "github", tc.rejected)
+				switch {
+				case tc.wantToken == "" && err == nil:
+					t.Fatalf("token %q, want an error", tok.AccessToken)
+				case tc.wantToken == "" && tc.wantErr == nil && errors.Is(err, ErrNotConnected):
+					t.Errorf("err %v: a failure is not a lost grant", err)
+				case tc.wantToken == "" && !errIs(err, tc.wantErr) && tc.wantErr != nil:
+					t.Errorf("err %v, want %v", err, tc.wantErr)
+				case tc.wantToken != "" && (err != nil || tok.AccessToken != tc.wantToken || tok.RefreshToken != ""):
+					t.Errorf("Refresh = %v, %v; want %q without its refresh token", tok, err, tc.wantToken)
+				}
+				if n, _ := e.as.counts(); n != tc.wantRefreshes {
+					t.Errorf("%d refreshes, want %d", n, tc.wantRefreshes)
+				}
+				g, err := e.grant(alice)
+				switch {
+				case tc.wantStored == "" && !errors.Is(err, state.ErrNotFound):
+					t.Errorf("a grant is stored (%v), want none", err)
+				case tc.wantStored != "" && (err != nil || g.AccessToken != tc.wantStored):
+					t.Errorf("stored %q (%v), want %q", g.AccessToken, err, tc.wantStored)
+				}
+			})
+		})
+	}
+}
+
+// TestRefreshRejectedSingleFlight: two replicas get a 401 for the same
+// token at once; one refreshes, the other waits and gets its result. The
+// AS holds the refresh until both callers are blocked.
+func TestRefreshRejectedSingleFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		e.as.rotate = true
+		e.as.refreshGate = make(chan struct{})
+		e.as.addRefresh("rt-2-secretish")
+		e.putGrant(alice, grant{AccessToken: "at-1-secretish", RefreshToken: "rt-2-secretish", Expiry: time.Now().Add(time.Hour)})
+		replicas := []*Tokens{e.tokens, e.newTokens(nil)}
+		got := make([]string, len(replicas))
+		var wg sync.WaitGroup
+		for i, tk := range replicas {
+			wg.Go(func() {
+				tok, err := tk.Refresh(context.Background(), alice.Key(), "github", "at-1-secretish")
+				if err != nil {
+					t.Errorf("replica %d: %v", i, err)
+					return
+				}
+				got[i] = tok.AccessToken
+			})
+		}
+		synctest.Wait()
+		if n, _ := e.as.counts(); n != 1 {
+			t.Errorf("%d refreshes in flight, want 1", n)
+		}
+		close(e.as.refreshGate)
+		wg.Wait()
+		if n, _ := e.as.counts(); n != 1 {
+			t.Errorf("%d refreshes, want 1", n)
+		}
+		if got[0] == "" || got[0] == "at-1-secretish" || got[0] != got[1] {
+			t.Errorf("replicas got different or rejected tokens (equal: %t)", got[0] == got[1])
+		}
+		if g, err := e.grant(alice); err != nil || g.AccessToken != got[0] {
+			t.Errorf("stored grant is not the refreshed one (%v)", err)
+		}
+	})
+}
+
+// TestStatus: what the connections page learns of a grant.
+func TestStatus(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		ctx := context.Background()
+		if _, err := e.tokens.Status(ctx, alice.Key(), "github"); !errors.Is(err, ErrNotConnected) {
+			t.Errorf("Status of no grant: %v, want ErrNotConnected", err)
+		}
+		obtained, expiry := time.Now().Add(-time.Minute), time.Now().Add(time.Hour)
+		for _, tc := range []struct {
+			g    grant
+			want GrantStatus
+		}{
+			{grant{AccessToken: "at-1-secretish", RefreshToken: "rt-2-secretish", Scope: "repo read:org", Expiry: expiry, Obtained: obtained},
+				GrantStatus{Scopes: []string{"repo", "read:org"}, Expiry: expiry, Obtained: obtained, Refreshable: true}},
+			{grant{AccessToken: "at-1-secretish", Obtained: obtained}, GrantStatus{Obtained: obtained}},
+		} {
+			e.putGrant(alice, tc.g)
+			got, err := e.tokens.Status(ctx, alice.Key(), "github")
+			if err != nil || !slices.Equal(got.Scopes, tc.want.Scopes) || !got.Expiry.Equal(tc.want.Expiry) ||
+				!got.Obtained.Equal(tc.want.Obtained) || got.Refreshable != tc.want.Refreshable {
+				t.Errorf("Status = %+v, %v; want %+v", got, err, tc.want)
+			}
+		}
+	})
+}
+
+// listingStore is a Memory that can list an upstream's grants
+// (GrantLister), among the principals it was told of.
+type listingStore struct {
+	*state.Memory
+	principals []string
+}
+
+// UpstreamGrants implements GrantLister.
+func (s listingStore) UpstreamGrants(ctx context.Context, upstream string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, p := range s.principals {
+		b, err := s.GetGrant(ctx, p, upstream)
+		switch {
+		case errors.Is(err, state.ErrNotFound):
+		case err != nil:
+			return nil, err
+		default:
+			out[p] = b
+		}
+	}
+	return out, nil
+}
+
+var _ GrantLister = listingStore{}
+
+// TestRevokeUpstream: every grant of the upstream is deleted, and revoked
+// at the AS when the store can list them and the AS offers revocation.
+func TestRevokeUpstream(t *testing.T) {
+	carol, dave := browser.User{Issuer: idpIssuer, Subject: "carol"}, browser.User{Issuer: idpIssuer, Subject: "dave"}
+	cases := []struct {
+		name       string
+		list       bool
+		revocation bool
+		// wantRevoked are the tokens revoked, in any order.
+		wantRevoked []string
+		wantLog     string
+	}{
+		{"listed, with revocation", true, true,
+			[]string{"rt-a-secretish", "at-a-secretish", "rt-b-secretish", "at-c-secretish"}, "revoked=3 failed=0 unreadable=1 of=4"},
+		{"listed, without revocation", true, false, nil, "offers no revocation"},
+		{"not listable", false, true, nil, "the store cannot list them"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.flows["github"] = newFlow(t, e.as, tc.revocation)
+			var s Store = e.store
+			if tc.list {
+				s = listingStore{e.store, []string{alice.Key(), bob.Key(), carol.Key(), dave.Key()}}
+			}
+			tk, err := NewTokens(TokensConfig{Store: s, Flows: e.flows, Sealer: e.sealer, Logger: e.tokens.log})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.putGrant(alice, grant{AccessToken: "at-a-secretish", RefreshToken: "rt-a-secretish", Expiry: time.Now().Add(time.Hour)})
+			e.putGrant(bob, grant{AccessToken: "at-b-secretish", RefreshToken: "rt-b-secretish", Expiry: time.Now().Add(-time.Hour)})
+			e.putGrant(carol, grant{AccessToken: "at-c-secretish"})
+			sealed, _ := sealGrant(e.sealer, alice.Key(), "github", grant{AccessToken: "at-d-secretish"})
+			ctx := context.Background()
+			if err := e.store.PutGrant(ctx, dave.Key(), "github", sealed); err != nil { // does not open
+				t.Fatal(err)
+			}
+			if err := e.store.PutGrant(ctx, alice.Key(), "linear", []byte("another upstream's")); err != nil {
+				t.Fatal(err)
+			}
+			n, err := tk.RevokeUpstream(ctx, "github")
+			if err != nil || n != 4 {
+				t.Fatalf("RevokeUpstream = %d, %v; want 4", n, err)
+			}
+			_, revoked := e.as.counts()
+			var got []string
+			for _, f := range revoked {
+				got = append(got, f.Get("token"))
+			}
+			slices.Sort(got)
+			want := slices.Sorted(slices.Values(tc.wantRevoked))
+			if !slices.Equal(got, want) {
+				t.Errorf("revoked %d tokens, want %d (the right ones: %t)", len(got), len(want), slices.Equal(got, want))
+			}
+			for _, u := range []browser.User{alice, bob, carol, dave} {
+				if _, err := e.store.GetGrant(ctx, u.Key(), "github"); !errors.Is(err, state.ErrNotFound) {
+					t.Errorf("%s's grant still stored: %v", u.Subject, err)
+				}
+			}
+			if b, err := e.store.GetGrant(ctx, alice.Key(), "linear"); err != nil || string(b) != "another upstream's" {
+				t.Errorf("another upstream's grant: %q, %v", b, err)
+			}
+			if !strings.Contains(e.logs.String(), tc.wantLog) {
+				t.Errorf("logs do not say %q:\n%s", tc.wantLog, e.logs)
+			}
+		})
+	}
+}
+
+// TestRevokeUpstreamBounded: revocations run a few at a time, after the
+// grants are already deleted.
+func TestRevokeUpstreamBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		e.as.revokeGate = make(chan struct{})
+		const grants = 3 * revokeConcurrency
+		var principals []string
+		for i := range grants {
+			u := browser.User{Issuer: idpIssuer, Subject: fmt.Sprintf("user%d", i)}
+			principals = append(principals, u.Key())
+			e.putGrant(u, grant{AccessToken: fmt.Sprintf("at-%d-secretish", i), RefreshToken: fmt.Sprintf("rt-%d-secretish", i)})
+		}
+		tk, err := NewTokens(TokensConfig{Store: listingStore{e.store, principals}, Flows: e.flows, Sealer: e.sealer, Logger: e.tokens.log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan int)
+		go func() {
+			n, err := tk.RevokeUpstream(context.Background(), "github")
+			if err != nil {
+				t.Error(err)
+			}
+			done <- n
+		}()
+		synctest.Wait()
+		for _, p := range principals {
+			if _, err := e.store.GetGrant(context.Background(), p, "github"); !errors.Is(err, state.ErrNotFound) {
+				t.Fatalf("a grant is still stored while revocations run: %v", err)
+			}
+		}
+		close(e.as.revokeGate)
+		if n := <-done; n != grants {
+			t.Errorf("RevokeUpstream = %d, want %d", n, grants)
+		}
+		e.as.mu.Lock()
+		most, total := e.as.maxRevoking, len(e.as.revoked)
+		e.as.mu.Unlock()
+		if most != revokeConcurrency || total != 2*grants {
+			t.Errorf("%d revocations at most in flight, %d in all; want %d, %d", most, total, revokeConcurrency, 2*grants)
+		}
+	})
 }
