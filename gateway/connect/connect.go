@@ -9,7 +9,11 @@
 //     and has the session notified, and the Client ID Metadata Document is
 //     served for authorization servers that fetch it.
 //   - Tokens gives the router a principal's access token for an upstream,
-//     refreshed once across every replica, and disconnects.
+//     refreshed once across every replica (before expiry, and once after
+//     an upstream's 401), and disconnects and revokes.
+//   - Discovery finds each configured upstream's authorization server and
+//     the gateway's client there (pre-registered, the metadata document,
+//     or one registration shared by the replicas), for the others' flows.
 //
 // The MCP specification (2025-11-25, Elicitation, URL mode) binds the
 // elicitation's state to the user, not to the session; as issue 17 puts it,
@@ -29,6 +33,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -137,7 +142,17 @@ const (
 	// MetadataDocumentPath is where the Client ID Metadata Document is
 	// served.
 	MetadataDocumentPath = "/connect/client-metadata.json"
+	// StartPath, followed by an upstream's name, starts a connection for
+	// the signed-in browser user, without a link: the connections page's
+	// connect button.
+	StartPath = "/connect/start/"
 )
+
+// StartURL is where the connections page sends a person to connect
+// upstream, for a gateway reached at publicURL.
+func StartURL(publicURL, upstream string) string {
+	return strings.TrimRight(publicURL, "/") + StartPath + url.PathEscape(upstream)
+}
 
 // CallbackURL is the redirect URI to register (FlowConfig.RedirectURL) for
 // a gateway reached at publicURL.

@@ -359,6 +359,7 @@ func newEnv(t *testing.T) *env {
 		Store: e.store, Flows: e.flows, Sealer: e.sealer, Notifier: e.notes, Logger: log,
 		User:        userFromHeader,
 		ClientIDURL: MetadataDocumentURL(publicURL), RedirectURL: CallbackURL(publicURL),
+		Links: e.links,
 	})
 	if err != nil {
 		t.Fatal(err)

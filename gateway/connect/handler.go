@@ -55,15 +55,19 @@ type HandlerConfig struct {
 	// Logger receives refusals and failures, never a secret. nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// Links mints the link that StartPath follows for the signed-in user;
+	// nil means StartPath is 404.
+	Links *Links
 }
 
 // Handler serves /connect/. Mount it at Prefix; it sees the full path:
 //
 //	GET /connect/{id}                     a link: to the upstream's authorization server
+//	GET /connect/start/{upstream}         a fresh link for the signed-in user, followed at once
 //	GET /connect/callback                 the OAuth redirect URI: stores the grant
 //	GET /connect/client-metadata.json     the Client ID Metadata Document
 //
-// The first two need the browser signed in: wrap the Handler with
+// The first three need the browser signed in: wrap the Handler with
 // browser.SignIn.Require for them. The document must be served without
 // sign-in, since authorization servers fetch it: with a ServeMux,
 //
@@ -77,6 +81,7 @@ type Handler struct {
 	flows      Flows
 	sealer     Sealer
 	notifier   Notifier
+	links      *Links // nil: no start
 	user       func(*http.Request) (browser.User, bool)
 	pendingTTL time.Duration
 	metadata   []byte // nil: no document
@@ -97,6 +102,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 		flows:      cfg.Flows,
 		sealer:     cfg.Sealer,
 		notifier:   cfg.Notifier,
+		links:      cfg.Links,
 		user:       cfg.User,
 		pendingTTL: cfg.PendingTTL,
 		log:        cfg.Logger,
@@ -130,6 +136,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	h.mux.HandleFunc("GET "+CallbackPath, h.callback)
 	h.mux.HandleFunc("GET "+MetadataDocumentPath, h.metadataDocument)
 	h.mux.HandleFunc("GET "+Prefix+"{id}", h.link)
+	h.mux.HandleFunc("GET "+StartPath+"{upstream}", h.start)
 	return h, nil
 }
 
@@ -145,6 +152,7 @@ const (
 	msgSignIn      = "Sign in to the gateway first, then open the link again."
 	msgLinkUsed    = "This link was already used or has expired. Ask your client to try the call again; it will give you a new link."
 	msgNotFound    = "There is no such link. Ask your client to try the call again; it will give you a new link."
+	msgNoUpstream  = "There is no such upstream to connect. Go back to the connections page and choose one from the list."
 	msgWrongUser   = "This link belongs to another account. It has been cancelled: if it was meant for you, sign in with the account you use in your client and ask your client to try the call again."
 	msgStore       = "The gateway could not reach its state store. Try again in a moment; if it keeps failing, tell the gateway's operator."
 	msgNoFlow      = "The gateway cannot reach the authorization server of this upstream right now. Ask your client to try the call again later; if it keeps failing, tell the gateway's operator."
@@ -171,6 +179,48 @@ func (h *Handler) link(w http.ResponseWriter, r *http.Request) {
 		h.render(w, http.StatusNotFound, "Link not found", "", msgNotFound)
 		return
 	}
+	h.follow(w, r, user, id)
+}
+
+// start serves GET /connect/start/{upstream}: the connections page's
+// connect button. The signed-in user gets a fresh link bound to themselves,
+// with no session to notify, which is followed at once, as if they had
+// opened it: the same checks, the same pending authorization, and the link
+// id never leaves the gateway. An upstream that is not configured is 404,
+// before anything is stored.
+func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
+	user, ok := h.signedIn(w, r)
+	if !ok {
+		return
+	}
+	if h.links == nil {
+		h.render(w, http.StatusNotFound, "Not found", "", msgNoUpstream)
+		return
+	}
+	upstream, ctx := r.PathValue("upstream"), r.Context()
+	if _, err := h.flows.Flow(ctx, upstream); err != nil {
+		if errors.Is(err, ErrUnknownUpstream) {
+			// Not logged nor shown: the name is the request's.
+			h.render(w, http.StatusNotFound, "No such upstream", "", msgNoUpstream)
+			return
+		}
+		h.log.Error("connect: no flow for the upstream", "upstream", upstream, "err", err)
+		h.render(w, http.StatusBadGateway, "Cannot connect now", upstream, msgNoFlow)
+		return
+	}
+	id, err := h.links.mint(ctx, user.Key(), upstream, "", "")
+	if err != nil {
+		h.log.Error("connect: minting a link", "upstream", upstream, "sub", user.Subject, "err", err)
+		h.render(w, http.StatusServiceUnavailable, "Try again", upstream, msgStore)
+		return
+	}
+	h.follow(w, r, user, id)
+}
+
+// follow spends the link id, checks that user is the principal it was made
+// for, and sends the browser to the upstream's authorization server with a
+// fresh pending authorization kept under its state.
+func (h *Handler) follow(w http.ResponseWriter, r *http.Request, user browser.User, id string) {
 	ctx := r.Context()
 	// Taken before the user is checked: the link is single-use whoever
 	// opens it, so a link that reached the wrong person is dead.

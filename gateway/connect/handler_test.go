@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/auth/upstreamauth"
 	"github.com/switchboard-mcp/switchboard/routing/state"
 )
 
@@ -325,5 +326,93 @@ func TestDefaultUserIsBrowserSignIn(t *testing.T) {
 		if got := httptestGet(h, target); got != http.StatusUnauthorized {
 			t.Errorf("%s: HTTP %d, want 401", strings.SplitN(target, "/", 3)[1], got)
 		}
+	}
+}
+
+// brokenFlows knows every upstream and cannot give a flow for any: an
+// authorization server that is down.
+type brokenFlows struct{}
+
+// Flow implements Flows.
+func (brokenFlows) Flow(context.Context, string) (*upstreamauth.Flow, error) {
+	return nil, errors.New("the authorization server answered HTTP 503")
+}
+
+// TestStart: the connections page's button connects the signed-in user
+// through the same flow as a link, with no session to notify; what it
+// refuses.
+func TestStart(t *testing.T) {
+	t.Run("connects", func(t *testing.T) {
+		e := newEnv(t)
+		w := e.get(StartPath+"github", "alice")
+		if w.Code != http.StatusFound || w.Header().Get("Cache-Control") != "no-store" || w.Header().Get("Referrer-Policy") != "no-referrer" {
+			t.Fatalf("start: HTTP %d, headers %v", w.Code, w.Header())
+		}
+		auth, _ := url.Parse(w.Header().Get("Location"))
+		if q := auth.Query(); q.Get("client_id") != "switchboard" || q.Get("resource") != mcpResource || q.Get("redirect_uri") != CallbackURL(publicURL) {
+			t.Errorf("authorization request %v", q)
+		}
+		cb := e.authorize(w)
+		if w := e.get(cb, "bob"); w.Code != http.StatusForbidden {
+			t.Fatalf("bob at alice's callback: HTTP %d, want 403", w.Code)
+		}
+		// bob spent it: alice starts again.
+		w = e.get(e.authorize(e.get(StartPath+"github", "alice")), "alice")
+		if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "Connected to github") {
+			t.Fatalf("callback: HTTP %d: %s", w.Code, w.Body)
+		}
+		if _, err := e.grant(alice); err != nil {
+			t.Errorf("alice's grant: %v", err)
+		}
+		if _, err := e.grant(bob); !errors.Is(err, state.ErrNotFound) {
+			t.Errorf("bob's grant: %v, want none", err)
+		}
+		calls := e.notes.calls()
+		if len(calls) != 1 || calls[0].Principal != alice.Key() || calls[0].Upstream != "github" || calls[0].Session != "" || calls[0].ElicitationID != "" {
+			t.Errorf("notified %+v, want once for alice's github, without a session", calls)
+		}
+	})
+
+	cases := []struct {
+		name       string
+		target     string
+		user       string
+		edit       func(e *env) // nil: none
+		wantStatus int
+		wantText   string
+	}{
+		{"not signed in", StartPath + "github", "", nil, http.StatusUnauthorized, msgSignIn},
+		{"an unknown upstream, not echoed", StartPath + url.PathEscape("<b>gitlab</b>"), "alice", nil, http.StatusNotFound, msgNoUpstream},
+		{"no links configured", StartPath + "github", "alice", func(e *env) { e.h.links = nil }, http.StatusNotFound, msgNoUpstream},
+		{"the authorization server is down", StartPath + "github", "alice", func(e *env) { e.h.flows = brokenFlows{} }, http.StatusBadGateway, "cannot reach the authorization server"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			if tc.edit != nil {
+				tc.edit(e)
+			}
+			w := e.get(tc.target, tc.user)
+			if w.Code != tc.wantStatus || !strings.Contains(w.Body.String(), tc.wantText) || strings.Contains(w.Body.String(), "gitlab") {
+				t.Errorf("HTTP %d, want %d; page:\n%s", w.Code, tc.wantStatus, w.Body)
+			}
+			if _, err := e.grant(alice); !errors.Is(err, state.ErrNotFound) {
+				t.Errorf("a grant was stored: %v", err)
+			}
+		})
+	}
+}
+
+// TestStartURL: StartURL escapes the upstream's name, and the handler reads
+// it back.
+func TestStartURL(t *testing.T) {
+	if got, want := StartURL("https://gw.example/", "git hub/x"), "https://gw.example/connect/start/git%20hub%2Fx"; got != want {
+		t.Errorf("StartURL = %q, want %q", got, want)
+	}
+	e := newEnv(t)
+	e.flows["git hub/x"] = e.flows["github"]
+	u, _ := url.Parse(StartURL(publicURL, "git hub/x"))
+	if w := e.get(u.RequestURI(), "alice"); w.Code != http.StatusFound {
+		t.Errorf("start of %q: HTTP %d: %s", "git hub/x", w.Code, w.Body)
 	}
 }

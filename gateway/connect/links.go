@@ -69,6 +69,15 @@ func NewLinks(store Store, publicURL string, ttl time.Duration) (*Links, error) 
 // ttl. The returned URL is a bearer of the link: the caller hands it to the
 // client and does not log it.
 func (l *Links) New(ctx context.Context, principal, upstream, session, elicitationID string) (string, error) {
+	id, err := l.mint(ctx, principal, upstream, session, elicitationID)
+	if err != nil {
+		return "", err
+	}
+	return l.base + id, nil
+}
+
+// mint stores a new link's record and returns its id, as New does.
+func (l *Links) mint(ctx context.Context, principal, upstream, session, elicitationID string) (string, error) {
 	if err := checkNames(principal, upstream); err != nil {
 		return "", err
 	}
@@ -78,7 +87,7 @@ func (l *Links) New(ctx context.Context, principal, upstream, session, elicitati
 		// The store's error names the id: a live link must not reach a log.
 		return "", fmt.Errorf("connect: storing a link for %s: %w", upstream, redacted(err, id))
 	}
-	return l.base + id, nil
+	return id, nil
 }
 
 // newLinkID is 256 random bits in unpadded base64url: URL-safe as it is.
