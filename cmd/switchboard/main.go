@@ -162,7 +162,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 // apply, when set, applies the rest of what reloads (log level, rate limits) once the file is accepted.
 //
 // pinStore is where the router's pins are kept (nil: its memory); the lock file is read anew on every reload.
-func reloader(path string, running *config.Config, r *routing.Router, latest *principals, pols *policies, log *slog.Logger, allowEmpty bool, pinStore routing.PinStore, apply func(*config.Config)) gateway.Reloader {
+func reloader(path string, running *config.Config, r *routing.Router, latest *principals, users *userOAuth, pols *policies, log *slog.Logger, allowEmpty bool, pinStore routing.PinStore, apply func(*config.Config)) gateway.Reloader {
 	var mu sync.Mutex
 	return func() (routing.ReloadResult, error) {
 		mu.Lock()
@@ -172,7 +172,7 @@ func reloader(path string, running *config.Config, r *routing.Router, latest *pr
 			log.Error("config reload rejected; the running configuration stays", "err", err)
 			return routing.ReloadResult{}, fmt.Errorf("config rejected: %w", err)
 		}
-		ups, err := upstreamConfigs(cfg, log, latest)
+		ups, err := upstreamConfigs(cfg, log, latest, users)
 		if err != nil {
 			log.Error("config reload rejected; the running configuration stays", "err", err)
 			return routing.ReloadResult{}, err
@@ -324,7 +324,7 @@ func stdio(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	log, _ := newLogger(cfg.Log, stderr)
-	r, err := newRouter(cfg, log, nil, nil, nil)
+	r, err := newRouter(cfg, log, nil, nil, nil, nil)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return exitFailure
@@ -385,8 +385,8 @@ func startRouter(r *routing.Router) (stop func()) {
 }
 
 // newRouter wires the configured upstreams into a router.
-func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers, latest *principals, store *state.Redis) (*routing.Router, error) {
-	ups, err := upstreamConfigs(cfg, log, latest)
+func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers, latest *principals, store *state.Redis, users *userOAuth) (*routing.Router, error) {
+	ups, err := upstreamConfigs(cfg, log, latest, users)
 	if err != nil {
 		return nil, err
 	}
@@ -424,16 +424,33 @@ func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers, l
 		return nil, err
 	}
 	opts.SearchTimeout = cfg.Search.Timeout
+	if users != nil {
+		opts.Connector = users
+	}
 	return routing.New(opts, ups)
 }
 
 // upstreamConfigs turns the config's upstreams into routing's, each with a fingerprint of its configuration so
 // that a reload keeps the unchanged ones running.
-func upstreamConfigs(cfg *config.Config, log *slog.Logger, latest *principals) ([]routing.UpstreamConfig, error) {
+//
+// users holds the per-user grants of user-oauth upstreams; without it (the stdio front end, which has no sign-in)
+// those upstreams are left out.
+func upstreamConfigs(cfg *config.Config, log *slog.Logger, latest *principals, users *userOAuth) ([]routing.UpstreamConfig, error) {
 	var ups []routing.UpstreamConfig
 	for _, u := range cfg.Upstreams {
 		if u.Disabled {
 			continue
+		}
+		var grants *routing.UserGrants
+		if isUserOAuth(u) {
+			if users == nil {
+				log.Warn("a user-oauth upstream is left out: it needs the HTTP front end, where people sign in", "upstream", u.Name)
+				continue
+			}
+			if !users.Known(u.Name) {
+				return nil, fmt.Errorf("upstream %q: a user-oauth upstream added or changed to user-oauth takes effect after a restart", u.Name)
+			}
+			grants = &routing.UserGrants{ServiceLists: hasAuthorization(u)}
 		}
 		spec := upstream.Spec{
 			Name: u.Name, Command: u.Command, Args: u.Args, Env: u.Env, EnvPassthrough: u.EnvPassthrough, Dir: u.Cwd,
@@ -448,6 +465,9 @@ func upstreamConfigs(cfg *config.Config, log *slog.Logger, latest *principals) (
 			}
 			if src != nil {
 				spec.RequestHeaders = credentialHeaders(src, latest)
+			}
+			if grants != nil {
+				spec.RequestHeaders, spec.HTTPClient = users.headers(u.Name), users.httpClient(u.Name)
 			}
 		}
 		spec.Protocol = string(u.Protocol)
@@ -469,10 +489,25 @@ func upstreamConfigs(cfg *config.Config, log *slog.Logger, latest *principals) (
 		ups = append(ups, routing.UpstreamConfig{
 			Name: u.Name, Prefix: u.Prefix, Mode: mode, Transport: t, Kind: u.Transport(), Protocol: string(u.Protocol),
 			Timeout: u.Timeout, MaxInstances: u.MaxInstances, IdleTimeout: u.IdleTimeout,
-			Fingerprint: hex.EncodeToString(sum[:]),
+			Fingerprint: hex.EncodeToString(sum[:]), UserGrants: grants,
 		})
 	}
 	return ups, nil
+}
+
+// hasAuthorization reports whether an upstream's configured headers carry an Authorization header.
+func hasAuthorization(u config.Upstream) bool {
+	for k := range u.Headers {
+		if strings.EqualFold(k, "Authorization") {
+			return true
+		}
+	}
+	for k := range u.HeaderFiles {
+		if strings.EqualFold(k, "Authorization") {
+			return true
+		}
+	}
+	return false
 }
 
 // credentialHeaders adds an upstream's credentials, and the trace context, to every request to it.

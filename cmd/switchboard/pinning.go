@@ -87,7 +87,7 @@ func pinCommand(args []string, stdout, stderr io.Writer) int {
 	log, _ := newLogger(config.LogConfig{Level: slog.LevelWarn, Format: cfg.Log.Format}, stderr)
 	pinCfg := *cfg
 	pinCfg.Pinning = config.Pinning{} // list what the upstreams say, with nothing withheld
-	r, err := newRouter(&pinCfg, log, nil, nil, nil)
+	r, err := newRouter(&pinCfg, log, nil, nil, nil, nil)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return exitFailure

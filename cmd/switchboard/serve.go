@@ -163,7 +163,11 @@ func build(ctx context.Context, cfg *config.Config, f serveFlags, log *slog.Logg
 		return nil, &startError{what: "cannot set up shared state", err: err}
 	}
 	g.onClose(closeStore)
-	if g.router, err = newRouter(cfg, log, tel, latest, store); err != nil {
+	users, err := newUserOAuth(ctx, cfg, store, log, g.onClose)
+	if err != nil {
+		return nil, &startError{what: "cannot start per-user upstream OAuth", err: err}
+	}
+	if g.router, err = newRouter(cfg, log, tel, latest, store, users); err != nil {
 		return nil, &startError{what: "cannot start", err: err}
 	}
 	if g.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
@@ -174,9 +178,15 @@ func build(ctx context.Context, cfg *config.Config, f serveFlags, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
+	if users != nil {
+		if gopts.Pages, gopts.PagePaths, err = users.pages(g.router); err != nil {
+			return nil, &startError{what: "cannot start per-user upstream OAuth", err: err}
+		}
+		gopts.Grants = users
+	}
 	g.srv = gateway.New(g.router, gopts)
 	g.lockFile.Store(&cfg.Pinning.LockFile)
-	g.reload = reloader(f.path, cfg, g.router, latest, g.policies, log, f.allowEmpty, pinStoreOf(store), func(cfg *config.Config) {
+	g.reload = reloader(f.path, cfg, g.router, latest, users, g.policies, log, f.allowEmpty, pinStoreOf(store), func(cfg *config.Config) {
 		level.Set(cfg.Log.Level)
 		g.srv.SetLimits(limitsOf(cfg, g.limiter))
 		g.lockFile.Store(&cfg.Pinning.LockFile)

@@ -1,0 +1,360 @@
+package main
+
+import (
+	"context"
+	"crypto/hkdf"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"path"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/switchboard-mcp/switchboard/auth"
+	"github.com/switchboard-mcp/switchboard/auth/browser"
+	"github.com/switchboard-mcp/switchboard/auth/upstreamauth"
+	"github.com/switchboard-mcp/switchboard/auth/vault"
+	"github.com/switchboard-mcp/switchboard/cmd/internal/config"
+	"github.com/switchboard-mcp/switchboard/gateway"
+	"github.com/switchboard-mcp/switchboard/gateway/connect"
+	"github.com/switchboard-mcp/switchboard/gateway/connections"
+	"github.com/switchboard-mcp/switchboard/routing"
+	"github.com/switchboard-mcp/switchboard/routing/state"
+)
+
+// userOAuth wires per-user upstream OAuth (issue 17, design §8) into one gateway process: the sealed grants in the
+// state store (Redis shared by the replicas, else memory), each upstream's authorization server and client
+// (gateway/connect's Discovery), the tokens, the links, the browser sign-in, and the pages. It implements what
+// routing (Connector), gateway (GrantRevoker) and the pages (connections.Grants, connect.Notifier) ask of it.
+type userOAuth struct {
+	log       *slog.Logger
+	publicURL string
+	names     []string // the user-oauth upstreams, in config order
+	store     userOAuthStore
+	discovery *connect.Discovery
+	tokens    *connect.Tokens
+	links     *connect.Links
+	signIn    *browser.SignIn
+	sealer    *vault.Keyring
+	admins    []string // subjects who see the status view on /connections
+	// router is set once it exists: the connect handler's notifications go to it.
+	router atomic.Pointer[routing.Router]
+}
+
+// userOAuthStore is what per-user OAuth keeps in the state store.
+type userOAuthStore interface {
+	state.GrantStore
+	state.RegistrationStore
+}
+
+var (
+	_ userOAuthStore       = (*state.Memory)(nil)
+	_ userOAuthStore       = (*state.Redis)(nil)
+	_ routing.Connector    = (*userOAuth)(nil)
+	_ gateway.GrantRevoker = (*userOAuth)(nil)
+	_ connections.Grants   = (*userOAuth)(nil)
+	_ connect.Notifier     = (*userOAuth)(nil)
+	_ connections.Status   = (*routerStatus)(nil)
+	_ http.RoundTripper    = (*refreshOn401)(nil)
+)
+
+const (
+	// cachedListsTTL is how long an upstream's cached lists live without a connected person's session renewing
+	// them.
+	cachedListsTTL = 30 * 24 * time.Hour
+	// linkTTL is how long a connect link works.
+	linkTTL = 10 * time.Minute
+	// signInPrefix is where the browser sign-in's callback and sign-out live.
+	signInPrefix = "/auth/"
+)
+
+// hasUserOAuth reports whether any enabled upstream is user-oauth.
+func hasUserOAuth(cfg *config.Config) bool {
+	return slices.ContainsFunc(cfg.Upstreams, isUserOAuth)
+}
+
+func isUserOAuth(u config.Upstream) bool {
+	return !u.Disabled && u.Auth != nil && u.Auth.UserOAuth != nil
+}
+
+// newUserOAuth sets per-user upstream OAuth up, or returns nil when no upstream uses it. redis is the shared
+// store, nil for memory. It signs in at the issuer's discovery now: without it no one can connect, so a gateway
+// that cannot reach its identity provider does not start. onClose registers what the caller releases.
+func newUserOAuth(ctx context.Context, cfg *config.Config, redis *state.Redis, log *slog.Logger, onClose func(func())) (*userOAuth, error) {
+	if !hasUserOAuth(cfg) {
+		return nil, nil
+	}
+	a := cfg.Auth
+	if a == nil || a.Browser == nil || a.TokenKeys == "" || cfg.PublicURL == "" {
+		return nil, errors.New("user-oauth upstreams need auth (with browser and tokenKeys) and publicURL; switchboard check explains")
+	}
+	keys, err := vault.ParseKeys(a.TokenKeys)
+	if err != nil {
+		return nil, fmt.Errorf("auth.tokenKeys: %w", err)
+	}
+	current := strings.TrimSpace(strings.Split(a.TokenKeys, ":")[0])
+	keyring, err := vault.NewKeyring(current, keys)
+	if err != nil {
+		return nil, fmt.Errorf("auth.tokenKeys: %w", err)
+	}
+	// The sign-in cookie's key comes from the sealing key, so replicas that share the keys share sign-ins, and a
+	// key rotation signs people out once.
+	cookieKey, err := hkdf.Key(sha256.New, keys[current], nil, "switchboard browser sign-in cookie v1", 32)
+	if err != nil {
+		return nil, err
+	}
+	clear(keys)
+	u := &userOAuth{log: log, publicURL: strings.TrimSuffix(cfg.PublicURL, "/"), sealer: keyring}
+	if redis != nil {
+		u.store = redis
+	} else {
+		mem := state.NewMemory()
+		onClose(mem.Shutdown)
+		u.store = mem
+	}
+	var ups []connect.UpstreamOAuth
+	for _, up := range cfg.Upstreams {
+		if !isUserOAuth(up) {
+			continue
+		}
+		uo := up.Auth.UserOAuth
+		c := connect.UpstreamOAuth{Name: up.Name, URL: up.URL, Scopes: uo.Scopes, OmitResource: uo.OmitResource}
+		if uo.ClientID != "" {
+			c.Client = &upstreamauth.Client{ID: uo.ClientID, Secret: uo.ClientSecret}
+		}
+		ups = append(ups, c)
+		u.names = append(u.names, up.Name)
+	}
+	httpClient := &http.Client{Timeout: 30 * time.Second}
+	if u.discovery, err = connect.NewDiscovery(connect.DiscoveryConfig{
+		Upstreams: ups, PublicURL: u.publicURL, ClientName: "Switchboard", Store: u.store, Sealer: keyring,
+		HTTPClient: httpClient, Logger: log,
+	}); err != nil {
+		return nil, err
+	}
+	if u.tokens, err = connect.NewTokens(connect.TokensConfig{Store: u.store, Flows: u.discovery, Sealer: keyring, Logger: log}); err != nil {
+		return nil, err
+	}
+	if u.links, err = connect.NewLinks(u.store, u.publicURL, linkTTL); err != nil {
+		return nil, err
+	}
+	secure := strings.HasPrefix(u.publicURL, "https://")
+	if u.signIn, err = browser.New(ctx, browser.Config{
+		Issuer: a.Issuer, ClientID: a.Browser.ClientID, ClientSecret: a.Browser.ClientSecret,
+		RedirectURL: u.publicURL + signInPrefix + "callback", CookieKey: cookieKey, Secure: secure, Logger: log,
+	}, nil); err != nil {
+		return nil, fmt.Errorf("auth.browser: %w", err)
+	}
+	if m := a.Browser.Admins; m != nil {
+		u.admins = m.Sub
+	}
+	return u, nil
+}
+
+// upstreamSpec makes a user-oauth upstream's requests carry the principal's own token, refreshed once when the
+// upstream answers 401. Without a principal (the catalog's template session) only the configured headers go:
+// a static Authorization header is the service credential the catalog lists with. A principal's request never
+// falls back to it.
+func (u *userOAuth) headers(name string) func(context.Context, http.Header) error {
+	return func(ctx context.Context, h http.Header) error {
+		_ = injectTraceContext(ctx, h)
+		p := auth.PrincipalFrom(ctx)
+		if p == nil {
+			return nil
+		}
+		tok, err := u.tokens.Token(ctx, p.Key(), name)
+		if err != nil {
+			return err
+		}
+		h.Set("Authorization", "Bearer "+tok.AccessToken)
+		return nil
+	}
+}
+
+// httpClient is a user-oauth upstream's HTTP client: the upstream transport's usual pooling, and one refresh and
+// retry on 401.
+func (u *userOAuth) httpClient(name string) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 0
+	tr.MaxIdleConnsPerHost = 1024
+	return &http.Client{Transport: &refreshOn401{base: tr, tokens: u.tokens, upstream: name, log: u.log}}
+}
+
+// refreshOn401 retries a principal's request once with a refreshed token when the upstream refuses its token
+// (revoked, or expired early): "refresh before expiry, and once on an upstream 401".
+type refreshOn401 struct {
+	base     http.RoundTripper
+	tokens   *connect.Tokens
+	upstream string
+	log      *slog.Logger
+}
+
+func (t *refreshOn401) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		return resp, err
+	}
+	p := auth.PrincipalFrom(r.Context())
+	rejected, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if p == nil || !bearer || (r.Body != nil && r.Body != http.NoBody && r.GetBody == nil) {
+		return resp, nil
+	}
+	tok, err := t.tokens.Refresh(r.Context(), p.Key(), t.upstream, rejected)
+	if err != nil {
+		t.log.Info("an upstream refused a person's token and it could not be refreshed", "upstream", t.upstream, "err", err)
+		return resp, nil
+	}
+	retry := r.Clone(r.Context())
+	if r.GetBody != nil {
+		if retry.Body, err = r.GetBody(); err != nil {
+			return resp, nil
+		}
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	retry.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	return t.base.RoundTrip(retry)
+}
+
+// Connected reports whether principal holds a usable grant for upstream (routing.Connector).
+func (u *userOAuth) Connected(ctx context.Context, principal, upstream string) (bool, error) {
+	return u.tokens.Connected(ctx, principal, upstream)
+}
+
+// Link mints a connect link (routing.Connector).
+func (u *userOAuth) Link(ctx context.Context, principal, upstream, session, elicitationID string) (string, error) {
+	return u.links.New(ctx, principal, upstream, session, elicitationID)
+}
+
+// SaveLists caches an upstream's lists (routing.Connector).
+func (u *userOAuth) SaveLists(ctx context.Context, upstream string, lists []byte) error {
+	return u.store.PutUpstreamList(ctx, upstream, lists, cachedListsTTL)
+}
+
+// LoadLists returns an upstream's cached lists, nil when none (routing.Connector).
+func (u *userOAuth) LoadLists(ctx context.Context, upstream string) ([]byte, error) {
+	b, err := u.store.GetUpstreamList(ctx, upstream)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// Completed tells the router a connection completed (connect.Notifier).
+func (u *userOAuth) Completed(ctx context.Context, rec state.ConnectRecord) {
+	if r := u.router.Load(); r != nil {
+		r.GrantConnected(ctx, rec.Principal, rec.Upstream, rec.Session, rec.ElicitationID)
+	}
+}
+
+// Revoke revokes one person's grant (gateway.GrantRevoker).
+func (u *userOAuth) Revoke(ctx context.Context, principal, upstream string) error {
+	return u.tokens.Disconnect(ctx, principal, upstream)
+}
+
+// RevokeUpstream revokes every grant of an upstream (gateway.GrantRevoker).
+func (u *userOAuth) RevokeUpstream(ctx context.Context, upstream string) (int, error) {
+	return u.tokens.RevokeUpstream(ctx, upstream)
+}
+
+// Known reports whether upstream is user-oauth (gateway.GrantRevoker).
+func (u *userOAuth) Known(upstream string) bool { return slices.Contains(u.names, upstream) }
+
+// Connections lists the user-oauth upstreams as user sees them (connections.Grants).
+func (u *userOAuth) Connections(ctx context.Context, user string) ([]connections.Connection, error) {
+	out := make([]connections.Connection, 0, len(u.names))
+	for _, name := range u.names {
+		c := connections.Connection{Upstream: name, ConnectURL: connect.StartURL(u.publicURL, name)}
+		st, err := u.tokens.Status(ctx, user, name)
+		switch {
+		case err == nil:
+			c.Connected, c.Scopes, c.Expires = true, st.Scopes, st.Expiry
+		case errors.Is(err, connect.ErrNotConnected):
+			c.Scopes = u.discovery.Scopes(name)
+		default:
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// Disconnect revokes and forgets user's grant (connections.Grants).
+func (u *userOAuth) Disconnect(ctx context.Context, user, upstream string) error {
+	return u.tokens.Disconnect(ctx, user, upstream)
+}
+
+// pages serves the browser sign-in, the connect links and /connections, with the paths to mount them at.
+func (u *userOAuth) pages(r *routing.Router) (http.Handler, []string, error) {
+	u.router.Store(r)
+	h, err := connect.NewHandler(connect.HandlerConfig{
+		Store: u.store, Flows: u.discovery, Sealer: u.sealer, Notifier: u, Links: u.links,
+		ClientIDURL: connect.MetadataDocumentURL(u.publicURL), RedirectURL: connect.CallbackURL(u.publicURL),
+		ClientName: "Switchboard", Logger: u.log,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	page, err := connections.New(connections.Options{
+		Grants: u, Status: &routerStatus{r}, CSRF: csrf{u.signIn},
+		User: func(r *http.Request) (string, string, bool) {
+			usr, ok := browser.UserFrom(r.Context())
+			if !ok {
+				return "", "", false
+			}
+			display := usr.Name
+			if display == "" {
+				display = usr.Email
+			}
+			return usr.Key(), display, true
+		},
+		IsAdmin: func(r *http.Request) bool {
+			usr, ok := browser.UserFrom(r.Context())
+			return ok && slices.ContainsFunc(u.admins, func(pat string) bool { ok, _ := path.Match(pat, usr.Subject); return ok })
+		},
+		Logger: u.log,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	mux := chi.NewRouter()
+	mux.Method(http.MethodGet, signInPrefix+"callback", u.signIn.Callback())
+	mux.Handle(signInPrefix+"signout", u.signIn.SignOut())
+	mux.Method(http.MethodGet, connect.MetadataDocumentPath, h) // fetched by authorization servers: no sign-in
+	mux.Handle(connect.Prefix+"*", u.signIn.Require(h))
+	mux.Handle("/connections", u.signIn.Require(page))
+	mux.Handle("/connections/*", u.signIn.Require(page))
+	return mux, []string{signInPrefix + "*", connect.Prefix + "*", "/connections", "/connections/*"}, nil
+}
+
+// csrf adapts the browser sign-in to the connections page.
+type csrf struct{ s *browser.SignIn }
+
+func (c csrf) Token(r *http.Request) string { return c.s.CSRFToken(r) }
+func (c csrf) Check(r *http.Request) bool   { return c.s.CheckCSRF(r) }
+
+// routerStatus feeds the admin's status view on /connections.
+type routerStatus struct{ r *routing.Router }
+
+func (s *routerStatus) Upstreams(context.Context) []connections.UpstreamHealth {
+	var out []connections.UpstreamHealth
+	for _, st := range s.r.Status() {
+		out = append(out, connections.UpstreamHealth{Name: st.Name, State: st.State, Tools: st.Tools, Error: st.Error})
+	}
+	return out
+}
+
+func (s *routerStatus) CatalogCount(context.Context) int {
+	n := 0
+	for _, st := range s.r.Status() {
+		n += st.Tools
+	}
+	return n
+}
