@@ -60,16 +60,12 @@ type Store interface {
 	// DeleteUpstreamGrants removes every grant for upstream and returns
 	// how many there were.
 	DeleteUpstreamGrants(ctx context.Context, upstream string) (int, error)
+	// UpstreamGrants returns upstream's grants by principal (at most
+	// state.MaxListedGrants), so that RevokeUpstream revokes them at the
+	// authorization server too.
+	UpstreamGrants(ctx context.Context, upstream string) (map[string][]byte, error)
 	// TryLock takes key for at most ttl unless another caller holds it.
 	TryLock(ctx context.Context, key string, ttl time.Duration) (unlock func(), ok bool, err error)
-}
-
-// GrantLister is what a Store may also offer so that Tokens.RevokeUpstream
-// revokes each grant at the authorization server, not only deletes it:
-// every principal's sealed grant for upstream, by principal (empty when
-// none). routing/state's stores do not offer it yet.
-type GrantLister interface {
-	UpstreamGrants(ctx context.Context, upstream string) (map[string][]byte, error)
 }
 
 // Flows gives the authorization flow of an upstream. Discovery, the client

@@ -530,9 +530,9 @@ func (t *Tokens) Status(ctx context.Context, principal, upstream string) (GrantS
 const revokeConcurrency = 8
 
 // RevokeUpstream is the admin revoking a whole upstream: every grant for it
-// is deleted, and returned is how many there were. When the store can list
-// them (GrantLister) and the authorization server offers revocation, each
-// grant is also revoked there, a few at a time, best effort, after the
+// is deleted, and returned is how many there were. When the authorization
+// server offers revocation, each listed one (Store.UpstreamGrants) is
+// also revoked there, a few at a time, best effort, after the
 // delete, so that the gateway stops using them at once; failures are
 // logged as a count and the first error, never a token. Revocation ends
 // when ctx does.
@@ -541,23 +541,16 @@ func (t *Tokens) RevokeUpstream(ctx context.Context, upstream string) (int, erro
 		return 0, errors.New("connect: an upstream is required, without NUL")
 	}
 	// Listed before the delete, which leaves nothing to list.
-	l, canList := t.store.(GrantLister)
-	var listed map[string][]byte
-	if canList {
-		var err error
-		if listed, err = l.UpstreamGrants(ctx, upstream); err != nil {
-			return 0, fmt.Errorf("connect: listing the grants of %s: %w", upstream, err)
-		}
+	listed, err := t.store.UpstreamGrants(ctx, upstream)
+	if err != nil {
+		return 0, fmt.Errorf("connect: listing the grants of %s: %w", upstream, err)
 	}
 	n, err := t.store.DeleteUpstreamGrants(ctx, upstream)
 	if err != nil {
 		return 0, fmt.Errorf("connect: deleting the grants of %s: %w", upstream, err)
 	}
 	t.log.Info("connect: deleted every grant of an upstream", "upstream", upstream, "grants", n)
-	switch {
-	case !canList:
-		t.log.Info("connect: the grants were not revoked at the authorization server: the store cannot list them", "upstream", upstream)
-	case len(listed) > 0:
+	if len(listed) > 0 {
 		t.revokeAll(ctx, upstream, listed)
 	}
 	return n, nil

@@ -566,57 +566,27 @@ func TestStatus(t *testing.T) {
 	})
 }
 
-// listingStore is a Memory that can list an upstream's grants
-// (GrantLister), among the principals it was told of.
-type listingStore struct {
-	*state.Memory
-	principals []string
-}
-
-// UpstreamGrants implements GrantLister.
-func (s listingStore) UpstreamGrants(ctx context.Context, upstream string) (map[string][]byte, error) {
-	out := map[string][]byte{}
-	for _, p := range s.principals {
-		b, err := s.GetGrant(ctx, p, upstream)
-		switch {
-		case errors.Is(err, state.ErrNotFound):
-		case err != nil:
-			return nil, err
-		default:
-			out[p] = b
-		}
-	}
-	return out, nil
-}
-
-var _ GrantLister = listingStore{}
 
 // TestRevokeUpstream: every grant of the upstream is deleted, and revoked
-// at the AS when the store can list them and the AS offers revocation.
+// at the AS when the AS offers revocation.
 func TestRevokeUpstream(t *testing.T) {
 	carol, dave := browser.User{Issuer: idpIssuer, Subject: "carol"}, browser.User{Issuer: idpIssuer, Subject: "dave"}
 	cases := []struct {
 		name       string
-		list       bool
 		revocation bool
 		// wantRevoked are the tokens revoked, in any order.
 		wantRevoked []string
 		wantLog     string
 	}{
-		{"listed, with revocation", true, true,
+		{"with revocation", true,
 			[]string{"rt-a-secretish", "at-a-secretish", "rt-b-secretish", "at-c-secretish"}, "revoked=3 failed=0 unreadable=1 of=4"},
-		{"listed, without revocation", true, false, nil, "offers no revocation"},
-		{"not listable", false, true, nil, "the store cannot list them"},
+		{"without revocation", false, nil, "offers no revocation"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.flows["github"] = newFlow(t, e.as, tc.revocation)
-			var s Store = e.store
-			if tc.list {
-				s = listingStore{e.store, []string{alice.Key(), bob.Key(), carol.Key(), dave.Key()}}
-			}
-			tk, err := NewTokens(TokensConfig{Store: s, Flows: e.flows, Sealer: e.sealer, Logger: e.tokens.log})
+			tk, err := NewTokens(TokensConfig{Store: e.store, Flows: e.flows, Sealer: e.sealer, Logger: e.tokens.log})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -673,7 +643,7 @@ func TestRevokeUpstreamBounded(t *testing.T) {
 			principals = append(principals, u.Key())
 			e.putGrant(u, grant{AccessToken: fmt.Sprintf("at-%d-secretish", i), RefreshToken: fmt.Sprintf("rt-%d-secretish", i)})
 		}
-		tk, err := NewTokens(TokensConfig{Store: listingStore{e.store, principals}, Flows: e.flows, Sealer: e.sealer, Logger: e.tokens.log})
+		tk, err := NewTokens(TokensConfig{Store: e.store, Flows: e.flows, Sealer: e.sealer, Logger: e.tokens.log})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -45,6 +45,9 @@ const (
 	MaxUpstreams = 10_000
 	// MaxGrantSize bounds a sealed grant: encrypted access, refresh and ID tokens, with their metadata.
 	MaxGrantSize = 16 << 10
+	// MaxListedGrants bounds UpstreamGrants: an admin revoking an upstream revokes at most this many grants at
+	// its authorization server (all of them are deleted).
+	MaxListedGrants = 10_000
 	// MaxUpstreamListSize bounds a cached tool list.
 	MaxUpstreamListSize = 4 << 20
 )

@@ -271,6 +271,17 @@ func testGrants(t *testing.T, newStore factory) {
 	sameGrants(t, h, "alice", map[string]string{"github": "a-gh-2", "linear": "a-li"}, "alice")
 	sameGrants(t, h, "bob", map[string]string{"github": "b-gh", "jira": "b-ji"}, "bob")
 	sameGrants(t, h, "carol", map[string]string{}, "a principal with no grants")
+	for upstream, want := range map[string]map[string]string{"github": {"alice": "a-gh-2", "bob": "b-gh"}, "nope": {}} {
+		got, err := h.UpstreamGrants(ctx, upstream)
+		if err != nil || len(got) != len(want) {
+			t.Errorf("UpstreamGrants(%s) = %q, %v; want %q", upstream, got, err, want)
+		}
+		for p, v := range want {
+			if string(got[p]) != v {
+				t.Errorf("UpstreamGrants(%s)[%s] = %q, want %q", upstream, p, got[p], v)
+			}
+		}
+	}
 
 	// What GetGrant and Grants return is the caller's.
 	got, _ := h.GetGrant(ctx, "alice", "github")
@@ -689,6 +700,7 @@ func testGrantInvalid(t *testing.T, newStore factory) {
 		{"DeleteGrant without upstream", func() error { return h.DeleteGrant(ctx, "alice", "") }},
 		{"DeleteUpstreamGrants without upstream", func() error { _, err := h.DeleteUpstreamGrants(ctx, ""); return err }},
 		{"Grants without principal", func() error { _, err := h.Grants(ctx, ""); return err }},
+		{"UpstreamGrants without upstream", func() error { _, err := h.UpstreamGrants(ctx, ""); return err }},
 		{"TryLock without key", func() error { _, _, err := h.TryLock(ctx, "", time.Minute); return err }},
 		{"TryLock of a long key", func() error { _, _, err := h.TryLock(ctx, long, time.Minute); return err }},
 		{"TryLock with ttl 0", func() error { _, _, err := h.TryLock(ctx, "k", 0); return err }},

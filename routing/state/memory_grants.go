@@ -220,6 +220,28 @@ func (m *Memory) Grants(ctx context.Context, principal string) (map[string][]byt
 	return out, nil
 }
 
+// UpstreamGrants returns up to MaxListedGrants of upstream's grants, by principal, for an admin revoking the
+// upstream at its authorization server.
+func (m *Memory) UpstreamGrants(ctx context.Context, upstream string) (map[string][]byte, error) {
+	if err := checkID("upstream", upstream); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	g := &m.grants
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := map[string][]byte{}
+	for principal, sealed := range g.grants[upstream] {
+		if len(out) == MaxListedGrants {
+			break
+		}
+		out[principal] = slices.Clone(sealed)
+	}
+	return out, nil
+}
+
 // TryLock implements GrantStore.
 func (m *Memory) TryLock(ctx context.Context, key string, ttl time.Duration) (func(), bool, error) {
 	if err := checkLock(key, ttl); err != nil {

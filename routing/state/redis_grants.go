@@ -185,6 +185,28 @@ func (r *Redis) Grants(ctx context.Context, principal string) (map[string][]byte
 	return out, nil
 }
 
+// UpstreamGrants returns up to MaxListedGrants of upstream's grants, by principal (HSCAN, so a large hash is read
+// in steps), for an admin revoking the upstream at its authorization server.
+func (r *Redis) UpstreamGrants(ctx context.Context, upstream string) (map[string][]byte, error) {
+	if err := checkID("upstream", upstream); err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	var cursor uint64
+	for {
+		kv, next, err := r.c.HScan(ctx, r.grantsKey(upstream), cursor, "*", 500).Result()
+		if err != nil {
+			return nil, unavailable("list upstream grants", err)
+		}
+		for i := 0; i+1 < len(kv) && len(out) < MaxListedGrants; i += 2 {
+			out[kv[i]] = []byte(kv[i+1])
+		}
+		if cursor = next; cursor == 0 || len(out) >= MaxListedGrants {
+			return out, nil
+		}
+	}
+}
+
 // TryLock implements GrantStore with SET NX PX of a random token; unlock deletes the key only while it holds that
 // token (unlockToken), so a holder that outlived its ttl cannot release the next holder's lock.
 func (r *Redis) TryLock(ctx context.Context, key string, ttl time.Duration) (func(), bool, error) {

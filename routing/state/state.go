@@ -192,6 +192,8 @@ type GrantStore interface {
 	DeleteUpstreamGrants(ctx context.Context, upstream string) (int, error)
 	// Grants returns principal's grants, by upstream (empty when none).
 	Grants(ctx context.Context, principal string) (map[string][]byte, error)
+	// UpstreamGrants returns up to MaxListedGrants of upstream's grants, by principal (empty when none).
+	UpstreamGrants(ctx context.Context, upstream string) (map[string][]byte, error)
 	// TryLock takes the lock key for at most ttl, unless it is held: ok is false, with a nil unlock, when another
 	// caller (on any replica) holds it. unlock releases it if it is still this caller's (not once it lapsed and
 	// another took it); calling it again is harmless. A lock nobody unlocked (a crashed replica) lapses after ttl.
