@@ -566,7 +566,6 @@ func TestStatus(t *testing.T) {
 	})
 }
 
-
 // TestRevokeUpstream: every grant of the upstream is deleted, and revoked
 // at the AS when the AS offers revocation.
 func TestRevokeUpstream(t *testing.T) {
