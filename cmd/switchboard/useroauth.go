@@ -52,6 +52,7 @@ type userOAuth struct {
 type userOAuthStore interface {
 	state.GrantStore
 	state.RegistrationStore
+	gateway.Limiter
 }
 
 var (
@@ -73,6 +74,10 @@ const (
 	linkTTL = 10 * time.Minute
 	// signInPrefix is where the browser sign-in's callback and sign-out live.
 	signInPrefix = "/auth/"
+	// linkRate and linkBurst bound the connect links one person may mint, on every replica together: each is a
+	// record in the shared store, which holds a bounded number for everyone.
+	linkRate  = 1.0 / 30 // per second
+	linkBurst = 10
 )
 
 // hasUserOAuth reports whether any enabled upstream is user-oauth.
@@ -145,6 +150,10 @@ func newUserOAuth(ctx context.Context, cfg *config.Config, redis *state.Redis, l
 	if u.links, err = connect.NewLinks(u.store, u.publicURL, linkTTL); err != nil {
 		return nil, err
 	}
+	u.links.SetLimit(func(ctx context.Context, principal string) (bool, error) {
+		ok, _, err := u.store.Allow(ctx, "connect-links:"+principal, linkRate, linkBurst)
+		return ok, err
+	})
 	secure := strings.HasPrefix(u.publicURL, "https://")
 	if u.signIn, err = browser.New(ctx, browser.Config{
 		Issuer: a.Issuer, ClientID: a.Browser.ClientID, ClientSecret: a.Browser.ClientSecret,

@@ -209,6 +209,11 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, err := h.links.mint(ctx, user.Key(), upstream, "", "")
+	if errors.Is(err, ErrTooManyLinks) {
+		h.log.Warn("connect: a person asked for too many links", "upstream", upstream, "sub", user.Subject)
+		h.render(w, http.StatusTooManyRequests, "Too many attempts", upstream, "You started connecting many times in a short while. Wait a minute, then try again.")
+		return
+	}
 	if err != nil {
 		h.log.Error("connect: minting a link", "upstream", upstream, "sub", user.Subject, "err", err)
 		h.render(w, http.StatusServiceUnavailable, "Try again", upstream, msgStore)

@@ -385,6 +385,9 @@ func TestStart(t *testing.T) {
 		{"an unknown upstream, not echoed", StartPath + url.PathEscape("<b>gitlab</b>"), "alice", nil, http.StatusNotFound, msgNoUpstream},
 		{"no links configured", StartPath + "github", "alice", func(e *env) { e.h.links = nil }, http.StatusNotFound, msgNoUpstream},
 		{"the authorization server is down", StartPath + "github", "alice", func(e *env) { e.h.flows = brokenFlows{} }, http.StatusBadGateway, "cannot reach the authorization server"},
+		{"too many links", StartPath + "github", "alice", func(e *env) {
+			e.links.SetLimit(func(context.Context, string) (bool, error) { return false, nil })
+		}, http.StatusTooManyRequests, "Wait a minute"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -414,5 +417,32 @@ func TestStartURL(t *testing.T) {
 	u, _ := url.Parse(StartURL(publicURL, "git hub/x"))
 	if w := e.get(u.RequestURI(), "alice"); w.Code != http.StatusFound {
 		t.Errorf("start of %q: HTTP %d: %s", "git hub/x", w.Code, w.Body)
+	}
+}
+
+// TestLinkLimit: Links ask the limit with the principal before each link, refuse with ErrTooManyLinks when it
+// says no, refuse too when it fails, and store nothing either way.
+func TestLinkLimit(t *testing.T) {
+	e := newEnv(t)
+	var asked []string
+	allow, fail := true, error(nil)
+	e.links.SetLimit(func(_ context.Context, principal string) (bool, error) {
+		asked = append(asked, principal)
+		return allow, fail
+	})
+	ctx := context.Background()
+	if _, err := e.links.New(ctx, alice.Key(), "github", "", ""); err != nil {
+		t.Fatalf("a link within the limit: %v", err)
+	}
+	allow = false
+	if _, err := e.links.New(ctx, alice.Key(), "github", "", ""); !errors.Is(err, ErrTooManyLinks) {
+		t.Errorf("past the limit: %v, want ErrTooManyLinks", err)
+	}
+	allow, fail = true, errors.New("the store is down")
+	if _, err := e.links.New(ctx, bob.Key(), "github", "", ""); err == nil || errors.Is(err, ErrTooManyLinks) {
+		t.Errorf("a failing limit: %v", err)
+	}
+	if want := []string{alice.Key(), alice.Key(), bob.Key()}; strings.Join(asked, ",") != strings.Join(want, ",") {
+		t.Errorf("asked for %v, want %v", asked, want)
 	}
 }

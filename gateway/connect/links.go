@@ -33,6 +33,28 @@ type Links struct {
 	store Store
 	base  string // <publicURL>/connect/
 	ttl   time.Duration
+	// limit, when set, bounds the links one principal may mint (SetLimit).
+	limit func(ctx context.Context, principal string) error
+}
+
+// ErrTooManyLinks is what a principal gets who asked for more links than the limit allows.
+var ErrTooManyLinks = errors.New("connect: too many connect links asked for; wait a minute and try again")
+
+// SetLimit bounds the links one principal may mint: before each, allow is asked with the principal's key, and
+// a link is refused with ErrTooManyLinks when it says no. Every link is a record in the shared store, which holds
+// at most state.MaxConnects of them for everyone; without a bound one person could use them all up. An error
+// of allow refuses the link too. Call it before the Links are used.
+func (l *Links) SetLimit(allow func(ctx context.Context, principal string) (bool, error)) {
+	l.limit = func(ctx context.Context, principal string) error {
+		ok, err := allow(ctx, principal)
+		switch {
+		case err != nil:
+			return fmt.Errorf("connect: the link limit cannot be checked: %w", err)
+		case !ok:
+			return ErrTooManyLinks
+		}
+		return nil
+	}
 }
 
 // NewLinks returns Links that keep their records in store and point at the
@@ -80,6 +102,11 @@ func (l *Links) New(ctx context.Context, principal, upstream, session, elicitati
 func (l *Links) mint(ctx context.Context, principal, upstream, session, elicitationID string) (string, error) {
 	if err := checkNames(principal, upstream); err != nil {
 		return "", err
+	}
+	if l.limit != nil {
+		if err := l.limit(ctx, principal); err != nil {
+			return "", err
+		}
 	}
 	id := newLinkID()
 	rec := state.ConnectRecord{Principal: principal, Upstream: upstream, Session: session, ElicitationID: elicitationID}
