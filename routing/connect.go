@@ -250,6 +250,17 @@ func (s *Session) callStandIn(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	reply(out, m.ID(), append(b, '}'))
 }
 
+// formerStandIn returns the per-user upstream whose stand-in tool has the exposed name, when the catalog no
+// longer lists it.
+func (r *Router) formerStandIn(name string) *Upstream {
+	for _, up := range r.upstreams() {
+		if up.perUser() && exposedName(up.cfg.Prefix, standInTool, r.nameBudget()) == name {
+			return up
+		}
+	}
+	return nil
+}
+
 // standIn is the stand-in tool's catalog item.
 func (up *Upstream) standIn() item {
 	raw := []byte(`{"name":"` + standInTool + `","title":`)
@@ -454,6 +465,19 @@ func (r *Router) grantConnected(note grantNote) {
 	msg := []byte(`{"jsonrpc":"2.0","method":"notifications/elicitation/complete","params":{"elicitationId":`)
 	msg = jsonrpc.AppendQuote(msg, note.ElicitationID)
 	s.notify(append(msg, "}}"...))
+	// While the catalog shows the stand-in, the person's session is opened at once, so its lists reach the
+	// catalog (and list_changed the clients) without waiting for a retry.
+	if up := r.upstream(note.Upstream); up != nil && up.storeListed() && up.standingIn.Load() {
+		s.goWork(func() {
+			l, err := s.linkFor(up)
+			if err != nil {
+				return
+			}
+			ctx, cancel := context.WithTimeout(s.ctx, up.timeout())
+			defer cancel()
+			_, _ = l.ready(ctx)
+		})
+	}
 }
 
 // grantWaiters are the 2026-07-28 retries waiting for a person to finish connecting, by principal and upstream.

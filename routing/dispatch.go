@@ -135,6 +135,13 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 		what = "prompt"
 	}
 	t, ok := s.named(s.catalog(), k, name, m.Method())
+	if !ok && k == kindTools {
+		// A client retrying the stand-in it was asked to connect through, once the upstream's own list replaced it.
+		if up := s.r.formerStandIn(name); up != nil && s.allowsUpstream(up) {
+			s.callStandIn(ctx, up, m, out)
+			return
+		}
+	}
 	if !ok {
 		// What a principal may not use does not exist for it: the same answer as for a name nobody offers.
 		replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("unknown %s %q: list %ss to see what is available", what, name, what))

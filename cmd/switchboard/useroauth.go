@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/hkdf"
 	"crypto/sha256"
@@ -318,10 +319,7 @@ func (u *userOAuth) pages(r *routing.Router) (http.Handler, []string, error) {
 			if !ok {
 				return "", "", false
 			}
-			display := usr.Name
-			if display == "" {
-				display = usr.Email
-			}
+			display := cmp.Or(usr.Name, usr.Email, usr.Subject)
 			return usr.Key(), display, true
 		},
 		IsAdmin: func(r *http.Request) bool {

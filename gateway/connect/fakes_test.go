@@ -76,6 +76,8 @@ type fakeAS struct {
 	refuseClient bool
 	// revokeGate, when set, holds each revocation until it is closed.
 	revokeGate chan struct{}
+	// jwtAccess: access tokens cannot be revoked (unsupported_token_type), as at oidc-provider.
+	jwtAccess bool
 
 	mu        sync.Mutex
 	n         int
@@ -112,6 +114,12 @@ func (f *fakeAS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.revoking--
+		if f.jwtAccess && r.PostForm.Get("token_type_hint") == "access_token" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"error":"unsupported_token_type","error_description":"structured JWT access tokens cannot be revoked"}`))
+			return
+		}
 		f.revoked = append(f.revoked, r.PostForm)
 		delete(f.refresh, r.PostForm.Get("token"))
 	default:

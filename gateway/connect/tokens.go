@@ -457,9 +457,12 @@ func (t *Tokens) revoke(ctx context.Context, upstream string, g grant) {
 // the request is a refresh token and the authorization server supports the
 // revocation of access tokens, then the authorization server SHOULD also
 // invalidate all access tokens based on the same authorization grant", RFC
-// 7009 §2.1); the access token after it, for servers that do not. It
-// returns ErrNoRevocation, having sent nothing, when the server offers no
-// revocation, and otherwise each failure, named by the token's kind.
+// 7009 §2.1); the access token after it, for servers that do not (a SHOULD
+// is not a promise). A server that does not revoke access tokens
+// (unsupported_token_type, RFC 7009 §2.2.1: a JWT access token simply
+// expires) is not a failure. It returns ErrNoRevocation, having sent
+// nothing, when the server offers no revocation, and otherwise each
+// failure, named by the token's kind.
 func revokeGrant(ctx context.Context, flow *upstreamauth.Flow, g grant) error {
 	type revocation struct{ token, hint string }
 	var todo []revocation
@@ -472,9 +475,11 @@ func revokeGrant(ctx context.Context, flow *upstreamauth.Flow, g grant) error {
 	var errs []error
 	for _, r := range todo {
 		err := flow.Revoke(ctx, r.token, r.hint)
+		var oe *upstreamauth.OAuthError
 		switch {
 		case errors.Is(err, upstreamauth.ErrNoRevocation):
 			return err // nothing to tell the server; forgetting is all there is
+		case r.hint == upstreamauth.HintAccessToken && errors.As(err, &oe) && oe.Code == "unsupported_token_type":
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", strings.TrimSuffix(r.hint, "_token"), err))
 		}

@@ -672,3 +672,22 @@ func TestRevokeUpstreamBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestRevokeJWTAccessToken: a server that cannot revoke its (JWT) access tokens answers unsupported_token_type;
+// the disconnect revoked the refresh token, and nothing is reported as failed.
+func TestRevokeJWTAccessToken(t *testing.T) {
+	e := newEnv(t)
+	e.as.jwtAccess = true
+	e.flows["github"] = newFlow(t, e.as, true)
+	e.as.addRefresh("rt-2-secretish")
+	e.putGrant(alice, grant{AccessToken: "at-1-secretish", RefreshToken: "rt-2-secretish", Expiry: time.Now().Add(time.Hour)})
+	if err := e.tokens.Disconnect(context.Background(), alice.Key(), "github"); err != nil {
+		t.Fatal(err)
+	}
+	if _, revoked := e.as.counts(); len(revoked) != 1 || revoked[0].Get("token_type_hint") != upstreamauth.HintRefreshToken {
+		t.Errorf("revoked %v, want the refresh token", revoked)
+	}
+	if strings.Contains(e.logs.String(), "level=WARN") {
+		t.Errorf("a JWT access token the server cannot revoke was reported:\n%s", e.logs)
+	}
+}
