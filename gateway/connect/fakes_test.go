@@ -69,8 +69,9 @@ type fakeAS struct {
 	tokenStatus int
 	// rotate makes refresh issue a new refresh token and kill the old.
 	rotate bool
-	// refreshGate, when set, holds each refresh until it is closed.
+	// refreshGate, when set, holds each refresh until it is closed; refreshing then hears of each held one.
 	refreshGate chan struct{}
+	refreshing  chan struct{}
 	// refuseClient makes the token endpoint answer invalid_client, as for a
 	// client the server no longer knows.
 	refuseClient bool
@@ -92,7 +93,7 @@ type fakeAS struct {
 type fakeCode struct{ challenge, redirect, resource string }
 
 func newFakeAS() *fakeAS {
-	return &fakeAS{codes: map[string]fakeCode{}, refresh: map[string]bool{}}
+	return &fakeAS{codes: map[string]fakeCode{}, refresh: map[string]bool{}, refreshing: make(chan struct{}, 1)}
 }
 
 func (f *fakeAS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -158,6 +159,10 @@ func (f *fakeAS) token(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.refreshes++
 		f.mu.Unlock()
+		select {
+		case f.refreshing <- struct{}{}:
+		default:
+		}
 		<-f.refreshGate
 	} else if form.Get("grant_type") == "refresh_token" {
 		f.mu.Lock()
