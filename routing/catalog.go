@@ -126,6 +126,11 @@ type catalog struct {
 // shape applies the admin's overrides to the items and computes each endpoint's view; nil applies none. pins
 // judges tools and prompts against their pins (pins.go); nil judges nothing.
 func buildCatalog(ups []*Upstream, prev *catalog, profile string, shape *Shape, pins *pinRun) *catalog {
+	return buildCatalogOf(ups, prev, func(up *Upstream) [numKinds][]item { return up.listsFor(profile) }, shape, pins)
+}
+
+// buildCatalogOf is buildCatalog with each upstream's lists given by listsOf.
+func buildCatalogOf(ups []*Upstream, prev *catalog, listsOf func(*Upstream) [numKinds][]item, shape *Shape, pins *pinRun) *catalog {
 	c := &catalog{
 		tools:     map[string]target{},
 		prompts:   map[string]target{},
@@ -136,7 +141,7 @@ func buildCatalog(ups []*Upstream, prev *catalog, profile string, shape *Shape, 
 		// A drained upstream leaves the lists but keeps its names routable, so that a call to it gets an error
 		// that says it is drained rather than that it does not exist.
 		drained := up.drained.Load()
-		lists := up.listsFor(profile)
+		lists := listsOf(up)
 		for k := listKind(0); k < numKinds; k++ {
 			for _, it := range lists[k] {
 				raw := it.raw

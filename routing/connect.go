@@ -360,6 +360,7 @@ func (s *Session) cacheLists(l *link) {
 	ctx, cancel := context.WithTimeout(l.ctx, up.timeout())
 	defer cancel()
 	var c cachedLists
+	var own [numKinds][]item
 	l.mu.Lock()
 	conn := l.conn
 	l.mu.Unlock()
@@ -378,8 +379,14 @@ func (s *Session) cacheLists(l *link) {
 			s.r.log.Debug("per-user upstream not listed for the cache", "upstream", up.cfg.Name, "method", k.method(), "err", err)
 			return
 		}
+		own[k] = items
 		for _, it := range items {
 			*c.kind(k) = append(*c.kind(k), it.raw)
+		}
+	}
+	if principal := s.params.Principal; principal != "" {
+		if p := s.r.persons.get(principal, true); p.set(up, own) {
+			s.r.ownListsChanged(principal, p)
 		}
 	}
 	data, err := json.Marshal(c)

@@ -97,7 +97,11 @@ func TestUserGrants(t *testing.T) {
 			c.sendLocked(jsonrpc.AppendResult(nil, m.ID(), []byte(`{"content":[{"type":"text","text":"hello"}]}`)))
 			return
 		}
-		defaultAnswer(c, m, fakeInitCaps, `[{"name":"whoami","inputSchema":{"type":"object"}}]`)
+		tools := `[{"name":"whoami","inputSchema":{"type":"object"}}]`
+		if c.n == 2 { // bob's session: his grant allows more
+			tools = `[{"name":"whoami","inputSchema":{"type":"object"}},{"name":"admin","inputSchema":{"type":"object"}}]`
+		}
+		defaultAnswer(c, m, fakeInitCaps, tools)
 	})
 	r := startRouter(t, Options{Connector: conn},
 		UpstreamConfig{Name: "gh", Prefix: "gh__", Mode: PerClient, Transport: ft, Kind: "http", UserGrants: &UserGrants{}})
@@ -170,6 +174,32 @@ func TestUserGrants(t *testing.T) {
 	m = roundTrip(t, r, bob, `{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"gh://x"}}`)
 	if m.Error() == nil {
 		t.Errorf("bob's read without a grant: %s", m.Raw())
+	}
+
+	// Per-person lists: bob's grant shows him one more tool than alice's shows her. Each sees and calls their own.
+	conn.connect("iss|bob", "gh")
+	if m := roundTrip(t, r, bob, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"gh__whoami","arguments":{}}}`); m.Error() != nil {
+		t.Fatalf("bob's call once connected: %s", m.Raw())
+	}
+	<-upstreamSaw
+	<-conn.saved // bob's list is the shared cache now
+	waitHeard(t, r, bob.Standalone(), "notifications/tools/list_changed")
+	waitHeard(t, r, alice.Standalone(), "notifications/tools/list_changed")
+	if got := names(listAll(t, r, bob)); !slices.Equal(got, []string{"gh__whoami", "gh__admin"}) {
+		t.Errorf("bob's own tools: %v", got)
+	}
+	if got := names(listAll(t, r, alice)); !slices.Equal(got, []string{"gh__whoami"}) {
+		t.Errorf("alice's own tools, once bob's list is the shared one: %v", got)
+	}
+	if m := roundTrip(t, r, alice, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"gh__admin","arguments":{}}}`); m.Error() == nil {
+		t.Errorf("alice called a tool her grant does not list: %s", m.Raw())
+	}
+	if m := roundTrip(t, r, bob, `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"gh__admin","arguments":{}}}`); m.Error() != nil {
+		t.Errorf("bob's own tool: %s", m.Raw())
+	}
+	<-upstreamSaw
+	if got := names(listAll(t, r, r.NewSession(SessionParams{ProtocolVersion: protocol.V20251125, Principal: "iss|alice"}))); !slices.Equal(got, []string{"gh__whoami"}) {
+		t.Errorf("alice's new session: %v", got)
 	}
 
 	carol := r.PooledSession(SessionParams{Principal: "iss|carol", Capabilities: urlCaps})

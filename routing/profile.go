@@ -145,6 +145,15 @@ func (r *Router) profileCaps(name string) json.RawMessage {
 
 // catalog returns the catalog this session sees.
 func (s *Session) catalog() *catalog {
+	base := s.sharedCatalog()
+	if own := s.person.Load(); own != nil {
+		return own.catalogFor(s.r, base, s.profile)
+	}
+	return base
+}
+
+// sharedCatalog is the catalog of the session's profile, before the person's own lists.
+func (s *Session) sharedCatalog() *catalog {
 	if s.profile != "" {
 		if p := s.r.profileCatalog(s.profile); p != nil {
 			if c := p.Load(); c != nil {

@@ -125,6 +125,7 @@ type Router struct {
 
 	buildMu   sync.Mutex // serialises catalog rebuilds
 	profiles  profiles   // catalogs of the capability profiles in use (profile.go)
+	persons   persons    // people's own lists of per-user upstreams (persons.go)
 	buildReq  atomic.Uint64
 	buildSeen uint64     // the highest rebuild request the current catalog covers; under buildMu
 	reloadMu  sync.Mutex // serialises Reconfigure

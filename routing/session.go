@@ -72,6 +72,8 @@ type Session struct {
 	links clientLinks // the client's own upstream sessions (per-client upstreams)
 	tasks taskSet     // the tasks the client created
 	found found       // tools the session's searches found, for SearchMode.ExposeFound (discovery.go)
+	// person, when set, holds the principal's own lists of per-user upstreams (persons.go).
+	person atomic.Pointer[personLists]
 	stats statsCache  // its search statistics for the current catalog (discovery.go)
 
 	mu       sync.Mutex
@@ -106,6 +108,11 @@ func newSession(r *Router, p SessionParams, id string, mkEra func(*Session) era)
 		ctx = p.Context(ctx)
 	}
 	s.ctx, s.cancel = context.WithCancel(ctx)
+	if p.Principal != "" {
+		if own := r.persons.get(p.Principal, false); own != nil {
+			s.person.Store(own)
+		}
+	}
 	s.era = mkEra(s)
 	s.touch()
 	return s
