@@ -74,7 +74,7 @@ type Session struct {
 	found found       // tools the session's searches found, for SearchMode.ExposeFound (discovery.go)
 	// person, when set, holds the principal's own lists of per-user upstreams (persons.go).
 	person atomic.Pointer[personLists]
-	stats statsCache  // its search statistics for the current catalog (discovery.go)
+	stats  statsCache // its search statistics for the current catalog (discovery.go)
 
 	mu       sync.Mutex
 	calls    map[callKey]*call
