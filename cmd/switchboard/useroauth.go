@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"path"
@@ -64,7 +63,6 @@ var (
 	_ connections.Grants   = (*userOAuth)(nil)
 	_ connect.Notifier     = (*userOAuth)(nil)
 	_ connections.Status   = (*routerStatus)(nil)
-	_ http.RoundTripper    = (*refreshOn401)(nil)
 )
 
 const (
@@ -189,48 +187,15 @@ func (u *userOAuth) headers(name string) func(context.Context, http.Header) erro
 }
 
 // httpClient is a user-oauth upstream's HTTP client: the upstream transport's usual pooling, and one refresh and
-// retry on 401.
+// retry on 401 (connect.RetryOn401).
 func (u *userOAuth) httpClient(name string) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = 0
 	tr.MaxIdleConnsPerHost = 1024
-	return &http.Client{Transport: &refreshOn401{base: tr, tokens: u.tokens, upstream: name, log: u.log}}
-}
-
-// refreshOn401 retries a principal's request once with a refreshed token when the upstream refuses its token
-// (revoked, or expired early): "refresh before expiry, and once on an upstream 401".
-type refreshOn401 struct {
-	base     http.RoundTripper
-	tokens   *connect.Tokens
-	upstream string
-	log      *slog.Logger
-}
-
-func (t *refreshOn401) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := t.base.RoundTrip(r)
-	if err != nil || resp.StatusCode != http.StatusUnauthorized {
-		return resp, err
-	}
-	p := auth.PrincipalFrom(r.Context())
-	rejected, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if p == nil || !bearer || (r.Body != nil && r.Body != http.NoBody && r.GetBody == nil) {
-		return resp, nil
-	}
-	tok, err := t.tokens.Refresh(r.Context(), p.Key(), t.upstream, rejected)
-	if err != nil {
-		t.log.Info("an upstream refused a person's token and it could not be refreshed", "upstream", t.upstream, "err", err)
-		return resp, nil
-	}
-	retry := r.Clone(r.Context())
-	if r.GetBody != nil {
-		if retry.Body, err = r.GetBody(); err != nil {
-			return resp, nil
-		}
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	_ = resp.Body.Close()
-	retry.Header.Set("Authorization", "Bearer "+tok.AccessToken)
-	return t.base.RoundTrip(retry)
+	return &http.Client{Transport: &connect.RetryOn401{
+		Base: tr, Tokens: u.tokens, Upstream: name, Logger: u.log,
+		Principal: func(ctx context.Context) string { return auth.PrincipalFrom(ctx).Key() },
+	}}
 }
 
 // Connected reports whether principal holds a usable grant for upstream (routing.Connector).

@@ -1,0 +1,63 @@
+package connect
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+)
+
+// RetryOn401 is the HTTP transport of a per-user upstream: a request that carried a person's access token and
+// got 401 is sent once more with a refreshed token (issue 17: "refresh before expiry, and once on an upstream
+// 401"). The upstream may have revoked the token, or expired it early; Tokens.Refresh refreshes it once across
+// every replica, or deletes a grant that cannot be refreshed, so the next call asks the person to connect again.
+type RetryOn401 struct {
+	// Base sends the requests.
+	Base http.RoundTripper
+	// Tokens refreshes the rejected token.
+	Tokens *Tokens
+	// Upstream is the upstream's name.
+	Upstream string
+	// Principal gives the principal key a request is made for ("" for none: the request is not retried).
+	Principal func(ctx context.Context) string
+	// Logger receives failed refreshes, never a token. nil means slog.Default().
+	Logger *slog.Logger
+}
+
+var _ http.RoundTripper = (*RetryOn401)(nil)
+
+// maxDrain bounds what is read of a refused response before its connection is reused.
+const maxDrain = 64 << 10
+
+// RoundTrip implements http.RoundTripper.
+func (t *RetryOn401) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.Base.RoundTrip(r)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		return resp, err
+	}
+	principal := t.Principal(r.Context())
+	rejected, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if principal == "" || !bearer || (r.Body != nil && r.Body != http.NoBody && r.GetBody == nil) {
+		return resp, nil
+	}
+	tok, err := t.Tokens.Refresh(r.Context(), principal, t.Upstream, rejected)
+	if err != nil {
+		log := t.Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		log.Info("connect: an upstream refused a person's token, and it could not be refreshed", "upstream", t.Upstream, "err", err)
+		return resp, nil
+	}
+	retry := r.Clone(r.Context())
+	if r.GetBody != nil {
+		if retry.Body, err = r.GetBody(); err != nil {
+			return resp, nil
+		}
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
+	_ = resp.Body.Close()
+	retry.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	return t.Base.RoundTrip(retry)
+}
