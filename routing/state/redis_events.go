@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -95,8 +96,10 @@ func (r *Redis) Tail(ctx context.Context, session string, stream int64, afterID 
 	switch {
 	case errors.Is(err, redis.Nil):
 		return nil, nil // nothing within block
-	case err != nil && cut && errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return nil, nil // the wait, cut to ctx's deadline, ended with the connection's deadline
+	case err != nil && cut && (errors.Is(ctx.Err(), context.DeadlineExceeded) || isTimeout(err)):
+		// The wait, cut to ctx's deadline, ended with the connection's deadline, which go-redis sets from ctx's:
+		// its read may time out a moment before ctx's own timer marks ctx done.
+		return nil, nil
 	case err != nil:
 		return nil, unavailable("tail events", err)
 	case len(res) == 0:
@@ -120,4 +123,10 @@ func (r *Redis) Close(ctx context.Context, session string, stream int64) error {
 		return unavailable("close events", err)
 	}
 	return nil
+}
+
+// isTimeout reports whether err is a network timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
