@@ -85,6 +85,7 @@ type target struct {
 	withheld *Drift
 	// item is the position of the listed definition in catalog.items; -1 when it is not listed.
 	item int
+	hash string // the pin hash of the upstream's definition (item.hash), for the audit log
 }
 
 // templateRoute matches concrete URIs against one upstream's resource template.
@@ -183,7 +184,7 @@ func buildCatalogOf(ups []*Upstream, prev *catalog, listsOf func(*Upstream) [num
 					if k == kindPrompts {
 						m = c.prompts
 					}
-					t := target{up: up, name: it.id, withheld: withheld, item: -1}
+					t := target{up: up, name: it.id, withheld: withheld, item: -1, hash: it.hash}
 					if !hide {
 						t.item = len(c.items[k])
 					}

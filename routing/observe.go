@@ -13,6 +13,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // Outcomes of a forwarded request, as recorded in metrics and spans.
@@ -152,6 +153,7 @@ func (r *Router) endLeg(c *call, outcome string) {
 		r.opts.Audit(CallEvent{
 			Session: c.session.logID(), Principal: c.session.params.Principal, Upstream: c.link.up.cfg.Name,
 			Method: c.method, Tool: c.tool(), Outcome: outcome, Code: c.code, Duration: time.Since(c.started),
+			DefinitionHash: c.session.definitionHash(c.link.up, c.method, c.name),
 		})
 	}
 	if c.span != nil {
@@ -168,8 +170,27 @@ func (r *Router) endLeg(c *call, outcome string) {
 func (s *Session) auditDenied(up *Upstream, method, name string) {
 	if s.r.opts.Audit != nil {
 		s.r.opts.Audit(CallEvent{Session: s.logID(), Principal: s.params.Principal, Upstream: up.cfg.Name,
-			Method: method, Tool: name, Outcome: "denied"})
+			Method: method, Tool: name, Outcome: "denied", DefinitionHash: s.definitionHash(up, method, name)})
 	}
+}
+
+// definitionHash is the pin hash of the tool (tools/call) or prompt (prompts/get) a request of the session names
+// by its exposed name, as the session's catalog has it; "" for other methods, or when the catalog no longer
+// routes the name to that upstream.
+func (s *Session) definitionHash(up *Upstream, method, exposed string) string {
+	var index map[string]target
+	switch method {
+	case protocol.MethodToolsCall:
+		index = s.catalog().tools
+	case protocol.MethodPromptsGet:
+		index = s.catalog().prompts
+	default:
+		return ""
+	}
+	if t, ok := index[exposed]; ok && t.up != nil && t.up.cfg.Name == up.cfg.Name {
+		return t.hash
+	}
+	return ""
 }
 
 // withTraceparent puts the leg's traceparent in the request's params._meta, where every upstream (stdio ones

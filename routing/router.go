@@ -106,6 +106,9 @@ type CallEvent struct {
 	Outcome   string // ok, error, timeout, cancelled, failed, denied
 	Code      int    // the JSON-RPC error code, when the call ended in one
 	Duration  time.Duration
+	// DefinitionHash is the pin hash ("sha256:…") of the called tool's or prompt's definition as the catalog has
+	// it; "" when unknown.
+	DefinitionHash string
 }
 
 // Router routes between client sessions and upstreams. Create it with New and start it with Run.
