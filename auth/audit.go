@@ -2,8 +2,12 @@ package auth
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"log/slog"
+	"os"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 )
@@ -30,20 +34,67 @@ type AuditEvent struct {
 	Code int
 	// Duration is from the request's arrival to its answer.
 	Duration time.Duration
+	// DefinitionHash is the pin hash ("sha256:…") of the called tool's or
+	// prompt's definition, so the record says which definition ran; "" when
+	// unknown or not a tool or prompt.
+	DefinitionHash string
 }
 
-// Auditor logs audit events.
+// Auditor logs audit events, each chained to the one before it so that an
+// altered, deleted or reordered record can be found (see AuditChain).
+//
+// Every record carries stream (this Auditor's id: the host name and a random
+// part, new with every Auditor, so each process and each replica writes its
+// own chain), seq (1, 2, 3… within the stream), prev (the hash of the
+// stream's previous record, "" for seq 1) and hash: "sha256:" and the hex
+// SHA-256 of the record's canonical form, which VerifyAuditLog recomputes
+// from the logged JSON line alone. Records are emitted in chain order.
+//
+// For the chain to verify, the logger's handler must write the record as
+// slog.JSONHandler does, adding no attributes (no Logger.With) and
+// rewriting none (no ReplaceAttr): the hash covers every key of the line.
 type Auditor struct {
-	log *slog.Logger
+	log    *slog.Logger
+	stream string
+
+	// mu serialises the chain: a record's seq and prev are taken and the
+	// record written under it, so the log holds records in chain order.
+	mu   sync.Mutex
+	seq  uint64
+	prev string
+	buf  []byte      // the canonical form, reused under mu
+	keys []slog.Attr // the attributes sorted by key, reused under mu
 }
 
-// NewAuditor returns an auditor writing to l (nil = slog.Default()). Give it
-// its own handler to send audit events elsewhere than the gateway's log.
+// NewAuditor returns an auditor writing to l (nil = slog.Default()), whose
+// stream is named after the host. Give it its own handler to send audit
+// events elsewhere than the gateway's log.
 func NewAuditor(l *slog.Logger) *Auditor {
+	host, _ := os.Hostname() // "" when unknown: the random part still tells streams apart
+	return NewStreamAuditor(l, host)
+}
+
+// NewStreamAuditor is NewAuditor with the replica's name for the stream id
+// ("" = the random part alone).
+func NewStreamAuditor(l *slog.Logger, replica string) *Auditor {
 	if l == nil {
 		l = slog.Default()
 	}
-	return &Auditor{log: l}
+	var id [8]byte
+	_, _ = rand.Read(id[:]) // crypto/rand.Read does not fail
+	stream := hex.EncodeToString(id[:])
+	if r := sanitize(replica, 128); r != "" {
+		stream = r + "/" + stream
+	}
+	return &Auditor{log: l, stream: stream}
+}
+
+// Stream is the id of the auditor's chain, the stream field of its records.
+func (a *Auditor) Stream() string {
+	if a == nil {
+		return ""
+	}
+	return a.stream
 }
 
 // Call logs e as one "audit" event at level Info (Warn when denied). A nil
@@ -52,7 +103,7 @@ func (a *Auditor) Call(ctx context.Context, e AuditEvent) {
 	if a == nil {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 10)
+	attrs := make([]slog.Attr, 0, 15)
 	if p := e.Principal; p != nil {
 		attrs = append(attrs, slog.String("sub", sanitize(p.Subject, 256)), slog.String("iss", sanitize(p.Issuer, 256)))
 	} else {
@@ -70,12 +121,15 @@ func (a *Auditor) Call(ctx context.Context, e AuditEvent) {
 	if e.Code != 0 {
 		attrs = append(attrs, slog.Int("code", e.Code))
 	}
+	if e.DefinitionHash != "" {
+		attrs = append(attrs, slog.String("definitionHash", sanitize(e.DefinitionHash, 128)))
+	}
 	attrs = append(attrs, slog.Float64("duration_ms", float64(e.Duration.Microseconds())/1000))
 	level := slog.LevelInfo
 	if e.Outcome == "denied" {
 		level = slog.LevelWarn
 	}
-	a.log.LogAttrs(ctx, level, "audit", attrs...)
+	a.emit(ctx, level, attrs)
 }
 
 // DefinitionEvent describes what pinning found or did about one tool or
@@ -101,12 +155,13 @@ func (a *Auditor) Definition(ctx context.Context, e DefinitionEvent) {
 	if a == nil {
 		return
 	}
-	attrs := []slog.Attr{
+	attrs := make([]slog.Attr, 0, 11)
+	attrs = append(attrs,
 		slog.String("upstream", sanitize(e.Upstream, 128)),
 		slog.String("kind", sanitize(e.Kind, 16)),
 		slog.String("name", sanitize(e.Name, 512)),
 		slog.String("outcome", "definition_"+sanitize(e.Action, 32)),
-	}
+	)
 	if e.Pinned != "" {
 		attrs = append(attrs, slog.String("pinned", sanitize(e.Pinned, 128)))
 	}
@@ -120,7 +175,7 @@ func (a *Auditor) Definition(ctx context.Context, e DefinitionEvent) {
 	if e.Action == "approved" {
 		level = slog.LevelInfo
 	}
-	a.log.LogAttrs(ctx, level, "audit", attrs...)
+	a.emit(ctx, level, attrs)
 }
 
 // sanitize bounds a client-supplied string and drops control characters,
