@@ -34,7 +34,7 @@ type personLists struct {
 	mu  sync.Mutex
 	own map[*Upstream][numKinds][]item
 	// built is the person's catalog by the shared catalog it was built on; a nil value means the shared one
-	// serves (the person's lists are the shared ones).
+	// serves (the person's lists are all of removed upstreams).
 	built map[*catalog]*catalog
 }
 
@@ -70,8 +70,8 @@ func (p *personLists) set(up *Upstream, lists [numKinds][]item) bool {
 	return true
 }
 
-// catalogFor returns the catalog the person sees where the shared one is base (of the session's profile): base
-// itself when their own lists are what base has, else one built with them, once per base.
+// catalogFor returns the catalog the person sees where the shared one is base (of the session's profile): one
+// built with their own lists, once per base.
 func (p *personLists) catalogFor(r *Router, base *catalog, profile string) *catalog {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -84,14 +84,13 @@ func (p *personLists) catalogFor(r *Router, base *catalog, profile string) *cata
 	if len(p.built) >= maxPersonCatalogs {
 		clear(p.built)
 	}
-	differs := false
-	for up, own := range p.own {
-		if !up.removed.Load() && !sameLists(own, up.listsFor(profile)) {
-			differs = true
-			break
-		}
+	// No shortcut when the person's lists equal the upstream's: base may have been built from lists the upstream
+	// has replaced since (a reload in flight), and comparing with those would serve base's stale ones.
+	live := false
+	for up := range p.own {
+		live = live || !up.removed.Load()
 	}
-	if !differs {
+	if !live {
 		p.built[base] = nil
 		return base
 	}
