@@ -5,6 +5,7 @@
 //	switchboard stdio --config FILE
 //	switchboard check --config FILE
 //	switchboard status [--url URL | --config FILE]
+//	switchboard audit verify [--allow-truncated-head] FILE
 //	switchboard version
 package main
 
@@ -66,6 +67,7 @@ Usage:
   switchboard check --config FILE                   validate a config file and print every problem
   switchboard pin --config FILE                     write the lock file: the hash of every tool and prompt definition
   switchboard status [--url URL | --config FILE]    print the live state of a running gateway
+  switchboard audit verify FILE                     check the hash chains of the audit records in a JSON log
   switchboard version                               print the version
 
 Run "switchboard COMMAND -h" for a command's flags.
@@ -87,6 +89,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return status(args[1:], stdout, stderr)
 	case "pin":
 		return pinCommand(args[1:], stdout, stderr)
+	case "audit":
+		return auditCommand(args[1:], os.Stdin, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "switchboard", buildVersion())
 		return exitOK
@@ -390,6 +394,7 @@ func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers, l
 	if err != nil {
 		return nil, err
 	}
+	audit := auth.NewAuditor(log) // one chain for the process: calls and definitions alike
 	opts := routing.Options{
 		PageSize:           cfg.PageSize,
 		CursorSecret:       cfg.CursorSecret,
@@ -399,10 +404,10 @@ func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers, l
 		Version:            buildVersion(),
 		Logger:             log,
 		Replica:            cfg.ReplicaURL,
-		Audit:              auditor(log),
+		Audit:              auditor(audit),
 		MaxToolNameLength:  cfg.MaxToolNameLength,
 		Shape:              shapeOf(cfg),
-		AuditDefinition:    definitionAuditor(log),
+		AuditDefinition:    definitionAuditor(audit),
 	}
 	for _, h := range cfg.ClientHosts {
 		opts.Hosts = append(opts.Hosts, routing.HostLimit{Name: h.Name, Prefix: h.Prefix, MaxLength: h.MaxLength})
@@ -638,9 +643,8 @@ func bothAllow(a, b *auth.Grant) routing.Allow {
 	}
 }
 
-// auditor turns routing's call events into audit log entries.
-func auditor(log *slog.Logger) func(routing.CallEvent) {
-	a := auth.NewAuditor(log)
+// auditor turns routing's call events into audit log entries of a's chain.
+func auditor(a *auth.Auditor) func(routing.CallEvent) {
 	return func(e routing.CallEvent) {
 		var p *auth.Principal
 		if iss, sub, ok := strings.Cut(e.Principal, "|"); ok {
@@ -648,7 +652,7 @@ func auditor(log *slog.Logger) func(routing.CallEvent) {
 		}
 		a.Call(context.Background(), auth.AuditEvent{
 			Principal: p, Session: e.Session, Upstream: e.Upstream, Method: e.Method, Tool: e.Tool,
-			Outcome: e.Outcome, Code: e.Code, Duration: e.Duration,
+			Outcome: e.Outcome, Code: e.Code, Duration: e.Duration, DefinitionHash: e.DefinitionHash,
 		})
 	}
 }

@@ -45,9 +45,8 @@ func pinStoreOf(store *state.Redis) routing.PinStore {
 	return store
 }
 
-// definitionAuditor turns routing's definition events into audit log entries.
-func definitionAuditor(log *slog.Logger) func(routing.DefinitionEvent) {
-	a := auth.NewAuditor(log)
+// definitionAuditor turns routing's definition events into audit log entries of a's chain.
+func definitionAuditor(a *auth.Auditor) func(routing.DefinitionEvent) {
 	return func(e routing.DefinitionEvent) {
 		a.Definition(context.Background(), auth.DefinitionEvent{
 			Upstream: e.Upstream, Kind: e.Kind, Name: e.Name, Action: e.Action, Pinned: e.Pinned, Seen: e.Seen, Invisible: e.Invisible,
