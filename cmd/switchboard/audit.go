@@ -88,7 +88,11 @@ func printAuditReport(w io.Writer, name string, rep *auth.AuditReport) {
 		if s.FirstSeq > 1 {
 			head = fmt.Sprintf("; starts at seq %d, earlier records are not in %s", s.FirstSeq, name)
 		}
-		fmt.Fprintf(w, "stream %s: intact: %d records, seq %d..%d on lines %d..%d%s\n", s.ID, s.Records, s.FirstSeq, s.LastSeq, s.FirstLine, s.LastLine, head)
+		records := "records"
+		if s.Records == 1 {
+			records = "record"
+		}
+		fmt.Fprintf(w, "stream %s: intact: %d %s, seq %d..%d on lines %d..%d%s\n", s.ID, s.Records, records, s.FirstSeq, s.LastSeq, s.FirstLine, s.LastLine, head)
 	}
 	for _, m := range rep.Malformed {
 		fmt.Fprintf(w, "BROKEN: %s\n", m.Detail)
