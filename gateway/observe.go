@@ -1,9 +1,12 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -11,25 +14,41 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/semconv/v1.40.0/mcpconv"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/switchboard-mcp/switchboard/routing"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
+
+// The gateway's front end is an MCP server, and records what the OpenTelemetry semantic conventions for MCP
+// (docs/gen-ai/mcp.md of open-telemetry/semantic-conventions-genai) define for one: a SERVER span per client
+// message, mcp.server.operation.duration and mcp.server.session.duration. Its legs to the upstreams are MCP
+// client spans and mcp.client.* metrics, recorded by routing.
 
 // instruments are the front end's metrics and tracer (design §10).
 type instruments struct {
 	tracing    bool // a real tracer provider: spans are worth their lookups
+	metering   bool // a real meter provider: the attributes of the MCP metrics are worth working out
 	tracer     trace.Tracer
 	propagator propagation.TextMapPropagator
 	requests   metric.Int64Counter
-	duration   metric.Float64Histogram
-	authFail   metric.Int64Counter
+	// serverOp is mcp.server.operation.duration, serverSession mcp.server.session.duration.
+	serverOp      metric.Float64Histogram
+	serverSession metric.Float64Histogram
+	authFail      metric.Int64Counter
+	// The attribute sets of the measurements, made once per distinct set: recording one allocates nothing.
+	opSets      *attrSets[opKey]
+	sessionSets *attrSets[sessionKey]
 }
 
 func newInstruments(o Options) (instruments, error) {
 	tp, mp, prop := o.Tracer, o.Meter, o.Propagator
 	_, noopTracer := tp.(tracenoop.TracerProvider)
+	_, noopMeter := mp.(metricnoop.MeterProvider)
 	tracing := tp != nil && !noopTracer
 	if tp == nil {
 		tp = tracenoop.NewTracerProvider()
@@ -40,16 +59,23 @@ func newInstruments(o Options) (instruments, error) {
 	if prop == nil {
 		prop = propagation.TraceContext{}
 	}
-	in := instruments{tracing: tracing, tracer: tp.Tracer("github.com/switchboard-mcp/switchboard/gateway"), propagator: prop}
+	in := instruments{tracing: tracing, metering: o.Meter != nil && !noopMeter,
+		tracer: tp.Tracer("github.com/switchboard-mcp/switchboard/gateway"), propagator: prop,
+		opSets: &attrSets[opKey]{}, sessionSets: &attrSets[sessionKey]{}}
 	m := mp.Meter("github.com/switchboard-mcp/switchboard/gateway")
 	var err error
 	if in.requests, err = m.Int64Counter("switchboard.requests",
 		metric.WithDescription("Client messages handled, by MCP method (or notification/response), transport and HTTP status.")); err != nil {
 		return in, err
 	}
-	if in.duration, err = m.Float64Histogram("switchboard.request.duration", metric.WithUnit("s"),
-		metric.WithDescription("Time to answer a client message, by MCP method and HTTP status; for streams, until the stream ends."),
-		metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)); err != nil {
+	op := mcpconv.ServerOperationDuration{}
+	if in.serverOp, err = m.Float64Histogram(op.Name(), metric.WithUnit(op.Unit()), metric.WithDescription(op.Description()),
+		metric.WithExplicitBucketBoundaries(routing.OperationBuckets...)); err != nil {
+		return in, err
+	}
+	sess := mcpconv.ServerSessionDuration{}
+	if in.serverSession, err = m.Float64Histogram(sess.Name(), metric.WithUnit(sess.Unit()), metric.WithDescription(sess.Description()),
+		metric.WithExplicitBucketBoundaries(routing.OperationBuckets...)); err != nil {
 		return in, err
 	}
 	if in.authFail, err = m.Int64Counter("switchboard.auth.failures",
@@ -59,53 +85,340 @@ func newInstruments(o Options) (instruments, error) {
 	return in, nil
 }
 
-// startRequest opens the server span of one client message, continuing the client's trace from the
-// traceparent header or, failing that, from params._meta.traceparent.
-func (s *Server) startRequest(r *http.Request, m jsonrpc.Message, sessionID string) (context.Context, trace.Span) {
-	if !s.inst.tracing {
-		return r.Context(), trace.SpanFromContext(r.Context()) // a no-op span: nothing to look up
+// attrSets keeps attribute sets by a comparable key of bounded values; it stops growing at maxAttrSets.
+type attrSets[K interface {
+	comparable
+	attrs() []attribute.KeyValue
+}] struct {
+	mu   sync.RWMutex
+	sets map[K]metric.MeasurementOption
+}
+
+const maxAttrSets = 4096
+
+func (c *attrSets[K]) get(k K) metric.MeasurementOption {
+	c.mu.RLock()
+	o, ok := c.sets[k]
+	c.mu.RUnlock()
+	if ok {
+		return o
 	}
+	o = metric.WithAttributeSet(attribute.NewSet(k.attrs()...))
+	c.mu.Lock()
+	if c.sets == nil {
+		c.sets = map[K]metric.MeasurementOption{}
+	}
+	if len(c.sets) < maxAttrSets {
+		c.sets[k] = o
+	}
+	c.mu.Unlock()
+	return o
+}
+
+// Every message the front end serves over HTTP is "tcp" and "http" (the conventions' "Recording MCP transport":
+// streamable HTTP and HTTP with SSE alike).
+var (
+	attrTCP  = semconv.NetworkTransportKey.String("tcp")
+	attrHTTP = semconv.NetworkProtocolNameKey.String("http")
+)
+
+// httpVersion is network.protocol.version of a request: "1.1", "2", "1.0".
+func httpVersion(r *http.Request) string {
+	switch {
+	case r.ProtoMajor == 2:
+		return "2"
+	case r.ProtoMajor == 1 && r.ProtoMinor == 1:
+		return "1.1"
+	case r.ProtoMajor == 1 && r.ProtoMinor == 0:
+		return "1.0"
+	case r.ProtoMajor == 3:
+		return "3"
+	}
+	return ""
+}
+
+// opKey identifies the attribute set of one mcp.server.operation.duration measurement. Its values are bounded:
+// methods the gateway knows (else _OTHER), tool and prompt names the catalog lists, supported protocol versions.
+type opKey struct {
+	method, tool, prompt, version, httpVersion string
+	errType                                    string // error.type when it is not the JSON-RPC code
+	code                                       int    // rpc.response.status_code, when hasCode
+	hasCode                                    bool
+	codeIsError                                bool // the code classifies as an error: error.type is the code
+}
+
+func (k opKey) attrs() []attribute.KeyValue {
+	a := []attribute.KeyValue{semconv.McpMethodNameKey.String(k.method), attrTCP, attrHTTP}
+	if k.httpVersion != "" {
+		a = append(a, semconv.NetworkProtocolVersionKey.String(k.httpVersion))
+	}
+	if k.version != "" {
+		a = append(a, semconv.McpProtocolVersionKey.String(k.version))
+	}
+	if k.method == protocol.MethodToolsCall {
+		a = append(a, semconv.GenAIOperationNameExecuteTool)
+	}
+	if k.tool != "" {
+		a = append(a, semconv.GenAIToolNameKey.String(k.tool))
+	}
+	if k.prompt != "" {
+		a = append(a, semconv.GenAIPromptNameKey.String(k.prompt))
+	}
+	if k.hasCode {
+		code := strconv.Itoa(k.code)
+		a = append(a, semconv.RPCResponseStatusCodeKey.String(code))
+		if k.codeIsError {
+			a = append(a, semconv.ErrorTypeKey.String(code))
+		}
+	}
+	if k.errType != "" {
+		a = append(a, semconv.ErrorTypeKey.String(k.errType))
+	}
+	return a
+}
+
+// sessionKey identifies the attribute set of one mcp.server.session.duration measurement.
+type sessionKey struct{ version, httpVersion string }
+
+func (k sessionKey) attrs() []attribute.KeyValue {
+	a := []attribute.KeyValue{attrTCP, attrHTTP}
+	if k.httpVersion != "" {
+		a = append(a, semconv.NetworkProtocolVersionKey.String(k.httpVersion))
+	}
+	if k.version != "" {
+		a = append(a, semconv.McpProtocolVersionKey.String(k.version))
+	}
+	return a
+}
+
+// metricMethod is mcp.method.name in metrics: the methods and notifications a client sends that the gateway
+// knows; anything else is _OTHER, so that clients cannot mint values.
+func metricMethod(method string) string {
+	switch method {
+	case "initialize", "ping", "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list",
+		"resources/read", "resources/templates/list", "resources/subscribe", "resources/unsubscribe",
+		"completion/complete", "logging/setLevel", "tasks/get", "tasks/result", "tasks/list", "tasks/cancel",
+		"server/discover", "subscriptions/listen", "notifications/initialized", "notifications/cancelled",
+		"notifications/progress", "notifications/roots/list_changed", "notifications/tasks/status":
+		return method
+	}
+	return "_OTHER"
+}
+
+// notAnError are the JSON-RPC codes the conventions tell a server not to count as errors: "the caller sent a
+// request the receiver could not serve" (-32700, -32600, -32601, -32602, and -32002 resource not found).
+func notAnError(code int) bool {
+	switch code {
+	case protocol.CodeParseError, protocol.CodeInvalidRequest, protocol.CodeMethodNotFound, protocol.CodeInvalidParams,
+		protocol.CodeResourceNotFound:
+		return true
+	}
+	return false
+}
+
+// serverOp is one client message the front end serves: its MCP server span and its measurement of
+// mcp.server.operation.duration. The answer is read off the response as it is written (statusWriter).
+type serverOp struct {
+	s       *Server
+	r       *http.Request
+	w       *statusWriter
+	span    trace.Span // nil when not tracing
+	start   time.Time
+	method  string
+	name    string // the tool or prompt the request names, as the client gave it
+	version string // mcp.protocol.version
+	skip    bool   // a response of the client's: no operation of the server's
+}
+
+// startOp opens the server span of one client message, continuing the client's trace from the traceparent
+// header or, failing that, from params._meta.traceparent, and makes w note the message's answer.
+func (s *Server) startOp(r *http.Request, w *statusWriter, m jsonrpc.Message, start time.Time) (context.Context, serverOp) {
+	op := serverOp{s: s, r: r, w: w, start: start, method: m.Method(), skip: m.Kind() == jsonrpc.KindResponse}
+	if op.skip || !s.inst.tracing && !s.inst.metering {
+		return r.Context(), op
+	}
+	if m.Kind() == jsonrpc.KindRequest {
+		w.watch = m.ID()
+		w.tool = op.method == protocol.MethodToolsCall
+	}
+	switch op.method {
+	case protocol.MethodToolsCall, protocol.MethodPromptsGet:
+		op.name, _ = jsonrpc.LookupString(m.Params(), "name")
+	}
+	op.version = requestVersion(r, m)
+	if !s.inst.tracing {
+		return r.Context(), op
+	}
+	w.messages = true
 	ctx := s.inst.propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		if tp, ok := jsonrpc.LookupString(m.Params(), "_meta", "traceparent"); ok {
 			ctx = s.inst.propagator.Extract(ctx, propagation.MapCarrier{"traceparent": tp})
 		}
 	}
-	method := m.Method()
-	name := method
-	attrs := []attribute.KeyValue{attribute.String("mcp.method.name", method)}
-	if method == "tools/call" {
-		if tool, ok := jsonrpc.LookupString(m.Params(), "name"); ok {
-			name += " " + tool
-			attrs = append(attrs, attribute.String("gen_ai.tool.name", tool))
+	attrs := make([]attribute.KeyValue, 0, 14)
+	attrs = append(attrs, semconv.McpMethodNameKey.String(op.method), attrTCP, attrHTTP)
+	if v := httpVersion(r); v != "" {
+		attrs = append(attrs, semconv.NetworkProtocolVersionKey.String(v))
+	}
+	if op.version != "" {
+		attrs = append(attrs, semconv.McpProtocolVersionKey.String(op.version))
+	}
+	if id := m.ID(); id != nil && string(id) != "null" {
+		// "A string representation of the id property": a string id without its quotes.
+		sid := string(id)
+		if id[0] == '"' {
+			if u, err := jsonrpc.Unquote(id); err == nil {
+				sid = u
+			}
+		}
+		attrs = append(attrs, semconv.JSONRPCRequestIDKey.String(sid))
+	}
+	// mcp.session.id: the Mcp-Session-Id header, which a 2026-07-28 client has none of; only its first 8
+	// characters, as in the logs (the id is a bearer of the session's state).
+	if sid := r.Header.Get(protocol.HeaderSessionID); len(sid) >= 8 {
+		attrs = append(attrs, semconv.McpSessionIDKey.String(sid[:8]))
+	}
+	if host, port, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		attrs = append(attrs, semconv.ClientAddressKey.String(host))
+		if p, err := strconv.Atoi(port); err == nil {
+			attrs = append(attrs, semconv.ClientPortKey.Int(p))
 		}
 	}
-	if sessionID != "" && len(sessionID) >= 8 {
-		attrs = append(attrs, attribute.String("mcp.session.id", sessionID[:8]))
+	// The span is named "{mcp.method.name} {target}", the target being the tool or the prompt.
+	name := op.method
+	switch op.method {
+	case protocol.MethodToolsCall:
+		attrs = append(attrs, semconv.GenAIOperationNameExecuteTool)
+		if op.name != "" {
+			name += " " + op.name
+			attrs = append(attrs, semconv.GenAIToolNameKey.String(op.name))
+		}
+	case protocol.MethodPromptsGet:
+		if op.name != "" {
+			name += " " + op.name
+			attrs = append(attrs, semconv.GenAIPromptNameKey.String(op.name))
+		}
+	case protocol.MethodResourcesRead, protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:
+		if uri, ok := jsonrpc.LookupString(m.Params(), "uri"); ok {
+			attrs = append(attrs, semconv.McpResourceURIKey.String(uri)) // not in the span name: high cardinality
+		}
 	}
-	return s.inst.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	ctx, op.span = s.inst.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	return ctx, op
+}
+
+// requestVersion is mcp.protocol.version of a client message: the MCP-Protocol-Version header, or the version an
+// initialize asks for; only versions the gateway speaks, so that clients cannot mint values.
+func requestVersion(r *http.Request, m jsonrpc.Message) string {
+	v := r.Header.Get(protocol.HeaderProtocolVersion)
+	if v == "" && m.MethodIs("initialize") {
+		v, _ = jsonrpc.LookupString(m.Params(), "protocolVersion")
+	}
+	if v == protocol.Modern || protocol.SupportedLegacy(v) {
+		return v
+	}
+	return ""
+}
+
+// end records the served message: the span's end and the metrics.
+func (op serverOp) end() {
+	if op.skip {
+		return
+	}
+	s, w := op.s, op.w
+	// error.type: the JSON-RPC code of an error answer that classifies as an error for a server, tool_error for a
+	// tool result with isError, cancelled when the client went away or cancelled before an answer.
+	var errType string
+	codeIsError := w.hasCode && !notAnError(w.code)
+	switch {
+	case w.errored && !w.hasCode:
+		errType = semconv.ErrorTypeOther.Value.AsString() // an error without an integer code
+	case w.toolError:
+		errType = "tool_error"
+	case w.watch != nil && !w.answered:
+		if op.r.Context().Err() != nil || w.status < 400 {
+			errType = "cancelled"
+		} else {
+			errType = strconv.Itoa(w.status) // refused at the HTTP level without a JSON-RPC error
+		}
+	}
+	if s.inst.metering {
+		k := opKey{method: metricMethod(op.method), version: op.version, httpVersion: httpVersion(op.r),
+			errType: errType, code: w.code, hasCode: w.hasCode, codeIsError: codeIsError}
+		switch {
+		case op.name == "":
+		case op.method == protocol.MethodToolsCall && s.r.Offers(false, op.name):
+			k.tool = op.name
+		case op.method == protocol.MethodPromptsGet && s.r.Offers(true, op.name):
+			k.prompt = op.name
+		}
+		s.inst.serverOp.Record(context.Background(), time.Since(op.start).Seconds(), s.inst.opSets.get(k))
+		if op.method == "initialize" && w.answered && !w.errored {
+			s.observeSession(op)
+		}
+	}
+	if op.span == nil {
+		return
+	}
+	op.span.SetAttributes(attribute.Int("http.response.status_code", w.status))
+	if w.hasCode {
+		op.span.SetAttributes(semconv.RPCResponseStatusCodeKey.String(strconv.Itoa(w.code)))
+		if codeIsError {
+			op.span.SetAttributes(semconv.ErrorTypeKey.String(strconv.Itoa(w.code)))
+		}
+	}
+	if errType != "" {
+		op.span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+	}
+	if codeIsError || errType != "" {
+		// "The status description SHOULD match the JSONRPCError.message if the message is available."
+		desc := w.message
+		if desc == "" {
+			desc = errType
+		}
+		op.span.SetStatus(codes.Error, desc)
+	}
+	op.span.End()
+}
+
+// observeSession records the session an initialize started in mcp.server.session.duration when it ends (on this
+// replica: a session shared with others ends here when it is deleted or expires here).
+func (s *Server) observeSession(op serverOp) {
+	sess := s.r.Session(op.w.Header().Get(protocol.HeaderSessionID))
+	if sess == nil {
+		return
+	}
+	k := sessionKey{version: sess.ProtocolVersion(), httpVersion: httpVersion(op.r)}
+	start := op.start
+	sess.WhenClosed(func() {
+		s.inst.serverSession.Record(context.Background(), time.Since(start).Seconds(), s.inst.sessionSets.get(k))
+	})
 }
 
 // record counts one handled message.
-func (s *Server) record(method, transport string, status int, start time.Time) {
+func (s *Server) record(method, transport string, status int, _ time.Time) {
 	attrs := metric.WithAttributes(attribute.String("method", method), attribute.String("transport", transport), attribute.String("status", strconv.Itoa(status)))
 	s.inst.requests.Add(context.Background(), 1, attrs)
-	s.inst.duration.Record(context.Background(), time.Since(start).Seconds(), attrs)
-}
-
-func endSpan(span trace.Span, status int) {
-	span.SetAttributes(attribute.Int("http.response.status_code", status))
-	if status >= 400 {
-		span.SetStatus(codes.Error, http.StatusText(status))
-	}
-	span.End()
 }
 
 // statusWriter remembers the status a handler wrote; Unwrap keeps http.ResponseController (flushes, write
-// deadlines) working through it.
+// deadlines) working through it. When watch is set it also reads the answer to that request id off the
+// response as it is written (a JSON body, or an event of the SSE stream): its JSON-RPC error code and, for a
+// tool call, whether the result says isError.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+
+	watch     []byte // the id of the request whose answer to note; nil for none
+	tool      bool   // the request is a tools/call: note isError
+	messages  bool   // note the error message too (for the span's status)
+	answered  bool   // the answer was written
+	code      int    // its JSON-RPC error code, when hasCode
+	hasCode   bool   // the answer is an error with an integer code
+	errored   bool   // the answer is an error
+	message   string // its error message, when messages is set
+	toolError bool   // its result says isError: true
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -119,7 +432,90 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
+	if w.watch != nil && !w.answered {
+		w.note(b)
+	}
 	return w.ResponseWriter.Write(b)
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// canonical is how every response the gateway writes begins (jsonrpc.AppendResult, AppendError).
+var canonical = []byte(`{"jsonrpc":"2.0","id":`)
+
+// note looks for the watched request's answer in one write: a JSON body, or one SSE event.
+func (w *statusWriter) note(b []byte) {
+	msg := b
+	if len(b) > 0 && b[0] != '{' {
+		msg = sseData(b)
+	}
+	if len(msg) == 0 {
+		return
+	}
+	var result, errObj []byte
+	rest, ok := bytes.CutPrefix(msg, canonical)
+	switch {
+	case ok && bytes.HasPrefix(rest, w.watch):
+		rest = rest[len(w.watch):]
+	case ok && bytes.HasPrefix(rest, []byte(`null,"error":`)):
+		rest = rest[len("null"):] // an error about the message itself, before its id was read
+	default:
+		ok = false
+	}
+	if ok {
+		// The common case, told from its prefix: no scan of the result.
+		switch {
+		case bytes.HasPrefix(rest, []byte(`,"result":`)):
+			result = rest[len(`,"result":`) : len(rest)-1]
+		case bytes.HasPrefix(rest, []byte(`,"error":`)):
+			errObj = rest[len(`,"error":`) : len(rest)-1]
+		default:
+			return // another message whose id begins alike, or a request of the server's with the same id
+		}
+	} else {
+		if bytes.HasPrefix(msg, []byte(`{"jsonrpc":"2.0","method":`)) {
+			return // a notification or a request of the gateway's
+		}
+		m, err := jsonrpc.Parse(msg)
+		if err != nil || m.Kind() != jsonrpc.KindResponse {
+			return
+		}
+		if id := m.ID(); !bytes.Equal(id, w.watch) && !(string(id) == "null" && m.Error() != nil) {
+			return
+		}
+		result, errObj = m.Result(), m.Error()
+	}
+	w.answered = true
+	if errObj != nil {
+		w.errored = true
+		if s, e, ok := jsonrpc.Lookup(errObj, "code"); ok {
+			if n, ok := jsonrpc.ParseInt(errObj[s:e]); ok && int64(int(n)) == n {
+				w.code, w.hasCode = int(n), true
+			}
+		}
+		if w.messages {
+			w.message, _ = jsonrpc.LookupString(errObj, "message")
+		}
+		return
+	}
+	if w.tool {
+		w.toolError = routing.ToolError(result)
+	}
+}
+
+// sseData is the data of one SSE event, when it is on one line (as the gateway writes JSON-RPC messages).
+func sseData(ev []byte) []byte {
+	i := bytes.Index(ev, []byte("data: "))
+	if i < 0 || i > 0 && ev[i-1] != '\n' {
+		return nil
+	}
+	data := ev[i+len("data: "):]
+	j := bytes.IndexByte(data, '\n')
+	if j < 0 {
+		return nil
+	}
+	if bytes.HasPrefix(data[j+1:], []byte("data")) {
+		return nil // a message over several lines: not one the gateway wrote
+	}
+	return bytes.TrimSuffix(data[:j], []byte("\r"))
+}

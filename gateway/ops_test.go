@@ -488,9 +488,9 @@ func waitMetric(t *testing.T, base, name string, labels map[string]string, ok fu
 func atLeast(n float64) func(float64) bool { return func(v float64) bool { return v >= n } }
 
 // TestMetricsExposition: after real calls, /metrics carries every documented metric with its labels: requests by
-// method, transport and status; the request latency histogram; upstream requests by outcome, ok, error, timeout
-// and cancelled among them; in-flight requests; sessions; upstream up; restarts; dropped notifications; and the
-// Go and process collectors.
+// method, transport and status; mcp.server.operation.duration; mcp.client.operation.duration of the upstream legs,
+// with error.type for an error, a timeout and a cancellation and none for a success; in-flight requests; sessions;
+// upstream up; restarts; dropped notifications; and the Go and process collectors.
 func TestMetricsExposition(t *testing.T) {
 	tel, _ := newTelemetry(t)
 	ropts, gopts := instrumented(tel)
@@ -528,7 +528,7 @@ func TestMetricsExposition(t *testing.T) {
 	if r := <-post; r.err != nil || bytes.Contains(r.body, []byte(`"result"`)) {
 		t.Errorf("the cancelled call's POST ended with %q, %v; want no answer", r.body, r.err)
 	}
-	waitMetric(t, base, "switchboard_upstream_requests_total", map[string]string{"upstream": "web", "method": "tools/call", "outcome": "cancelled"}, atLeast(1))
+	waitMetric(t, base, "mcp_client_operation_duration_seconds_count", map[string]string{"switchboard_upstream": "web", "mcp_method_name": "tools/call", "error_type": "cancelled"}, atLeast(1))
 	waitMetric(t, base, "switchboard_upstream_inflight", map[string]string{"upstream": "web"}, func(v float64) bool { return v == 0 })
 
 	// A client that does not read: a session with no GET stream, while the shared upstream broadcasts more logs
@@ -558,14 +558,14 @@ func TestMetricsExposition(t *testing.T) {
 		{"switchboard_requests_total", map[string]string{"method": "tools/call", "transport": "streamable-http", "status": "200"}},
 		{"switchboard_requests_total", map[string]string{"method": "initialize", "transport": "streamable-http", "status": "200"}},
 		{"switchboard_requests_total", map[string]string{"method": "notification", "transport": "streamable-http", "status": "202"}},
-		{"switchboard_request_duration_seconds_bucket", map[string]string{"method": "tools/call", "le": "+Inf"}},
-		{"switchboard_request_duration_seconds_count", map[string]string{"method": "tools/call"}},
-		{"switchboard_request_duration_seconds_sum", map[string]string{"method": "tools/call"}},
-		{"switchboard_upstream_requests_total", map[string]string{"upstream": "web", "method": "tools/call", "outcome": "ok"}},
-		{"switchboard_upstream_requests_total", map[string]string{"upstream": "web", "method": "tools/call", "outcome": "error"}},
-		{"switchboard_upstream_requests_total", map[string]string{"upstream": "tight", "method": "tools/call", "outcome": "timeout"}},
-		{"switchboard_upstream_requests_total", map[string]string{"upstream": "web", "method": "tools/call", "outcome": "cancelled"}},
-		{"switchboard_upstream_request_duration_seconds_count", map[string]string{"upstream": "web", "outcome": "ok"}},
+		{"mcp_server_operation_duration_seconds_bucket", map[string]string{"mcp_method_name": "tools/call", "gen_ai_tool_name": "web__echo", "le": "+Inf"}},
+		{"mcp_server_operation_duration_seconds_count", map[string]string{"mcp_method_name": "tools/call", "gen_ai_operation_name": "execute_tool", "network_transport": "tcp"}},
+		{"mcp_server_operation_duration_seconds_sum", map[string]string{"mcp_method_name": "initialize", "mcp_protocol_version": "2025-11-25"}},
+		{"mcp_client_operation_duration_seconds_count", map[string]string{"switchboard_upstream": "web", "gen_ai_tool_name": "web__echo", "error_type": ""}},
+		{"mcp_client_operation_duration_seconds_count", map[string]string{"switchboard_upstream": "web", "gen_ai_tool_name": "web__fail", "rpc_response_status_code": "0", "error_type": "0"}},
+		{"mcp_client_operation_duration_seconds_count", map[string]string{"switchboard_upstream": "tight", "mcp_method_name": "tools/call", "error_type": "timeout"}},
+		{"mcp_client_operation_duration_seconds_count", map[string]string{"switchboard_upstream": "web", "mcp_method_name": "tools/call", "error_type": "cancelled"}},
+		{"mcp_client_operation_duration_seconds_bucket", map[string]string{"switchboard_upstream": "web", "network_transport": "tcp", "le": "300"}},
 		{"switchboard_upstream_inflight", map[string]string{"upstream": "web"}},
 		{"switchboard_sessions", nil},
 		{"switchboard_upstream_up", map[string]string{"upstream": "tight"}},
@@ -587,16 +587,15 @@ func TestMetricsExposition(t *testing.T) {
 		t.Errorf("switchboard_upstream_restarts_total{upstream=tight} = %v, want 0", v)
 	}
 	for name, typ := range map[string]string{
-		"switchboard_requests_total":                    "counter",
-		"switchboard_request_duration_seconds":          "histogram",
-		"switchboard_upstream_requests_total":           "counter",
-		"switchboard_upstream_request_duration_seconds": "histogram",
-		"switchboard_upstream_inflight":                 "gauge",
-		"switchboard_sessions":                          "gauge",
-		"switchboard_upstream_up":                       "gauge",
-		"switchboard_upstream_restarts_total":           "counter",
-		"switchboard_upstream_instances":                "gauge",
-		"switchboard_stream_dropped_total":              "counter",
+		"switchboard_requests_total":            "counter",
+		"mcp_server_operation_duration_seconds": "histogram",
+		"mcp_client_operation_duration_seconds": "histogram",
+		"switchboard_upstream_inflight":         "gauge",
+		"switchboard_sessions":                  "gauge",
+		"switchboard_upstream_up":               "gauge",
+		"switchboard_upstream_restarts_total":   "counter",
+		"switchboard_upstream_instances":        "gauge",
+		"switchboard_stream_dropped_total":      "counter",
 	} {
 		if types[name] != typ {
 			t.Errorf("# TYPE %s is %q, want %q", name, types[name], typ)

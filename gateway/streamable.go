@@ -57,8 +57,8 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	label = methodLabel(m)
-	ctx, span := s.startRequest(r, m, r.Header.Get(protocol.HeaderSessionID))
-	defer func() { endSpan(span, sw.status) }()
+	ctx, op := s.startOp(r, sw, m, start)
+	defer op.end()
 	if isModern(r, m) {
 		s.postModern(ctx, w, r, m)
 		return

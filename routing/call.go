@@ -104,7 +104,7 @@ func (c *call) answered(m jsonrpc.Message) {
 		c.code, _ = m.ErrorCode()
 	}
 	s := c.session
-	s.r.endLeg(c, outcome)
+	s.r.endLegAnswered(c, outcome, m)
 	s.removeCall(c)
 	if c.park != nil {
 		c.park.finished()

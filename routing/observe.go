@@ -1,7 +1,10 @@
 package routing
 
 import (
+	"bytes"
 	"context"
+	"strconv"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -12,11 +15,15 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/semconv/v1.40.0/mcpconv"
+
+	"github.com/switchboard-mcp/switchboard/upstream"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
-// Outcomes of a forwarded request, as recorded in metrics and spans.
+// Outcomes of a forwarded request, as recorded in the audit log and spans (switchboard.outcome).
 const (
 	outcomeOK        = "ok"
 	outcomeError     = "error"     // the upstream answered with a JSON-RPC error
@@ -25,24 +32,54 @@ const (
 	outcomeFailed    = "failed"    // the upstream connection failed or the request could not be sent
 )
 
+// Values of the OpenTelemetry semantic conventions for MCP (docs/gen-ai/mcp.md of
+// open-telemetry/semantic-conventions-genai) that the router records.
+const (
+	// errToolError is error.type for a tools/call whose result has isError: true ("this attribute SHOULD be set
+	// to tool_error").
+	errToolError = "tool_error"
+	// errConnectionLost is error.type of an upstream session that ended because its connection was lost (the
+	// stdio child exited, the HTTP session failed), not because the gateway closed it.
+	errConnectionLost = "connection_lost"
+)
+
+// OperationBuckets are the bucket boundaries the conventions advise for mcp.{client,server}.operation.duration
+// and mcp.{client,server}.session.duration: "[ 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300 ]".
+var OperationBuckets = []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}
+
+// attrUpstream names the upstream a leg or upstream session went to: the conventions have no attribute for a
+// gateway's upstream, and server.address says nothing for a stdio one.
+const attrUpstream = attribute.Key("switchboard.upstream")
+
 // instruments are the router's metrics and tracer (design §10).
 type instruments struct {
 	tracer     trace.Tracer
 	propagator propagation.TextMapPropagator
 	tracing    bool
+	// metering: a real meter provider, so that the attributes of the MCP metrics are worth working out.
+	metering bool
 
-	requests metric.Int64Counter
-	duration metric.Float64Histogram
-	inflight metric.Int64UpDownCounter
-	dropped  metric.Int64Counter
+	// clientOp is mcp.client.operation.duration, clientSession mcp.client.session.duration: the gateway is the
+	// MCP client of its upstreams.
+	clientOp      metric.Float64Histogram
+	clientSession metric.Float64Histogram
+	inflight      metric.Int64UpDownCounter
+	dropped       metric.Int64Counter
 	// definitionChanges counts drift found (pins.go), by upstream, kind and action.
 	definitionChanges metric.Int64Counter
+
+	// The attribute sets of the measurements, made once per distinct set: a measurement then allocates nothing.
+	legSets      *attrCache[legKey]
+	sessionSets  *attrCache[upSessionKey]
+	upstreamSets *attrCache[upstreamName]
 }
 
 func newInstruments(r *Router, o Options) (instruments, error) {
 	tp, mp, prop := o.Tracer, o.Meter, o.Propagator
 	_, noopTracer := tp.(tracenoop.TracerProvider)
-	in := instruments{tracing: tp != nil && !noopTracer}
+	_, noopMeter := mp.(metricnoop.MeterProvider)
+	in := instruments{tracing: tp != nil && !noopTracer, metering: mp != nil && !noopMeter,
+		legSets: &attrCache[legKey]{}, sessionSets: &attrCache[upSessionKey]{}, upstreamSets: &attrCache[upstreamName]{}}
 	if tp == nil {
 		tp = tracenoop.NewTracerProvider()
 	}
@@ -55,13 +92,14 @@ func newInstruments(r *Router, o Options) (instruments, error) {
 	in.tracer, in.propagator = tp.Tracer("github.com/switchboard-mcp/switchboard/routing"), prop
 	m := mp.Meter("github.com/switchboard-mcp/switchboard/routing")
 	var err error
-	if in.requests, err = m.Int64Counter("switchboard.upstream.requests",
-		metric.WithDescription("Requests forwarded to upstreams, by upstream, method and outcome.")); err != nil {
+	op := mcpconv.ClientOperationDuration{}
+	if in.clientOp, err = m.Float64Histogram(op.Name(), metric.WithUnit(op.Unit()), metric.WithDescription(op.Description()),
+		metric.WithExplicitBucketBoundaries(OperationBuckets...)); err != nil {
 		return in, err
 	}
-	if in.duration, err = m.Float64Histogram("switchboard.upstream.request.duration", metric.WithUnit("s"),
-		metric.WithDescription("Time from forwarding a request to its answer, by upstream, method and outcome."),
-		metric.WithExplicitBucketBoundaries(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)); err != nil {
+	sess := mcpconv.ClientSessionDuration{}
+	if in.clientSession, err = m.Float64Histogram(sess.Name(), metric.WithUnit(sess.Unit()), metric.WithDescription(sess.Description()),
+		metric.WithExplicitBucketBoundaries(OperationBuckets...)); err != nil {
 		return in, err
 	}
 	if in.inflight, err = m.Int64UpDownCounter("switchboard.upstream.inflight",
@@ -113,25 +151,196 @@ func newInstruments(r *Router, o Options) (instruments, error) {
 	return in, err
 }
 
-// startLeg opens the client span of one upstream leg and counts it in flight. It returns the context to write
-// with (it carries the span, which the HTTP transport turns into a traceparent header) and the traceparent to
-// put in the message's _meta, empty when nothing is traced.
+// attrCache keeps the attribute sets of measurements by a comparable key, so that recording one is a map read and
+// no allocation. The keys hold only bounded values (upstream and method names, the catalog's names, error
+// classes), and the cache stops growing at maxAttrSets all the same: beyond it, sets are made per measurement.
+type attrCache[K interface {
+	comparable
+	attrs() []attribute.KeyValue
+}] struct {
+	mu   sync.RWMutex
+	sets map[K]metric.MeasurementOption
+}
+
+const maxAttrSets = 4096
+
+func (c *attrCache[K]) get(k K) metric.MeasurementOption {
+	c.mu.RLock()
+	o, ok := c.sets[k]
+	c.mu.RUnlock()
+	if ok {
+		return o
+	}
+	o = metric.WithAttributeSet(attribute.NewSet(k.attrs()...))
+	c.mu.Lock()
+	if c.sets == nil {
+		c.sets = map[K]metric.MeasurementOption{}
+	}
+	if len(c.sets) < maxAttrSets {
+		c.sets[k] = o
+	}
+	c.mu.Unlock()
+	return o
+}
+
+// upstreamName is the key of the sets that carry only the upstream's name (the in-flight gauge).
+type upstreamName string
+
+// transportOf is network.transport and network.protocol.name of an upstream: "This attribute SHOULD be set to tcp
+// or quic if the transport protocol is HTTP. It SHOULD be set to pipe if the transport is stdio."
+func transportOf(kind string) (transport, protocolName string) {
+	if kind == "stdio" {
+		return "pipe", ""
+	}
+	return "tcp", "http"
+}
+
+// legKey identifies the attribute set of one upstream leg's mcp.client.operation.duration.
+type legKey struct {
+	upstream, kind string
+	method         string
+	tool, prompt   string // the exposed names (bounded by the catalog)
+	version        string // mcp.protocol.version negotiated with the upstream
+	errType        string // error.type for a failure that is not a JSON-RPC error
+	code           int    // the upstream's JSON-RPC error code, when hasCode
+	hasCode        bool
+}
+
+func (k legKey) attrs() []attribute.KeyValue {
+	transport, protoName := transportOf(k.kind)
+	a := []attribute.KeyValue{semconv.McpMethodNameKey.String(k.method), attrUpstream.String(k.upstream),
+		semconv.NetworkTransportKey.String(transport)}
+	if protoName != "" {
+		a = append(a, semconv.NetworkProtocolNameKey.String(protoName))
+	}
+	if k.version != "" {
+		a = append(a, semconv.McpProtocolVersionKey.String(k.version))
+	}
+	if k.method == protocol.MethodToolsCall {
+		a = append(a, semconv.GenAIOperationNameExecuteTool)
+	}
+	if k.tool != "" {
+		a = append(a, semconv.GenAIToolNameKey.String(k.tool))
+	}
+	if k.prompt != "" {
+		a = append(a, semconv.GenAIPromptNameKey.String(k.prompt))
+	}
+	if k.hasCode {
+		code := strconv.Itoa(k.code)
+		a = append(a, semconv.ErrorTypeKey.String(code), semconv.RPCResponseStatusCodeKey.String(code))
+	} else if k.errType != "" {
+		a = append(a, semconv.ErrorTypeKey.String(k.errType))
+	}
+	return a
+}
+
+// upSessionKey identifies the attribute set of one upstream session's mcp.client.session.duration.
+type upSessionKey struct {
+	upstream, kind, version, errType string
+}
+
+func (k upSessionKey) attrs() []attribute.KeyValue {
+	transport, protoName := transportOf(k.kind)
+	a := []attribute.KeyValue{attrUpstream.String(k.upstream), semconv.NetworkTransportKey.String(transport)}
+	if protoName != "" {
+		a = append(a, semconv.NetworkProtocolNameKey.String(protoName))
+	}
+	if k.version != "" {
+		a = append(a, semconv.McpProtocolVersionKey.String(k.version))
+	}
+	if k.errType != "" {
+		a = append(a, semconv.ErrorTypeKey.String(k.errType))
+	}
+	return a
+}
+
+func (u upstreamName) attrs() []attribute.KeyValue {
+	return []attribute.KeyValue{attribute.String("upstream", string(u))}
+}
+
+// handshake is what the current connection's handshake settled: the negotiated version, the upstream's session
+// id, and whether the upstream is stateless (2026-07-28).
+func (l *link) handshake() (version, sessionID string, modern bool) {
+	l.mu.Lock()
+	conn := l.conn
+	l.mu.Unlock()
+	if conn == nil {
+		return "", "", false
+	}
+	return conn.Server.ProtocolVersion, conn.SessionID(), conn.Server.Modern()
+}
+
+// version is the protocol version negotiated on the link's current connection ("" while it has none).
+func (l *link) version() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conn == nil {
+		return ""
+	}
+	return l.conn.Server.ProtocolVersion
+}
+
+// prompt is the prompt a prompts/get names (its exposed name); "" for other methods.
+func (c *call) prompt() string {
+	if c.method != protocol.MethodPromptsGet {
+		return ""
+	}
+	return c.name
+}
+
+// resourceURI is mcp.resource.uri of a leg: "a URI of the resource provided in the following requests or
+// notifications: resources/read, resources/subscribe, resources/unsubscribe".
+func (c *call) resourceURI() string {
+	switch c.method {
+	case protocol.MethodResourcesRead, protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:
+		return c.name
+	}
+	return ""
+}
+
+// startLeg opens the MCP client span of one upstream leg and counts it in flight. It returns the context to
+// write with (it carries the span, which the HTTP transport turns into a traceparent header) and the traceparent
+// to put in the message's _meta, empty when nothing is traced.
 func (r *Router) startLeg(ctx context.Context, c *call) (context.Context, string) {
-	r.inst.inflight.Add(ctx, 1, metric.WithAttributes(attribute.String("upstream", c.link.up.cfg.Name)))
+	r.inst.inflight.Add(ctx, 1, r.inst.upstreamSets.get(upstreamName(c.link.up.cfg.Name)))
 	if !r.inst.tracing {
 		return ctx, ""
 	}
-	attrs := []attribute.KeyValue{
-		attribute.String("mcp.method.name", c.method),
-		attribute.String("switchboard.upstream", c.link.up.cfg.Name),
-		attribute.String("mcp.session.id", c.session.logID()),
+	version, sid, modern := c.link.handshake()
+	transport, protoName := transportOf(c.link.up.cfg.Kind)
+	attrs := make([]attribute.KeyValue, 0, 12)
+	attrs = append(attrs,
+		semconv.McpMethodNameKey.String(c.method),
+		semconv.JSONRPCRequestIDKey.String(strconv.FormatInt(c.upID, 10)),
+		semconv.NetworkTransportKey.String(transport),
+		attrUpstream.String(c.link.up.cfg.Name),
+	)
+	if protoName != "" {
+		attrs = append(attrs, semconv.NetworkProtocolNameKey.String(protoName))
 	}
-	if c.tool() != "" {
-		attrs = append(attrs, attribute.String("gen_ai.tool.name", c.tool()))
+	if version != "" {
+		attrs = append(attrs, semconv.McpProtocolVersionKey.String(version))
 	}
+	// mcp.session.id is the upstream's Mcp-Session-Id, which "MUST NOT be set for a 2026-07-28-and-later
+	// session"; like the gateway's own session ids, only its first 8 characters are recorded.
+	if sid != "" && !modern {
+		attrs = append(attrs, semconv.McpSessionIDKey.String(sid[:min(8, len(sid))]))
+	}
+	// The span is named "{mcp.method.name} {target}", the target being the tool or the prompt.
 	name := c.method
-	if c.tool() != "" {
-		name += " " + c.tool()
+	if c.method == protocol.MethodToolsCall {
+		attrs = append(attrs, semconv.GenAIOperationNameExecuteTool) // "SHOULD NOT be set otherwise"
+	}
+	if tool := c.tool(); tool != "" {
+		name += " " + tool
+		attrs = append(attrs, semconv.GenAIToolNameKey.String(tool))
+	}
+	if p := c.prompt(); p != "" {
+		name += " " + p
+		attrs = append(attrs, semconv.GenAIPromptNameKey.String(p))
+	}
+	if uri := c.resourceURI(); uri != "" {
+		attrs = append(attrs, semconv.McpResourceURIKey.String(uri)) // not in the span name: high cardinality
 	}
 	ctx, c.span = r.inst.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	carrier := propagation.MapCarrier{}
@@ -139,31 +348,123 @@ func (r *Router) startLeg(ctx context.Context, c *call) (context.Context, string
 	return ctx, carrier["traceparent"]
 }
 
-// endLeg records a finished upstream leg: metrics, and the span's end.
-func (r *Router) endLeg(c *call, outcome string) {
+// endLeg records a finished upstream leg that got no answer of the upstream's (or whose answer is not at hand):
+// metrics, audit, and the span's end.
+func (r *Router) endLeg(c *call, outcome string) { r.endLegAnswered(c, outcome, jsonrpc.Message{}) }
+
+// endLegAnswered records a finished upstream leg; answer is the upstream's response, when the leg ended in one.
+func (r *Router) endLegAnswered(c *call, outcome string, answer jsonrpc.Message) {
 	if c.timer != nil {
 		c.timer.Stop()
 	}
-	attrs := metric.WithAttributes(attribute.String("upstream", c.link.up.cfg.Name), attribute.String("method", c.method), attribute.String("outcome", outcome))
+	elapsed := time.Since(c.started)
 	ctx := context.Background()
-	r.inst.requests.Add(ctx, 1, attrs)
-	r.inst.duration.Record(ctx, time.Since(c.started).Seconds(), attrs)
-	r.inst.inflight.Add(ctx, -1, metric.WithAttributes(attribute.String("upstream", c.link.up.cfg.Name)))
+	up := c.link.up
+	// error.type: the JSON-RPC error code of an error answer ("All JSON-RPC error codes SHOULD be considered
+	// errors" on the client side), tool_error for a tool result with isError, or what befell the leg.
+	var errType string
+	code, hasCode := 0, false
+	switch outcome {
+	case outcomeOK:
+		// Only worth a look at the result when something records it.
+		if c.method == protocol.MethodToolsCall && (r.inst.metering || c.span != nil) && ToolError(answer.Result()) {
+			errType = errToolError
+		}
+	case outcomeError:
+		if code, hasCode = answer.ErrorCode(); !hasCode {
+			errType = semconv.ErrorTypeOther.Value.AsString() // an error without an integer code
+		}
+	case outcomeTimeout, outcomeCancelled, outcomeFailed:
+		errType = outcome
+	}
+	if r.inst.metering {
+		k := legKey{upstream: up.cfg.Name, kind: up.cfg.Kind, method: c.method, tool: c.tool(), prompt: c.prompt(),
+			version: c.link.version(), errType: errType, code: code, hasCode: hasCode}
+		r.inst.clientOp.Record(ctx, elapsed.Seconds(), r.inst.legSets.get(k))
+	}
+	r.inst.inflight.Add(ctx, -1, r.inst.upstreamSets.get(upstreamName(up.cfg.Name)))
 	if r.opts.Audit != nil {
 		r.opts.Audit(CallEvent{
-			Session: c.session.logID(), Principal: c.session.params.Principal, Upstream: c.link.up.cfg.Name,
-			Method: c.method, Tool: c.tool(), Outcome: outcome, Code: c.code, Duration: time.Since(c.started),
-			DefinitionHash: c.session.definitionHash(c.link.up, c.method, c.name),
+			Session: c.session.logID(), Principal: c.session.params.Principal, Upstream: up.cfg.Name,
+			Method: c.method, Tool: c.tool(), Outcome: outcome, Code: c.code, Duration: elapsed,
+			DefinitionHash: c.session.definitionHash(up, c.method, c.name),
 		})
 	}
 	if c.span != nil {
 		c.span.SetAttributes(attribute.String("switchboard.outcome", outcome))
-		if outcome != outcomeOK {
-			c.span.SetStatus(codes.Error, outcome)
+		switch {
+		case hasCode:
+			s := strconv.Itoa(code)
+			c.span.SetAttributes(semconv.ErrorTypeKey.String(s), semconv.RPCResponseStatusCodeKey.String(s))
+		case errType != "":
+			c.span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+		}
+		if hasCode || errType != "" {
+			// "The status description SHOULD match the JSONRPCError.message if the message is available."
+			desc, ok := jsonrpc.LookupString(answer.Error(), "message")
+			if !ok {
+				desc = errType
+			}
+			c.span.SetStatus(codes.Error, desc)
 		}
 		c.span.End()
 	}
 }
+
+// ToolError reports whether a tools/call result says isError: true (error.type "tool_error"). Most results do
+// not mention it, or say false: a search of the bytes rules them out without scanning the result as JSON, which
+// only a result that may say true gets (the member must be the result's own, not one nested in its content).
+func ToolError(res []byte) bool {
+	key := []byte(`"isError"`)
+	for i := 0; ; {
+		j := bytes.Index(res[i:], key)
+		if j < 0 {
+			return false
+		}
+		i += j + len(key)
+		rest := bytes.TrimLeft(res[i:], " \t\r\n")
+		if len(rest) > 0 && rest[0] == ':' && bytes.HasPrefix(bytes.TrimLeft(rest[1:], " \t\r\n"), []byte("true")) {
+			break
+		}
+	}
+	s, e, ok := jsonrpc.Lookup(res, "isError")
+	return ok && string(res[s:e]) == "true"
+}
+
+// upstreamSessionEnded records mcp.client.session.duration of one upstream session (a connection of the link,
+// from its handshake to its end). A stateless (2026-07-28) upstream has no session, and nothing is recorded.
+func (r *Router) upstreamSessionEnded(l *link, conn *upstream.Conn, since time.Time) {
+	if !r.inst.metering || conn.Server.Modern() {
+		return
+	}
+	k := upSessionKey{upstream: l.up.cfg.Name, kind: l.up.cfg.Kind, version: conn.Server.ProtocolVersion}
+	if l.ctx.Err() == nil {
+		k.errType = errConnectionLost // the gateway did not close it
+	}
+	r.inst.clientSession.Record(context.Background(), time.Since(since).Seconds(), r.inst.sessionSets.get(k))
+}
+
+// Offers reports whether the catalog lists a tool (or, with prompt, a prompt) by this exposed name; the
+// meta-tools of search mode count as listed. The front end names in its metrics only what is listed, so that
+// clients cannot mint label values.
+func (r *Router) Offers(prompt bool, name string) bool {
+	c := r.cat.Load()
+	if c == nil {
+		return false
+	}
+	if prompt {
+		_, ok := c.prompts[name]
+		return ok
+	}
+	if _, ok := c.tools[name]; ok {
+		return true
+	}
+	return name == toolSearch || name == toolCall
+}
+
+// WhenClosed runs f once the session has ended (closed, expired, or the router stopped), on a goroutine of its
+// own; the front end records the session's duration with it.
+func (s *Session) WhenClosed(f func()) { context.AfterFunc(s.ctx, f) }
 
 // auditDenied records a request the policy refused: it is answered as if the item did not exist, but the audit
 // log says what happened.

@@ -70,7 +70,7 @@ func (s *Session) subscribe(ctx context.Context, m jsonrpc.Message, out *Stream,
 			return
 		}
 	}
-	s.forwardWith(ctx, up, m, out, "", nil)
+	s.forwardWith(ctx, up, m, out, uri, nil)
 }
 
 // subscribed reports whether the session wants updates of uri from up.
