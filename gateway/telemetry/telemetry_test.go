@@ -156,7 +156,7 @@ func TestMetricsHandler(t *testing.T) {
 
 // TestGrafanaDashboard: deploy/grafana/switchboard-dashboard.json is a valid Grafana dashboard (schemaVersion 36 or
 // later) with a Prometheus datasource variable that every panel uses, and its queries only name metrics the
-// gateway exports.
+// gateway exports, the MCP semantic conventions' among them.
 func TestGrafanaDashboard(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "grafana", "switchboard-dashboard.json"))
 	if err != nil {
@@ -202,12 +202,18 @@ func TestGrafanaDashboard(t *testing.T) {
 		t.Fatal("no Prometheus datasource variable in templating")
 	}
 	exported := []string{
-		"switchboard_requests_total", "switchboard_request_duration_seconds_bucket", "switchboard_upstream_requests_total",
-		"switchboard_upstream_request_duration_seconds_bucket", "switchboard_upstream_inflight", "switchboard_sessions",
+		"switchboard_requests_total", "switchboard_upstream_inflight", "switchboard_sessions",
 		"switchboard_upstream_up", "switchboard_upstream_restarts_total", "switchboard_upstream_instances",
 		"switchboard_stream_dropped_total", "switchboard_auth_failures_total",
+		"mcp_server_operation_duration_seconds_bucket", "mcp_server_operation_duration_seconds_count",
+		"mcp_client_operation_duration_seconds_bucket", "mcp_client_operation_duration_seconds_count",
+		"mcp_server_session_duration_seconds_bucket", "mcp_server_session_duration_seconds_count",
+		"mcp_client_session_duration_seconds_bucket", "mcp_client_session_duration_seconds_count",
 	}
-	metricRE := regexp.MustCompile(`switchboard_[a-z_]+`)
+	// Metric names, once label matchers and grouping clauses (whose label names, switchboard_upstream among them,
+	// look alike) are cut out.
+	labelsRE := regexp.MustCompile(`\{[^}]*\}|\b(?:by|without)\s*\([^)]*\)`)
+	metricRE := regexp.MustCompile(`\b(?:switchboard|mcp)_[a-z_]+`)
 	var used []string
 	for _, p := range d.Panels {
 		if p.Type == "row" {
@@ -220,7 +226,7 @@ func TestGrafanaDashboard(t *testing.T) {
 			t.Errorf("panel %q has no query", p.Title)
 		}
 		for _, tg := range p.Targets {
-			for _, name := range metricRE.FindAllString(tg.Expr, -1) {
+			for _, name := range metricRE.FindAllString(labelsRE.ReplaceAllString(tg.Expr, " "), -1) {
 				if !slices.Contains(exported, name) {
 					t.Errorf("panel %q queries %s, which the gateway does not export", p.Title, name)
 				}
@@ -228,7 +234,9 @@ func TestGrafanaDashboard(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"switchboard_requests_total", "switchboard_upstream_request_duration_seconds_bucket",
+	for _, want := range []string{"switchboard_requests_total", "mcp_server_operation_duration_seconds_bucket",
+		"mcp_client_operation_duration_seconds_bucket", "mcp_client_operation_duration_seconds_count",
+		"mcp_server_session_duration_seconds_bucket", "mcp_client_session_duration_seconds_count",
 		"switchboard_upstream_inflight", "switchboard_sessions", "switchboard_upstream_up",
 		"switchboard_upstream_restarts_total", "switchboard_stream_dropped_total"} {
 		if !slices.Contains(used, want) {
