@@ -464,6 +464,7 @@ func (w *statusWriter) note(b []byte) {
 	}
 	if ok {
 		// The common case, told from its prefix: no scan of the result.
+		rest = bytes.TrimRight(rest, " \t\r\n")
 		switch {
 		case bytes.HasPrefix(rest, []byte(`,"result":`)):
 			result = rest[len(`,"result":`) : len(rest)-1]

@@ -191,7 +191,7 @@ func TestE2ECatalog(t *testing.T) {
 
 	t.Run("rename_progress_cancel", func(t *testing.T) {
 		cancelled := func() float64 {
-			return metricSum(t, base, "switchboard_upstream_requests_total", `upstream="everything"`, `method="tools/call"`, `outcome="cancelled"`)
+			return metricSum(t, base, "mcp_client_operation_duration_seconds_count", `switchboard_upstream="everything"`, `mcp_method_name="tools/call"`, `error_type="cancelled"`)
 		}
 		before := cancelled()
 		s := js.run(t, "endpoints.mjs", "--mode", "rename", "--url", base+"/mcp/alpha",

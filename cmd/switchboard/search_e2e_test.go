@@ -821,7 +821,7 @@ func TestE2ESearch(t *testing.T) {
 
 	t.Run("call_tool_progress_cancel", func(t *testing.T) {
 		cancelled := func() float64 {
-			return metricSum(t, bm25.base, "switchboard_upstream_requests_total", `upstream="everything"`, `method="tools/call"`, `outcome="cancelled"`)
+			return metricSum(t, bm25.base, "mcp_client_operation_duration_seconds_count", `switchboard_upstream="everything"`, `mcp_method_name="tools/call"`, `error_type="cancelled"`)
 		}
 		before := cancelled()
 		s := js.run(t, "search.mjs", "--mode", "call", "--url", find, "--query", "quarterly sales report", "--tool", searchRenamed)
