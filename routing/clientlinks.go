@@ -105,8 +105,8 @@ func (cl *clientLinks) drop(up *Upstream) {
 	}
 }
 
-// closeIdle closes the links unused for their upstream's idle timeout.
-func (cl *clientLinks) closeIdle(now time.Time) {
+// closeIdle closes the links unused for their upstream's idle timeout, and returns their upstreams.
+func (cl *clientLinks) closeIdle(now time.Time) []*Upstream {
 	cl.mu.Lock()
 	candidates := make(map[*Upstream]*link, len(cl.m))
 	for up, l := range cl.m {
@@ -127,11 +127,14 @@ func (cl *clientLinks) closeIdle(now time.Time) {
 		}
 		cl.mu.Unlock()
 	}
+	ups := make([]*Upstream, 0, len(idle))
 	for _, l := range idle {
 		l.log.Info("closing idle per-client upstream session")
 		l.close()
 		l.up.instances.Add(-1)
+		ups = append(ups, l.up)
 	}
+	return ups
 }
 
 // closeAll closes every link, in parallel (a stdio child takes a while to stop), and refuses new ones.

@@ -385,7 +385,7 @@ func (s *Session) cacheLists(l *link) {
 		}
 	}
 	if principal := s.params.Principal; principal != "" {
-		if p := s.r.persons.get(principal, true); p.set(up, own) {
+		if p := s.r.persons.get(principal, true); p.setAll(up, own) {
 			s.r.ownListsChanged(principal, p)
 		}
 	}

@@ -68,6 +68,10 @@ type link struct {
 	prep     chan struct{}
 	pending  map[int64]pending
 	restarts int
+	// relist are the lists a client's own upstream session announced changed and not fetched yet; relisting
+	// says a goroutine fetches them (children.go).
+	relist    [numKinds]bool
+	relisting bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -579,11 +583,11 @@ func (l *link) notification(m jsonrpc.Message, related []byte) {
 			l.r.parks.withdraw(nil, l, m.Params()[st:e]) // stateless sessions are not in the list above
 		}
 	case "notifications/tools/list_changed":
-		l.up.invalidate(kindTools)
+		l.listChanged(kindTools)
 	case "notifications/prompts/list_changed":
-		l.up.invalidate(kindPrompts)
+		l.listChanged(kindPrompts)
 	case "notifications/resources/list_changed":
-		l.up.invalidate(kindResources, kindTemplates)
+		l.listChanged(kindResources, kindTemplates)
 	case "notifications/resources/updated":
 		l.updated(m)
 	case "notifications/tasks/status":

@@ -126,7 +126,9 @@ func (r *Router) expirePooled(now time.Time) {
 			s.Close()
 			continue
 		}
-		s.links.closeIdle(now)
+		for _, up := range s.links.closeIdle(now) {
+			s.childGone(up)
+		}
 	}
 }
 

@@ -143,13 +143,18 @@ func (r *Router) profileCaps(name string) json.RawMessage {
 	return nil
 }
 
-// catalog returns the catalog this session sees.
+// catalog returns the catalog this session sees: its profile's, with the person's own lists (persons.go) and
+// the session's children's (children.go) where it has them.
 func (s *Session) catalog() *catalog {
-	base := s.sharedCatalog()
-	if own := s.person.Load(); own != nil {
-		return own.catalogFor(s.r, base, s.profile)
+	c := s.sharedCatalog()
+	person := s.person.Load()
+	if person != nil {
+		c = person.catalogFor(s.r, c, s.profile, nil)
 	}
-	return base
+	if s.children.live.Load() {
+		c = s.children.catalogFor(s.r, c, s.profile, person)
+	}
+	return c
 }
 
 // sharedCatalog is the catalog of the session's profile, before the person's own lists.

@@ -106,7 +106,9 @@ func (r *Router) Reconfigure(cfgs []UpstreamConfig) (ReloadResult, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.eachSession(func(s *Session) { s.dropUpstream(up) })
+			for _, s := range append(r.allSessions(), r.pooledSessions()...) { // pooled sessions have children too
+				s.dropUpstream(up)
+			}
 			up.stopAndWait()
 		}()
 	}
@@ -127,6 +129,7 @@ func (s *Session) dropUpstream(up *Upstream) {
 	}
 	s.mu.Unlock()
 	s.links.drop(up)
+	s.children.drop(up) // the catalog's rebuild tells the client
 }
 
 // RestartUpstream re-establishes an upstream's sessions: its main session and every per-client one. Calls in

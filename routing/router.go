@@ -366,7 +366,18 @@ func (r *Router) rebuild() {
 
 // listChanged reports whether a list changed as an endpoint's clients see it ("" for the whole catalog): an
 // endpoint hears list_changed only when its own view changed, or, in search mode, its own list (discovery.go).
+// The whole catalog is compared by generation: prev and next are successive shared catalogs.
 func listChanged(prev, next *catalog, k listKind, endpoint string) bool {
+	return changedFor(prev, next, k, endpoint, false)
+}
+
+// viewChanged is listChanged by content: for two catalogs one session saw that need not be successive (its own,
+// built on a shared one, and the shared one), whose generations may coincide.
+func viewChanged(prev, next *catalog, k listKind, endpoint string) bool {
+	return changedFor(prev, next, k, endpoint, true)
+}
+
+func changedFor(prev, next *catalog, k listKind, endpoint string, byContent bool) bool {
 	if k == kindTools {
 		pm, wasSearch := prev.modes[endpoint]
 		nm, isSearch := next.modes[endpoint]
@@ -378,6 +389,9 @@ func listChanged(prev, next *catalog, k listKind, endpoint string) bool {
 		case isSearch && !nm.exposeFound:
 			return false // the meta-tools and the AlwaysList are all it lists
 		}
+	}
+	if endpoint == "" && byContent {
+		return !sameItems(prev.items[k], next.items[k])
 	}
 	if endpoint == "" {
 		return next.gen[k] != prev.gen[k]
@@ -600,6 +614,8 @@ func (r *Router) expireSessions() {
 			s.Close()
 			continue
 		}
-		s.links.closeIdle(now)
+		for _, up := range s.links.closeIdle(now) {
+			s.childGone(up)
+		}
 	}
 }

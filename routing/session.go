@@ -73,8 +73,11 @@ type Session struct {
 	tasks taskSet     // the tasks the client created
 	found found       // tools the session's searches found, for SearchMode.ExposeFound (discovery.go)
 	// person, when set, holds the principal's own lists of per-user upstreams (persons.go).
-	person atomic.Pointer[personLists]
-	stats  statsCache // its search statistics for the current catalog (discovery.go)
+	person atomic.Pointer[ownLists]
+	// children holds the lists the session's own upstream sessions announced, where they differ from its
+	// catalog's (children.go).
+	children ownLists
+	stats    statsCache // its search statistics for the current catalog (discovery.go)
 
 	mu       sync.Mutex
 	calls    map[callKey]*call
@@ -213,6 +216,9 @@ func (s *Session) linkFor(up *Upstream) (*link, error) {
 
 // linkConnected brings a fresh per-client upstream session up to the client's state.
 func (s *Session) linkConnected(l *link) {
+	if s.children.has(l.up) {
+		l.listChanged(kindTools, kindPrompts, kindResources, kindTemplates) // a new child: are its lists still its own?
+	}
 	if l.up.perUser() {
 		l.goWork(func() { s.cacheLists(l) }) // the person's own view, for the catalog of those not connected yet
 	}

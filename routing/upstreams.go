@@ -255,7 +255,7 @@ func (up *Upstream) refresher(ctx context.Context) {
 		select { // let a burst of notifications settle
 		case <-ctx.Done():
 			return
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(listSettle):
 		}
 		up.mu.Lock()
 		dirty := up.dirty

@@ -1,0 +1,140 @@
+package routing
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+)
+
+// Lists of per-client children (issue 19, item 5). A per-client upstream is listed through its template session
+// (or its capability profile's, profile.go), but a client's own upstream session is a server of its own: one
+// whose tools come and go as the session goes on announces it with list_changed, and only that client's session
+// sees the change. The session then fetches the announced lists through its own upstream session and, where
+// they differ from what its catalog has, sees them instead (ownLists, ownlists.go) and hears list_changed; where
+// they equal it (server-everything announces its capability-dependent tools right after initialize, which its
+// profile's template lists too), nothing is kept and the session keeps the shared catalog.
+
+// listSettle is how long a burst of list_changed is let settle before the lists are fetched once.
+const listSettle = 50 * time.Millisecond
+
+// listChanged acts on an upstream's list_changed on l: a client's own upstream session refetches for that client
+// (a person's per-user session for the person, connect.go), any other link refreshes the upstream's lists for
+// the catalog.
+func (l *link) listChanged(kinds ...listKind) {
+	s := l.owner
+	if s == nil {
+		l.up.invalidate(kinds...)
+		return
+	}
+	l.mu.Lock()
+	for _, k := range kinds {
+		l.relist[k] = true
+	}
+	busy := l.relisting
+	l.relisting = true
+	l.mu.Unlock()
+	if busy {
+		return // the running relister takes these too
+	}
+	if !l.goWork(func() { s.relistChild(l) }) {
+		l.mu.Lock()
+		l.relisting = false
+		l.mu.Unlock()
+	}
+}
+
+// relistChild fetches what l's upstream announced, once the announcements settle, until none is left. It runs
+// on the link's goroutine group and ends with it.
+func (s *Session) relistChild(l *link) {
+	t := time.NewTimer(listSettle)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-l.ctx.Done():
+			return
+		}
+		l.mu.Lock()
+		dirty, conn := l.relist, l.conn
+		l.relist = [numKinds]bool{}
+		if dirty == ([numKinds]bool{}) {
+			l.relisting = false
+			l.mu.Unlock()
+			return
+		}
+		l.mu.Unlock()
+		if l.up.perUser() {
+			s.cacheLists(l) // the person's lists, kept for all their sessions and in the store
+		} else if conn != nil {
+			s.relist(l, conn.Server.Capabilities, dirty)
+		}
+		t.Reset(listSettle)
+	}
+}
+
+// relist fetches the dirty lists through the session's own upstream session l and makes them the session's.
+func (s *Session) relist(l *link, serverCaps json.RawMessage, dirty [numKinds]bool) {
+	var caps map[string]json.RawMessage
+	_ = json.Unmarshal(serverCaps, &caps)
+	ctx, cancel := context.WithTimeout(l.ctx, l.up.timeout())
+	defer cancel()
+	var kinds []listKind
+	var fetched [numKinds][]item
+	for k := range numKinds {
+		if !dirty[k] {
+			continue
+		}
+		if _, ok := caps[k.capability()]; ok {
+			items, err := l.up.fetchFrom(ctx, l, k)
+			if err != nil {
+				l.log.Warn("the client's own upstream session announced a list change, and listing failed", "method", k.method(), "err", err)
+				continue
+			}
+			fetched[k] = items
+		}
+		kinds = append(kinds, k)
+	}
+	if len(kinds) > 0 {
+		s.setChildLists(l.up, kinds, fetched)
+	}
+}
+
+// setChildLists makes the lists of some kinds of up, as the session's own upstream session has them, the ones
+// the session sees, and tells the client of each list that changed as it sees it.
+func (s *Session) setChildLists(up *Upstream, kinds []listKind, fetched [numKinds][]item) {
+	before := s.catalog()
+	if !s.children.setKinds(up, kinds, fetched, s.person.Load().listsOf(up, s.profile)) {
+		return
+	}
+	s.notifyChanged(before, s.catalog())
+}
+
+// childGone forgets the lists of up's child when the session's own upstream session of it closed (idle): the
+// next one starts afresh, listing what the template does.
+func (s *Session) childGone(up *Upstream) {
+	before := s.catalog()
+	if s.children.drop(up) {
+		s.notifyChanged(before, s.catalog())
+	}
+}
+
+// notifyChanged tells the client of the lists that differ between two catalogs it saw, as its endpoint shows
+// them: one notification per list, one for both resource lists.
+func (s *Session) notifyChanged(before, after *catalog) {
+	if before == after {
+		return
+	}
+	resources := false
+	for k := range numKinds {
+		if !viewChanged(before, after, k, s.params.Endpoint) {
+			continue
+		}
+		if k == kindTemplates && resources {
+			continue
+		}
+		resources = resources || k == kindResources
+		s.notify(jsonrpc.AppendNotification(nil, k.changedMethod(), nil))
+	}
+}
