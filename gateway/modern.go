@@ -34,9 +34,15 @@ func isModern(r *http.Request, m jsonrpc.Message) bool {
 // unsupportedVersion answers a request for a protocol version the gateway does not speak: "400 Bad Request and an
 // UnsupportedProtocolVersionError listing its supported versions".
 func unsupportedVersion(w http.ResponseWriter, id []byte, requested string) {
+	writeJSON(w, http.StatusBadRequest, unsupportedVersionError(id, requested))
+}
+
+// unsupportedVersionError is the UnsupportedProtocolVersionError of a request for a version the gateway does not
+// speak: "-32022, with data.supported and data.requested", so that the client can retry with one it lists.
+func unsupportedVersionError(id []byte, requested string) []byte {
 	data, _ := json.Marshal(map[string]any{"supported": protocol.Supported(), "requested": requested})
-	writeJSON(w, http.StatusBadRequest, jsonrpc.AppendError(nil, id, protocol.CodeUnsupportedProtocolVersion,
-		fmt.Sprintf("unsupported protocol version %q; supported: %s", requested, strings.Join(protocol.Supported(), ", ")), data))
+	return jsonrpc.AppendError(nil, id, protocol.CodeUnsupportedProtocolVersion,
+		fmt.Sprintf("unsupported protocol version %q; supported: %s", requested, strings.Join(protocol.Supported(), ", ")), data)
 }
 
 // modernMeta is what a stateless request declares in params._meta.
@@ -47,56 +53,63 @@ type modernMeta struct {
 	logLevel   string
 }
 
-// checkModern validates a stateless request's headers against its body. It answers the request itself, and
-// reports false, when they are missing or disagree.
-func checkModern(w http.ResponseWriter, r *http.Request, m jsonrpc.Message) (modernMeta, bool) {
-	id, params := m.ID(), m.Params()
+// metaError is a 2026-07-28 request's _meta refused: "a request missing required _meta fields gets -32602".
+type metaError struct{ msg string }
+
+// readModernMeta reads and checks what a stateless request declares in params._meta: its version (a string), the
+// client's capabilities (an object) and info, bounded in size, and a valid log level. Whether the version is one
+// the gateway speaks is the caller's to judge, after the transport's own checks (HTTP compares its headers first;
+// stdio has none: "There is no header layer").
+func readModernMeta(params []byte) (modernMeta, *metaError) {
 	var meta modernMeta
-	hv := r.Header.Get(protocol.HeaderProtocolVersion)
-	if hv == "" {
-		writeError(w, http.StatusBadRequest, id, protocol.CodeHeaderMismatch, "the MCP-Protocol-Version header is required and must equal params._meta[\""+protocol.MetaProtocolVersion+"\"]")
-		return meta, false
-	}
-	var raw struct {
-		Meta map[string]json.RawMessage
-	}
+	var raw map[string]json.RawMessage
 	// Only _meta is decoded: the arguments may be large, and nothing here needs them.
 	if st, e, status := jsonrpc.LookupStatus(params, "_meta"); status == jsonrpc.Found {
-		if err := json.Unmarshal(params[st:e], &raw.Meta); err != nil {
-			writeError(w, http.StatusBadRequest, id, protocol.CodeInvalidParams, "params._meta must be an object")
-			return meta, false
+		if err := json.Unmarshal(params[st:e], &raw); err != nil {
+			return meta, &metaError{"params._meta must be an object"}
 		}
 	} else if status == jsonrpc.Ambiguous || status == jsonrpc.Malformed && len(params) > 0 {
-		writeError(w, http.StatusBadRequest, id, protocol.CodeInvalidParams, "params must be an object with one _meta member")
-		return meta, false
+		return meta, &metaError{"params must be an object with one _meta member"}
 	}
-	v, okV := raw.Meta[protocol.MetaProtocolVersion]
-	caps, okC := raw.Meta[protocol.MetaClientCapabilities]
-	if raw.Meta == nil || !okV || !okC {
-		writeError(w, http.StatusBadRequest, id, protocol.CodeInvalidParams, fmt.Sprintf("params._meta must carry %q and %q in protocol version %s",
-			protocol.MetaProtocolVersion, protocol.MetaClientCapabilities, protocol.Modern))
-		return meta, false
+	v, okV := raw[protocol.MetaProtocolVersion]
+	caps, okC := raw[protocol.MetaClientCapabilities]
+	if raw == nil || !okV || !okC {
+		return meta, &metaError{fmt.Sprintf("params._meta must carry %q and %q in protocol version %s",
+			protocol.MetaProtocolVersion, protocol.MetaClientCapabilities, protocol.Modern)}
 	}
 	// Each distinct capabilities object gets a pooled session that keeps it, and the client info of the request
 	// that started it: bound what one request may pin. Real clients send well under 1 KiB of each.
 	for _, member := range []string{protocol.MetaClientCapabilities, protocol.MetaClientInfo} {
-		if n := len(raw.Meta[member]); n > maxCapabilitiesBytes {
-			writeError(w, http.StatusBadRequest, id, protocol.CodeInvalidParams, fmt.Sprintf("params._meta[%q] is %d bytes; at most %d are accepted",
-				member, n, maxCapabilitiesBytes))
-			return meta, false
+		if n := len(raw[member]); n > maxCapabilitiesBytes {
+			return meta, &metaError{fmt.Sprintf("params._meta[%q] is %d bytes; at most %d are accepted", member, n, maxCapabilitiesBytes)}
 		}
 	}
 	if json.Unmarshal(v, &meta.version) != nil || !isObject(caps) {
-		writeError(w, http.StatusBadRequest, id, protocol.CodeInvalidParams, fmt.Sprintf("params._meta[%q] must be a string and params._meta[%q] an object",
-			protocol.MetaProtocolVersion, protocol.MetaClientCapabilities))
-		return meta, false
+		return meta, &metaError{fmt.Sprintf("params._meta[%q] must be a string and params._meta[%q] an object",
+			protocol.MetaProtocolVersion, protocol.MetaClientCapabilities)}
 	}
-	meta.caps, meta.clientInfo = caps, raw.Meta[protocol.MetaClientInfo]
-	if lv, ok := raw.Meta[protocol.MetaLogLevel]; ok {
+	meta.caps, meta.clientInfo = caps, raw[protocol.MetaClientInfo]
+	if lv, ok := raw[protocol.MetaLogLevel]; ok {
 		if json.Unmarshal(lv, &meta.logLevel) != nil || !validLogLevel(meta.logLevel) {
-			writeError(w, http.StatusBadRequest, id, protocol.CodeInvalidParams, fmt.Sprintf("params._meta[%q] must be one of debug, info, notice, warning, error, critical, alert, emergency", protocol.MetaLogLevel))
-			return meta, false
+			return meta, &metaError{fmt.Sprintf("params._meta[%q] must be one of debug, info, notice, warning, error, critical, alert, emergency", protocol.MetaLogLevel)}
 		}
+	}
+	return meta, nil
+}
+
+// checkModern validates a stateless request's headers against its body. It answers the request itself, and
+// reports false, when they are missing or disagree.
+func checkModern(w http.ResponseWriter, r *http.Request, m jsonrpc.Message) (modernMeta, bool) {
+	id, params := m.ID(), m.Params()
+	hv := r.Header.Get(protocol.HeaderProtocolVersion)
+	if hv == "" {
+		writeError(w, http.StatusBadRequest, id, protocol.CodeHeaderMismatch, "the MCP-Protocol-Version header is required and must equal params._meta[\""+protocol.MetaProtocolVersion+"\"]")
+		return modernMeta{}, false
+	}
+	meta, bad := readModernMeta(params)
+	if bad != nil {
+		writeError(w, http.StatusBadRequest, id, protocol.CodeInvalidParams, bad.msg)
+		return meta, false
 	}
 	if meta.version != hv {
 		writeError(w, http.StatusBadRequest, id, protocol.CodeHeaderMismatch, fmt.Sprintf("the MCP-Protocol-Version header (%q) does not match params._meta[%q] (%q)", hv, protocol.MetaProtocolVersion, meta.version))
@@ -169,17 +182,10 @@ func (s *Server) postModern(ctx context.Context, w http.ResponseWriter, r *http.
 		return
 	}
 	defer release()
-	who := s.identify(ctx)
-	params := routing.SessionParams{
-		Capabilities: meta.caps, ClientInfo: meta.clientInfo, LogLevel: meta.logLevel,
-		Principal: who.Key, Allow: who.Allow, Context: who.Context, Endpoint: EndpointFrom(ctx),
-	}
+	params := s.modernParams(ctx, meta)
 	switch m.Method() {
 	case "server/discover":
-		wctx, cancel := context.WithTimeout(ctx, s.opts.InitWait)
-		_ = s.r.WaitReady(wctx) // as for initialize: the first client sees the whole catalog
-		cancel()
-		writeJSON(w, http.StatusOK, jsonrpc.AppendResult(nil, m.ID(), s.decorate(s.discoverResult(), "server/discover")))
+		writeJSON(w, http.StatusOK, s.discover(ctx, m.ID()))
 		return
 	case "subscriptions/listen":
 		s.listen(ctx, w, r, m, params)
@@ -201,6 +207,23 @@ func (s *Server) postModern(ctx context.Context, w http.ResponseWriter, r *http.
 	out := s.r.NewStream(1, 0)
 	sess.HandleRequest(ctx, m, out)
 	s.respondModern(w, r, sess, out, m.ID(), m.Method())
+}
+
+// modernParams are the session parameters of a stateless request: what its _meta declares, and its caller.
+func (s *Server) modernParams(ctx context.Context, meta modernMeta) routing.SessionParams {
+	who := s.identify(ctx)
+	return routing.SessionParams{
+		Capabilities: meta.caps, ClientInfo: meta.clientInfo, LogLevel: meta.logLevel,
+		Principal: who.Key, Allow: who.Allow, Context: who.Context, Endpoint: EndpointFrom(ctx),
+	}
+}
+
+// discover answers server/discover: "Servers MUST implement server/discover".
+func (s *Server) discover(ctx context.Context, id []byte) []byte {
+	wctx, cancel := context.WithTimeout(ctx, s.opts.InitWait)
+	_ = s.r.WaitReady(wctx) // as for initialize: the first client sees the whole catalog
+	cancel()
+	return jsonrpc.AppendResult(nil, id, s.decorate(s.discoverResult(), "server/discover"))
 }
 
 // discoverResult is the gateway's DiscoverResult: every version it speaks and the capabilities it can honour.
@@ -365,33 +388,85 @@ func (s *Server) respondModern(w http.ResponseWriter, r *http.Request, sess *rou
 // maxCapabilitiesBytes bounds a 2026-07-28 request's client capabilities object, and its client info.
 const maxCapabilitiesBytes = 16 << 10
 
-// listen serves subscriptions/listen: a long-lived stream of the notifications the client asked for, each tagged
-// with the subscription id (the listen request's id), after an acknowledgement of what the gateway honours.
+// listen serves subscriptions/listen over HTTP: a long-lived SSE stream of the notifications the client asked
+// for, after an acknowledgement of what the gateway honours, with comment keep-alives while nothing happens.
 func (s *Server) listen(ctx context.Context, w http.ResponseWriter, r *http.Request, m jsonrpc.Message, params routing.SessionParams) {
-	var p struct {
-		Notifications *struct {
-			ToolsListChanged      bool     `json:"toolsListChanged"`
-			PromptsListChanged    bool     `json:"promptsListChanged"`
-			ResourcesListChanged  bool     `json:"resourcesListChanged"`
-			ResourceSubscriptions []string `json:"resourceSubscriptions"`
-		} `json:"notifications"`
-	}
-	if err := json.Unmarshal(m.Params(), &p); err != nil || p.Notifications == nil {
-		writeError(w, http.StatusBadRequest, m.ID(), protocol.CodeInvalidParams, "subscriptions/listen needs params.notifications")
+	sub, ack, ok := s.openSubscription(ctx, m, params)
+	if !ok {
+		writeError(w, http.StatusBadRequest, m.ID(), protocol.CodeInvalidParams, errListenParams)
 		return
 	}
-	want := p.Notifications
-	sess := s.r.Listener(params)
-	defer sess.Close()
-	uris := map[string]bool{}
+	defer sub.close()
+	sw := s.startSSE(w, sub.sess, nil)
+	if sw.event("", ack) != nil {
+		return
+	}
+	for {
+		wctx, cancel := context.WithTimeout(ctx, s.opts.KeepAlive)
+		msg, ok := sub.next(wctx)
+		cancel()
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return
+			case <-sub.sess.Done():
+				// "The server SHOULD end a subscription gracefully by sending a result for the listen request."
+				_ = sw.event("", sub.ended())
+				return
+			default:
+			}
+			if sw.comment("keep-alive") != nil {
+				return
+			}
+			continue
+		}
+		if sw.event("", msg) != nil {
+			return
+		}
+	}
+}
+
+// errListenParams is the answer to a subscriptions/listen request without a filter.
+const errListenParams = "subscriptions/listen needs params.notifications"
+
+// subscription is one subscriptions/listen stream, whichever transport carries it: a listener session of its own
+// whose standalone stream hears the list changes and resource updates, filtered by what the client asked for and
+// tagged with the subscription id (the listen request's id).
+type subscription struct {
+	s    *Server
+	id   []byte
+	sess *routing.Session
+	want listenFilter
+	uris map[string]bool // the resources whose updates an upstream honours
+}
+
+// listenFilter is the notifications filter of a subscriptions/listen request.
+type listenFilter struct {
+	ToolsListChanged      bool     `json:"toolsListChanged"`
+	PromptsListChanged    bool     `json:"promptsListChanged"`
+	ResourcesListChanged  bool     `json:"resourcesListChanged"`
+	ResourceSubscriptions []string `json:"resourceSubscriptions"`
+}
+
+// openSubscription starts the subscription of a subscriptions/listen request and returns it with its
+// acknowledgement, "the first message on the stream", which lists "the subset the server agreed to honor". ok is
+// false when the request has no filter. The caller closes the subscription.
+func (s *Server) openSubscription(ctx context.Context, m jsonrpc.Message, params routing.SessionParams) (sub *subscription, ack []byte, ok bool) {
+	var p struct {
+		Notifications *listenFilter `json:"notifications"`
+	}
+	if err := json.Unmarshal(m.Params(), &p); err != nil || p.Notifications == nil {
+		return nil, nil, false
+	}
+	want := *p.Notifications
+	sub = &subscription{s: s, id: m.ID(), sess: s.r.Listener(params), want: want, uris: map[string]bool{}}
 	honoured := []string{}
 	for _, uri := range want.ResourceSubscriptions {
-		if !uris[uri] && sess.Subscribe(ctx, uri) {
-			uris[uri] = true
+		if !sub.uris[uri] && sub.sess.Subscribe(ctx, uri) {
+			sub.uris[uri] = true
 			honoured = append(honoured, uri)
 		}
 	}
-	ack := map[string]any{"_meta": map[string]json.RawMessage{protocol.MetaSubscriptionID: m.ID()}}
 	n := map[string]any{}
 	if want.ToolsListChanged {
 		n["toolsListChanged"] = true
@@ -405,58 +480,55 @@ func (s *Server) listen(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	if len(want.ResourceSubscriptions) > 0 {
 		n["resourceSubscriptions"] = honoured
 	}
-	ack["notifications"] = n
-	ackParams, _ := json.Marshal(ack)
-	sess.StreamOpened()
-	defer sess.StreamClosed()
-	sw := s.startSSE(w, sess, nil)
-	if sw.event("", jsonrpc.AppendNotification(nil, "notifications/subscriptions/acknowledged", ackParams)) != nil {
-		return
-	}
-	st := sess.Standalone()
+	ackParams, _ := json.Marshal(map[string]any{
+		"_meta":         map[string]json.RawMessage{protocol.MetaSubscriptionID: sub.id},
+		"notifications": n,
+	})
+	sub.sess.StreamOpened()
+	return sub, jsonrpc.AppendNotification(nil, "notifications/subscriptions/acknowledged", ackParams), true
+}
+
+// next returns the subscription's next notification, tagged. ok is false when ctx ends or the subscription's
+// session does (the gateway tore it down).
+func (sub *subscription) next(ctx context.Context) (msg []byte, ok bool) {
 	for {
-		wctx, cancel := context.WithTimeout(ctx, s.opts.KeepAlive)
-		msg, _, ok := st.Next(wctx)
-		cancel()
+		raw, _, ok := sub.sess.Standalone().Next(ctx)
 		if !ok {
-			select {
-			case <-ctx.Done():
-				return
-			case <-sess.Done():
-				// "The server SHOULD end a subscription gracefully by sending a result for the listen request."
-				_ = sw.event("", jsonrpc.AppendResult(nil, m.ID(), s.decorate([]byte(`{}`), "subscriptions/listen")))
-				return
-			default:
-			}
-			if sw.comment("keep-alive") != nil {
-				return
-			}
-			continue
+			return nil, false
 		}
-		nm, err := jsonrpc.Parse(msg)
+		nm, err := jsonrpc.Parse(raw)
 		if err != nil || nm.Kind() != jsonrpc.KindNotification {
 			continue
 		}
+		// "The server MUST NOT send notification types the client has not explicitly requested."
+		var wanted bool
 		switch nm.Method() {
 		case "notifications/tools/list_changed":
-			ok = want.ToolsListChanged
+			wanted = sub.want.ToolsListChanged
 		case "notifications/prompts/list_changed":
-			ok = want.PromptsListChanged
+			wanted = sub.want.PromptsListChanged
 		case "notifications/resources/list_changed":
-			ok = want.ResourcesListChanged
+			wanted = sub.want.ResourcesListChanged
 		case "notifications/resources/updated":
 			uri, _ := jsonrpc.LookupString(nm.Params(), "uri")
-			ok = uris[uri]
-		default:
-			ok = false
+			wanted = sub.uris[uri]
 		}
-		if !ok {
-			continue
-		}
-		if sw.event("", tagSubscription(nm, m.ID())) != nil {
-			return
+		if wanted {
+			return tagSubscription(nm, sub.id), true
 		}
 	}
+}
+
+// ended is the result that ends the subscription gracefully: "this result is sent only when the server tears the
+// subscription down".
+func (sub *subscription) ended() []byte {
+	return jsonrpc.AppendResult(nil, sub.id, sub.s.decorate([]byte(`{}`), "subscriptions/listen"))
+}
+
+// close ends the subscription: its session, and the upstream subscriptions it holds.
+func (sub *subscription) close() {
+	sub.sess.StreamClosed()
+	sub.sess.Close()
 }
 
 // tagSubscription adds the subscription id to a notification's _meta: "every later notification carries

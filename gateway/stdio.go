@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/switchboard-mcp/switchboard/routing"
 
@@ -16,16 +17,21 @@ import (
 
 // ServeStdio serves one client over stdio, so that a desktop client can launch Switchboard as a local server:
 // newline-delimited JSON-RPC on in and out ("Messages are delimited by newlines, and MUST NOT contain embedded
-// newlines"). It returns when in ends (the client closed our stdin, which is how stdio shuts a server down),
-// when writing fails, or when ctx ends.
+// newlines"). Both eras share the pipe, decided per message as on HTTP (isModernStdio): a legacy client
+// initializes one session for the process; a 2026-07-28 client's requests each stand alone (stdiomodern.go).
+// It returns when in ends (the client closed our stdin, which is how stdio shuts a server down), when writing
+// fails, or when ctx ends.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	lw := newLineWriter(out)
 	c := newMonoConn(s)
 	defer c.close()
-	defer func() { cancel(); c.work.Wait() }() // the batch gatherers end with ctx
+	mod := newStdioModern(s, lw)
+	// The batch gatherers and the 2026-07-28 requests end with ctx; the legacy session closes after them.
+	defer func() { cancel(errStdinClosed); c.work.Wait(); mod.work.Wait() }()
 	werr := make(chan error, 1)
-	go func() { werr <- writeStdio(ctx, c, out) }()
+	go func() { werr <- writeStdio(ctx, c, lw) }()
 
 	br := bufio.NewReaderSize(in, 64<<10)
 	limit := int(s.opts.MaxBodyBytes)
@@ -47,11 +53,11 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 			if isPrefix {
 				continue
 			}
-			s.stdioMessage(ctx, c, bytes.TrimSpace(line))
+			s.stdioMessage(ctx, c, mod, bytes.TrimSpace(line))
 			line = line[:0]
 		}
 		if err != nil {
-			cancel()
+			cancel(errStdinClosed)
 			<-werr
 			if errors.Is(err, io.EOF) {
 				return nil
@@ -59,26 +65,60 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 			return fmt.Errorf("reading stdin: %w", err)
 		}
 		select {
-		case err := <-werr:
-			return err
+		case <-lw.dead:
+			cancel(errStdinClosed)
+			<-werr
+			return lw.failure()
 		default:
 		}
 	}
 }
 
+// isModernStdio reports whether a request read from stdio belongs to the stateless era, deciding as the HTTP
+// front end does (isModern), with the request's own _meta in the place of the MCP-Protocol-Version header and the
+// process's legacy session in the place of a session id. "A request carrying modern per-request _meta is served
+// statelessly according to this revision. An initialize request selects legacy semantics, scoped to the stdio
+// process", and "A dual-era server MAY serve both eras concurrently on the same endpoint or process": a request
+// that declares 2026-07-28 is modern even beside a legacy session; before one, so is any request that declares a
+// version (an unsupported one gets -32022, which a dual-era client recognises as modern), and server/discover
+// and subscriptions/listen, which exist in no legacy version (without _meta they get -32602, a modern error too).
+func isModernStdio(m jsonrpc.Message, legacySession bool) bool {
+	if m.Kind() != jsonrpc.KindRequest {
+		return false
+	}
+	params := m.Params()
+	st, e, declared := jsonrpc.Lookup(params, "_meta", protocol.MetaProtocolVersion)
+	if declared {
+		if v, err := jsonrpc.Unquote(params[st:e]); err == nil && v == protocol.Modern {
+			return true
+		}
+	}
+	if legacySession {
+		return false
+	}
+	return declared || m.MethodIs(protocol.MethodServerDiscover) || m.MethodIs(protocol.MethodSubscriptionsListen)
+}
+
 // stdioMessage handles one line from the client.
-func (s *Server) stdioMessage(ctx context.Context, c *monoConn, line []byte) {
+func (s *Server) stdioMessage(ctx context.Context, c *monoConn, mod *stdioModern, line []byte) {
 	if len(line) == 0 {
 		return
 	}
 	if jsonrpc.IsBatch(line) {
-		s.stdioBatch(ctx, c, line)
+		s.stdioBatch(ctx, c, line) // batches exist only in 2025-03-26
 		return
 	}
 	m, err := jsonrpc.Parse(bytes.Clone(line))
 	if err != nil {
 		c.reply(parseErrorMessage(err))
 		return
+	}
+	switch {
+	case isModernStdio(m, c.session() != nil):
+		mod.request(ctx, m)
+		return
+	case m.Kind() == jsonrpc.KindNotification && m.MethodIs(protocol.NotificationCancelled) && mod.cancel(m.Params()):
+		return // it named a 2026-07-28 request; any other goes to the legacy session, whose ids it may name
 	}
 	if err := c.handle(ctx, m); err != nil {
 		s.log.Debug("stdio message dropped", "err", err)
@@ -153,27 +193,63 @@ func (s *Server) stdioBatch(ctx context.Context, c *monoConn, line []byte) {
 	})
 }
 
-// writeStdio writes every outbound message as one line.
-func writeStdio(ctx context.Context, c *monoConn, out io.Writer) error {
-	bw := bufio.NewWriter(out)
-	var buf []byte
+// writeStdio writes the legacy session's outbound messages (and the gateway's answers to lines it could not
+// read) until ctx ends or writing fails.
+func writeStdio(ctx context.Context, c *monoConn, lw *lineWriter) error {
 	for {
 		msg, ok := c.next(ctx)
 		if !ok {
 			return nil
 		}
-		if bytes.ContainsAny(msg, "\r\n") {
-			buf = jsonrpc.Compact(buf[:0], msg)
-			msg = buf
-		}
-		if _, err := bw.Write(msg); err != nil {
-			return fmt.Errorf("writing stdout: %w", err)
-		}
-		if err := bw.WriteByte('\n'); err != nil {
-			return fmt.Errorf("writing stdout: %w", err)
-		}
-		if err := bw.Flush(); err != nil {
-			return fmt.Errorf("writing stdout: %w", err)
+		if err := lw.line(msg); err != nil {
+			return err
 		}
 	}
+}
+
+// lineWriter writes whole lines to stdout for every producer: the legacy session's writer and each 2026-07-28
+// request, whose messages are "multiplexed onto a single shared channel". A client that does not read holds the
+// producers up, each of which queues (and drops notifications) in its own routing.Stream meanwhile.
+type lineWriter struct {
+	mu   sync.Mutex
+	bw   *bufio.Writer
+	buf  []byte
+	err  error
+	dead chan struct{} // closed when writing fails
+}
+
+func newLineWriter(out io.Writer) *lineWriter {
+	return &lineWriter{bw: bufio.NewWriter(out), dead: make(chan struct{})}
+}
+
+// line writes msg as one line, compacted if it holds a newline. After a failure every call returns the failure.
+func (lw *lineWriter) line(msg []byte) error {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if lw.err != nil {
+		return lw.err
+	}
+	if bytes.ContainsAny(msg, "\r\n") {
+		lw.buf = jsonrpc.Compact(lw.buf[:0], msg)
+		msg = lw.buf
+	}
+	_, err := lw.bw.Write(msg)
+	if err == nil {
+		err = lw.bw.WriteByte('\n')
+	}
+	if err == nil {
+		err = lw.bw.Flush()
+	}
+	if err != nil {
+		lw.err = fmt.Errorf("writing stdout: %w", err)
+		close(lw.dead)
+	}
+	return lw.err
+}
+
+// failure is the error that ended writing.
+func (lw *lineWriter) failure() error {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.err
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/routing"
@@ -17,7 +18,7 @@ import (
 type stdioClient struct {
 	t     *testing.T
 	in    *io.PipeWriter
-	lines *bufio.Scanner
+	lines chan string // what the gateway wrote, line by line; closed when its stdout ends
 	done  chan error
 }
 
@@ -28,10 +29,27 @@ func startStdio(t *testing.T, r *routing.Router) *stdioClient {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(ctxGuard(t))
-	c := &stdioClient{t: t, in: inW, lines: bufio.NewScanner(outR), done: make(chan error, 1)}
-	c.lines.Buffer(make([]byte, 1<<20), 1<<20)
+	c := &stdioClient{t: t, in: inW, lines: make(chan string, 64), done: make(chan error, 1)}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		defer close(c.lines)
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			c.lines <- sc.Text()
+		}
+	}()
 	go func() { c.done <- srv.ServeStdio(ctx, inR, outW); outW.Close() }()
-	t.Cleanup(func() { cancel(); inW.Close(); outR.Close(); <-c.done })
+	t.Cleanup(func() {
+		cancel()
+		inW.Close()
+		outR.Close()
+		<-c.done
+		for range c.lines { // unblock the reader, then wait for it
+		}
+		<-read
+	})
 	return c
 }
 
@@ -43,13 +61,35 @@ func (c *stdioClient) send(s string) {
 	}
 }
 
-// next reads one line of output.
+// next reads one line of output; the wait is bounded by guard.
 func (c *stdioClient) next() string {
 	c.t.Helper()
-	if !c.lines.Scan() {
-		c.t.Fatalf("no more output: %v", c.lines.Err())
+	timer := time.NewTimer(guard)
+	defer timer.Stop()
+	select {
+	case line, ok := <-c.lines:
+		if !ok {
+			c.t.Fatal("no more output: the gateway's stdout ended")
+		}
+		return line
+	case <-timer.C:
+		c.t.Fatalf("no output within %s", guard)
+		return ""
 	}
-	return c.lines.Text()
+}
+
+// answer reads lines until the answer to the request with the id (its JSON form), and returns it with the lines
+// read before it.
+func (c *stdioClient) answer(id string) (rpcMsg, []rpcMsg) {
+	c.t.Helper()
+	var before []rpcMsg
+	for {
+		m := decodeMsg(c.t, []byte(c.next()))
+		if m.Method == "" && string(m.ID) == id {
+			return m, before
+		}
+		before = append(before, m)
+	}
 }
 
 // initialize starts the session with the given version.
