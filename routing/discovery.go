@@ -240,19 +240,21 @@ func (f *found) add(names []string) bool {
 }
 
 // statsCache keeps a session's search statistics (search.Stats: what it may see, counted) for one catalog
-// snapshot: computing them asks the policy about every tool, once per snapshot rather than once per search. A
-// reload that changes the policies also rebuilds the catalog, so the statistics follow.
+// snapshot and policy: computing them asks the policy about every tool, once per snapshot rather than once per
+// search. A reload that changes the policies also rebuilds the catalog, so the statistics follow; a pooled
+// session's requests, each judged by its own caller's policy, count their own.
 type statsCache struct {
 	mu  sync.Mutex
 	cat *catalog
+	pol *Allow // the policy they were counted under (Session.policy)
 	st  *search.Stats
 }
 
-func (sc *statsCache) get(c *catalog, allow func(string) bool) *search.Stats {
+func (sc *statsCache) get(c *catalog, pol *Allow, allow func(string) bool) *search.Stats {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	if sc.cat != c {
-		sc.cat, sc.st = c, c.index.ix.Stats(allow)
+	if sc.cat != c || sc.pol != pol {
+		sc.cat, sc.pol, sc.st = c, pol, c.index.ix.Stats(allow)
 	}
 	return sc.st
 }
@@ -275,14 +277,14 @@ func (s *Session) searchMode() *SearchMode { return s.r.shape.Load().searchMode(
 
 // mayCall reports whether the session may see and call a tool of the catalog: in its endpoint's view, allowed
 // by its policy, and not withheld.
-func (s *Session) mayCall(c *catalog, name string) bool {
-	t, ok := s.named(c, kindTools, name, "")
+func (s *Session) mayCall(ctx context.Context, c *catalog, name string) bool {
+	t, ok := s.named(ctx, c, kindTools, name, "")
 	return ok && t.withheld == nil
 }
 
 // listSearch answers tools/list in search mode: the meta-tools, then the tools AlwaysList selects and (with
 // ExposeFound) those the session's searches found, in catalog order, paginated like any list.
-func (s *Session) listSearch(m jsonrpc.Message, out *Stream, mode *SearchMode) {
+func (s *Session) listSearch(ctx context.Context, m jsonrpc.Message, out *Stream, mode *SearchMode) {
 	c := s.catalog()
 	// The AlwaysList's tools are found once per catalog snapshot (searchModes); the found ones by name. Only
 	// those are looked at here, not the whole catalog.
@@ -304,7 +306,7 @@ func (s *Session) listSearch(m jsonrpc.Message, out *Stream, mode *SearchMode) {
 	for _, i := range at {
 		raw := c.items[kindTools][i]
 		name, _ := jsonrpc.LookupString(raw, "name")
-		if name != toolSearch && name != toolCall && s.mayCall(c, name) {
+		if name != toolSearch && name != toolCall && s.mayCall(ctx, c, name) {
 			items = append(items, raw)
 		}
 	}
@@ -369,8 +371,8 @@ func (s *Session) searchTools(ctx context.Context, m jsonrpc.Message, out *Strea
 	c := s.catalog()
 	var hits []search.Hit
 	if c.index != nil {
-		allow := func(name string) bool { return name != toolSearch && name != toolCall && s.mayCall(c, name) }
-		hits = s.r.rank(ctx, c, s.stats.get(c, allow), args.Query, limit, allow)
+		allow := func(name string) bool { return name != toolSearch && name != toolCall && s.mayCall(ctx, c, name) }
+		hits = s.r.rank(ctx, c, s.stats.get(c, s.policy(ctx), allow), args.Query, limit, allow)
 	}
 	b := append([]byte(nil), `{"content":[{"type":"text","text":`...)
 	b = jsonrpc.AppendQuote(b, renderHits(c, args.Query, hits))

@@ -39,7 +39,7 @@ func (s *Session) HandleRequest(ctx context.Context, m jsonrpc.Message, out *Str
 		replyError(out, id, protocol.CodeInvalidRequest, "the session is already initialized; start a new session to initialize again")
 	case "tools/list":
 		if mode := s.searchMode(); mode != nil {
-			s.listSearch(m, out, mode)
+			s.listSearch(ctx, m, out, mode)
 			return
 		}
 		s.list(ctx, m, out, kindTools)
@@ -94,7 +94,7 @@ func (s *Session) HandleNotification(m jsonrpc.Message) {
 
 func (s *Session) list(ctx context.Context, m jsonrpc.Message, out *Stream, k listKind) {
 	cursor, _ := jsonrpc.LookupString(m.Params(), "cursor")
-	page, err := s.catalog().page(k, cursor, s.r.opts.PageSize, s.r.cursors, s.params.Allow, s.params.Endpoint)
+	page, err := s.catalog().page(k, cursor, s.r.opts.PageSize, s.r.cursors, *s.policy(ctx), s.params.Endpoint)
 	if err != nil {
 		replyError(out, m.ID(), protocol.CodeInvalidParams, err.Error())
 		return
@@ -105,7 +105,7 @@ func (s *Session) list(ctx context.Context, m jsonrpc.Message, out *Stream, k li
 // named resolves a tool or prompt name as the session sees it: its target, when the name is in the session's
 // endpoint's view and its policy allows it. What the session may not use does not exist for it; a denial is
 // audited under method ("" audits nothing: a search filtering what it may show is not a request for the tool).
-func (s *Session) named(cat *catalog, k listKind, name, method string) (target, bool) {
+func (s *Session) named(ctx context.Context, cat *catalog, k listKind, name, method string) (target, bool) {
 	index := cat.tools
 	if k == kindPrompts {
 		index = cat.prompts
@@ -114,7 +114,7 @@ func (s *Session) named(cat *catalog, k listKind, name, method string) (target, 
 	if !ok || !cat.inView(s.params.Endpoint, k, name) {
 		return target{}, false // another endpoint's is unknown here, like a name nobody offers
 	}
-	if !s.allows(t.up, k, t.name) {
+	if !s.allows(ctx, t.up, k, t.name) {
 		if method != "" {
 			s.auditDenied(t.up, method, name)
 		}
@@ -134,10 +134,10 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 	if k == kindPrompts {
 		what = "prompt"
 	}
-	t, ok := s.named(s.catalog(), k, name, m.Method())
+	t, ok := s.named(ctx, s.catalog(), k, name, m.Method())
 	if !ok && k == kindTools {
 		// A client retrying the stand-in it was asked to connect through, once the upstream's own list replaced it.
-		if up := s.r.formerStandIn(name); up != nil && s.allowsUpstream(up) {
+		if up := s.r.formerStandIn(name); up != nil && s.allowsUpstream(ctx, up) {
 			s.callStandIn(ctx, up, m, out)
 			return
 		}
@@ -190,7 +190,7 @@ func (s *Session) callURI(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	if up != nil && !s.catalog().inViewURI(s.params.Endpoint, uri) {
 		up = nil // another endpoint's: unknown here
 	}
-	if up != nil && !s.allowsURI(up, uri) {
+	if up != nil && !s.allowsURI(ctx, up, uri) {
 		s.auditDenied(up, m.Method(), uri)
 		up = nil
 	}
@@ -205,27 +205,31 @@ func (s *Session) callURI(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	s.forwardWith(ctx, up, m, out, uri, nil)
 }
 
-// allowsUpstream reports whether the session's policy lets it use the upstream at all.
-func (s *Session) allowsUpstream(up *Upstream) bool {
-	return s.params.Allow == nil || s.params.Allow(up.cfg.Name, "upstream", "")
+// allowsUpstream reports whether the policy of a request (or, with a context that carries none, of the session)
+// lets it use the upstream at all.
+func (s *Session) allowsUpstream(ctx context.Context, up *Upstream) bool {
+	allow := *s.policy(ctx)
+	return allow == nil || allow(up.cfg.Name, "upstream", "")
 }
 
-// allows applies the session's policy to an item of an upstream.
-func (s *Session) allows(up *Upstream, k listKind, name string) bool {
-	return s.params.Allow == nil || s.params.Allow(up.cfg.Name, k.policyKind(), name)
+// allows applies the request's policy to an item of an upstream.
+func (s *Session) allows(ctx context.Context, up *Upstream, k listKind, name string) bool {
+	allow := *s.policy(ctx)
+	return allow == nil || allow(up.cfg.Name, k.policyKind(), name)
 }
 
 // allowsURI applies the policy to a resource URI: allowed as a resource, or as an instance of an allowed
 // template of the same upstream that no deny names ("deny wins, whatever the order": a deny on one URI must hold
 // against an allow of the template that produces it). Reads, subscriptions, listen filters and completion
 // references all come through here.
-func (s *Session) allowsURI(up *Upstream, uri string) bool {
-	if s.params.Allow == nil || s.allows(up, kindResources, uri) {
+func (s *Session) allowsURI(ctx context.Context, up *Upstream, uri string) bool {
+	allow := *s.policy(ctx)
+	if allow == nil || allow(up.cfg.Name, kindResources.policyKind(), uri) {
 		return true
 	}
 	for _, t := range s.catalog().templates {
-		if t.up == up && t.re.MatchString(uri) && s.allows(up, kindTemplates, t.tmpl) {
-			return s.params.Allow(up.cfg.Name, kindInstance, uri)
+		if t.up == up && t.re.MatchString(uri) && allow(up.cfg.Name, kindTemplates.policyKind(), t.tmpl) {
+			return allow(up.cfg.Name, kindInstance, uri)
 		}
 	}
 	return false
@@ -259,7 +263,7 @@ func (s *Session) completion(ctx context.Context, m jsonrpc.Message, out *Stream
 	switch typ {
 	case "ref/prompt":
 		name, _ := jsonrpc.LookupString(params, "ref", "name")
-		t, ok := s.named(cat, kindPrompts, name, m.Method())
+		t, ok := s.named(ctx, cat, kindPrompts, name, m.Method())
 		if !ok {
 			replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("unknown prompt %q", name))
 			return
@@ -279,7 +283,7 @@ func (s *Session) completion(ctx context.Context, m jsonrpc.Message, out *Stream
 		if up == nil {
 			up = cat.resourceUpstream(uri)
 		}
-		if up == nil || !cat.inViewURI(s.params.Endpoint, uri) || !(s.allows(up, kindTemplates, uri) || s.allowsURI(up, uri)) {
+		if up == nil || !cat.inViewURI(s.params.Endpoint, uri) || !(s.allows(ctx, up, kindTemplates, uri) || s.allowsURI(ctx, up, uri)) {
 			replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("no upstream offers resource template %q", uri))
 			return
 		}

@@ -647,7 +647,7 @@ func (l *link) forwardNotice(m jsonrpc.Message, related []byte, want func(*Sessi
 		return // the template session serves the catalog only; its per-client twins speak to the clients
 	}
 	l.r.eachSession(func(s *Session) {
-		if s.allowsUpstream(l.up) && want(s) {
+		if s.allowsUpstream(context.Background(), l.up) && want(s) { // no request: the session's own policy
 			s.notify(clone(m.Raw()))
 		}
 	})

@@ -2,9 +2,13 @@ package routing
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
+	"time"
 
+	"github.com/switchboard-mcp/switchboard/upstream"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
@@ -124,4 +128,101 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// minRediscover bounds how often a stateless upstream's server/discover is fetched again, whatever its ttlMs.
+const minRediscover = time.Second
+
+// rediscover fetches a stateless upstream's server/discover again each time the last answer's ttlMs runs out
+// ("the client SHOULD consider the result fresh for this many milliseconds after receiving the response",
+// server/utilities/caching.mdx), so that the capabilities and instructions the gateway advertises and acts on
+// follow the upstream's: a capability it gains has its list fetched, one it loses its list dropped. An answer
+// without a positive ttlMs is not polled; the next connection fetches it again. It ends with conn, the
+// connection whose answer it keeps fresh.
+func (up *Upstream) rediscover(l *link, conn *upstream.Conn) {
+	ttl := discoverTTL(conn.Server.Result)
+	for ttl > 0 {
+		t := time.NewTimer(max(ttl, minRediscover))
+		if !l.awaitSameConn(conn, t.C) {
+			t.Stop()
+			return
+		}
+		ctx, cancel := context.WithTimeout(l.ctx, up.timeout())
+		res, err := l.request(ctx, "server/discover", nil)
+		cancel()
+		if err != nil {
+			if l.ctx.Err() == nil {
+				l.log.Warn("server/discover not refreshed; the last answer stands", "err", err)
+			}
+			continue // again after the same ttl, unless the connection went
+		}
+		hello, err := parseDiscover(res)
+		if err != nil {
+			l.log.Warn("server/discover not refreshed; the last answer stands", "err", err)
+			continue
+		}
+		if up.setHello(&hello) {
+			l.log.Info("the upstream's capabilities changed", "capabilities", string(hello.Capabilities))
+			up.invalidate(kindTools, kindPrompts, kindResources, kindTemplates)
+		}
+		ttl = discoverTTL(res)
+	}
+}
+
+// awaitSameConn waits for tick while l's connection stays conn, reporting false when the link moved on (closed,
+// or another connection).
+func (l *link) awaitSameConn(conn *upstream.Conn, tick <-chan time.Time) bool {
+	for {
+		l.mu.Lock()
+		same, changed := l.conn == conn && l.state == linkReady, l.changed
+		l.mu.Unlock()
+		if !same {
+			return false
+		}
+		select {
+		case <-tick:
+			return true
+		case <-changed:
+		case <-l.ctx.Done():
+			return false
+		}
+	}
+}
+
+// discoverTTL is a DiscoverResult's ttlMs; zero when it has none (or a malformed one).
+func discoverTTL(result []byte) time.Duration {
+	st, e, ok := jsonrpc.Lookup(result, "ttlMs")
+	if !ok {
+		return 0
+	}
+	ms, ok := jsonrpc.ParseInt(result[st:e])
+	if !ok || ms <= 0 {
+		return 0
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// parseDiscover reads a DiscoverResult: what a stateless upstream says of itself.
+func parseDiscover(result []byte) (upstream.ServerHello, error) {
+	var r struct {
+		SupportedVersions []string                   `json:"supportedVersions"`
+		Capabilities      json.RawMessage            `json:"capabilities"`
+		ServerInfo        json.RawMessage            `json:"serverInfo"`
+		Instructions      string                     `json:"instructions"`
+		Meta              map[string]json.RawMessage `json:"_meta"`
+	}
+	if err := json.Unmarshal(result, &r); err != nil {
+		return upstream.ServerHello{}, fmt.Errorf("server/discover: malformed result: %w", err)
+	}
+	if !slices.Contains(r.SupportedVersions, protocol.Modern) {
+		return upstream.ServerHello{}, fmt.Errorf("server/discover: %s is no longer among the supported versions %v", protocol.Modern, r.SupportedVersions)
+	}
+	info := r.Meta[protocol.MetaServerInfo]
+	if len(info) == 0 || string(info) == "null" {
+		info = r.ServerInfo
+	}
+	return upstream.ServerHello{
+		ProtocolVersion: protocol.Modern, Capabilities: r.Capabilities, ServerInfo: info, Instructions: r.Instructions,
+		Result: bytes.Clone(result), SupportedVersions: r.SupportedVersions,
+	}, nil
 }

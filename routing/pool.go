@@ -52,6 +52,9 @@ func (r *Router) PooledSession(p SessionParams) *Session {
 		r.pool.m = map[string]*Session{}
 	}
 	if s := r.pool.m[key]; s != nil {
+		// The session applies the policy its latest request brought, not its first's: the caller's claims may
+		// have changed with a new token (a request that carries its own, WithAllow, is judged by that).
+		s.allowNow.Store(&p.Allow)
 		s.touch()
 		return s
 	}

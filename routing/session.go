@@ -40,6 +40,29 @@ type SessionParams struct {
 // Allow is a policy decision: may the session see and use this item of this upstream?
 type Allow func(upstream, kind, name string) bool
 
+// policyKey is the context key of one request's own policy (WithAllow).
+type policyKey struct{}
+
+// WithAllow returns ctx carrying one request's policy, by which HandleRequest judges that request instead of by
+// its session's. A 2026-07-28 request has no session: it carries its caller's authorization, and the pooled
+// session it shares with the caller's other requests may have started under another token (other claims, other
+// scopes), so a front end sets it on each of them.
+func WithAllow(ctx context.Context, allow Allow) context.Context {
+	return context.WithValue(ctx, policyKey{}, &allow)
+}
+
+// policy returns what judges a request of the session made with ctx: the request's own policy (WithAllow), else
+// the session's current one. The pointer identifies it, for what is cached per policy.
+func (s *Session) policy(ctx context.Context) *Allow {
+	if p, ok := ctx.Value(policyKey{}).(*Allow); ok {
+		return p
+	}
+	if p := s.allowNow.Load(); p != nil {
+		return p
+	}
+	return &s.params.Allow
+}
+
 // clientCaps are the client capabilities routing acts on.
 type clientCaps struct {
 	Roots       *struct{} `json:"roots"`
@@ -78,6 +101,10 @@ type Session struct {
 	// catalog's (children.go).
 	children ownLists
 	stats    statsCache // its search statistics for the current catalog (discovery.go)
+
+	// allowNow is a pooled session's policy as its latest request brought it (PooledSession); nil for others,
+	// whose policy is params.Allow.
+	allowNow atomic.Pointer[Allow]
 
 	mu       sync.Mutex
 	calls    map[callKey]*call

@@ -27,7 +27,7 @@ func (s *Session) subscribe(ctx context.Context, m jsonrpc.Message, out *Stream,
 	up, had := s.subs[uri]
 	s.mu.Unlock()
 	if !had {
-		if up = s.resourceUpstream(uri); up == nil || !s.catalog().inViewURI(s.params.Endpoint, uri) || !s.allowsURI(up, uri) {
+		if up = s.resourceUpstream(uri); up == nil || !s.catalog().inViewURI(s.params.Endpoint, uri) || !s.allowsURI(ctx, up, uri) {
 			notFound(out, m.ID(), uri)
 			return
 		}

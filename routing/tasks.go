@@ -90,7 +90,7 @@ const maxTasksPerSession = 10000
 func (s *Session) taskRequest(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	exposed, _ := jsonrpc.LookupString(m.Params(), "taskId")
 	up, id, ok := s.r.taskTarget(exposed)
-	if !ok || !s.allowsUpstream(up) || (up.cfg.Mode == Shared && !s.tasks.has(exposed)) {
+	if !ok || !s.allowsUpstream(ctx, up) || (up.cfg.Mode == Shared && !s.tasks.has(exposed)) {
 		replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("unknown task %q", exposed))
 		return
 	}
@@ -116,7 +116,7 @@ func (s *Session) listTasks(ctx context.Context, m jsonrpc.Message, out *Stream)
 		} else {
 			l = s.links.peek(up)
 		}
-		if l == nil || !up.supportsTaskCalls() || !s.allowsUpstream(up) {
+		if l == nil || !up.supportsTaskCalls() || !s.allowsUpstream(ctx, up) {
 			continue
 		}
 		cursor := ""

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -175,17 +176,12 @@ func (up *Upstream) connected(l *link, conn *upstream.Conn) {
 		return
 	}
 	l.setUp(l.prepared())
-	caps := map[string]json.RawMessage{}
-	_ = json.Unmarshal(conn.Server.Capabilities, &caps)
-	var res struct{ Subscribe bool }
-	_ = json.Unmarshal(caps["resources"], &res)
 	hello := conn.Server
-	up.mu.Lock()
-	up.hello, up.caps, up.subscribe = &hello, caps, res.Subscribe
-	up.mu.Unlock()
+	up.setHello(&hello)
 	up.invalidate(kindTools, kindPrompts, kindResources, kindTemplates)
 	if hello.ProtocolVersion >= protocol.Modern {
 		l.goWork(func() { up.listenChanges(l) }) // ends when its connection does
+		l.goWork(func() { up.rediscover(l, conn) })
 		up.relisten()
 		l.goWork(up.stopShadows) // profiles made before the era was known have nothing to show
 		return
@@ -193,6 +189,20 @@ func (up *Upstream) connected(l *link, conn *upstream.Conn) {
 	if up.cfg.Mode == Shared {
 		up.resubscribeShared()
 	}
+}
+
+// setHello records what the upstream said of itself (initialize, or server/discover) and the capabilities the
+// gateway acts on, reporting whether those changed.
+func (up *Upstream) setHello(hello *upstream.ServerHello) bool {
+	caps := map[string]json.RawMessage{}
+	_ = json.Unmarshal(hello.Capabilities, &caps)
+	var res struct{ Subscribe bool }
+	_ = json.Unmarshal(caps["resources"], &res)
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	changed := up.hello == nil || !bytes.Equal(jsonrpc.Compact(nil, up.hello.Capabilities), jsonrpc.Compact(nil, hello.Capabilities))
+	up.hello, up.caps, up.subscribe = hello, caps, res.Subscribe
+	return changed
 }
 
 // stateChanged reacts to the main link's state: when its upstream is down (a dial failed, not a connection
