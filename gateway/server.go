@@ -71,6 +71,9 @@ type Options struct {
 	PagePaths []string
 	// Grants, when set, lets the admin API revoke per-user upstream grants.
 	Grants GrantRevoker
+	// ServerCard, when set, serves the server cards (experimental, SEP-2127) at /.well-known/mcp/server-card and
+	// /.well-known/mcp/server-card/<endpoint> (servercard.go).
+	ServerCard *ServerCard
 }
 
 // Server is the HTTP front end.
@@ -157,6 +160,7 @@ func New(r *routing.Router, opts Options) *Server {
 			}
 		}
 	}
+	s.routeServerCards(mux)
 	mux.Group(func(mcp chi.Router) {
 		// Preflights carry no credentials: they are answered before the guard, for allowed origins only.
 		mcp.Use(s.checkOrigin, s.cors)

@@ -245,7 +245,7 @@ func restartOnly(old, cur *config.Config) []string {
 		{"sessionIdleTimeout", old.SessionIdleTimeout, cur.SessionIdleTimeout}, {"cursorSecret", old.CursorSecret, cur.CursorSecret},
 		{"log.format", old.Log.Format, cur.Log.Format}, {"auth", old.Auth, cur.Auth},
 		{"maxToolNameLength", old.MaxToolNameLength, cur.MaxToolNameLength}, {"clientHosts", old.ClientHosts, cur.ClientHosts},
-		{"search", old.Search, cur.Search},
+		{"search", old.Search, cur.Search}, {"serverCard", old.ServerCard, cur.ServerCard},
 	} {
 		if !reflect.DeepEqual(f.a, f.b) {
 			keys = append(keys, f.key)

@@ -214,6 +214,7 @@ func (g *gatewayProcess) gatewayOptions(ctx context.Context, cfg *config.Config,
 		Meter:        tel.Meter,
 		Propagator:   tel.Propagator,
 		Metrics:      tel.Metrics,
+		ServerCard:   serverCardOptions(cfg),
 	}
 	if store != nil {
 		gopts.Ready, gopts.Events = store.Ping, store

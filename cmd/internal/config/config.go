@@ -130,6 +130,9 @@ type Config struct {
 	// Search configures the tool-search index of search mode; defaults
 	// applied (Timeout).
 	Search Search
+	// ServerCard, when set, serves the server cards (experimental, SEP-2127);
+	// defaults applied (Name). Nil: no card.
+	ServerCard *ServerCard
 	// Upstreams are the MCP servers behind the gateway, in file order (sorted
 	// by name for the mcpServers form). Disabled ones are included, with
 	// Disabled set, so tools can still report on them.

@@ -60,6 +60,10 @@ func (c *Config) Redacted() *Config {
 		r.Search.Embeddings = &e
 	}
 	r.presetSources = nil
+	if c.ServerCard != nil {
+		sc := *c.ServerCard
+		r.ServerCard = &sc
+	}
 	if c.Endpoints != nil {
 		r.Endpoints = make([]Endpoint, len(c.Endpoints))
 		for i, e := range c.Endpoints {
@@ -181,7 +185,24 @@ func (c *Config) String() string {
 	r.writePinning(w)
 	r.writeDiscovery(w)
 	r.writeSearch(w)
+	r.writeServerCard(w)
 	return w.String()
+}
+
+func (c *Config) writeServerCard(w *lineWriter) {
+	sc := c.ServerCard
+	if sc == nil {
+		return
+	}
+	w.line("serverCard:  # experimental: /.well-known/mcp/server-card[/<endpoint>]")
+	w.line("  name: %s", strconv.Quote(sc.Name))
+	if sc.Title != "" {
+		w.line("  title: %s", strconv.Quote(sc.Title))
+	}
+	if sc.Description != "" {
+		w.line("  description: %s", strconv.Quote(sc.Description))
+	}
+	w.line("  primitives: %t", sc.Primitives)
 }
 
 // Summary is one line on what the configuration serves, for `switchboard

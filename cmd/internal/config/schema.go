@@ -16,7 +16,7 @@ func topLevelKeys() []string {
 	return []string{"listen", "publicURL", "replicaURL", "allowedOrigins", "allowedHosts", "maxBodyBytes", "pageSize",
 		"requestTimeout", "maxRequestTimeout", "sessionIdleTimeout", "cursorSecret", "log", "auth", "policy", "redis", "rateLimit",
 		"maxToolNameLength", "clientHosts", "endpoints", "overrides", "pinning", "discovery", "alwaysList", "exposeFound", "search",
-		"upstreams", "mcpServers", "servers"}
+		"serverCard", "upstreams", "mcpServers", "servers"}
 }
 
 func upstreamKeys() []string {

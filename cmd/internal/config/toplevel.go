@@ -31,6 +31,9 @@ type topLevel struct {
 	// searchTimeoutKey are search's keys (nil when unset).
 	discovery                       discoveryMeta
 	embeddingsKey, searchTimeoutKey *yaml.Node
+	// serverCardKey is the serverCard key (nil when the file has none or turns it off), serverCardPrimitives
+	// its primitives key.
+	serverCardKey, serverCardPrimitives *yaml.Node
 }
 
 // topField is how one top-level key is read.
@@ -85,6 +88,7 @@ func topLevelFields() []topField {
 		{key: "alwaysList", decode: (*parser).topDiscovery},
 		{key: "exposeFound", decode: (*parser).topDiscovery},
 		{key: "search", decode: (*parser).search},
+		{key: "serverCard", decode: (*parser).serverCard, after: (*parser).checkServerCard},
 	}
 }
 
