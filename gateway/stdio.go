@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/routing"
 
@@ -20,7 +21,9 @@ import (
 // newlines"). Both eras share the pipe, decided per message as on HTTP (isModernStdio): a legacy client
 // initializes one session for the process; a 2026-07-28 client's requests each stand alone (stdiomodern.go).
 // It returns when in ends (the client closed our stdin, which is how stdio shuts a server down), when writing
-// fails, or when ctx ends.
+// fails, or when ctx ends (the gateway is shutting down: nil). A read of in cannot be stopped in general: when ctx
+// ends first, ServeStdio interrupts it if in has SetReadDeadline (an *os.File the runtime polls, such as a pipe
+// made non-blocking) and waits for the reader; otherwise it returns without it, and the reader ends with in.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -33,15 +36,70 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	werr := make(chan error, 1)
 	go func() { werr <- writeStdio(ctx, c, lw) }()
 
-	br := bufio.NewReaderSize(in, 64<<10)
 	limit := int(s.opts.MaxBodyBytes)
+	reads := make(chan stdioRead)
+	stop, readerDone := make(chan struct{}), make(chan struct{})
+	go func() { defer close(readerDone); readStdio(in, limit, reads, stop) }()
+	defer func() {
+		close(stop)
+		if d, ok := in.(interface{ SetReadDeadline(time.Time) error }); ok && d.SetReadDeadline(time.Now()) == nil {
+			<-readerDone
+		}
+	}()
+	for {
+		select {
+		case rd := <-reads:
+			switch {
+			case rd.tooLong:
+				c.reply(jsonrpc.AppendError(nil, nil, protocol.CodeInvalidRequest, fmt.Sprintf("message exceeds the limit of %d bytes", limit), nil))
+			case rd.err != nil:
+				cancel(errStdinClosed)
+				<-werr
+				if errors.Is(rd.err, io.EOF) {
+					return nil
+				}
+				return fmt.Errorf("reading stdin: %w", rd.err)
+			default:
+				s.stdioMessage(ctx, c, mod, rd.line)
+			}
+		case <-lw.dead:
+			cancel(errStdinClosed)
+			<-werr
+			return lw.failure()
+		case <-ctx.Done():
+			<-werr
+			return nil
+		}
+	}
+}
+
+// stdioRead is what the reader of stdin found: a line (its own bytes, spaces trimmed), a line over the limit, or
+// the end of the input.
+type stdioRead struct {
+	line    []byte
+	tooLong bool
+	err     error
+}
+
+// readStdio reads in line by line onto reads until in ends or stop is closed. A line over limit is reported once
+// and skipped to its end.
+func readStdio(in io.Reader, limit int, reads chan<- stdioRead, stop <-chan struct{}) {
+	send := func(rd stdioRead) bool {
+		select {
+		case reads <- rd:
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	br := bufio.NewReaderSize(in, 64<<10)
 	var line []byte
 	for {
 		chunk, isPrefix, err := br.ReadLine()
 		if len(line)+len(chunk) > limit {
 			// Too long: answer once, then skip the rest of the line.
-			if len(line) <= limit {
-				c.reply(jsonrpc.AppendError(nil, nil, protocol.CodeInvalidRequest, fmt.Sprintf("message exceeds the limit of %d bytes", limit), nil))
+			if len(line) <= limit && !send(stdioRead{tooLong: true}) {
+				return
 			}
 			line = line[:0]
 			if isPrefix {
@@ -53,23 +111,18 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 			if isPrefix {
 				continue
 			}
-			s.stdioMessage(ctx, c, mod, bytes.TrimSpace(line))
-			line = line[:0]
+			if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
+				if !send(stdioRead{line: trimmed}) {
+					return
+				}
+				line = nil // the line is the handler's now
+			} else {
+				line = line[:0]
+			}
 		}
 		if err != nil {
-			cancel(errStdinClosed)
-			<-werr
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return fmt.Errorf("reading stdin: %w", err)
-		}
-		select {
-		case <-lw.dead:
-			cancel(errStdinClosed)
-			<-werr
-			return lw.failure()
-		default:
+			send(stdioRead{err: err})
+			return
 		}
 	}
 }
@@ -99,7 +152,7 @@ func isModernStdio(m jsonrpc.Message, legacySession bool) bool {
 	return declared || m.MethodIs(protocol.MethodServerDiscover) || m.MethodIs(protocol.MethodSubscriptionsListen)
 }
 
-// stdioMessage handles one line from the client.
+// stdioMessage handles one line from the client; it owns the line's bytes.
 func (s *Server) stdioMessage(ctx context.Context, c *monoConn, mod *stdioModern, line []byte) {
 	if len(line) == 0 {
 		return
@@ -108,7 +161,7 @@ func (s *Server) stdioMessage(ctx context.Context, c *monoConn, mod *stdioModern
 		s.stdioBatch(ctx, c, line) // batches exist only in 2025-03-26
 		return
 	}
-	m, err := jsonrpc.Parse(bytes.Clone(line))
+	m, err := jsonrpc.Parse(line)
 	if err != nil {
 		c.reply(parseErrorMessage(err))
 		return
@@ -138,7 +191,7 @@ func parseErrorMessage(err error) []byte {
 // stdioBatch handles a JSON-RPC batch, which only 2025-03-26 allows; its answers go out as one array, as
 // JSON-RPC 2.0 asks, while what precedes them (progress, server requests) goes out as it comes.
 func (s *Server) stdioBatch(ctx context.Context, c *monoConn, line []byte) {
-	parts, err := jsonrpc.SplitBatch(bytes.Clone(line))
+	parts, err := jsonrpc.SplitBatch(line)
 	if err != nil {
 		c.reply(parseErrorMessage(err))
 		return

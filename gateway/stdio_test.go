@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -161,4 +163,69 @@ func TestStdioFrontEnd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStdioShutdown: ServeStdio returns when its context ends even while the client keeps stdin open and says
+// nothing (a SIGTERM to `switchboard stdio`): with a pipe the runtime polls, its pending read is interrupted and
+// waited for; with a reader that cannot be interrupted, it returns without waiting for it.
+func TestStdioShutdown(t *testing.T) {
+	h := startGateway(t, routing.Options{}, gateway.Options{}, stdioUpstream(t, "alpha", routing.Shared, markerSink(t)))
+	srv := gateway.New(h.r, gateway.Options{Logger: testLogger()})
+	for _, tc := range []struct {
+		name string
+		pipe func(t *testing.T) (io.Reader, io.Closer)
+	}{
+		{"os pipe", func(t *testing.T) (io.Reader, io.Closer) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { r.Close() })
+			return r, w
+		}},
+		{"io pipe", func(*testing.T) (io.Reader, io.Closer) {
+			r, w := io.Pipe()
+			return r, w
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, writer := tc.pipe(t)
+			defer writer.Close() // the client holds stdin open throughout
+			out := &lockedBuffer{}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- srv.ServeStdio(ctx, in, out) }()
+			if _, err := io.WriteString(writer.(io.Writer), `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the answer to ping", func() bool { return strings.Contains(out.String(), `"id":1`) })
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("ServeStdio after its context ended: %v", err)
+				}
+			case <-time.After(guard):
+				t.Fatal("ServeStdio did not return when its context ended")
+			}
+		})
+	}
+}
+
+// lockedBuffer is a buffer safe for one writer and one reader.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -82,7 +82,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "serve":
 		return serve(args[1:], stdout, stderr)
 	case "stdio":
-		return stdio(args[1:], os.Stdin, stdout, stderr)
+		return stdio(args[1:], pollableStdin(), stdout, stderr)
 	case "check":
 		return check(args[1:], stdout, stderr)
 	case "status":
