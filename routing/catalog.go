@@ -91,8 +91,12 @@ type target struct {
 // templateRoute matches concrete URIs against one upstream's resource template.
 type templateRoute struct {
 	up   *Upstream
-	tmpl string
-	re   *regexp.Regexp
+	tmpl string         // as the upstream knows it
+	re   *regexp.Regexp // what tmpl produces
+	// exposed is the template as clients see it, and xre what that produces: the namespace and tmpl when ns.
+	exposed string
+	xre     *regexp.Regexp
+	ns      bool
 }
 
 // catalog is an immutable snapshot of the merged lists of every upstream (design §5). It is rebuilt on the cold
@@ -103,10 +107,19 @@ type catalog struct {
 	refs      [numKinds][]itemRef // what each item is, for policy
 	tools     map[string]target   // exposed tool name → upstream
 	prompts   map[string]target   // exposed prompt name → upstream
-	resources map[string]*Upstream
+	resources map[string]uriRoute // client-visible resource URI → upstream and its URI
 	templates []templateRoute
-	conflicts []string
-	headers   headerIndex // x-mcp-header bindings of the tools (headers.go)
+	// What resource namespacing made of this snapshot (resources.go): the mode; the upstream URIs and templates
+	// namespaced (auto mode: offered by more than one upstream, now or since); the upstreams with something
+	// namespaced, and by namespace; the URIs several upstreams offer, with the names clients read them by.
+	nsMode      Namespacing
+	nsURIs      map[string]bool
+	nsTemplates map[string]bool
+	nsUpstreams map[*Upstream]bool
+	namespaces  map[string]*Upstream
+	ambiguous   map[string][]string
+	conflicts   []string
+	headers     headerIndex // x-mcp-header bindings of the tools (headers.go)
 	// views are the endpoints' parts of this snapshot, by endpoint name (endpoints.go); endpoints, the
 	// endpoints they were computed for, so that a snapshot answers consistently across a reload.
 	views     map[string]*view
@@ -135,14 +148,25 @@ func buildCatalogOf(ups []*Upstream, prev *catalog, listsOf func(*Upstream) [num
 	c := &catalog{
 		tools:     map[string]target{},
 		prompts:   map[string]target{},
-		resources: map[string]*Upstream{},
+		resources: map[string]uriRoute{},
 	}
+	all := make([][numKinds][]item, len(ups))
+	for i, up := range ups {
+		all[i] = listsOf(up)
+	}
+	mode := NamespaceAuto
+	if len(ups) > 0 {
+		mode = ups[0].r.opts.ResourceNamespacing
+	}
+	naming := nameURIs(mode, ups, all, prev)
+	c.nsMode, c.nsURIs, c.nsTemplates = mode, naming.uris, naming.templates
 	owner := map[string]string{}
-	for _, up := range ups {
+	tmplOwner := map[string]*Upstream{}
+	for ui, up := range ups {
 		// A drained upstream leaves the lists but keeps its names routable, so that a call to it gets an error
 		// that says it is drained rather than that it does not exist.
 		drained := up.drained.Load()
-		lists := listsOf(up)
+		lists := all[ui]
 		for k := listKind(0); k < numKinds; k++ {
 			for _, it := range lists[k] {
 				raw := it.raw
@@ -193,16 +217,45 @@ func buildCatalogOf(ups []*Upstream, prev *catalog, listsOf func(*Upstream) [num
 					}
 					m[exposed] = t
 				case kindResources:
-					if other, dup := c.resources[it.id]; dup {
-						c.conflicts = append(c.conflicts, fmt.Sprintf("resource %q of upstream %q is also offered by upstream %q; reads go to %q",
-							it.id, up.cfg.Name, other.cfg.Name, other.cfg.Name))
+					exposed := it.id
+					if naming.resource(it.id) {
+						if !c.claimNamespace(up) {
+							continue
+						}
+						exposed = up.namespaced(it.id)
+						raw = replaceMember(it.raw, "uri", exposed)
+						c.noteAlternative(it.id, exposed)
+					}
+					if other, dup := c.resources[exposed]; dup {
+						c.conflicts = append(c.conflicts, fmt.Sprintf("resource %q of upstream %q is also offered by upstream %q; reads go to %q (set resourceNamespacing: auto or always to tell them apart)",
+							exposed, up.cfg.Name, other.up.cfg.Name, other.up.cfg.Name))
 						continue
 					}
-					c.resources[it.id] = up
+					c.resources[exposed] = uriRoute{up, it.id}
 				case kindTemplates:
-					if re, err := templateRegexp(it.id); err == nil {
-						c.templates = append(c.templates, templateRoute{up: up, tmpl: it.id, re: re})
+					re, err := templateRegexp(it.id)
+					if err != nil {
+						continue
 					}
+					t := templateRoute{up: up, tmpl: it.id, re: re, exposed: it.id, xre: re}
+					if naming.template(it.id) {
+						if !c.claimNamespace(up) {
+							continue
+						}
+						xre, err := exposedTemplateRegexp(up.namespace(), it.id)
+						if err != nil {
+							continue
+						}
+						t.exposed, t.xre, t.ns = up.namespaced(it.id), xre, true
+						raw = replaceMember(it.raw, "uriTemplate", t.exposed)
+					}
+					if other, dup := tmplOwner[t.exposed]; dup {
+						c.conflicts = append(c.conflicts, fmt.Sprintf("resource template %q of upstream %q is also offered by upstream %q; it is listed once, and its completions and URIs go to %q (set resourceNamespacing: auto or always to tell them apart)",
+							t.exposed, up.cfg.Name, other.cfg.Name, other.cfg.Name))
+						continue
+					}
+					tmplOwner[t.exposed] = up
+					c.templates = append(c.templates, t)
 				}
 				if hide {
 					continue
@@ -349,27 +402,16 @@ func (c *catalog) inViewURI(endpoint, uri string) bool {
 	return v != nil && (v.names[kindTemplates][uri] || v.allowsURI(c, e, uri))
 }
 
-// resourceUpstream finds the upstream that serves a resource URI: by exact URI, then by template match.
+// resourceUpstream finds the upstream that serves a client-visible resource URI (resolveURI).
 func (c *catalog) resourceUpstream(uri string) *Upstream {
-	if up, ok := c.resources[uri]; ok {
-		return up
-	}
-	for _, t := range c.templates {
-		if t.re.MatchString(uri) {
-			return t.up
-		}
-	}
-	return nil
+	rt, _ := c.resolveURI(uri)
+	return rt.up
 }
 
-// templateUpstream finds the upstream that offers a resource template, by its exact uriTemplate.
+// templateUpstream finds the upstream that offers a client-visible resource template.
 func (c *catalog) templateUpstream(tmpl string) *Upstream {
-	for _, t := range c.templates {
-		if t.tmpl == tmpl {
-			return t.up
-		}
-	}
-	return nil
+	rt, _ := c.resolveTemplate(tmpl)
+	return rt.up
 }
 
 // templateRegexp turns an RFC 6570 URI template into a regexp that matches the URIs it can expand to. Simple

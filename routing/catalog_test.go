@@ -212,6 +212,7 @@ func TestBuildCatalogCollisions(t *testing.T) {
 	// Different prefixes that expose the same name collide too.
 	c1 := testUpstream("c1", "x_", map[listKind][]string{kindTools: {`{"name":"_y"}`}})
 	c2 := testUpstream("c2", "x__", map[listKind][]string{kindTools: {`{"name":"y"}`}})
+	a.r.opts.ResourceNamespacing = NamespaceNever // the first upstream's router decides: here, URIs as they are
 	c := buildCatalog([]*Upstream{a, b, c1, c2}, nil, "", nil, nil)
 
 	if got, want := itemStrings(c, kindTools), []string{`{"name":"search","v":"a"}`, `{"name":"only_a"}`, `{"name":"only_b"}`, `{"name":"x__y"}`}; !equalStrings(got, want) {
@@ -229,7 +230,7 @@ func TestBuildCatalogCollisions(t *testing.T) {
 	if got, want := itemStrings(c, kindResources), []string{`{"uri":"mem://shared","v":"a"}`, `{"uri":"mem://b"}`}; !equalStrings(got, want) {
 		t.Errorf("resources: got %q, want %q", got, want)
 	}
-	if c.resources["mem://shared"] != a || c.resources["mem://b"] != b {
+	if c.resources["mem://shared"].up != a || c.resources["mem://b"].up != b {
 		t.Errorf("resource routing wrong: %v", c.resources)
 	}
 	if len(c.conflicts) != 4 {

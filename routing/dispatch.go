@@ -134,7 +134,8 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 	if k == kindPrompts {
 		what = "prompt"
 	}
-	t, ok := s.named(ctx, s.catalog(), k, name, m.Method())
+	cat := s.catalog()
+	t, ok := s.named(ctx, cat, k, name, m.Method())
 	if !ok && k == kindTools {
 		// A client retrying the stand-in it was asked to connect through, once the upstream's own list replaced it.
 		if up := s.r.formerStandIn(name); up != nil && s.allowsUpstream(ctx, up) {
@@ -176,7 +177,11 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 			}
 		}
 	}
-	s.forwardWith(ctx, t.up, m, out, name, s.resultTransform(transform), edits...)
+	places := toolURIs
+	if k == kindPrompts {
+		places = promptURIs
+	}
+	s.forwardWith(ctx, t.up, m, out, name, s.resultTransform(s.uriTransform(cat, t.up, places, transform)), edits...)
 }
 
 // callURI routes resources/read by the resource URI (design §5).
@@ -186,23 +191,50 @@ func (s *Session) callURI(ctx context.Context, m jsonrpc.Message, out *Stream) {
 		replyError(out, m.ID(), protocol.CodeInvalidParams, m.Method()+" needs params.uri")
 		return
 	}
-	up := s.resourceUpstream(uri)
-	if up != nil && !s.catalog().inViewURI(s.params.Endpoint, uri) {
-		up = nil // another endpoint's: unknown here
+	cat := s.catalog()
+	rt, ok := s.resolveURI(cat, uri)
+	if ok && !cat.inViewURI(s.params.Endpoint, uri) {
+		ok = false // another endpoint's: unknown here
 	}
-	if up != nil && !s.allowsURI(ctx, up, uri) {
-		s.auditDenied(up, m.Method(), uri)
-		up = nil
+	if ok && !s.allowsURI(ctx, rt.up, rt.uri) {
+		s.auditDenied(rt.up, m.Method(), uri)
+		ok = false
 	}
-	if up == nil {
-		if s.era.modern() {
-			notFoundCode(out, m.ID(), uri, protocol.CodeInvalidParams)
-			return
-		}
-		notFound(out, m.ID(), uri)
+	if !ok {
+		s.noResource(out, m.ID(), cat, uri)
 		return
 	}
-	s.forwardWith(ctx, up, m, out, uri, nil)
+	var edits []jsonrpc.ParamEdit
+	if rt.uri != uri {
+		edits = append(edits, jsonrpc.ParamEdit{Path: []string{"uri"}, With: jsonrpc.AppendQuote(nil, rt.uri)})
+	}
+	var transform func([]byte) []byte
+	if rt.uri != uri || cat.rewritesURIs(rt.up) {
+		// The contents name the resource as its upstream knows it; the client asked by its own name.
+		transform = func(res []byte) []byte {
+			return rewriteURIs(res, readURIs, func(u string) string {
+				if u == rt.uri {
+					return uri
+				}
+				return cat.exposeURI(rt.up, u)
+			})
+		}
+	}
+	s.forwardWith(ctx, rt.up, m, out, uri, transform, edits...)
+}
+
+// noResource answers a request for a resource the session cannot reach: with the error of the client's era, and
+// the namespaced names when the catalog lists the URI only under those.
+func (s *Session) noResource(out *Stream, id []byte, cat *catalog, uri string) {
+	code := protocol.CodeResourceNotFound
+	if s.era.modern() {
+		code = protocol.CodeInvalidParams // 2026-07-28 retired -32002
+	}
+	msg := cat.ambiguity(uri)
+	if msg == "" {
+		msg = fmt.Sprintf("resource %q not found on any upstream", uri)
+	}
+	out.Push(jsonrpc.AppendError(nil, id, code, msg, append(append([]byte(`{"uri":`), jsonrpc.AppendQuote(nil, uri)...), '}')), ClassFinal)
 }
 
 // allowsUpstream reports whether the policy of a request (or, with a context that carries none, of the session)
@@ -239,20 +271,27 @@ func (s *Session) allowsURI(ctx context.Context, up *Upstream, uri string) bool 
 // (auth.KindInstance).
 const kindInstance = "instance"
 
-// resourceUpstream finds the upstream that serves a URI: by exact URI in the catalog, by template, by the
-// upstream whose results named it (a resource_link or an embedded resource need not be listed), and finally the
-// only upstream that offers resources at all.
-func (s *Session) resourceUpstream(uri string) *Upstream {
-	if up := s.catalog().resourceUpstream(uri); up != nil {
-		return up
+// resolveURI finds where a client-visible URI leads: the catalog's resources and templates (namespaced or not),
+// the URIs upstreams' results named to this session (a resource_link or an embedded resource need not be
+// listed), and finally the only upstream that offers resources at all, unless the catalog lists the URI only
+// namespaced (several upstreams offer it: no silent winner).
+func (s *Session) resolveURI(c *catalog, uri string) (uriRoute, bool) {
+	if rt, ok := c.resolveURI(uri); ok {
+		return rt, true
 	}
 	s.mu.Lock()
-	up := s.seenURIs[uri]
+	rt, ok := s.seenURIs[uri]
 	s.mu.Unlock()
-	if up != nil {
-		return up
+	if ok {
+		return rt, true
 	}
-	return s.r.soleProvider("resources")
+	if c.ambiguity(uri) != "" {
+		return uriRoute{}, false
+	}
+	if up := s.r.soleProvider("resources"); up != nil {
+		return uriRoute{up, uri}, true
+	}
+	return uriRoute{}, false
 }
 
 // completion routes completion/completion by its reference: a prompt name or a resource template URI.
@@ -279,15 +318,23 @@ func (s *Session) completion(ctx context.Context, m jsonrpc.Message, out *Stream
 		s.forwardWith(ctx, t.up, m, out, "", nil, edits...)
 	case "ref/resource":
 		uri, _ := jsonrpc.LookupString(params, "ref", "uri")
-		up := cat.templateUpstream(uri)
-		if up == nil {
-			up = cat.resourceUpstream(uri)
+		rt, ok := cat.resolveTemplate(uri)
+		if !ok {
+			rt, ok = cat.resolveURI(uri)
 		}
-		if up == nil || !cat.inViewURI(s.params.Endpoint, uri) || !(s.allows(ctx, up, kindTemplates, uri) || s.allowsURI(ctx, up, uri)) {
-			replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("no upstream offers resource template %q", uri))
+		if !ok || !cat.inViewURI(s.params.Endpoint, uri) || !(s.allows(ctx, rt.up, kindTemplates, rt.uri) || s.allowsURI(ctx, rt.up, rt.uri)) {
+			msg := cat.ambiguity(uri)
+			if msg == "" {
+				msg = fmt.Sprintf("no upstream offers resource template %q", uri)
+			}
+			replyError(out, m.ID(), protocol.CodeInvalidParams, msg)
 			return
 		}
-		s.forwardWith(ctx, up, m, out, "", nil)
+		var edits []jsonrpc.ParamEdit
+		if rt.uri != uri {
+			edits = append(edits, jsonrpc.ParamEdit{Path: []string{"ref", "uri"}, With: jsonrpc.AppendQuote(nil, rt.uri)})
+		}
+		s.forwardWith(ctx, rt.up, m, out, "", nil, edits...)
 	default:
 		replyError(out, m.ID(), protocol.CodeInvalidParams, `completion/complete needs params.ref of type "ref/prompt" or "ref/resource"`)
 	}

@@ -112,7 +112,7 @@ func (v *view) allowsURI(c *catalog, e *Endpoint, uri string) bool {
 		return true
 	}
 	for _, t := range c.templates {
-		if v.names[kindTemplates][t.tmpl] && t.re.MatchString(uri) {
+		if v.names[kindTemplates][t.exposed] && t.xre.MatchString(uri) {
 			return true
 		}
 	}

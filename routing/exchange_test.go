@@ -5,10 +5,14 @@ package routing
 //
 //	config          "key: value" lines: mode (shared | per-client), timeout (Options.RequestTimeout),
 //	                pagesize (Options.PageSize), caps (the upstream's capabilities), tools (the upstream's
-//	                tools, a JSON array)
+//	                tools, a JSON array), resources and templates (its resources and resource templates, JSON
+//	                arrays), namespacing (Options.ResourceNamespacing: auto | always | never), twin (yes: a
+//	                second upstream "twin", prefix twin__, after "fake", with the same config and its own fake)
+//	twin script     how the twin answers (as the upstream script; without it, the upstream script's rules)
 //	client          the steps the test drives, in order (below)
 //	upstream script how the fake upstream answers what the gateway sends it (below)
-//	want upstream   every message the upstream received during the steps, "#<connection> <message>"
+//	want upstream   every message the upstream received during the steps, "#<connection> <message>" (the
+//	                twin's after the upstream's, "twin#<connection> <message>")
 //	want client     every message each client stream got, "<stream> <message>", stream by stream, and
 //	                "<stream> end" where the stream completed
 //
@@ -27,6 +31,7 @@ package routing
 //	await N             wait until the upstream has received N messages since the steps began
 //	connects N          wait until the fake transport's Connect has been called N times
 //	up msg              the upstream sends msg on its newest connection
+//	twin msg            the twin does
 //
 // Upstream script: rules, each "on METHOD [contains TEXT]" (or "on response" for a response, or "always on ..."
 // for a rule that never wears out) followed by its actions: "< msg" sends msg, "< related=ID msg" sends it as if
@@ -207,7 +212,9 @@ type exchange struct {
 	t        *testing.T
 	r        *testRouter
 	ft       *fakeTransport
-	mark     int // index in ft.log where the steps began
+	twin     *fakeTransport // the second upstream, when the case has one
+	mark     int            // index in ft.log where the steps began
+	twinMark int            // and in twin.log
 	sessions map[string]*Session
 	streams  map[string]*xStream
 	order    []string // stream labels by creation
@@ -262,8 +269,18 @@ func (x *exchange) substLocked(tmpl string) string {
 }
 
 // handle is the fake upstream's script; it runs with ft.mu held.
-func (x *exchange) handle(rules []*rule, caps, tools string) func(*fakeConn, jsonrpc.Message) {
+func (x *exchange) handle(rules []*rule, cfg map[string]string) func(*fakeConn, jsonrpc.Message) {
+	caps, tools := cfg["caps"], cfg["tools"]
+	// The resource lists the config gives, by list method: the result's member and the list.
+	lists := map[string][2]string{
+		"resources/list":           {"resources", cfg["resources"]},
+		"resources/templates/list": {"resourceTemplates", cfg["templates"]},
+	}
 	return func(c *fakeConn, m jsonrpc.Message) {
+		if l := lists[m.Method()]; m.Kind() == jsonrpc.KindRequest && l[1] != "" {
+			c.sendLocked(jsonrpc.AppendResult(nil, m.ID(), []byte(`{"`+l[0]+`":`+l[1]+`}`)))
+			return
+		}
 		if !c.t.armed { // the script is armed only once the steps begin
 			defaultAnswer(c, m, caps, tools)
 			return
@@ -302,8 +319,15 @@ func runExchange(t *testing.T, a *txtar.Archive) (upstreamTraffic, clientTraffic
 	}
 	script, steps := section(a, "upstream script"), section(a, "client")
 	x := &exchange{t: t, sessions: map[string]*Session{}, streams: map[string]*xStream{}}
-	x.ft = newFakeTransport(x.handle(parseScript(t, script), cfg["caps"], cfg["tools"]))
+	x.ft = newFakeTransport(x.handle(parseScript(t, script), cfg))
 	var opts Options
+	if v := cfg["namespacing"]; v != "" {
+		n, err := ParseNamespacing(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.ResourceNamespacing = n
+	}
 	if v := cfg["timeout"]; v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -322,11 +346,26 @@ func runExchange(t *testing.T, a *txtar.Archive) (upstreamTraffic, clientTraffic
 	if cfg["mode"] == "per-client" {
 		mode = PerClient
 	}
-	x.r = startRouter(t, opts, UpstreamConfig{Name: "fake", Prefix: "fake__", Mode: mode, Transport: x.ft, Kind: "stdio"})
+	ups := []UpstreamConfig{{Name: "fake", Prefix: "fake__", Mode: mode, Transport: x.ft, Kind: "stdio"}}
+	if cfg["twin"] == "yes" {
+		twinScript := section(a, "twin script")
+		if twinScript == "" {
+			twinScript = script
+		}
+		x.twin = newFakeTransport(x.handle(parseScript(t, twinScript), cfg))
+		ups = append(ups, UpstreamConfig{Name: "twin", Prefix: "twin__", Mode: mode, Transport: x.twin, Kind: "stdio"})
+	}
+	x.r = startRouter(t, opts, ups...)
 	x.ft.mu.Lock()
 	x.mark = len(x.ft.log)
 	x.ft.armed = true
 	x.ft.mu.Unlock()
+	if x.twin != nil {
+		x.twin.mu.Lock()
+		x.twinMark = len(x.twin.log)
+		x.twin.armed = true
+		x.twin.mu.Unlock()
+	}
 
 	for _, step := range lines(steps) {
 		x.step(step)
@@ -425,6 +464,11 @@ func (x *exchange) step(step string) {
 	case "up":
 		msg := strings.TrimSpace(strings.TrimPrefix(step, "up"))
 		x.ft.inject([]byte(x.substLocked(msg)))
+	case "twin":
+		if x.twin == nil {
+			t.Fatalf("%s: the case has no twin (config twin: yes)", step)
+		}
+		x.twin.inject([]byte(strings.TrimSpace(strings.TrimPrefix(step, "twin"))))
 	default:
 		// S request R msg | S notify msg | S respond msg
 		if len(f) < 3 {
@@ -499,11 +543,20 @@ var (
 )
 
 func (x *exchange) upstreamTraffic() string {
-	x.ft.mu.Lock()
-	defer x.ft.mu.Unlock()
 	p := &placeholders{prefix: "u"}
 	var b strings.Builder
-	for _, rec := range x.ft.log[x.mark:] {
+	x.traffic(&b, p, x.ft, x.mark, "")
+	if x.twin != nil {
+		x.traffic(&b, p, x.twin, x.twinMark, "twin")
+	}
+	return b.String()
+}
+
+// traffic writes what one fake upstream received since mark, each line labelled with label.
+func (x *exchange) traffic(b *strings.Builder, p *placeholders, ft *fakeTransport, mark int, label string) {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	for _, rec := range ft.log[mark:] {
 		m := rec.msg
 		var paths [][]string
 		if m.Kind() == jsonrpc.KindRequest {
@@ -512,9 +565,8 @@ func (x *exchange) upstreamTraffic() string {
 		if m.MethodIs("notifications/cancelled") {
 			paths = append(paths, pathReqID)
 		}
-		fmt.Fprintf(&b, "#%d %s\n", rec.conn, normalise(m.Raw(), p, paths...))
+		fmt.Fprintf(b, "%s#%d %s\n", label, rec.conn, normalise(m.Raw(), p, paths...))
 	}
-	return b.String()
 }
 
 // elapsedRE hides the elapsed time the gateway reports in timeout errors ("within 0s", "after 51ms in all").

@@ -221,7 +221,10 @@ func TestClientTelemetryConventions(t *testing.T) {
 
 	roundTrip(t, o.testRouter, s, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"m__add","arguments":{}}}`)
 	roundTrip(t, o.testRouter, s, `{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"m__greet"}}`)
-	roundTrip(t, o.testRouter, s, `{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"`+observedURI+`"}}`)
+	// Both upstreams offer the resource, so each one's is namespaced (resourceNamespacing: auto).
+	if m := roundTrip(t, o.testRouter, s, `{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"math+`+observedURI+`"}}`); m.Error() != nil {
+		t.Fatalf("resources/read answered %s", m.Raw())
+	}
 	if m := roundTrip(t, o.testRouter, s, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"m__fail","arguments":{}}}`); m.Error() == nil {
 		t.Fatalf("m__fail answered %s", m.Raw())
 	}
@@ -260,7 +263,7 @@ func TestClientTelemetryConventions(t *testing.T) {
 		},
 		{
 			span:    "resources/read",
-			spanAll: with(base, "mcp.method.name", "resources/read", "mcp.resource.uri", observedURI),
+			spanAll: with(base, "mcp.method.name", "resources/read", "mcp.resource.uri", "math+"+observedURI), // as the client named it
 			id:      [2]string{"resources/read", ""}, tr: ft,
 			metric: with(base, "mcp.method.name", "resources/read"), // mcp.resource.uri is opt-in on metrics
 		},

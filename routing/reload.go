@@ -122,9 +122,9 @@ func (r *Router) Reconfigure(cfgs []UpstreamConfig) (ReloadResult, error) {
 // subscriptions there.
 func (s *Session) dropUpstream(up *Upstream) {
 	s.mu.Lock()
-	for uri, u := range s.subs {
-		if u == up {
-			delete(s.subs, uri)
+	for k := range s.subs {
+		if k.up == up {
+			delete(s.subs, k)
 		}
 	}
 	s.mu.Unlock()

@@ -126,7 +126,7 @@ func (s *Session) currentRecord() state.SessionRecord {
 	if s.logLevel >= 0 {
 		rec.LogLevel = logLevels[s.logLevel]
 	}
-	for uri := range s.subs {
+	for _, uri := range s.subs {
 		rec.Subscriptions = append(rec.Subscriptions, uri)
 	}
 	s.mu.Unlock() // a session's lock and a link's are never held together
@@ -180,11 +180,12 @@ func (r *Router) RestoreSession(ctx context.Context, id, principal string, allow
 		s.logLevel = i
 	}
 	s.links.resumable = rec.UpstreamSessions
+	cat := s.catalog()
 	for _, uri := range rec.Subscriptions {
-		if up := s.resourceUpstream(uri); up != nil {
-			s.subs[uri] = up
-			if up.cfg.Mode == Shared && up.addSub(uri) {
-				up.sendSub(uri, true)
+		if rt, ok := s.resolveURI(cat, uri); ok {
+			s.subs[subKey(rt)] = uri
+			if rt.up.cfg.Mode == Shared && rt.up.addSub(rt.uri) {
+				rt.up.sendSub(rt.uri, true)
 			}
 		}
 	}

@@ -53,7 +53,7 @@ func mayNameResources(res []byte) bool {
 	return bytes.Contains(res, []byte(`"resource_link"`)) || bytes.Contains(res, []byte(`"resource"`))
 }
 
-// noteURIs remembers the resource URIs a result names.
+// noteURIs remembers the resource URIs a result of up names, by the names the client sees them by.
 func (s *Session) noteURIs(up *Upstream, res []byte) {
 	var v any
 	if json.Unmarshal(res, &v) != nil {
@@ -78,13 +78,14 @@ func (s *Session) noteURIs(up *Upstream, res []byte) {
 		}
 	}
 	walk(v)
+	c := s.catalog()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, u := range uris {
 		if len(s.seenURIs) >= maxSeenURIs {
 			clear(s.seenURIs)
 		}
-		s.seenURIs[u] = up
+		s.seenURIs[c.exposeURI(up, u)] = uriRoute{up, u}
 	}
 }
 

@@ -50,6 +50,9 @@ type Options struct {
 	MaxToolNameLength int
 	// Hosts are the client hosts whose name limits RejectedNames checks the exposed catalog against.
 	Hosts []HostLimit
+	// ResourceNamespacing says when resource URIs carry their upstream's namespace ("<upstream>+<uri>",
+	// resources.go); the zero value is NamespaceAuto.
+	ResourceNamespacing Namespacing
 	// Store and Bus, when set, share sessions across replicas (design §7); nil means this replica alone.
 	Store SessionStore
 	Bus   Bus

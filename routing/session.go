@@ -108,9 +108,9 @@ type Session struct {
 
 	mu       sync.Mutex
 	calls    map[callKey]*call
-	logLevel int                  // index into logLevels; -1 when the client set none
-	subs     map[string]*Upstream // resource subscriptions: URI → upstream
-	seenURIs map[string]*Upstream // URIs that upstreams' results named, for reads (bounded)
+	logLevel int                 // index into logLevels; -1 when the client set none
+	subs     map[subKey]string   // resource subscriptions: the upstream and its URI → the URI the client named
+	seenURIs map[string]uriRoute // client-visible URIs that upstreams' results named, for reads (bounded)
 	closed   bool
 }
 
@@ -127,8 +127,8 @@ func newSession(r *Router, p SessionParams, id string, mkEra func(*Session) era)
 		r: r, id: id, params: p,
 		standalone: r.NewStream(-1, 1024),
 		calls:      map[callKey]*call{},
-		subs:       map[string]*Upstream{},
-		seenURIs:   map[string]*Upstream{},
+		subs:       map[subKey]string{},
+		seenURIs:   map[string]uriRoute{},
 		logLevel:   levelIndex(p.LogLevel),
 	}
 	_ = json.Unmarshal(p.Capabilities, &s.caps)

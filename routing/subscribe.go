@@ -16,6 +16,13 @@ import (
 // that want it, unsubscribes when the last one leaves, and delivers notifications/resources/updated only to the
 // sessions subscribed to that URI.
 
+// subKey names a subscription: the upstream and the URI it knows; a session's subs map it to the URI the client
+// subscribed by, which its updates carry back.
+type subKey struct {
+	up  *Upstream
+	uri string
+}
+
 // subscribe handles resources/subscribe and resources/unsubscribe.
 func (s *Session) subscribe(ctx context.Context, m jsonrpc.Message, out *Stream, on bool) {
 	uri, ok := jsonrpc.LookupString(m.Params(), "uri")
@@ -23,27 +30,30 @@ func (s *Session) subscribe(ctx context.Context, m jsonrpc.Message, out *Stream,
 		replyError(out, m.ID(), protocol.CodeInvalidParams, m.Method()+" needs params.uri")
 		return
 	}
-	s.mu.Lock()
-	up, had := s.subs[uri]
-	s.mu.Unlock()
+	// A subscription is found by the name the client gave it, whatever the catalog calls the resource now.
+	key, had := s.subscription(uri)
 	if !had {
-		if up = s.resourceUpstream(uri); up == nil || !s.catalog().inViewURI(s.params.Endpoint, uri) || !s.allowsURI(ctx, up, uri) {
-			notFound(out, m.ID(), uri)
+		cat := s.catalog()
+		rt, ok := s.resolveURI(cat, uri)
+		if !ok || !cat.inViewURI(s.params.Endpoint, uri) || !s.allowsURI(ctx, rt.up, rt.uri) {
+			s.noResource(out, m.ID(), cat, uri)
 			return
 		}
+		key = subKey(rt)
 	}
+	up := key.up
 	if _, ok := up.capability("resources"); !ok || !up.canSubscribe() {
 		replyError(out, m.ID(), protocol.CodeMethodNotFound, fmt.Sprintf("upstream %q does not support resource subscriptions", up.cfg.Name))
 		return
 	}
 	// The check and the change happen under one lock, so that concurrent requests of one session count once.
 	s.mu.Lock()
-	_, had = s.subs[uri]
+	_, had = s.subs[key]
 	changed := on != had
 	if changed && on {
-		s.subs[uri] = up
+		s.subs[key] = uri
 	} else if changed {
-		delete(s.subs, uri)
+		delete(s.subs, key)
 	}
 	s.mu.Unlock()
 	if !changed {
@@ -58,42 +68,59 @@ func (s *Session) subscribe(ctx context.Context, m jsonrpc.Message, out *Stream,
 	})
 	if up.modern() {
 		// No resources/subscribe in 2026-07-28: the upstream's resource listen is widened or narrowed instead.
-		if on && up.addSub(uri) || !on && up.dropSub(uri) {
+		if on && up.addSub(key.uri) || !on && up.dropSub(key.uri) {
 			up.relisten()
 		}
 		reply(out, m.ID(), []byte("{}"))
 		return
 	}
 	if up.cfg.Mode == Shared {
-		if on && !up.addSub(uri) || !on && !up.dropSub(uri) {
+		if on && !up.addSub(key.uri) || !on && !up.dropSub(key.uri) {
 			reply(out, m.ID(), []byte("{}")) // the shared session's subscription stays as it is for the others
 			return
 		}
 	}
-	s.forwardWith(ctx, up, m, out, uri, nil)
+	var edits []jsonrpc.ParamEdit
+	if key.uri != uri {
+		edits = append(edits, jsonrpc.ParamEdit{Path: []string{"uri"}, With: jsonrpc.AppendQuote(nil, key.uri)})
+	}
+	s.forwardWith(ctx, up, m, out, uri, nil, edits...)
 }
 
-// subscribed reports whether the session wants updates of uri from up.
-func (s *Session) subscribed(up *Upstream, uri string) bool {
+// subscription finds the session's subscription the client named uri.
+func (s *Session) subscription(uri string) (subKey, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.subs[uri] == up
+	for k, named := range s.subs {
+		if named == uri {
+			return k, true
+		}
+	}
+	return subKey{}, false
+}
+
+// subscribed returns the URI the session subscribed to up's uri by, if it did.
+func (s *Session) subscribed(up *Upstream, uri string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	named, ok := s.subs[subKey{up, uri}]
+	return named, ok
 }
 
 // dropSubscriptions releases a closing session's subscriptions on shared upstreams.
 func (s *Session) dropSubscriptions() {
 	s.mu.Lock()
 	subs := s.subs
-	s.subs = map[string]*Upstream{}
+	s.subs = map[subKey]string{}
 	s.mu.Unlock()
-	for uri, up := range subs {
-		switch {
+	for k := range subs {
+		switch up := k.up; {
 		case up.modern():
-			if up.dropSub(uri) {
+			if up.dropSub(k.uri) {
 				up.relisten()
 			}
-		case up.cfg.Mode == Shared && up.dropSub(uri):
-			up.sendSub(uri, false)
+		case up.cfg.Mode == Shared && up.dropSub(k.uri):
+			up.sendSub(k.uri, false)
 		}
 	}
 }
@@ -102,9 +129,9 @@ func (s *Session) dropSubscriptions() {
 func (s *Session) resubscribe(l *link) {
 	s.mu.Lock()
 	var uris []string
-	for uri, up := range s.subs {
-		if up == l.up {
-			uris = append(uris, uri)
+	for k := range s.subs {
+		if k.up == l.up {
+			uris = append(uris, k.uri)
 		}
 	}
 	s.mu.Unlock()
@@ -180,28 +207,22 @@ func (l *link) updated(m jsonrpc.Message) {
 	if !ok {
 		return
 	}
-	if l.owner != nil {
-		if l.owner.subscribed(l.up, uri) {
-			l.owner.notify(clone(m.Raw()))
+	deliver := func(s *Session) {
+		named, ok := s.subscribed(l.up, uri)
+		switch {
+		case !ok:
+		case named == uri:
+			s.notify(clone(m.Raw()))
+		default: // the client subscribed by the namespaced name: its update says that one
+			s.notify(m.AppendWith(nil, nil, jsonrpc.ParamEdit{Path: []string{"uri"}, With: jsonrpc.AppendQuote(nil, named)}))
 		}
+	}
+	if l.owner != nil {
+		deliver(l.owner)
 		return
 	}
 	if l.up.template() && !l.up.modern() {
 		return // a stateless upstream's template link is every client's link
 	}
-	l.r.eachSession(func(s *Session) {
-		if s.subscribed(l.up, uri) {
-			s.notify(clone(m.Raw()))
-		}
-	})
-}
-
-func notFound(out *Stream, id []byte, uri string) {
-	notFoundCode(out, id, uri, protocol.CodeResourceNotFound)
-}
-
-// notFoundCode is notFound with the code of the client's era: 2026-07-28 retired -32002 for -32602.
-func notFoundCode(out *Stream, id []byte, uri string, code int) {
-	out.Push(jsonrpc.AppendError(nil, id, code, fmt.Sprintf("resource %q not found on any upstream", uri),
-		append(append([]byte(`{"uri":`), jsonrpc.AppendQuote(nil, uri)...), '}')), ClassFinal)
+	l.r.eachSession(deliver)
 }

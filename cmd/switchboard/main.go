@@ -246,6 +246,7 @@ func restartOnly(old, cur *config.Config) []string {
 		{"log.format", old.Log.Format, cur.Log.Format}, {"auth", old.Auth, cur.Auth},
 		{"maxToolNameLength", old.MaxToolNameLength, cur.MaxToolNameLength}, {"clientHosts", old.ClientHosts, cur.ClientHosts},
 		{"search", old.Search, cur.Search}, {"serverCard", old.ServerCard, cur.ServerCard},
+		{"resourceNamespacing", old.ResourceNamespacing, cur.ResourceNamespacing},
 	} {
 		if !reflect.DeepEqual(f.a, f.b) {
 			keys = append(keys, f.key)
@@ -408,6 +409,9 @@ func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers, l
 		MaxToolNameLength:  cfg.MaxToolNameLength,
 		Shape:              shapeOf(cfg),
 		AuditDefinition:    definitionAuditor(audit),
+	}
+	if opts.ResourceNamespacing, err = namespacingOf(cfg); err != nil {
+		return nil, err
 	}
 	for _, h := range cfg.ClientHosts {
 		opts.Hosts = append(opts.Hosts, routing.HostLimit{Name: h.Name, Prefix: h.Prefix, MaxLength: h.MaxLength})

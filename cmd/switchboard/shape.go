@@ -30,6 +30,16 @@ func shapeOf(cfg *config.Config) routing.Shape {
 	return sh
 }
 
+// namespacingOf is routing's resource namespacing of the config's resourceNamespacing. It is read at start only:
+// a change would rename the URIs open sessions subscribed by (restartOnly).
+func namespacingOf(cfg *config.Config) (routing.Namespacing, error) {
+	n, err := routing.ParseNamespacing(string(cfg.ResourceNamespacing))
+	if err != nil {
+		return 0, fmt.Errorf("routing options: %w", err)
+	}
+	return n, nil
+}
+
 // searchMode is routing's search mode of a discovery setting: nil to list every tool.
 func searchMode(d config.Discovery, alwaysList []string, exposeFound bool) *routing.SearchMode {
 	if d != config.DiscoverySearch {

@@ -106,6 +106,9 @@ type Config struct {
 	RateLimit *RateLimit
 	// MaxToolNameLength bounds exposed tool and prompt names; longer ones are shortened deterministically.
 	MaxToolNameLength int
+	// ResourceNamespacing says when resource URIs carry their upstream's name ("<upstream>+<uri>"):
+	// NamespacingAuto (the default), NamespacingAlways or NamespacingNever.
+	ResourceNamespacing ResourceNamespacing
 	// ClientHosts are the hosts whose tool-name limits check and /readyz verify the names against.
 	ClientHosts []ClientHost
 	// Endpoints are the named parts of the catalog served at /mcp/<name>, in
@@ -247,18 +250,19 @@ func (u Upstream) Transport() string {
 // upstreams.
 func Default() *Config {
 	return &Config{
-		Listen:             DefaultListen,
-		MaxBodyBytes:       DefaultMaxBodyBytes,
-		PageSize:           DefaultPageSize,
-		MaxToolNameLength:  DefaultMaxToolNameLength,
-		ClientHosts:        DefaultClientHosts(),
-		RequestTimeout:     DefaultRequestTimeout,
-		MaxRequestTimeout:  DefaultMaxRequestTimeout,
-		SessionIdleTimeout: DefaultSessionIdleTimeout,
-		Log:                LogConfig{Level: slog.LevelInfo, Format: "text"},
-		Pinning:            Pinning{OnChange: PinWarn},
-		Discovery:          DiscoveryList,
-		Search:             Search{Timeout: DefaultSearchTimeout},
+		Listen:              DefaultListen,
+		MaxBodyBytes:        DefaultMaxBodyBytes,
+		PageSize:            DefaultPageSize,
+		MaxToolNameLength:   DefaultMaxToolNameLength,
+		ResourceNamespacing: NamespacingAuto,
+		ClientHosts:         DefaultClientHosts(),
+		RequestTimeout:      DefaultRequestTimeout,
+		MaxRequestTimeout:   DefaultMaxRequestTimeout,
+		SessionIdleTimeout:  DefaultSessionIdleTimeout,
+		Log:                 LogConfig{Level: slog.LevelInfo, Format: "text"},
+		Pinning:             Pinning{OnChange: PinWarn},
+		Discovery:           DiscoveryList,
+		Search:              Search{Timeout: DefaultSearchTimeout},
 	}
 }
 

@@ -57,6 +57,7 @@ allowedOrigins: ["https://App.example.com"]
 allowedHosts: [mcp.example.com, "localhost:9090"]
 maxBodyBytes: 8MiB
 pageSize: 50
+resourceNamespacing: always
 requestTimeout: 30s
 maxRequestTimeout: 5m
 sessionIdleTimeout: 1h
@@ -94,22 +95,23 @@ func TestParseFull(t *testing.T) {
 		t.Fatalf("Parse: %v", err)
 	}
 	want := &Config{
-		Listen:             "0.0.0.0:9090",
-		PublicURL:          "https://mcp.example.com",
-		AllowedOrigins:     []string{"https://app.example.com"},
-		AllowedHosts:       []string{"mcp.example.com", "localhost:9090"},
-		MaxBodyBytes:       8 << 20,
-		PageSize:           50,
-		RequestTimeout:     30 * time.Second,
-		MaxRequestTimeout:  5 * time.Minute,
-		SessionIdleTimeout: time.Hour,
-		CursorSecret:       []byte(secret),
-		Log:                LogConfig{Level: slog.LevelDebug, Format: "json"},
-		MaxToolNameLength:  DefaultMaxToolNameLength,
-		ClientHosts:        DefaultClientHosts(),
-		Pinning:            Pinning{OnChange: PinWarn},
-		Discovery:          DiscoveryList,
-		Search:             Search{Timeout: DefaultSearchTimeout},
+		Listen:              "0.0.0.0:9090",
+		PublicURL:           "https://mcp.example.com",
+		AllowedOrigins:      []string{"https://app.example.com"},
+		AllowedHosts:        []string{"mcp.example.com", "localhost:9090"},
+		MaxBodyBytes:        8 << 20,
+		PageSize:            50,
+		RequestTimeout:      30 * time.Second,
+		MaxRequestTimeout:   5 * time.Minute,
+		SessionIdleTimeout:  time.Hour,
+		CursorSecret:        []byte(secret),
+		Log:                 LogConfig{Level: slog.LevelDebug, Format: "json"},
+		MaxToolNameLength:   DefaultMaxToolNameLength,
+		ResourceNamespacing: NamespacingAlways,
+		ClientHosts:         DefaultClientHosts(),
+		Pinning:             Pinning{OnChange: PinWarn},
+		Discovery:           DiscoveryList,
+		Search:              Search{Timeout: DefaultSearchTimeout},
 		Upstreams: []Upstream{
 			{
 				Name: "files", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/data"},
@@ -188,7 +190,7 @@ func TestParseInvalid(t *testing.T) {
 		{
 			name: "unknown key without a close match lists the valid keys",
 			in:   "upstreams: []\nfrobnicate: true\n",
-			want: []string{`c.yaml:2:1: frobnicate: unknown key "frobnicate"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, endpoints, overrides, pinning, discovery, alwaysList, exposeFound, search, serverCard, upstreams, mcpServers, servers`},
+			want: []string{`c.yaml:2:1: frobnicate: unknown key "frobnicate"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, resourceNamespacing, endpoints, overrides, pinning, discovery, alwaysList, exposeFound, search, serverCard, upstreams, mcpServers, servers`},
 		},
 		{
 			name: "envPassthrough refuses everything and misplaced stars",
@@ -333,6 +335,16 @@ func TestParseInvalid(t *testing.T) {
 			name: "pageSize out of range",
 			in:   "pageSize: 0\nupstreams: []\n",
 			want: []string{`c.yaml:1:11: pageSize: 0 is out of range; it must be between 1 and 1000`},
+		},
+		{
+			name: "resourceNamespacing: a typo, and a value no mode has",
+			in:   "resourceNamespacing: alwys\nupstreams: []\n",
+			want: []string{`c.yaml:1:22: resourceNamespacing: "alwys" is not a namespacing mode; did you mean "always"? (auto, always or never)`},
+		},
+		{
+			name: "resourceNamespacing: not a mode",
+			in:   "resourceNamespacing: true\nupstreams: []\n",
+			want: []string{`c.yaml:1:22: resourceNamespacing: "true" is not a namespacing mode; use auto (namespace URIs two upstreams offer), always or never`},
 		},
 		{
 			name: "pageSize too large and quoted",
@@ -493,7 +505,7 @@ func TestMCPServers(t *testing.T) {
 	diffLines(t, "warnings", warningLines(cfg.Warnings), []string{
 		`claude_desktop_config.json:3:5: mcpServers["Web Search"]: server name "Web Search" is used as upstream name "web-search" (upstream names are lowercase letters, digits and '-'); its tools get that name as prefix unless prefix is set`,
 		`claude_desktop_config.json:5:43: mcpServers.filesystem.autoApprove: unknown key "autoApprove"; valid keys are command, args, env, envPassthrough, cwd, url, headers, type, disabled, session, protocol, prefix, timeout, maxInstances, idleTimeout (ignored)`,
-		`claude_desktop_config.json:8:3: globalShortcut: unknown key "globalShortcut"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, endpoints, overrides, pinning, discovery, alwaysList, exposeFound, search, serverCard, upstreams, mcpServers, servers (ignored)`,
+		`claude_desktop_config.json:8:3: globalShortcut: unknown key "globalShortcut"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, resourceNamespacing, endpoints, overrides, pinning, discovery, alwaysList, exposeFound, search, serverCard, upstreams, mcpServers, servers (ignored)`,
 	})
 }
 
@@ -535,7 +547,7 @@ func TestVSCodeServers(t *testing.T) {
 		t.Errorf("upstreams = %+v", cfg.Upstreams)
 	}
 	diffLines(t, "warnings", warningLines(cfg.Warnings), []string{
-		`.vscode/mcp.json:3:3: inputs: unknown key "inputs"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, endpoints, overrides, pinning, discovery, alwaysList, exposeFound, search, serverCard, upstreams, mcpServers, servers (ignored)`,
+		`.vscode/mcp.json:3:3: inputs: unknown key "inputs"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, resourceNamespacing, endpoints, overrides, pinning, discovery, alwaysList, exposeFound, search, serverCard, upstreams, mcpServers, servers (ignored)`,
 	})
 
 	_, err = Parse("mcp.json", []byte(`{"servers": {"gh": {"type": "http", "url": "https://x.example/mcp", "headers": {"Authorization": "Bearer ${input:gh-token}"}}}}`), nil)
@@ -646,7 +658,7 @@ upstreams:
     name: b
 `
 	_, err := Parse("c.yaml", []byte(in), nil)
-	diffLines(t, "unknown anchor holder", problemLines(t, err), []string{`c.yaml:1:1: common: unknown key "common"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, endpoints, overrides, pinning, discovery, alwaysList, exposeFound, search, serverCard, upstreams, mcpServers, servers`})
+	diffLines(t, "unknown anchor holder", problemLines(t, err), []string{`c.yaml:1:1: common: unknown key "common"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, cursorSecret, log, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, resourceNamespacing, endpoints, overrides, pinning, discovery, alwaysList, exposeFound, search, serverCard, upstreams, mcpServers, servers`})
 	cfg, err := Parse("c.yaml", []byte(strings.TrimPrefix(in, "common: &common\n")), nil)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)

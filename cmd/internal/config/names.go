@@ -97,3 +97,27 @@ func (p *parser) warnNameBudget(cfg *Config, budget *yaml.Node, hosts []*yaml.No
 		}
 	}
 }
+
+// ResourceNamespacing says when resource URIs carry their upstream's name.
+type ResourceNamespacing string
+
+const (
+	// NamespacingAuto namespaces a URI (or resource template) that more than one upstream offers, as
+	// "<upstream>+<uri>", and passes the others unchanged; a URI once namespaced stays so while any upstream
+	// offers it.
+	NamespacingAuto ResourceNamespacing = "auto"
+	// NamespacingAlways namespaces every upstream's URIs.
+	NamespacingAlways ResourceNamespacing = "always"
+	// NamespacingNever passes URIs unchanged: a URI several upstreams offer is listed once and read from the
+	// first.
+	NamespacingNever ResourceNamespacing = "never"
+)
+
+// resourceNamespacing reads resourceNamespacing.
+func (p *parser) resourceNamespacing(key string, f pair, t *topLevel) {
+	valid := []string{string(NamespacingAuto), string(NamespacingAlways), string(NamespacingNever)}
+	if v, ok := p.oneOf(f, key, "namespacing mode", valid,
+		"auto (namespace URIs two upstreams offer), always or never", "auto, always or never"); ok {
+		t.cfg.ResourceNamespacing = ResourceNamespacing(v)
+	}
+}

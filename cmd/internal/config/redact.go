@@ -438,6 +438,7 @@ func (c *Config) writeServer(w *lineWriter, secretLen int) {
 	}
 	line("maxBodyBytes: %d", c.MaxBodyBytes)
 	line("pageSize: %d", c.PageSize)
+	line("resourceNamespacing: %s", c.ResourceNamespacing)
 	line("requestTimeout: %s", c.RequestTimeout)
 	line("maxRequestTimeout: %s", c.MaxRequestTimeout)
 	line("sessionIdleTimeout: %s", c.SessionIdleTimeout)

@@ -15,7 +15,7 @@ import (
 func topLevelKeys() []string {
 	return []string{"listen", "publicURL", "replicaURL", "allowedOrigins", "allowedHosts", "maxBodyBytes", "pageSize",
 		"requestTimeout", "maxRequestTimeout", "sessionIdleTimeout", "cursorSecret", "log", "auth", "policy", "redis", "rateLimit",
-		"maxToolNameLength", "clientHosts", "endpoints", "overrides", "pinning", "discovery", "alwaysList", "exposeFound", "search",
+		"maxToolNameLength", "clientHosts", "resourceNamespacing", "endpoints", "overrides", "pinning", "discovery", "alwaysList", "exposeFound", "search",
 		"serverCard", "upstreams", "mcpServers", "servers"}
 }
 

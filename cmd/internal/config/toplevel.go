@@ -76,6 +76,7 @@ func topLevelFields() []topField {
 		}},
 		{key: "clientHosts", decode: func(p *parser, _ string, f pair, t *topLevel) { t.hostNodes = p.clientHosts(f.val, t.cfg) },
 			after: func(p *parser, t *topLevel) { p.warnNameBudget(t.cfg, t.budgetNode, t.hostNodes) }},
+		{key: "resourceNamespacing", decode: (*parser).resourceNamespacing},
 		{key: "redis", decode: (*parser).redis},
 		{key: "policy", decode: func(p *parser, _ string, f pair, t *topLevel) {
 			t.policyKey = f.key

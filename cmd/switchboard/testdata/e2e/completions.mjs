@@ -8,8 +8,9 @@
 // 2. ref/prompt, argument name = "" with context {department: "Sales"}
 //    -> exactly the Sales team (context travels through).
 // 3. ref/resource demo://resource/dynamic/text/{resourceId} (as listed by
-//    resources/templates/list), argument resourceId = "7" -> ["7"].
-import { connect, disconnect, expect, parseFlags, run } from "./lib.mjs";
+//    resources/templates/list: "<upstream>+demo://…" of the upstream behind
+//    --prefix where the gateway namespaced it), argument resourceId = "7" -> ["7"].
+import { connect, disconnect, expect, parseFlags, pickURI, run } from "./lib.mjs";
 
 const flags = parseFlags();
 
@@ -47,7 +48,8 @@ await run("completions", flags.timeout, async (summary) => {
       cursor = res.nextCursor;
       if (cursor === undefined) break;
     }
-    const tpl = templates.find((t) => t.uriTemplate.startsWith("demo://resource/dynamic/text/"));
+    const uriTemplate = pickURI(templates.map((t) => t.uriTemplate), "demo://resource/dynamic/text/", flags.prefix);
+    const tpl = templates.find((t) => t.uriTemplate === uriTemplate);
     expect(tpl, `no demo://resource/dynamic/text/* template in ${JSON.stringify(templates.map((t) => t.uriTemplate))}`);
     summary.template = tpl.uriTemplate;
     const variable = /\{([^}]+)\}/.exec(tpl.uriTemplate)?.[1];

@@ -132,6 +132,15 @@ export function upstreamOfPrefix(prefix) {
   return prefix.replace(/__$/, "").replace(/_/g, "-");
 }
 
+/**
+ * The first of uris that names base… as the upstream behind prefix serves it: "<upstream>+base…" where the
+ * gateway namespaced the URIs (resourceNamespacing: two upstreams offer them), else "base…" itself.
+ */
+export function pickURI(uris, base, prefix) {
+  const up = upstreamOfPrefix(prefix);
+  return uris.find((u) => up && u.startsWith(`${up}+${base}`)) ?? uris.find((u) => u.startsWith(base));
+}
+
 /** Ends the session politely (DELETE; 405 is accepted) and closes the client. */
 export async function disconnect(client) {
   if (!client) return;

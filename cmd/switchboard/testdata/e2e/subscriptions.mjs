@@ -4,7 +4,9 @@
 //   node subscriptions.mjs --url URL [--prefix everything__] [--uri URI]
 //
 // Client A subscribes to a static document of server-everything (the first
-// demo://resource/static/document/* in resources/list, all pages, unless --uri)
+// demo://resource/static/document/* in resources/list, all pages, unless --uri;
+// the one of the upstream behind --prefix, "<upstream>+demo://…", where the
+// gateway namespaced them)
 // and calls <prefix>toggle-subscriber-updates, which makes the upstream send
 // notifications/resources/updated for its subscribed URIs at once and then
 // every 5 s. Client B, connected at the same time, subscribes to nothing.
@@ -12,7 +14,7 @@
 // a 1 s grace after A's first update); after A unsubscribes (updates still
 // toggled on), A gets no update for 6 s. Updates are toggled off at the end.
 import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
-import { connect, disconnect, expect, parseFlags, run, sleep, waitFor } from "./lib.mjs";
+import { connect, disconnect, expect, parseFlags, pickURI, run, sleep, waitFor } from "./lib.mjs";
 
 const flags = parseFlags({ uri: { type: "string" } });
 
@@ -44,7 +46,7 @@ await run("subscriptions", flags.timeout, async (summary) => {
         cursor = res.nextCursor;
         if (cursor === undefined) break;
       }
-      uri = all.map((r) => r.uri).find((u) => u.startsWith("demo://resource/static/document/"));
+      uri = pickURI(all.map((r) => r.uri), "demo://resource/static/document/", flags.prefix);
       expect(uri, `no demo://resource/static/document/* in resources/list (${all.length}: ${all.map((r) => r.uri).join(", ")})`);
     }
     summary.uri = uri;
