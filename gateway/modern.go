@@ -205,8 +205,18 @@ func (s *Server) postModern(ctx context.Context, w http.ResponseWriter, r *http.
 	// The pooled session serves many clients whose ids may collide; it tells their calls apart by the stream each
 	// answer goes to, so the request goes on with the client's own id.
 	out := s.r.NewStream(1, 0)
-	sess.HandleRequest(ctx, m, out)
+	sess.HandleRequest(ownPolicy(ctx, params), m, out)
 	s.respondModern(w, r, sess, out, m.ID(), m.Method())
+}
+
+// ownPolicy makes a stateless request judged by its own caller's policy: the pooled session may serve another
+// request of the same person, with other claims, at the same time. Without a policy (no auth) there is nothing to
+// tell apart, and the session's cached search statistics stay valid across requests.
+func ownPolicy(ctx context.Context, params routing.SessionParams) context.Context {
+	if params.Allow == nil {
+		return ctx
+	}
+	return routing.WithAllow(ctx, params.Allow)
 }
 
 // modernParams are the session parameters of a stateless request: what its _meta declares, and its caller.

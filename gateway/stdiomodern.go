@@ -153,7 +153,7 @@ func (mod *stdioModern) serve(ctx context.Context, req *inflight, m jsonrpc.Mess
 	}
 	sess := s.r.PooledSession(params)
 	out := s.r.NewStream(1, 0)
-	sess.HandleRequest(ctx, m, out)
+	sess.HandleRequest(ownPolicy(ctx, params), m, out)
 	for {
 		msg, final, ok := out.Next(ctx)
 		if ctx.Err() != nil {
