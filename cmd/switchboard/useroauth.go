@@ -166,10 +166,10 @@ func newUserOAuth(ctx context.Context, cfg *config.Config, redis *state.Redis, l
 	return u, nil
 }
 
-// upstreamSpec makes a user-oauth upstream's requests carry the principal's own token, refreshed once when the
-// upstream answers 401. Without a principal (the catalog's template session) only the configured headers go:
-// a static Authorization header is the service credential the catalog lists with. A principal's request never
-// falls back to it.
+// headers makes a user-oauth upstream's requests carry the principal's own token (refreshed before it expires; a
+// 401 is httpClient's). Without a principal (the catalog's template session) only the configured headers go: a
+// static Authorization header is the service credential the catalog lists with. A principal's request never falls
+// back to it: a token that cannot be had fails the request.
 func (u *userOAuth) headers(name string) func(context.Context, http.Header) error {
 	return func(ctx context.Context, h http.Header) error {
 		_ = injectTraceContext(ctx, h)
@@ -309,12 +309,16 @@ func (u *userOAuth) pages(r *routing.Router) (http.Handler, []string, error) {
 // csrf adapts the browser sign-in to the connections page.
 type csrf struct{ s *browser.SignIn }
 
+// Token is the sign-in session's anti-forgery token.
 func (c csrf) Token(r *http.Request) string { return c.s.CSRFToken(r) }
-func (c csrf) Check(r *http.Request) bool   { return c.s.CheckCSRF(r) }
+
+// Check reports whether a form carries the session's token and comes from the gateway's own page.
+func (c csrf) Check(r *http.Request) bool { return c.s.CheckCSRF(r) }
 
 // routerStatus feeds the admin's status view on /connections.
 type routerStatus struct{ r *routing.Router }
 
+// Upstreams lists every upstream's health.
 func (s *routerStatus) Upstreams(context.Context) []connections.UpstreamHealth {
 	var out []connections.UpstreamHealth
 	for _, st := range s.r.Status() {
@@ -323,6 +327,7 @@ func (s *routerStatus) Upstreams(context.Context) []connections.UpstreamHealth {
 	return out
 }
 
+// CatalogCount is the number of tools the upstreams give the catalog.
 func (s *routerStatus) CatalogCount(context.Context) int {
 	n := 0
 	for _, st := range s.r.Status() {
