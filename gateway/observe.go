@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -20,6 +19,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/switchboard-mcp/switchboard/routing"
+	"github.com/switchboard-mcp/switchboard/routing/attrset"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
@@ -41,8 +41,8 @@ type instruments struct {
 	serverSession metric.Float64Histogram
 	authFail      metric.Int64Counter
 	// The attribute sets of the measurements, made once per distinct set: recording one allocates nothing.
-	opSets      *attrSets[opKey]
-	sessionSets *attrSets[sessionKey]
+	opSets      *attrset.Cache[opKey]
+	sessionSets *attrset.Cache[sessionKey]
 }
 
 func newInstruments(o Options) (instruments, error) {
@@ -61,7 +61,7 @@ func newInstruments(o Options) (instruments, error) {
 	}
 	in := instruments{tracing: tracing, metering: o.Meter != nil && !noopMeter,
 		tracer: tp.Tracer("github.com/switchboard-mcp/switchboard/gateway"), propagator: prop,
-		opSets: &attrSets[opKey]{}, sessionSets: &attrSets[sessionKey]{}}
+		opSets: &attrset.Cache[opKey]{}, sessionSets: &attrset.Cache[sessionKey]{}}
 	m := mp.Meter("github.com/switchboard-mcp/switchboard/gateway")
 	var err error
 	if in.requests, err = m.Int64Counter("switchboard.requests",
@@ -83,36 +83,6 @@ func newInstruments(o Options) (instruments, error) {
 		return in, err
 	}
 	return in, nil
-}
-
-// attrSets keeps attribute sets by a comparable key of bounded values; it stops growing at maxAttrSets.
-type attrSets[K interface {
-	comparable
-	attrs() []attribute.KeyValue
-}] struct {
-	mu   sync.RWMutex
-	sets map[K]metric.MeasurementOption
-}
-
-const maxAttrSets = 4096
-
-func (c *attrSets[K]) get(k K) metric.MeasurementOption {
-	c.mu.RLock()
-	o, ok := c.sets[k]
-	c.mu.RUnlock()
-	if ok {
-		return o
-	}
-	o = metric.WithAttributeSet(attribute.NewSet(k.attrs()...))
-	c.mu.Lock()
-	if c.sets == nil {
-		c.sets = map[K]metric.MeasurementOption{}
-	}
-	if len(c.sets) < maxAttrSets {
-		c.sets[k] = o
-	}
-	c.mu.Unlock()
-	return o
 }
 
 // Every message the front end serves over HTTP is "tcp" and "http" (the conventions' "Recording MCP transport":
@@ -147,7 +117,7 @@ type opKey struct {
 	codeIsError                                bool // the code classifies as an error: error.type is the code
 }
 
-func (k opKey) attrs() []attribute.KeyValue {
+func (k opKey) Attrs() []attribute.KeyValue {
 	a := []attribute.KeyValue{semconv.McpMethodNameKey.String(k.method), attrTCP, attrHTTP}
 	if k.httpVersion != "" {
 		a = append(a, semconv.NetworkProtocolVersionKey.String(k.httpVersion))
@@ -180,7 +150,7 @@ func (k opKey) attrs() []attribute.KeyValue {
 // sessionKey identifies the attribute set of one mcp.server.session.duration measurement.
 type sessionKey struct{ version, httpVersion string }
 
-func (k sessionKey) attrs() []attribute.KeyValue {
+func (k sessionKey) Attrs() []attribute.KeyValue {
 	a := []attribute.KeyValue{attrTCP, attrHTTP}
 	if k.httpVersion != "" {
 		a = append(a, semconv.NetworkProtocolVersionKey.String(k.httpVersion))
@@ -353,7 +323,7 @@ func (op serverOp) end() {
 		case op.method == protocol.MethodPromptsGet && s.r.Offers(true, op.name):
 			k.prompt = op.name
 		}
-		s.inst.serverOp.Record(context.Background(), time.Since(op.start).Seconds(), s.inst.opSets.get(k))
+		s.inst.serverOp.Record(context.Background(), time.Since(op.start).Seconds(), s.inst.opSets.Get(k))
 		if op.method == "initialize" && w.answered && !w.errored {
 			s.observeSession(op)
 		}
@@ -392,7 +362,7 @@ func (s *Server) observeSession(op serverOp) {
 	k := sessionKey{version: sess.ProtocolVersion(), httpVersion: httpVersion(op.r)}
 	start := op.start
 	sess.WhenClosed(func() {
-		s.inst.serverSession.Record(context.Background(), time.Since(start).Seconds(), s.inst.sessionSets.get(k))
+		s.inst.serverSession.Record(context.Background(), time.Since(start).Seconds(), s.inst.sessionSets.Get(k))
 	})
 }
 

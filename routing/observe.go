@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"strconv"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -18,6 +17,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/semconv/v1.40.0/mcpconv"
 
+	"github.com/switchboard-mcp/switchboard/routing/attrset"
 	"github.com/switchboard-mcp/switchboard/upstream"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
@@ -69,9 +69,9 @@ type instruments struct {
 	definitionChanges metric.Int64Counter
 
 	// The attribute sets of the measurements, made once per distinct set: a measurement then allocates nothing.
-	legSets      *attrCache[legKey]
-	sessionSets  *attrCache[upSessionKey]
-	upstreamSets *attrCache[upstreamName]
+	legSets      *attrset.Cache[legKey]
+	sessionSets  *attrset.Cache[upSessionKey]
+	upstreamSets *attrset.Cache[upstreamName]
 }
 
 func newInstruments(r *Router, o Options) (instruments, error) {
@@ -79,7 +79,7 @@ func newInstruments(r *Router, o Options) (instruments, error) {
 	_, noopTracer := tp.(tracenoop.TracerProvider)
 	_, noopMeter := mp.(metricnoop.MeterProvider)
 	in := instruments{tracing: tp != nil && !noopTracer, metering: mp != nil && !noopMeter,
-		legSets: &attrCache[legKey]{}, sessionSets: &attrCache[upSessionKey]{}, upstreamSets: &attrCache[upstreamName]{}}
+		legSets: &attrset.Cache[legKey]{}, sessionSets: &attrset.Cache[upSessionKey]{}, upstreamSets: &attrset.Cache[upstreamName]{}}
 	if tp == nil {
 		tp = tracenoop.NewTracerProvider()
 	}
@@ -151,38 +151,6 @@ func newInstruments(r *Router, o Options) (instruments, error) {
 	return in, err
 }
 
-// attrCache keeps the attribute sets of measurements by a comparable key, so that recording one is a map read and
-// no allocation. The keys hold only bounded values (upstream and method names, the catalog's names, error
-// classes), and the cache stops growing at maxAttrSets all the same: beyond it, sets are made per measurement.
-type attrCache[K interface {
-	comparable
-	attrs() []attribute.KeyValue
-}] struct {
-	mu   sync.RWMutex
-	sets map[K]metric.MeasurementOption
-}
-
-const maxAttrSets = 4096
-
-func (c *attrCache[K]) get(k K) metric.MeasurementOption {
-	c.mu.RLock()
-	o, ok := c.sets[k]
-	c.mu.RUnlock()
-	if ok {
-		return o
-	}
-	o = metric.WithAttributeSet(attribute.NewSet(k.attrs()...))
-	c.mu.Lock()
-	if c.sets == nil {
-		c.sets = map[K]metric.MeasurementOption{}
-	}
-	if len(c.sets) < maxAttrSets {
-		c.sets[k] = o
-	}
-	c.mu.Unlock()
-	return o
-}
-
 // upstreamName is the key of the sets that carry only the upstream's name (the in-flight gauge).
 type upstreamName string
 
@@ -206,7 +174,7 @@ type legKey struct {
 	hasCode        bool
 }
 
-func (k legKey) attrs() []attribute.KeyValue {
+func (k legKey) Attrs() []attribute.KeyValue {
 	transport, protoName := transportOf(k.kind)
 	a := []attribute.KeyValue{semconv.McpMethodNameKey.String(k.method), attrUpstream.String(k.upstream),
 		semconv.NetworkTransportKey.String(transport)}
@@ -239,7 +207,7 @@ type upSessionKey struct {
 	upstream, kind, version, errType string
 }
 
-func (k upSessionKey) attrs() []attribute.KeyValue {
+func (k upSessionKey) Attrs() []attribute.KeyValue {
 	transport, protoName := transportOf(k.kind)
 	a := []attribute.KeyValue{attrUpstream.String(k.upstream), semconv.NetworkTransportKey.String(transport)}
 	if protoName != "" {
@@ -254,7 +222,7 @@ func (k upSessionKey) attrs() []attribute.KeyValue {
 	return a
 }
 
-func (u upstreamName) attrs() []attribute.KeyValue {
+func (u upstreamName) Attrs() []attribute.KeyValue {
 	return []attribute.KeyValue{attribute.String("upstream", string(u))}
 }
 
@@ -302,7 +270,7 @@ func (c *call) resourceURI() string {
 // write with (it carries the span, which the HTTP transport turns into a traceparent header) and the traceparent
 // to put in the message's _meta, empty when nothing is traced.
 func (r *Router) startLeg(ctx context.Context, c *call) (context.Context, string) {
-	r.inst.inflight.Add(ctx, 1, r.inst.upstreamSets.get(upstreamName(c.link.up.cfg.Name)))
+	r.inst.inflight.Add(ctx, 1, r.inst.upstreamSets.Get(upstreamName(c.link.up.cfg.Name)))
 	if !r.inst.tracing {
 		return ctx, ""
 	}
@@ -380,9 +348,9 @@ func (r *Router) endLegAnswered(c *call, outcome string, answer jsonrpc.Message)
 	if r.inst.metering {
 		k := legKey{upstream: up.cfg.Name, kind: up.cfg.Kind, method: c.method, tool: c.tool(), prompt: c.prompt(),
 			version: c.link.version(), errType: errType, code: code, hasCode: hasCode}
-		r.inst.clientOp.Record(ctx, elapsed.Seconds(), r.inst.legSets.get(k))
+		r.inst.clientOp.Record(ctx, elapsed.Seconds(), r.inst.legSets.Get(k))
 	}
-	r.inst.inflight.Add(ctx, -1, r.inst.upstreamSets.get(upstreamName(up.cfg.Name)))
+	r.inst.inflight.Add(ctx, -1, r.inst.upstreamSets.Get(upstreamName(up.cfg.Name)))
 	if r.opts.Audit != nil {
 		r.opts.Audit(CallEvent{
 			Session: c.session.logID(), Principal: c.session.params.Principal, Upstream: up.cfg.Name,
@@ -441,7 +409,7 @@ func (r *Router) upstreamSessionEnded(l *link, conn *upstream.Conn, since time.T
 	if l.ctx.Err() == nil {
 		k.errType = errConnectionLost // the gateway did not close it
 	}
-	r.inst.clientSession.Record(context.Background(), time.Since(since).Seconds(), r.inst.sessionSets.get(k))
+	r.inst.clientSession.Record(context.Background(), time.Since(since).Seconds(), r.inst.sessionSets.Get(k))
 }
 
 // Offers reports whether the catalog lists a tool (or, with prompt, a prompt) by this exposed name; the
