@@ -491,6 +491,7 @@ func (r *Router) grantConnected(note grantNote) {
 type grantWaiters struct {
 	mu sync.Mutex
 	m  map[string]map[chan struct{}]struct{}
+	n  int // waiters in m, against maxGrantWaiters
 }
 
 // maxGrantWaiters bounds the retries waiting at once on a replica; past it a retry is asked to connect again.
@@ -505,11 +506,7 @@ func (g *grantWaiters) wait(ctx, session context.Context, limit time.Duration, p
 	key := principal + "\x00" + upstream
 	ch := make(chan struct{}, 1)
 	g.mu.Lock()
-	n := 0
-	for _, set := range g.m {
-		n += len(set)
-	}
-	if n >= maxGrantWaiters {
+	if g.n >= maxGrantWaiters {
 		g.mu.Unlock()
 		return false
 	}
@@ -520,9 +517,11 @@ func (g *grantWaiters) wait(ctx, session context.Context, limit time.Duration, p
 		g.m[key] = map[chan struct{}]struct{}{}
 	}
 	g.m[key][ch] = struct{}{}
+	g.n++
 	g.mu.Unlock()
 	defer func() {
 		g.mu.Lock()
+		g.n--
 		delete(g.m[key], ch)
 		if len(g.m[key]) == 0 {
 			delete(g.m, key)
