@@ -38,6 +38,7 @@ type Memory struct {
 	grants  memGrants  // memory_grants.go; its zero value is empty, with a lock of its own
 
 	registrations memRegistrations // memory_registrations.go; likewise
+	tasks         memTasks         // memory_tasks.go; likewise
 }
 
 type memSession struct {

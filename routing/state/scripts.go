@@ -158,3 +158,43 @@ var unlockToken = redis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 `)
+
+// reserveTask: KEYS[1] = a principal's task index; ARGV = task id, the ms it has left (> 0), the most live tasks
+// (0: no bound). {1, expiry} when the id was added, {2, expiry} when it was there already (a retry of this very
+// call that go-redis made after a timeout, or an id taken: createTask tells which), {0, 0} when the principal holds
+// the most live tasks already. expiry is in ms of Redis TIME, the clock of the record's PEXPIREAT. Lapsed ids
+// leave first, so that only live tasks count; the index lives as long as its last task.
+var reserveTask = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local cur = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if cur then return {2, tonumber(cur)} end
+local limit = tonumber(ARGV[3])
+if limit > 0 and redis.call('ZCARD', KEYS[1]) >= limit then return {0, 0} end
+local exp = now + tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], exp, ARGV[1])
+if redis.call('PTTL', KEYS[1]) < exp - now then redis.call('PEXPIREAT', KEYS[1], exp) end
+return {1, exp}
+`)
+
+// createTask: KEYS[1] = the task's key; ARGV = record JSON, expiry (ms, Redis TIME), the call's nonce, the
+// principal. 1 when stored, or when the key holds the record of this very call (a retry after a timeout, whose
+// first run stored it); 0 when the id is taken. The expiry is kept in the hash too, for UpdateTask to set again.
+var createTask = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if redis.call('HGET', KEYS[1], 'call') == ARGV[3] then return 1 end
+  return 0
+end
+redis.call('HSET', KEYS[1], 'rec', ARGV[1], 'exp', ARGV[2], 'call', ARGV[3], 'principal', ARGV[4])
+redis.call('PEXPIREAT', KEYS[1], ARGV[2])
+return 1
+`)
+
+// listTasks: KEYS[1] = a principal's task index. Its live ids, lapsed ones removed first (by Redis TIME).
+var listTasks = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+return redis.call('ZRANGE', KEYS[1], 0, -1)
+`)

@@ -215,6 +215,7 @@ type Store interface {
 	PinStore
 	GrantStore
 	RegistrationStore
+	TaskStore
 	// Ping reports whether the store can be used (for /readyz); an error wraps ErrUnavailable.
 	Ping(ctx context.Context) error
 	// Shutdown ends subscriptions (closing their channels) and background work. It does not close a Redis
