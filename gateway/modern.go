@@ -130,11 +130,14 @@ func checkModern(w http.ResponseWriter, r *http.Request, m jsonrpc.Message) (mod
 		want, named = jsonrpc.LookupString(params, "name")
 	case "resources/read":
 		want, named = jsonrpc.LookupString(params, "uri")
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		// SEP-2663: these "MUST carry Mcp-Name: <taskId>", so that a balancer can route by the task.
+		want, named = jsonrpc.LookupString(params, "taskId")
 	}
 	if named {
 		got, ok := decodeHeaderValue(r.Header.Get(protocol.HeaderName))
 		if !ok || got != want {
-			writeError(w, http.StatusBadRequest, id, protocol.CodeHeaderMismatch, fmt.Sprintf("the Mcp-Name header must equal the request's name or uri (%q)", want))
+			writeError(w, http.StatusBadRequest, id, protocol.CodeHeaderMismatch, fmt.Sprintf("the Mcp-Name header must equal the request's name, uri or taskId (%q)", want))
 			return meta, false
 		}
 	}
@@ -240,7 +243,18 @@ func (s *Server) discover(ctx context.Context, id []byte) []byte {
 func (s *Server) discoverResult() []byte {
 	var caps map[string]json.RawMessage
 	_ = json.Unmarshal(s.r.Capabilities(), &caps)
-	delete(caps, "tasks") // 2026-07-28 moved tasks to an extension the gateway does not offer yet
+	// 2026-07-28 moved tasks to the io.modelcontextprotocol/tasks extension: a server "MUST NOT continue to
+	// advertise the legacy capabilities".
+	delete(caps, "tasks")
+	if s.r.OffersTasks() {
+		var ext map[string]json.RawMessage
+		_ = json.Unmarshal(caps["extensions"], &ext)
+		if ext == nil {
+			ext = map[string]json.RawMessage{}
+		}
+		ext[routing.ExtensionTasks] = json.RawMessage(`{}`)
+		caps["extensions"], _ = json.Marshal(ext)
+	}
 	c, _ := json.Marshal(caps)
 	res := map[string]any{"supportedVersions": protocol.Supported(), "capabilities": json.RawMessage(c)}
 	if in := s.r.Instructions(); in != "" {

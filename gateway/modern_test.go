@@ -626,13 +626,18 @@ func flipLast(s string) string {
 // the state is opaque to clients, so this is what a client that wants another round can do.
 func bumpRound(t *testing.T, state string) string {
 	t.Helper()
-	body, tag, _ := strings.Cut(strings.TrimPrefix(state, "sbrs1."), ".")
-	raw, err := base64.RawURLEncoding.DecodeString(body)
+	// "sbrs1.<key id>.<nonce and ciphertext>.<tag>"
+	parts := strings.Split(state, ".")
+	if len(parts) != 4 {
+		t.Fatalf("requestState %q has %d parts, want 4", state, len(parts))
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[2])
 	if err != nil || len(raw) < 14 {
 		t.Fatalf("requestState body: %v (%d bytes)", err, len(raw))
 	}
 	raw[13] ^= 1 // past the 12-byte nonce: the ciphertext
-	return "sbrs1." + base64.RawURLEncoding.EncodeToString(raw) + "." + tag
+	parts[2] = base64.RawURLEncoding.EncodeToString(raw)
+	return strings.Join(parts, ".")
 }
 
 // TestModernRequestState: the requestState of an input_required result resumes the parked upstream call only

@@ -167,7 +167,7 @@ func metricMethod(method string) string {
 	switch method {
 	case "initialize", "ping", "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list",
 		"resources/read", "resources/templates/list", "resources/subscribe", "resources/unsubscribe",
-		"completion/complete", "logging/setLevel", "tasks/get", "tasks/result", "tasks/list", "tasks/cancel",
+		"completion/complete", "logging/setLevel", "tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "tasks/update",
 		"server/discover", "subscriptions/listen", "notifications/initialized", "notifications/cancelled",
 		"notifications/progress", "notifications/roots/list_changed", "notifications/tasks/status":
 		return method

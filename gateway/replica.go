@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/switchboard-mcp/switchboard/routing"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
@@ -33,7 +32,7 @@ func (s *Server) retryElsewhere(ctx context.Context, w http.ResponseWriter, r *h
 		return false
 	}
 	state, ok := jsonrpc.LookupString(m.Params(), "requestState")
-	if !ok || !routing.IsGatewayState(state) || r.Header.Get(headerForwarded) != "" {
+	if !ok || !s.r.OwnsState(state) || r.Header.Get(headerForwarded) != "" {
 		return false
 	}
 	owner, err := s.r.StateOwner(ctx, s.key(ctx), m, state)

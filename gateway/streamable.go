@@ -113,7 +113,7 @@ func methodLabel(m jsonrpc.Message) string {
 	switch meth := m.Method(); meth {
 	case "initialize", "ping", "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list",
 		"resources/read", "resources/templates/list", "resources/subscribe", "resources/unsubscribe",
-		"completion/complete", "logging/setLevel", "tasks/get", "tasks/result", "tasks/list", "tasks/cancel",
+		"completion/complete", "logging/setLevel", "tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "tasks/update",
 		"server/discover", "subscriptions/listen":
 		return meth
 	}

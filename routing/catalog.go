@@ -86,6 +86,8 @@ type target struct {
 	// item is the position of the listed definition in catalog.items; -1 when it is not listed.
 	item int
 	hash string // the pin hash of the upstream's definition (item.hash), for the audit log
+	// tasks is how the gateway runs the tool as a task of its own (taskhost.go): "" when it does not.
+	tasks string
 }
 
 // templateRoute matches concrete URIs against one upstream's resource template.
@@ -201,6 +203,12 @@ func buildCatalogOf(ups []*Upstream, prev *catalog, listsOf func(*Upstream) [num
 					case exposed != it.id:
 						raw = replaceMember(it.raw, "name", exposed)
 					}
+					ts := ""
+					if k == kindTools {
+						if ts = up.gatewayTasks(ov, it.raw); ts == taskOptional || ts == taskRequired {
+							raw = jsonrpc.SetMember(raw, "execution", mergeObjects(member(raw, "execution"), []byte(`{"taskSupport":"`+ts+`"}`)))
+						}
+					}
 					if len(it.hidden) > 0 && pins != nil && pins.pol.StripInvisible {
 						raw = pin.StripText(raw)
 					}
@@ -208,7 +216,7 @@ func buildCatalogOf(ups []*Upstream, prev *catalog, listsOf func(*Upstream) [num
 					if k == kindPrompts {
 						m = c.prompts
 					}
-					t := target{up: up, name: it.id, withheld: withheld, item: -1, hash: it.hash}
+					t := target{up: up, name: it.id, withheld: withheld, item: -1, hash: it.hash, tasks: ts}
 					if !hide {
 						t.item = len(c.items[k])
 					}

@@ -168,7 +168,19 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 		}
 	}
 	var transform func([]byte) []byte
-	if k == kindTools {
+	if k == kindTools && s.hostTask(ctx, t, m, out, name) {
+		return
+	}
+	if k == kindTools && s.era.modern() {
+		// "Servers receiving requests with this parameter under the extension MUST ignore it": a legacy
+		// upstream would take it for a 2025-11-25 task request.
+		if _, _, ok := jsonrpc.Lookup(m.Params(), "task"); ok {
+			if m2, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, m.ID(), m.Method(), jsonrpc.DeleteMembers(m.Params(), "task"))); err == nil {
+				m = m2
+			}
+		}
+		transform = s.exposeUpstreamTasks(t.up, nil)
+	} else if k == kindTools {
 		if _, _, ok := jsonrpc.Lookup(m.Params(), "task"); ok {
 			var err error
 			if transform, err = s.taskCall(t.up); err != nil {

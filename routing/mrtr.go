@@ -272,8 +272,20 @@ func (t *parkTable) withdraw(s *Session, l *link, upID []byte) {
 	}
 }
 
-// IsGatewayState reports whether a requestState was minted by the gateway (and so names a parked call here).
+// IsGatewayState reports whether a requestState looks minted by a Switchboard: this deployment's, or another's in
+// front of or behind it (OwnsState tells them apart).
 func IsGatewayState(state string) bool { return strings.HasPrefix(state, statePrefix) }
+
+// OwnsState reports whether a requestState was minted under this deployment's key (and so names a call parked on
+// one of its replicas). Another gateway's state, such as that of a Switchboard behind this one, is the upstream's
+// to judge: it passes through untouched. A state with this key's id that does not open was altered: -32602.
+func (r *Router) OwnsState(state string) bool { return strings.HasPrefix(state, r.ownState) }
+
+// stateKeyID names the requestState key among gateways: a short hash of the secret, which says nothing of it.
+func stateKeyID(secret []byte) string {
+	h := sha256.Sum256(append([]byte("switchboard requestState key id\x00"), secret...))
+	return base64.RawURLEncoding.EncodeToString(h[:6])
+}
 
 // resume continues a parked call with the client's retry m (same method, new id), answering the upstream's
 // requests with the client's inputResponses.
@@ -437,7 +449,7 @@ func bindHash(principal, method, name string) string {
 	return base64.RawURLEncoding.EncodeToString(h[:12])
 }
 
-// stateToken mints the requestState of a park's round: statePrefix, then the payload
+// stateToken mints the requestState of a park's round: statePrefix and the key's id (ownState), then the payload
 // "<park>.<round>.<expiry>.<bind>.<replica>" sealed with AES-256-GCM (nonce and ciphertext, base64url), a ".", and
 // the GCM tag (base64url). Sealed rather than only signed: the replica's address is internal and the client needs
 // none of it. The key derives from the cursor secret, shared by the replicas.
@@ -445,7 +457,7 @@ func (r *Router) stateToken(id string, round int, bind string, expires time.Time
 	payload := id + "." + strconv.Itoa(round) + "." + strconv.FormatInt(expires.Unix(), 10) + "." + bind + "." +
 		base64.RawURLEncoding.EncodeToString([]byte(r.opts.Replica))
 	body, tag := r.sealState([]byte(payload))
-	return statePrefix + base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(tag)
+	return r.ownState + base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(tag)
 }
 
 // newStateAEAD returns the cipher of requestState: AES-256-GCM under a key derived with HKDF-SHA256 (RFC 5869)
@@ -480,8 +492,9 @@ var errState = errors.New("requestState is not valid: it was altered, or it was 
 
 // openState opens a gateway requestState (authenticating it) and returns its fields: park, round, expiry, bind, replica.
 func (r *Router) openState(state string) ([]string, bool) {
-	b64, t64, ok := strings.Cut(strings.TrimPrefix(state, statePrefix), ".")
-	if !ok {
+	rest, own := strings.CutPrefix(state, r.ownState)
+	b64, t64, ok := strings.Cut(rest, ".")
+	if !own || !ok {
 		return nil, false
 	}
 	// Strict: a token that differs only in the unused bits of its last character is another token, not this one.

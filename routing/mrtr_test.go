@@ -22,7 +22,7 @@ import (
 
 // stateRouter is the least of a Router that mints and checks requestStates: the key, and one park in round 2.
 func stateRouter(key string) (*Router, *park) {
-	r := &Router{cursors: cursorCodec{key: []byte(key)}, stateAEAD: newStateAEAD([]byte(key))}
+	r := &Router{cursors: cursorCodec{key: []byte(key)}, stateAEAD: newStateAEAD([]byte(key)), ownState: statePrefix + stateKeyID([]byte(key)) + "."}
 	p := &park{id: "0123456789abcdef01234567", round: 2}
 	r.parks.byID = map[string]*park{p.id: p}
 	return r, p
@@ -39,8 +39,8 @@ func alterPayload(t *testing.T, r *Router, tok string, edit func(parts []string)
 	parts[4] = base64.RawURLEncoding.EncodeToString([]byte(parts[4]))
 	edit(parts)
 	body, _ := r.sealState([]byte(strings.Join(parts, ".")))
-	_, tag, _ := strings.Cut(strings.TrimPrefix(tok, statePrefix), ".")
-	return statePrefix + base64.RawURLEncoding.EncodeToString(body) + "." + tag
+	_, tag, _ := strings.Cut(strings.TrimPrefix(tok, r.ownState), ".")
+	return r.ownState + base64.RawURLEncoding.EncodeToString(body) + "." + tag
 }
 
 // flipLast changes the last character of s (a base64url MAC: every bit of its last character counts).
@@ -63,6 +63,11 @@ func TestRequestStateToken(t *testing.T) {
 		t.Fatalf("IsGatewayState does not tell the gateway's tokens (%q) from others", valid)
 	}
 	other, _ := stateRouter("another-key")
+	// A Switchboard chained in front of another must pass the inner one's states through, and still refuse its
+	// own altered ones: the key's id in the prefix tells them apart.
+	if !r.OwnsState(valid) || other.OwnsState(valid) || r.OwnsState(flipLast(other.stateToken(p.id, 2, bind, time.Now().Add(time.Minute)))) || !r.OwnsState(flipLast(valid)) {
+		t.Fatalf("OwnsState does not tell this key's states (%q) from another gateway's", valid)
+	}
 	unknown := r.stateToken("ffffffffffffffffffffffff", 2, bind, time.Now().Add(time.Minute))
 
 	for _, tc := range []struct {

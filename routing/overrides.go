@@ -23,6 +23,9 @@ type Override struct {
 	// Arguments are presets: each is removed from the inputSchema clients see and set on every call. A client
 	// that sends one anyway is refused (-32602): the model must not be able to change it.
 	Arguments map[string]json.RawMessage
+	// TaskSupport, for a tool of an upstream that takes no tasks, is how the gateway runs it as a task of its own
+	// ("forbidden", "optional" or "required"); "" follows the upstream's UpstreamConfig.Tasks.
+	TaskSupport string
 }
 
 // OverrideKey names the item an override applies to: the upstream's configured name, the kind ("tool" or

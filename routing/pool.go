@@ -179,12 +179,21 @@ func (pc *pooledClient) closing() {
 // and the retries of parked calls.
 func (pc *pooledClient) preempt(ctx context.Context, m jsonrpc.Message, out *Stream) bool {
 	switch m.Method() {
-	case "initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
-		"tasks/list", "tasks/result", "tasks/get", "tasks/cancel":
+	case "initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
 		replyError(out, m.ID(), protocol.CodeMethodNotFound, fmt.Sprintf("method %q does not exist in protocol version %s", m.Method(), protocol.Modern))
 		return true
+	case "tasks/list", "tasks/result":
+		// "tasks/result is removed … Servers MUST reject the method with -32601"; so is tasks/list.
+		taskMethodError(out, m)
+		return true
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		pc.s.modernTaskRequest(ctx, m, out)
+		return true
 	case "tools/call", "prompts/get", "resources/read":
-		if state, ok := jsonrpc.LookupString(m.Params(), "requestState"); ok && IsGatewayState(state) {
+		if state, ok := jsonrpc.LookupString(m.Params(), "requestState"); ok && pc.s.r.OwnsState(state) {
+			if m.MethodIs("tools/call") && pc.hostTaskRetry(ctx, m, out, state) {
+				return true
+			}
 			pc.resume(ctx, m, out, state)
 			return true
 		}

@@ -73,6 +73,8 @@ type Options struct {
 	// Connector holds the per-user grants of upstreams configured with UserGrants (connect.go); it is required
 	// when one is.
 	Connector Connector
+	// Tasks configures the tasks the gateway makes for tools whose upstreams take none (taskhost.go).
+	Tasks TaskOptions
 	// Tracer, Meter and Propagator record traces and metrics (design §10); nil means none.
 	Tracer     trace.TracerProvider
 	Meter      metric.MeterProvider
@@ -121,8 +123,9 @@ type Router struct {
 	set     atomic.Pointer[upstreamSet] // replaced whole on reload
 	cat     atomic.Pointer[catalog]
 	cursors cursorCodec
-	// stateAEAD seals requestState (mrtr.go).
+	// stateAEAD seals requestState (mrtr.go); ownState starts every requestState it seals (OwnsState).
 	stateAEAD cipher.AEAD
+	ownState  string
 	// grantWaits are the retries waiting for a person to finish connecting (connect.go).
 	grantWaits grantWaiters
 	// ctx lives from New until Run returns; sessions and links derive from it.
@@ -138,6 +141,7 @@ type Router struct {
 	elicits   elicitations
 	inst      instruments
 	pool      modernPool     // sessions of 2026-07-28 clients (pool.go)
+	tasks     taskHost       // the gateway-made tasks this replica runs (taskhost.go)
 	closing   sync.WaitGroup // pooled sessions evicted and being closed; Run waits for them
 	shape     atomic.Pointer[Shape]
 	pins      pinBook    // pins of tool and prompt definitions (pins.go)
@@ -181,9 +185,14 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 	}
 	r := &Router{
 		opts: opts, log: opts.Logger,
-		cursors: cursorCodec{key: key}, stateAEAD: newStateAEAD(key), sessions: map[string]*Session{}, readyCh: make(chan struct{}),
+		cursors: cursorCodec{key: key}, stateAEAD: newStateAEAD(key), ownState: statePrefix + stateKeyID(key) + ".",
+		sessions: map[string]*Session{}, readyCh: make(chan struct{}),
 	}
 	r.ctx, r.stop = context.WithCancel(context.Background())
+	r.tasks.r, r.tasks.self = r, opts.Replica
+	if r.tasks.self == "" {
+		r.tasks.self = "replica-" + newTaskID()[:16] // a name for the bus: tasks/update and tasks/cancel find it
+	}
 	r.embed.kick = make(chan struct{}, 1)
 	set, err := r.newSet(ups, nil)
 	if err != nil {
@@ -238,6 +247,7 @@ func (r *Router) Run(ctx context.Context) {
 	followers.Go(func() { r.followRelay(ctx) })
 	followers.Go(func() { r.followGrants(ctx) })
 	followers.Go(func() { r.followLists(ctx) })
+	followers.Go(func() { r.followTasks(ctx) })
 	if r.opts.Replicas != nil && r.opts.Replica != "" {
 		followers.Go(func() { r.registerReplica(ctx) })
 	}
@@ -246,6 +256,7 @@ func (r *Router) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			r.tasks.wg.Wait() // each records that its replica stopped, through its session
 			for _, s := range r.allSessions() {
 				s.Close()
 			}
@@ -507,6 +518,7 @@ func (r *Router) Capabilities() json.RawMessage {
 		logging, completions = logging || l, completions || c
 		tasks = tasks || up.supportsTaskCalls()
 	}
+	tasks = tasks || r.tasks.enabled()
 	var b strings.Builder
 	b.WriteString(`{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"listChanged":true`)
 	if subscribe {

@@ -89,6 +89,10 @@ const maxTasksPerSession = 10000
 // taskRequest routes tasks/get, tasks/result and tasks/cancel by the task id.
 func (s *Session) taskRequest(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	exposed, _ := jsonrpc.LookupString(m.Params(), "taskId")
+	if s.r.tasks.enabled() && gatewayTaskID(exposed) {
+		s.legacyTaskRequest(ctx, m, out, exposed)
+		return
+	}
 	up, id, ok := s.r.taskTarget(exposed)
 	if !ok || !s.allowsUpstream(ctx, up) || (up.cfg.Mode == Shared && !s.tasks.has(exposed)) {
 		replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("unknown task %q", exposed))
@@ -109,6 +113,13 @@ func (s *Session) listTasks(ctx context.Context, m jsonrpc.Message, out *Stream)
 	defer context.AfterFunc(s.ctx, cancel)() // the session's end stops it too
 	b := []byte(`{"tasks":[`)
 	n := 0
+	for _, t := range s.gatewayTasksPage(ctx) {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, t...)
+		n++
+	}
 	for _, up := range s.r.upstreams() {
 		var l *link
 		if up.cfg.Mode == Shared {

@@ -59,6 +59,9 @@ type UpstreamConfig struct {
 	// UserGrants, when set, calls the upstream with each principal's own grant (connect.go); Mode must be
 	// PerClient.
 	UserGrants *UserGrants
+	// Tasks, for an upstream that takes no tasks itself, is how the gateway runs its tools as tasks of its own
+	// (taskhost.go): "optional", "required", or "" for never. A tool's Override.TaskSupport wins.
+	Tasks string
 }
 
 // templateCaps is what the catalog's template session of a per-client upstream declares: everything a client

@@ -436,6 +436,7 @@ func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers, l
 	if users != nil {
 		opts.Connector = users
 	}
+	opts.Tasks = tasksOf(cfg, store)
 	return routing.New(opts, ups)
 }
 
@@ -498,7 +499,7 @@ func upstreamConfigs(cfg *config.Config, log *slog.Logger, latest *principals, u
 		ups = append(ups, routing.UpstreamConfig{
 			Name: u.Name, Prefix: u.Prefix, Mode: mode, Transport: t, Kind: u.Transport(), Protocol: string(u.Protocol),
 			Timeout: u.Timeout, MaxInstances: u.MaxInstances, IdleTimeout: u.IdleTimeout,
-			Fingerprint: hex.EncodeToString(sum[:]), UserGrants: grants,
+			Fingerprint: hex.EncodeToString(sum[:]), UserGrants: grants, Tasks: u.Tasks,
 		})
 	}
 	return ups, nil
@@ -677,4 +678,27 @@ func newLogger(c config.LogConfig, w io.Writer) (*slog.Logger, *slog.LevelVar) {
 		return slog.New(slog.NewJSONHandler(w, opts)), level
 	}
 	return slog.New(slog.NewTextHandler(w, opts)), level
+}
+
+// tasksOf configures the tasks the gateway makes, when some upstream or tool asks for them: held in the shared
+// store, so that any replica answers for a task, or in memory for a lone replica.
+func tasksOf(cfg *config.Config, store *state.Redis) routing.TaskOptions {
+	wanted := false
+	for _, u := range cfg.Upstreams {
+		wanted = wanted || u.Tasks != ""
+	}
+	for _, o := range cfg.Overrides {
+		wanted = wanted || (o.TaskSupport != "" && o.TaskSupport != config.TaskForbidden)
+	}
+	if !wanted {
+		return routing.TaskOptions{}
+	}
+	t := cfg.Tasks
+	opts := routing.TaskOptions{TTL: t.TTL, PollInterval: t.PollInterval, SyncWindow: t.SyncWindow, MaxRunning: t.MaxRunning, MaxPerPrincipal: t.MaxPerPrincipal}
+	if store != nil {
+		opts.Store = store
+	} else {
+		opts.Store = state.NewMemory() // no goroutine of its own: nothing to stop
+	}
+	return opts
 }

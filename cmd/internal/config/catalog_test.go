@@ -362,6 +362,7 @@ func TestOverrideShape(t *testing.T) {
 		Description string
 		Annotations json.RawMessage
 		Arguments   map[string]json.RawMessage
+		TaskSupport string
 	}
 	_ = routingOverride(Override{})
 	type routingKey struct{ Upstream, Kind, Name string }

@@ -136,6 +136,9 @@ type Config struct {
 	// ServerCard, when set, serves the server cards (experimental, SEP-2127);
 	// defaults applied (Name). Nil: no card.
 	ServerCard *ServerCard
+	// Tasks tunes the tasks the gateway makes (tasks: block); always set,
+	// with defaults.
+	Tasks Tasks
 	// Upstreams are the MCP servers behind the gateway, in file order (sorted
 	// by name for the mcpServers form). Disabled ones are included, with
 	// Disabled set, so tools can still report on them.
@@ -233,6 +236,10 @@ type Upstream struct {
 	IdleTimeout time.Duration
 	// Disabled upstreams are validated but not started.
 	Disabled bool
+	// Tasks is how the gateway runs this upstream's tools as tasks of its own
+	// when the upstream takes none: TaskOptional, TaskRequired, or "" for
+	// never (a tool's override taskSupport wins).
+	Tasks string
 }
 
 // Transport returns "stdio" for a local program and "http" for a remote
@@ -261,6 +268,7 @@ func Default() *Config {
 		SessionIdleTimeout:  DefaultSessionIdleTimeout,
 		Log:                 LogConfig{Level: slog.LevelInfo, Format: "text"},
 		Pinning:             Pinning{OnChange: PinWarn},
+		Tasks:               DefaultTasks(),
 		Discovery:           DiscoveryList,
 		Search:              Search{Timeout: DefaultSearchTimeout},
 	}

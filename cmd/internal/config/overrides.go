@@ -46,10 +46,14 @@ type Override struct {
 	// with ${VAR} expanded in strings. Each is removed from the inputSchema
 	// clients see and set on every call.
 	Arguments map[string]json.RawMessage
+	// TaskSupport (tools only) is how the gateway runs the tool as a task of
+	// its own when its upstream takes no tasks: forbidden, optional or
+	// required ("" follows the upstream's tasks:).
+	TaskSupport string
 }
 
 func overrideKeys() []string {
-	return []string{"name", "title", "description", "annotations", "arguments"}
+	return []string{"name", "title", "description", "annotations", "arguments", "taskSupport"}
 }
 
 // strictNameRE is the tool-name form the big clients enforce.
@@ -111,8 +115,12 @@ func (p *parser) overrides(key string, f pair, t *topLevel) {
 		if f, ok := o.get("arguments"); ok {
 			ov.Arguments, raw = p.presets(f.val, join(path, "arguments"))
 		}
+		if f, ok := o.get("taskSupport"); ok {
+			ov.TaskSupport, _ = p.oneOf(f, join(path, "taskSupport"), "task support", []string{TaskForbidden, TaskOptional, TaskRequired},
+				"forbidden (never a task), optional (a task when the client can take one and the call is slow) or required (only as a task)", "forbidden, optional or required")
+		}
 		if m.ok && k.Kind == OverridePrompt {
-			for _, tk := range []string{"title", "annotations", "arguments"} {
+			for _, tk := range []string{"title", "annotations", "arguments", "taskSupport"} {
 				if f, ok := o.fields[tk]; ok {
 					p.errorf(f.key, join(path, tk), "%s applies to tools only; a prompt override takes name and description", tk)
 				}

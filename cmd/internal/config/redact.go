@@ -186,7 +186,16 @@ func (c *Config) String() string {
 	r.writeDiscovery(w)
 	r.writeSearch(w)
 	r.writeServerCard(w)
+	r.writeTasks(w)
 	return w.String()
+}
+
+func (c *Config) writeTasks(w *lineWriter) {
+	if c.Tasks == DefaultTasks() {
+		return
+	}
+	t := c.Tasks
+	w.line("tasks: {ttl: %s, pollInterval: %s, syncWindow: %s, maxRunning: %d, maxPerPrincipal: %d}", t.TTL, t.PollInterval, t.SyncWindow, t.MaxRunning, t.MaxPerPrincipal)
 }
 
 func (c *Config) writeServerCard(w *lineWriter) {
@@ -385,6 +394,9 @@ func (c *Config) writeOverrides(w *lineWriter) {
 			}
 			w.line("    arguments: {%s}", strings.Join(parts, ", "))
 		}
+		if o.TaskSupport != "" {
+			w.line("    taskSupport: %s", o.TaskSupport)
+		}
 	}
 }
 
@@ -574,6 +586,9 @@ func (u Upstream) write(w *lineWriter) {
 	}
 	if u.Session == SessionPerClient {
 		line("    idleTimeout: %s", u.IdleTimeout)
+	}
+	if u.Tasks != "" {
+		line("    tasks: %s", u.Tasks)
 	}
 	if u.Disabled {
 		line("    disabled: true")

@@ -16,12 +16,12 @@ func topLevelKeys() []string {
 	return []string{"listen", "publicURL", "replicaURL", "allowedOrigins", "allowedHosts", "maxBodyBytes", "pageSize",
 		"requestTimeout", "maxRequestTimeout", "sessionIdleTimeout", "cursorSecret", "log", "auth", "policy", "redis", "rateLimit",
 		"maxToolNameLength", "clientHosts", "resourceNamespacing", "endpoints", "overrides", "pinning", "discovery", "alwaysList", "exposeFound", "search",
-		"serverCard", "upstreams", "mcpServers", "servers"}
+		"serverCard", "tasks", "upstreams", "mcpServers", "servers"}
 }
 
 func upstreamKeys() []string {
 	return []string{"name", "command", "args", "env", "envPassthrough", "cwd", "url", "headers", "session", "protocol", "prefix",
-		"timeout", "maxInstances", "idleTimeout", "disabled", "auth"}
+		"timeout", "maxInstances", "idleTimeout", "disabled", "auth", "tasks"}
 }
 
 // upstreamHints explain keys that people bring from other tools.

@@ -90,6 +90,7 @@ func topLevelFields() []topField {
 		{key: "exposeFound", decode: (*parser).topDiscovery},
 		{key: "search", decode: (*parser).search},
 		{key: "serverCard", decode: (*parser).serverCard, after: (*parser).checkServerCard},
+		{key: "tasks", decode: (*parser).tasks},
 	}
 }
 

@@ -95,6 +95,13 @@ func upstreamFields() []upstreamField {
 			b.m.idleNode = resolve(f.val)
 			b.u.IdleTimeout, _ = p.duration(f.val, path, b.imported)
 		}},
+		{key: "tasks", decode: func(p *parser, f pair, path string, b *upstreamBuild) {
+			b.u.Tasks, _ = p.oneOf(f, path, "task support", []string{TaskForbidden, TaskOptional, TaskRequired},
+				"optional (a tool runs as a task the gateway holds when the client can take one and the call is slow), required (only as a task) or forbidden (never, the default)", "optional, required or forbidden")
+			if b.u.Tasks == TaskForbidden {
+				b.u.Tasks = ""
+			}
+		}},
 		{key: "disabled", decode: func(p *parser, f pair, path string, b *upstreamBuild) { b.u.Disabled, _ = p.boolean(f.val, path) }},
 		{key: "auth", only: httpUpstream, skipWrongKind: true,
 			wrongKind: "auth only applies to a url (HTTP) upstream; a local program gets its credentials from env",

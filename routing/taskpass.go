@@ -1,0 +1,120 @@
+package routing
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"strings"
+
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
+)
+
+// Tasks of 2026-07-28 upstreams that offer the tasks extension themselves (issue 19, item 2). The upstream runs
+// the task and mints its id; the gateway routes tasks/get, tasks/update and tasks/cancel back to it. Two upstreams
+// may mint the same id, and an id must not let one caller reach another's task ("when an auth context exists,
+// tasks MUST be bound to it"), so the client sees the upstream's id sealed: "sbtp1." and, under the key the
+// replicas share (as for requestState), the upstream's name and its id, authenticated together with the
+// caller's principal. Any replica opens it, no store is consulted, and another principal's copy does not open:
+// to them it is an unknown task.
+
+const upstreamTaskPrefix = "sbtp1."
+
+// isUpstreamTask reports whether a task id is an upstream's task as the gateway exposes it.
+func isUpstreamTask(id string) bool { return strings.HasPrefix(id, upstreamTaskPrefix) }
+
+// offersTasks reports whether a 2026-07-28 upstream offers the tasks extension.
+func (up *Upstream) offersTasks() bool {
+	v, ok := up.capability("extensions")
+	if !ok {
+		return false
+	}
+	_, _, ok = jsonrpc.Lookup(v, ExtensionTasks)
+	return ok
+}
+
+// upstreamTasks reports whether some upstream offers the tasks extension.
+func (r *Router) upstreamTasks() bool {
+	for _, up := range r.upstreams() {
+		if up.offersTasks() {
+			return true
+		}
+	}
+	return false
+}
+
+// OffersTasks reports whether the gateway offers 2026-07-28 clients the tasks extension: it makes tasks itself,
+// or an upstream does.
+func (r *Router) OffersTasks() bool { return r.tasks.enabled() || r.upstreamTasks() }
+
+// sealUpstreamTask exposes an upstream's task id to principal.
+func (r *Router) sealUpstreamTask(principal, upstream, id string) string {
+	aead := r.stateAEAD
+	payload := upstream + "\x00" + id
+	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(payload)+aead.Overhead())
+	rand.Read(nonce)
+	sealed := aead.Seal(nonce, nonce, []byte(payload), []byte(upstreamTaskPrefix+principal))
+	return upstreamTaskPrefix + base64.RawURLEncoding.EncodeToString(sealed)
+}
+
+// openUpstreamTask returns the upstream and the upstream's id of an exposed task id, if principal holds it.
+func (r *Router) openUpstreamTask(principal, exposed string) (upstream, id string, ok bool) {
+	sealed, err := base64.RawURLEncoding.Strict().DecodeString(strings.TrimPrefix(exposed, upstreamTaskPrefix))
+	aead := r.stateAEAD
+	if err != nil || len(sealed) < aead.NonceSize()+aead.Overhead() {
+		return "", "", false
+	}
+	nonce := sealed[:aead.NonceSize()]
+	raw, err := aead.Open(nil, nonce, sealed[aead.NonceSize():], []byte(upstreamTaskPrefix+principal))
+	if err != nil {
+		return "", "", false
+	}
+	upstream, id, ok = strings.Cut(string(raw), "\x00")
+	return upstream, id, ok
+}
+
+// exposeUpstreamTasks returns the transform of a modern client's tools/call to an upstream that offers tasks: a
+// CreateTaskResult's id is sealed for the caller. nil when the call cannot become the upstream's task.
+func (s *Session) exposeUpstreamTasks(up *Upstream, next func([]byte) []byte) func([]byte) []byte {
+	if !s.era.modern() || !s.declaresTasks() || !up.offersTasks() {
+		return next
+	}
+	return func(res []byte) []byte {
+		if rt, _ := jsonrpc.LookupString(res, "resultType"); rt == "task" {
+			if id, ok := jsonrpc.LookupString(res, "taskId"); ok {
+				res = jsonrpc.SetMember(res, "taskId", jsonrpc.AppendQuote(nil, s.r.sealUpstreamTask(s.params.Principal, up.cfg.Name, id)))
+			}
+		}
+		if next != nil {
+			return next(res)
+		}
+		return res
+	}
+}
+
+// upstreamTaskRequest routes tasks/get, tasks/update or tasks/cancel of an upstream's task to that upstream, with
+// its own id, and shows the answer with the exposed one.
+func (s *Session) upstreamTaskRequest(ctx context.Context, m jsonrpc.Message, out *Stream, exposed string) {
+	name, id, ok := s.r.openUpstreamTask(s.params.Principal, exposed)
+	up := s.r.upstream(name)
+	if !ok || up == nil || !s.allowsUpstream(ctx, up) {
+		if m.MethodIs("tasks/get") {
+			unknownTask(out, m.ID(), exposed)
+			return
+		}
+		reply(out, m.ID(), []byte(`{}`)) // acknowledged, as for any id
+		return
+	}
+	s.forwardWith(ctx, up, m, out, "", func(res []byte) []byte {
+		if _, _, ok := jsonrpc.Lookup(res, "taskId"); ok {
+			res = jsonrpc.SetMember(res, "taskId", jsonrpc.AppendQuote(nil, exposed))
+		}
+		return res
+	}, jsonrpc.ParamEdit{Path: []string{"taskId"}, With: jsonrpc.AppendQuote(nil, id)})
+}
+
+// taskMethodError is the answer to a tasks method a 2026-07-28 client may not use.
+func taskMethodError(out *Stream, m jsonrpc.Message) {
+	replyError(out, m.ID(), protocol.CodeMethodNotFound, fmt.Sprintf("method %q does not exist in protocol version %s with the %s extension", m.Method(), protocol.Modern, ExtensionTasks))
+}
