@@ -89,6 +89,7 @@ func newInstruments(o Options) (instruments, error) {
 // streamable HTTP and HTTP with SSE alike).
 var (
 	attrTCP  = semconv.NetworkTransportKey.String("tcp")
+	attrPipe = semconv.NetworkTransportKey.String("pipe")
 	attrHTTP = semconv.NetworkProtocolNameKey.String("http")
 )
 
@@ -115,10 +116,16 @@ type opKey struct {
 	code                                       int    // rpc.response.status_code, when hasCode
 	hasCode                                    bool
 	codeIsError                                bool // the code classifies as an error: error.type is the code
+	stdio                                      bool // served over the stdio front end: network.transport pipe
 }
 
 func (k opKey) Attrs() []attribute.KeyValue {
-	a := []attribute.KeyValue{semconv.McpMethodNameKey.String(k.method), attrTCP, attrHTTP}
+	a := []attribute.KeyValue{semconv.McpMethodNameKey.String(k.method)}
+	if k.stdio {
+		a = append(a, attrPipe)
+	} else {
+		a = append(a, attrTCP, attrHTTP)
+	}
 	if k.httpVersion != "" {
 		a = append(a, semconv.NetworkProtocolVersionKey.String(k.httpVersion))
 	}
@@ -234,15 +241,8 @@ func (s *Server) startOp(r *http.Request, w *statusWriter, m jsonrpc.Message, st
 	if op.version != "" {
 		attrs = append(attrs, semconv.McpProtocolVersionKey.String(op.version))
 	}
-	if id := m.ID(); id != nil && string(id) != "null" {
-		// "A string representation of the id property": a string id without its quotes.
-		sid := string(id)
-		if id[0] == '"' {
-			if u, err := jsonrpc.Unquote(id); err == nil {
-				sid = u
-			}
-		}
-		attrs = append(attrs, semconv.JSONRPCRequestIDKey.String(sid))
+	if a, ok := requestIDAttr(m.ID()); ok {
+		attrs = append(attrs, a)
 	}
 	// mcp.session.id: the Mcp-Session-Id header, which a 2026-07-28 client has none of; only its first 8
 	// characters, as in the logs (the id is a bearer of the session's state).
@@ -255,27 +255,48 @@ func (s *Server) startOp(r *http.Request, w *statusWriter, m jsonrpc.Message, st
 			attrs = append(attrs, semconv.ClientPortKey.Int(p))
 		}
 	}
-	// The span is named "{mcp.method.name} {target}", the target being the tool or the prompt.
-	name := op.method
-	switch op.method {
+	name, attrs := mcpSpanAttrs(m, op.method, op.name, attrs)
+	ctx, op.span = s.inst.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	return ctx, op
+}
+
+// mcpSpanAttrs adds the attributes of the request itself to a server span's and names the span:
+// "{mcp.method.name} {target}", the target being the tool or the prompt.
+func mcpSpanAttrs(m jsonrpc.Message, method, target string, attrs []attribute.KeyValue) (string, []attribute.KeyValue) {
+	name := method
+	switch method {
 	case protocol.MethodToolsCall:
 		attrs = append(attrs, semconv.GenAIOperationNameExecuteTool)
-		if op.name != "" {
-			name += " " + op.name
-			attrs = append(attrs, semconv.GenAIToolNameKey.String(op.name))
+		if target != "" {
+			name += " " + target
+			attrs = append(attrs, semconv.GenAIToolNameKey.String(target))
 		}
 	case protocol.MethodPromptsGet:
-		if op.name != "" {
-			name += " " + op.name
-			attrs = append(attrs, semconv.GenAIPromptNameKey.String(op.name))
+		if target != "" {
+			name += " " + target
+			attrs = append(attrs, semconv.GenAIPromptNameKey.String(target))
 		}
 	case protocol.MethodResourcesRead, protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:
 		if uri, ok := jsonrpc.LookupString(m.Params(), "uri"); ok {
 			attrs = append(attrs, semconv.McpResourceURIKey.String(uri)) // not in the span name: high cardinality
 		}
 	}
-	ctx, op.span = s.inst.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
-	return ctx, op
+	return name, attrs
+}
+
+// requestIDAttr is jsonrpc.request.id: "a string representation of the id property", a string id without its
+// quotes; ok is false for a notification or a null id.
+func requestIDAttr(id []byte) (attribute.KeyValue, bool) {
+	if id == nil || string(id) == "null" {
+		return attribute.KeyValue{}, false
+	}
+	sid := string(id)
+	if id[0] == '"' {
+		if u, err := jsonrpc.Unquote(id); err == nil {
+			sid = u
+		}
+	}
+	return semconv.JSONRPCRequestIDKey.String(sid), true
 }
 
 // requestVersion is mcp.protocol.version of a client message: the MCP-Protocol-Version header, or the version an

@@ -230,3 +230,83 @@ func TestServerTelemetryConventions(t *testing.T) {
 		}
 	}
 }
+
+// TestStdioTelemetryConventions (issue 19, item 7): the stdio front end's requests get the same MCP server spans
+// and mcp.server.operation.duration as HTTP's, with network.transport "pipe" and no HTTP attributes, in both
+// eras; the trace continues from params._meta.traceparent, and the upstream leg is the span's child.
+func TestStdioTelemetryConventions(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	reader := sdkmetric.NewManualReader()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
+	prop := propagation.TraceContext{}
+	up := startAuthUpstream(t, "files", []string{"echo", "fail"}, nil, nil)
+	h := startGateway(t, routing.Options{Tracer: tp, Meter: mp, Propagator: prop}, gateway.Options{},
+		routingUpstream(t, testUpstream{Name: "files", URL: up.url}))
+	c := startStdioWith(t, h.r, gateway.Options{Tracer: tp, Meter: mp, Propagator: prop})
+
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	c.answer(`1`)
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"files__echo","arguments":{"text":"hi"},"_meta":{"traceparent":"00-` + traceID + `-00f067aa0ba902b7-01"}}}`)
+	c.answer(`7`)
+	c.send(`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"files__fail","arguments":{}}}`)
+	c.answer(`10`)
+	c.send(modernBodyLine(t, "m-1", "tools/call", map[string]any{"name": "files__echo", "arguments": map[string]any{"text": "hi"}}))
+	c.answer(`"m-1"`)
+
+	pipe := func(version string, kv ...string) map[string]string {
+		m := map[string]string{"network.transport": "pipe", "mcp.protocol.version": version}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	tool := func(version, name string, kv ...string) map[string]string {
+		return pipe(version, append([]string{"mcp.method.name", "tools/call", "gen_ai.operation.name", "execute_tool", "gen_ai.tool.name", name}, kv...)...)
+	}
+	_, points, _ := opPoints(t, reader, "mcp.server.operation.duration")
+	for _, tc := range []struct {
+		id     string
+		attrs  map[string]string
+		status codes.Code
+		trace  string
+	}{
+		{id: "7", attrs: tool("2025-11-25", "files__echo"), trace: traceID},
+		{id: "10", attrs: tool("2025-11-25", "files__fail", "error.type", "-32050", "rpc.response.status_code", "-32050"), status: codes.Error},
+		{id: "m-1", attrs: tool(protocol.Modern, "files__echo")},
+	} {
+		var sp tracetest.SpanStub
+		for _, s := range exp.GetSpans() {
+			if s.SpanKind == trace.SpanKindServer && kvMap(s.Attributes)["jsonrpc.request.id"] == tc.id {
+				sp = s
+			}
+		}
+		if sp.Name == "" {
+			t.Errorf("no server span for request %s", tc.id)
+			continue
+		}
+		got := kvMap(sp.Attributes)
+		delete(got, "jsonrpc.request.id")
+		if !maps.Equal(got, tc.attrs) || sp.Status.Code != tc.status {
+			t.Errorf("request %s: span %q attributes\n%v\nwant\n%v (status %v, want %v)", tc.id, sp.Name, got, tc.attrs, sp.Status.Code, tc.status)
+		}
+		if tc.trace != "" && sp.SpanContext.TraceID().String() != tc.trace {
+			t.Errorf("request %s: trace %s, want the client's %s from _meta.traceparent", tc.id, sp.SpanContext.TraceID(), tc.trace)
+		}
+		legs := 0
+		for _, s := range exp.GetSpans() {
+			if s.SpanKind == trace.SpanKindClient && s.Parent.SpanID() == sp.SpanContext.SpanID() {
+				legs++
+			}
+		}
+		if legs != 1 {
+			t.Errorf("request %s: %d upstream legs are its children, want 1", tc.id, legs)
+		}
+		if !slices.ContainsFunc(points, func(p map[string]string) bool { return maps.Equal(p, tc.attrs) }) {
+			t.Errorf("request %s: no mcp.server.operation.duration point with %v; points %v", tc.id, tc.attrs, points)
+		}
+	}
+}

@@ -28,6 +28,8 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	lw := newLineWriter(out)
+	lw.ops = newStdioOps(s)
+	defer lw.ops.closed()
 	c := newMonoConn(s)
 	defer c.close()
 	mod := newStdioModern(s, lw)
@@ -60,7 +62,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 				}
 				return fmt.Errorf("reading stdin: %w", rd.err)
 			default:
-				s.stdioMessage(ctx, c, mod, rd.line)
+				s.stdioMessage(ctx, c, mod, lw.ops, rd.line)
 			}
 		case <-lw.dead:
 			cancel(errStdinClosed)
@@ -153,7 +155,7 @@ func isModernStdio(m jsonrpc.Message, legacySession bool) bool {
 }
 
 // stdioMessage handles one line from the client; it owns the line's bytes.
-func (s *Server) stdioMessage(ctx context.Context, c *monoConn, mod *stdioModern, line []byte) {
+func (s *Server) stdioMessage(ctx context.Context, c *monoConn, mod *stdioModern, ops *stdioOps, line []byte) {
 	if len(line) == 0 {
 		return
 	}
@@ -166,12 +168,25 @@ func (s *Server) stdioMessage(ctx context.Context, c *monoConn, mod *stdioModern
 		c.reply(parseErrorMessage(err))
 		return
 	}
+	if m.Kind() == jsonrpc.KindNotification && m.MethodIs(protocol.NotificationCancelled) {
+		ops.cancelled(m.Params())
+	}
 	switch {
 	case isModernStdio(m, c.session() != nil):
-		mod.request(ctx, m)
+		version, _ := jsonrpc.LookupString(m.Params(), "_meta", protocol.MetaProtocolVersion)
+		mod.request(ops.start(ctx, m, version), m)
 		return
 	case m.Kind() == jsonrpc.KindNotification && m.MethodIs(protocol.NotificationCancelled) && mod.cancel(m.Params()):
 		return // it named a 2026-07-28 request; any other goes to the legacy session, whose ids it may name
+	}
+	if m.Kind() == jsonrpc.KindRequest {
+		var version string
+		if sess := c.session(); sess != nil {
+			version = sess.ProtocolVersion()
+		} else if m.MethodIs("initialize") {
+			version, _ = jsonrpc.LookupString(m.Params(), "protocolVersion")
+		}
+		ctx = ops.start(ctx, m, version)
 	}
 	if err := c.handle(ctx, m); err != nil {
 		s.log.Debug("stdio message dropped", "err", err)
@@ -269,6 +284,9 @@ type lineWriter struct {
 	buf  []byte
 	err  error
 	dead chan struct{} // closed when writing fails
+	// ops are the client's operations in flight (stdioobserve.go), which the lines answering them end; nil when
+	// not observed.
+	ops *stdioOps
 }
 
 func newLineWriter(out io.Writer) *lineWriter {
@@ -286,6 +304,7 @@ func (lw *lineWriter) line(msg []byte) error {
 		lw.buf = jsonrpc.Compact(lw.buf[:0], msg)
 		msg = lw.buf
 	}
+	lw.ops.answered(msg) // its operation ends as its answer goes out (a client that reads it may look at once)
 	_, err := lw.bw.Write(msg)
 	if err == nil {
 		err = lw.bw.WriteByte('\n')
@@ -296,8 +315,9 @@ func (lw *lineWriter) line(msg []byte) error {
 	if err != nil {
 		lw.err = fmt.Errorf("writing stdout: %w", err)
 		close(lw.dead)
+		return lw.err
 	}
-	return lw.err
+	return nil
 }
 
 // failure is the error that ended writing.

@@ -27,7 +27,14 @@ type stdioClient struct {
 // startStdio serves the router's front end over pipes until the test ends (or close).
 func startStdio(t *testing.T, r *routing.Router) *stdioClient {
 	t.Helper()
-	srv := gateway.New(r, gateway.Options{Logger: testLogger()})
+	return startStdioWith(t, r, gateway.Options{})
+}
+
+// startStdioWith is startStdio with the front end's options.
+func startStdioWith(t *testing.T, r *routing.Router, opts gateway.Options) *stdioClient {
+	t.Helper()
+	opts.Logger = testLogger()
+	srv := gateway.New(r, opts)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(ctxGuard(t))

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/switchboard-mcp/switchboard/routing"
@@ -59,16 +60,29 @@ func idKey(raw []byte) string {
 	return "n" + string(raw)
 }
 
+// maxStdioInFlight bounds the 2026-07-28 requests one stdio client has in flight (subscriptions included): past
+// it a request is refused at once, as HTTP's concurrency limits refuse, rather than queued or left to grow.
+const maxStdioInFlight = 256
+
 // request starts serving one 2026-07-28 request.
 func (mod *stdioModern) request(ctx context.Context, m jsonrpc.Message) {
 	rctx, cancel := context.WithCancelCause(ctx)
 	req := &inflight{key: idKey(m.ID()), cancel: cancel}
 	mod.mu.Lock()
 	_, taken := mod.live[req.key]
-	if !taken {
+	full := !taken && len(mod.live) >= maxStdioInFlight
+	if !taken && !full {
 		mod.live[req.key] = req
 	}
 	mod.mu.Unlock()
+	if full {
+		cancel(nil)
+		mod.work.Go(func() {
+			_ = mod.w.line(jsonrpc.AppendError(nil, m.ID(), protocol.CodeUnavailable,
+				fmt.Sprintf("switchboard: %d requests of this client are in flight, the most one stdio client may have; wait for some answers", maxStdioInFlight), nil))
+		})
+		return
+	}
 	if taken {
 		cancel(nil)
 		// Its answer could not be told from the other request's, nor could a cancellation: refused, on a goroutine

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -401,5 +402,27 @@ func TestStdioSDKClient(t *testing.T) {
 				t.Errorf("after the change, tools/list lacks alpha__late: %v", err)
 			}
 		})
+	}
+}
+
+// TestStdioModernInFlightBound: a stdio client may have 256 requests in flight; the next is refused at once
+// (-32000, saying why) and the others are untouched; once one is answered, a new request is served.
+func TestStdioModernInFlightBound(t *testing.T) {
+	md := markerSink(t)
+	h := startGateway(t, routing.Options{}, gateway.Options{}, stdioUpstream(t, "alpha", routing.Shared, md))
+	c := startStdio(t, h.r)
+	for i := range 256 {
+		c.send(modernBodyLine(t, fmt.Sprintf("slow-%d", i), "tools/call", map[string]any{"name": "alpha__slow", "arguments": map[string]any{"tag": fmt.Sprintf("bound-%d", i)}}))
+	}
+	c.send(modernBodyLine(t, "one-too-many", "tools/call", map[string]any{"name": "alpha__slow", "arguments": map[string]any{"tag": "bound-x"}}))
+	m, _ := c.answer(`"one-too-many"`)
+	if m.Error == nil || m.Error.Code != -32000 || !strings.Contains(m.Error.Message, "256 requests") {
+		t.Fatalf("the 257th request: %s %+v, want -32000 naming the bound", m.Result, m.Error)
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow-0","reason":"test"}}`)
+	waitMarker(t, md, "cancel-bound-0")
+	c.send(strings.Replace(line(t, "echo.json"), `"call-1"`, `"after"`, 1))
+	if m, _ := c.answer(`"after"`); m.Error != nil || !strings.Contains(string(m.Result), `"hi"`) {
+		t.Fatalf("a request once a slot is free: %s %+v", m.Result, m.Error)
 	}
 }

@@ -98,11 +98,17 @@ func (s *Session) taskRequest(ctx context.Context, m jsonrpc.Message, out *Strea
 		replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("unknown task %q", exposed))
 		return
 	}
-	s.forwardWith(ctx, up, m, out, "", func(res []byte) []byte {
+	transform := func(res []byte) []byte {
 		expose := exposeTask(up)
 		res = editString(res, expose, "taskId")
 		return editString(res, expose, "_meta", protocol.MetaRelatedTask, "taskId")
-	}, jsonrpc.ParamEdit{Path: []string{"taskId"}, With: jsonrpc.AppendQuote(nil, id)})
+	}
+	if m.MethodIs("tasks/result") {
+		// The task's result is a tool's: its resources are named as the client sees them, and older clients get
+		// it in their revision's shape, as for the tools/call it stands for.
+		transform = s.resultTransform(s.uriTransform(s.catalog(), up, toolURIs, transform))
+	}
+	s.forwardWith(ctx, up, m, out, "", transform, jsonrpc.ParamEdit{Path: []string{"taskId"}, With: jsonrpc.AppendQuote(nil, id)})
 }
 
 // listTasks merges tasks/list across the upstreams this session has tasks with; on a shared upstream only the
