@@ -517,8 +517,9 @@ func (j *taskJob) drain() bool {
 			rec.Status, rec.Result, rec.StatusMessage = state.TaskCompleted, result, ""
 		})
 	}
-	if j.out.Pending() == 0 {
-		// The call ended with no answer: it was cancelled.
+	if !j.waiting && j.out.Pending() == 0 {
+		// The call ended with no answer: it was cancelled. (A round that asked for input has had its answer, and
+		// waits for tasks/update, not for this stream.)
 		return j.finish(func(rec *state.TaskRecord) {
 			if !state.TaskTerminal(rec.Status) {
 				rec.Status, rec.StatusMessage = state.TaskCancelled, "the call was cancelled"
