@@ -6,6 +6,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -35,6 +37,16 @@ type attack struct {
 // modernMeta is the _meta a 2026-07-28 request must carry.
 const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 
+// attackCursorSecret is the gateway's cursor secret in TestAttacks: its requestStates begin "sbrs1.<key id>.".
+const attackCursorSecret = "cursor-secret-4f1c9e-0123456789abcdef0123456789"
+
+// stateKeyID is the key id a gateway with secret puts in its requestStates, derived as routing derives it (so
+// that a forgery can claim this gateway's key).
+func stateKeyID(secret string) string {
+	h := sha256.Sum256(append([]byte("switchboard requestState key id\x00"), secret...))
+	return base64.RawURLEncoding.EncodeToString(h[:6])
+}
+
 func attacks() []attack {
 	big := `{"experimental":{"pad":"` + strings.Repeat("x", 17<<10) + `"}}`
 	batch := func(n int) string {
@@ -63,7 +75,10 @@ func attacks() []attack {
 		{name: "modern: header and body disagree", headers: map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "prompts/list"}, body: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + modernMeta + `}}`, status: 400, code: -32020},
 		{name: "modern: fractional id", headers: modern, body: `{"jsonrpc":"2.0","id":2.5,"method":"tools/list","params":{` + modernMeta + `}}`, status: 400, code: -32600},
 		{name: "modern: forged requestState", headers: map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "alpha__echo"},
-			body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"x"},"requestState":"sbrs1.AAAA.BBBB","inputResponses":{},` + modernMeta + `}}`, status: 400, code: -32602, message: "requestState"},
+			body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"x"},"requestState":"sbrs1.` + stateKeyID(attackCursorSecret) + `.AAAA.BBBB","inputResponses":{},` + modernMeta + `}}`, status: 400, code: -32602, message: "requestState"},
+		// Another Switchboard's state (another key) is the upstream's to judge: it passes through, and the call runs.
+		{name: "modern: another gateway's requestState", headers: map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "alpha__echo"},
+			body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"x"},"requestState":"sbrs1.AAAAAAAA.AAAA.BBBB","inputResponses":{},` + modernMeta + `}}`, status: 200, message: "alpha: x"},
 		// Browsers: CORS and DNS rebinding.
 		{name: "preflight, foreign origin", method: http.MethodOptions, headers: map[string]string{"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"}, status: 403},
 		{name: "preflight, local origin", method: http.MethodOptions, headers: map[string]string{"Origin": "http://localhost:6274", "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type, mcp-session-id"}, status: 204},
@@ -103,7 +118,7 @@ upstreams:
   - {name: everything, command: %q, args: [%q, stdio], session: shared}
 `, listen, sdkUpstream(t, "alpha")+"/mcp", node, everythingJS))
 	// Secrets in the gateway's environment, as the docs tell operators to pass them.
-	const cursorSecret, redisPassword = "cursor-secret-4f1c9e-0123456789abcdef0123456789", "redis-password-7d2a"
+	const cursorSecret, redisPassword = attackCursorSecret, "redis-password-7d2a"
 	gw := startProcess(t, "switchboard-attack", tmp, []string{"SWITCHBOARD_CURSOR_SECRET=" + cursorSecret, "REDIS_PASSWORD=" + redisPassword},
 		bin, "serve", "--config", cfgPath, "--admin-listen", admin)
 	if err := waitReady(context.Background(), base+"/readyz", opsWait, gw); err != nil {

@@ -7,9 +7,11 @@
 //
 // start: the tool <prefix>trigger-long-running-operation is listed with execution.taskSupport "optional" (the
 // gateway's, server-everything declares none for it); a tools/call with params.task answers a 2025-11-25
-// CreateTaskResult at once; the script prints the task id and exits, closing its session while the call runs.
+// CreateTaskResult at once, and tasks/list shows it; the script prints the task id and exits, closing its
+// session while the call runs.
 // finish: a new client on the other replica reads the task (tasks/get: working, then a progress statusMessage
-// or completed), finds it in tasks/list, and gets the tool's own result from tasks/result.
+// or completed), does not find it in its tasks/list (without auth a session lists its own), and gets the
+// tool's own result from tasks/result.
 // modern: a 2026-07-28 request that declares the extension gets a CreateTaskResult (resultType "task") from A
 // once the sync window passes; B answers tasks/get for it until it is completed with the result inlined; a
 // second task is cancelled on B and is cancelled when read on A; tasks/get without the extension is -32021.
@@ -52,6 +54,9 @@ async function start(summary) {
   expect(created.task?.status === "working" && typeof created.task?.taskId === "string", `CreateTaskResult ${JSON.stringify(created)}`);
   expect(created.task.ttl === 120_000, `ttl ${created.task.ttl}, want the 120000 asked for`);
   summary.taskId = created.task.taskId;
+  summary.step = "tasks/list";
+  const list = await client.experimental.tasks.listTasks(undefined, { timeout: 5_000 });
+  expect(list.tasks.some((t) => t.taskId === created.task.taskId), `tasks/list lacks the session's own task: ${JSON.stringify(list.tasks)}`);
   console.log(JSON.stringify({ taskId: created.task.taskId }));
   summary.step = "disconnect";
   await disconnect(client); // the call goes on without its client
@@ -76,8 +81,9 @@ async function finish(summary) {
     expect([...seen].some((s) => s.startsWith("working") || s === "completed"), `statuses ${summary.seen}`);
 
     summary.step = "tasks/list";
+    // Without auth every caller is the same nobody: a session lists only the tasks it created (start's did).
     const list = await client.experimental.tasks.listTasks(undefined, { timeout: 5_000 });
-    expect(list.tasks.some((t) => t.taskId === taskId), `tasks/list lacks ${taskId}: ${JSON.stringify(list.tasks.map((t) => t.taskId))}`);
+    expect(!list.tasks.some((t) => t.taskId === taskId), `another session's tasks/list shows ${taskId}: ${JSON.stringify(list.tasks.map((t) => t.taskId))}`);
 
     summary.step = "tasks/result";
     const result = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema, { timeout: 30_000 });
