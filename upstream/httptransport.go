@@ -93,14 +93,21 @@ func (t *HTTPTransport) newRequest(ctx context.Context, method, target string, b
 	if body != nil {
 		req.ContentLength = int64(len(body))
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		req.Header.Set("Content-Type", mediaJSON)
+		// Shared values, never written (Set replaces a slice, it does not write into it): no copy per request.
+		req.Header["Content-Type"] = jsonContentType
 		// "The client MUST include an Accept header, listing both
 		// application/json and text/event-stream as supported content
 		// types."
-		req.Header.Set("Accept", mediaJSON+", "+mediaEventStream)
+		req.Header["Accept"] = postAccept
 	}
 	return req, nil
 }
+
+// The values of the headers every POST carries, as header slices.
+var (
+	jsonContentType = []string{mediaJSON}
+	postAccept      = []string{mediaJSON + ", " + mediaEventStream}
+)
 
 // handoffReader is a request body that reports when the HTTP transport has
 // consumed it (read it all, or closed it): that is when Write returns.

@@ -70,6 +70,8 @@ type httpConn struct {
 	mu        sync.Mutex
 	sessionID string // from the initialize response; "" if the server uses none
 	protocol  string // negotiated version, learnt from the initialize result
+	// sessionHeader and protocolHeader are the two as header values, made when learnt, shared by every request.
+	sessionHeader, protocolHeader []string
 	initReq   []byte // our initialize request, resent on session expiry
 	initID    []byte // its id (aliases initReq)
 	getLoop   bool   // the standalone GET stream has been started

@@ -118,15 +118,34 @@ func (c *httpConn) newRequest(ctx context.Context, method, target string, body [
 		return nil, err
 	}
 	if withSession {
-		sid, proto := c.headers()
-		if sid != "" {
-			req.Header.Set(headerSessionID, sid)
+		sid, proto := c.headerValues()
+		// The values are made once per session and never written: no copy per request. The keys are canonical.
+		if sid != nil {
+			req.Header["Mcp-Session-Id"] = sid
 		}
-		if proto != "" {
-			req.Header.Set(headerProtocolVersion, proto)
+		if proto != nil {
+			req.Header["Mcp-Protocol-Version"] = proto
 		}
 	}
 	return req, nil
+}
+
+// headerValues returns the session id and the protocol version as header values (nil for none), made once for
+// each value and shared by every request that carries it.
+func (c *httpConn) headerValues() (sessionID, protocol []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sessionID == "" {
+		c.sessionHeader = nil
+	} else if len(c.sessionHeader) == 0 || c.sessionHeader[0] != c.sessionID {
+		c.sessionHeader = []string{c.sessionID}
+	}
+	if c.protocol == "" {
+		c.protocolHeader = nil
+	} else if len(c.protocolHeader) == 0 || c.protocolHeader[0] != c.protocol {
+		c.protocolHeader = []string{c.protocol}
+	}
+	return c.sessionHeader, c.protocolHeader
 }
 
 // headers returns the current session id and negotiated protocol version.

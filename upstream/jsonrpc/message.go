@@ -320,11 +320,90 @@ func (m Message) Method() string {
 		return ""
 	}
 	body := v[1 : len(v)-1]
+	if known := knownMethod(body); known != "" {
+		return known // the hot path asks for the method several times a message: no copy for MCP's own
+	}
 	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
 		return string(body)
 	}
 	s, _ := Unquote(v)
 	return s
+}
+
+// knownMethod returns MCP's own method names as constants ("" for any other): a switch on string(b) compares
+// without converting, so Method costs no allocation for them.
+func knownMethod(b []byte) string {
+	switch string(b) {
+	case "tools/call":
+		return "tools/call"
+	case "tools/list":
+		return "tools/list"
+	case "initialize":
+		return "initialize"
+	case "ping":
+		return "ping"
+	case "prompts/list":
+		return "prompts/list"
+	case "prompts/get":
+		return "prompts/get"
+	case "resources/list":
+		return "resources/list"
+	case "resources/read":
+		return "resources/read"
+	case "resources/templates/list":
+		return "resources/templates/list"
+	case "resources/subscribe":
+		return "resources/subscribe"
+	case "resources/unsubscribe":
+		return "resources/unsubscribe"
+	case "completion/complete":
+		return "completion/complete"
+	case "logging/setLevel":
+		return "logging/setLevel"
+	case "server/discover":
+		return "server/discover"
+	case "subscriptions/listen":
+		return "subscriptions/listen"
+	case "tasks/get":
+		return "tasks/get"
+	case "tasks/update":
+		return "tasks/update"
+	case "tasks/cancel":
+		return "tasks/cancel"
+	case "tasks/result":
+		return "tasks/result"
+	case "tasks/list":
+		return "tasks/list"
+	case "sampling/createMessage":
+		return "sampling/createMessage"
+	case "elicitation/create":
+		return "elicitation/create"
+	case "roots/list":
+		return "roots/list"
+	case "notifications/initialized":
+		return "notifications/initialized"
+	case "notifications/cancelled":
+		return "notifications/cancelled"
+	case "notifications/progress":
+		return "notifications/progress"
+	case "notifications/message":
+		return "notifications/message"
+	case "notifications/tools/list_changed":
+		return "notifications/tools/list_changed"
+	case "notifications/prompts/list_changed":
+		return "notifications/prompts/list_changed"
+	case "notifications/resources/list_changed":
+		return "notifications/resources/list_changed"
+	case "notifications/resources/updated":
+		return "notifications/resources/updated"
+	case "notifications/roots/list_changed":
+		return "notifications/roots/list_changed"
+	case "notifications/tasks/status":
+		return "notifications/tasks/status"
+	case "notifications/elicitation/complete":
+		return "notifications/elicitation/complete"
+	}
+	return ""
 }
 
 // MethodIs reports whether the method equals name without allocating.
