@@ -72,10 +72,10 @@ type httpConn struct {
 	protocol  string // negotiated version, learnt from the initialize result
 	// sessionHeader and protocolHeader are the two as header values, made when learnt, shared by every request.
 	sessionHeader, protocolHeader []string
-	initReq   []byte // our initialize request, resent on session expiry
-	initID    []byte // its id (aliases initReq)
-	getLoop   bool   // the standalone GET stream has been started
-	legacy    *legacySession
+	initReq                       []byte // our initialize request, resent on session expiry
+	initID                        []byte // its id (aliases initReq)
+	getLoop                       bool   // the standalone GET stream has been started
+	legacy                        *legacySession
 
 	// reinitMu serializes re-initializations, so that concurrent 404s
 	// produce one new session.
