@@ -55,29 +55,10 @@ func mayNameResources(res []byte) bool {
 
 // noteURIs remembers the resource URIs a result of up names, by the names the client sees them by.
 func (s *Session) noteURIs(up *Upstream, res []byte) {
-	var v any
-	if json.Unmarshal(res, &v) != nil {
+	uris := collectURIs(res)
+	if len(uris) == 0 {
 		return
 	}
-	var uris []string
-	var walk func(any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case map[string]any:
-			for k, e := range v {
-				if u, ok := e.(string); ok && k == "uri" {
-					uris = append(uris, u)
-				} else {
-					walk(e)
-				}
-			}
-		case []any:
-			for _, e := range v {
-				walk(e)
-			}
-		}
-	}
-	walk(v)
 	c := s.catalog()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -87,6 +68,66 @@ func (s *Session) noteURIs(up *Upstream, res []byte) {
 		}
 		s.seenURIs[c.exposeURI(up, u)] = uriRoute{up, u}
 	}
+}
+
+// collectURIs returns the string value of every "uri" member, at any depth, of a JSON value, in one pass over
+// its bytes: a result that names resources may be large (embedded resources), and decoding it whole to find a
+// few URIs cost an allocation per value. Keys are told from string values by the ':' that follows them; a
+// string's contents, escaped quotes included, are skipped whole, so "uri" inside a text is never taken for a key.
+func collectURIs(b []byte) []string {
+	var uris []string
+	for i := 0; i < len(b); i++ {
+		if b[i] != '"' {
+			continue
+		}
+		ks, ke, ok := stringEnd(b, i)
+		if !ok {
+			return uris
+		}
+		i = ke - 1
+		j := skipSpace(b, ke)
+		if j >= len(b) || b[j] != ':' {
+			continue // a string value
+		}
+		if key := b[ks:ke]; !bytes.Equal(key, []byte(`"uri"`)) {
+			if k, err := jsonrpc.Unquote(key); err != nil || k != "uri" {
+				continue
+			}
+		}
+		j = skipSpace(b, j+1)
+		if j >= len(b) || b[j] != '"' {
+			continue // a uri that is not a string: nested values are walked by the loop
+		}
+		vs, ve, ok := stringEnd(b, j)
+		if !ok {
+			return uris
+		}
+		if u, err := jsonrpc.Unquote(b[vs:ve]); err == nil {
+			uris = append(uris, u)
+		}
+		i = ve - 1
+	}
+	return uris
+}
+
+// stringEnd returns the span of the JSON string that starts at b[i] (its quotes included).
+func stringEnd(b []byte, i int) (start, end int, ok bool) {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return i, j + 1, true
+		}
+	}
+	return 0, 0, false
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 // downgradeResult makes a tool result safe for a client of an older version: content types its schema lacks
