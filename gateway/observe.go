@@ -344,7 +344,7 @@ func (op serverOp) end() {
 		case op.method == protocol.MethodPromptsGet && s.r.Offers(true, op.name):
 			k.prompt = op.name
 		}
-		s.inst.serverOp.Record(context.Background(), time.Since(op.start).Seconds(), s.inst.opSets.Get(k))
+		s.inst.serverOp.Record(context.Background(), time.Since(op.start).Seconds(), s.inst.opSets.Record(k)...)
 		if op.method == "initialize" && w.answered && !w.errored {
 			s.observeSession(op)
 		}
@@ -383,7 +383,7 @@ func (s *Server) observeSession(op serverOp) {
 	k := sessionKey{version: sess.ProtocolVersion(), httpVersion: httpVersion(op.r)}
 	start := op.start
 	sess.WhenClosed(func() {
-		s.inst.serverSession.Record(context.Background(), time.Since(start).Seconds(), s.inst.sessionSets.Get(k))
+		s.inst.serverSession.Record(context.Background(), time.Since(start).Seconds(), s.inst.sessionSets.Record(k)...)
 	})
 }
 

@@ -193,7 +193,7 @@ func (o *stdioOps) end(op *stdioOp, code int, hasCode bool, errType, message str
 		case op.method == protocol.MethodPromptsGet && s.r.Offers(true, op.name):
 			k.prompt = op.name
 		}
-		s.inst.serverOp.Record(context.Background(), time.Since(op.start).Seconds(), s.inst.opSets.Get(k))
+		s.inst.serverOp.Record(context.Background(), time.Since(op.start).Seconds(), s.inst.opSets.Record(k)...)
 	}
 	o.mu.Lock()
 	span := op.span

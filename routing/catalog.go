@@ -88,6 +88,8 @@ type target struct {
 	hash string // the pin hash of the upstream's definition (item.hash), for the audit log
 	// tasks is how the gateway runs the tool as a task of its own (taskhost.go): "" when it does not.
 	tasks string
+	// quoted is name as a JSON string, made once with the catalog: the edit every renamed call needs.
+	quoted []byte
 }
 
 // templateRoute matches concrete URIs against one upstream's resource template.
@@ -217,6 +219,9 @@ func buildCatalogOf(ups []*Upstream, prev *catalog, listsOf func(*Upstream) [num
 						m = c.prompts
 					}
 					t := target{up: up, name: it.id, withheld: withheld, item: -1, hash: it.hash, tasks: ts}
+					if exposed != it.id {
+						t.quoted = jsonrpc.AppendQuote(nil, it.id)
+					}
 					if !hide {
 						t.item = len(c.items[k])
 					}

@@ -11,6 +11,9 @@ import (
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
+// namePath is the path of the name a tools/call or prompts/get names: shared by every call's edit, never written.
+var namePath = []string{"name"}
+
 // HandleRequest answers or forwards one client request; the answer, and anything related to it that comes
 // first (progress, server→client requests), is pushed to out. It returns once the request is answered locally or
 // handed to an upstream; it never waits for an upstream's answer. ctx is the client's request: its values (the
@@ -158,7 +161,11 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 	}
 	var edits []jsonrpc.ParamEdit
 	if t.name != name {
-		edits = append(edits, jsonrpc.ParamEdit{Path: []string{"name"}, With: jsonrpc.AppendQuote(nil, t.name)})
+		q := t.quoted
+		if q == nil {
+			q = jsonrpc.AppendQuote(nil, t.name)
+		}
+		edits = append(edits, jsonrpc.ParamEdit{Path: namePath, With: q})
 	}
 	if len(t.presets) > 0 {
 		var why string

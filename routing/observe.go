@@ -270,7 +270,7 @@ func (c *call) resourceURI() string {
 // write with (it carries the span, which the HTTP transport turns into a traceparent header) and the traceparent
 // to put in the message's _meta, empty when nothing is traced.
 func (r *Router) startLeg(ctx context.Context, c *call) (context.Context, string) {
-	r.inst.inflight.Add(ctx, 1, r.inst.upstreamSets.Get(upstreamName(c.link.up.cfg.Name)))
+	r.inst.inflight.Add(ctx, 1, r.inst.upstreamSets.Add(upstreamName(c.link.up.cfg.Name))...)
 	if !r.inst.tracing {
 		return ctx, ""
 	}
@@ -348,9 +348,9 @@ func (r *Router) endLegAnswered(c *call, outcome string, answer jsonrpc.Message)
 	if r.inst.metering {
 		k := legKey{upstream: up.cfg.Name, kind: up.cfg.Kind, method: c.method, tool: c.tool(), prompt: c.prompt(),
 			version: c.link.version(), errType: errType, code: code, hasCode: hasCode}
-		r.inst.clientOp.Record(ctx, elapsed.Seconds(), r.inst.legSets.Get(k))
+		r.inst.clientOp.Record(ctx, elapsed.Seconds(), r.inst.legSets.Record(k)...)
 	}
-	r.inst.inflight.Add(ctx, -1, r.inst.upstreamSets.Get(upstreamName(up.cfg.Name)))
+	r.inst.inflight.Add(ctx, -1, r.inst.upstreamSets.Add(upstreamName(up.cfg.Name))...)
 	if r.opts.Audit != nil {
 		r.opts.Audit(CallEvent{
 			Session: c.session.logID(), Principal: c.session.params.Principal, Upstream: up.cfg.Name,
@@ -409,7 +409,7 @@ func (r *Router) upstreamSessionEnded(l *link, conn *upstream.Conn, since time.T
 	if l.ctx.Err() == nil {
 		k.errType = errConnectionLost // the gateway did not close it
 	}
-	r.inst.clientSession.Record(context.Background(), time.Since(since).Seconds(), r.inst.sessionSets.Get(k))
+	r.inst.clientSession.Record(context.Background(), time.Since(since).Seconds(), r.inst.sessionSets.Record(k)...)
 }
 
 // Offers reports whether the catalog lists a tool (or, with prompt, a prompt) by this exposed name; the

@@ -354,15 +354,23 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	if s.era.modern() || l.modern() {
 		m = s.adaptMeta(l, m) // the request's _meta speaks the upstream's era (modern.go)
 	}
-	rctx, cancel := context.WithTimeout(s.ctx, up.timeout())
-	defer cancel()
-	if _, err := l.ready(rctx); err != nil {
-		replyError(out, id, protocol.CodeInternalError, err.Error()+"; retry later")
-		return
+	// Waiting for the link is bounded by the upstream's timeout. Most calls find it ready and prepared: the
+	// bounded context, a timer and its channel, is made only for a wait.
+	wait := lazyTimeout{parent: s.ctx, d: up.timeout()}
+	defer wait.stop()
+	if !l.isReady() {
+		if _, err := l.ready(wait.ctx()); err != nil {
+			replyError(out, id, protocol.CodeInternalError, err.Error()+"; retry later")
+			return
+		}
 	}
 	select { // a fresh upstream session is first brought up to the client's state (log level)
 	case <-l.prepared():
-	case <-rctx.Done():
+	default:
+		select {
+		case <-l.prepared():
+		case <-wait.ctx().Done():
+		}
 	}
 	c := &call{
 		link: l, upID: l.mint(), method: m.Method(), session: s,
@@ -407,7 +415,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	}
 	for tries := 0; !l.add(c.upID, c); tries++ {
 		// The connection went away since ready (a restart, a crash): wait for the next one, a few times at most.
-		if _, err := l.ready(rctx); err != nil || tries == 3 {
+		if _, err := l.ready(wait.ctx()); err != nil || tries == 3 {
 			s.r.endLeg(c, outcomeFailed)
 			s.removeCall(c)
 			replyError(out, id, protocol.CodeInternalError, fmt.Sprintf("upstream %q disconnected; retry the request", up.cfg.Name))
@@ -420,6 +428,27 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 		if l.takeIf(c) {
 			c.failed(outcomeFailed, protocol.CodeInternalError, fmt.Sprintf("upstream %q: sending %s failed: %v", up.cfg.Name, c.method, err))
 		}
+	}
+}
+
+// lazyTimeout is a context bounded by d, made on first use.
+type lazyTimeout struct {
+	parent context.Context
+	d      time.Duration
+	c      context.Context
+	cancel context.CancelFunc
+}
+
+func (w *lazyTimeout) ctx() context.Context {
+	if w.c == nil {
+		w.c, w.cancel = context.WithTimeout(w.parent, w.d)
+	}
+	return w.c
+}
+
+func (w *lazyTimeout) stop() {
+	if w.cancel != nil {
+		w.cancel()
 	}
 }
 

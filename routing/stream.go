@@ -33,6 +33,10 @@ type Stream struct {
 	dropped int
 	onDrop  func() // counts drops in metrics; set by Router.NewStream
 	wake    chan struct{}
+	// qbuf and fbuf hold the first messages: most streams carry one answer and a notice or two, and growing the
+	// queue from nil would cost two allocations a request.
+	qbuf [2][]byte
+	fbuf [2]bool
 }
 
 // NewStream returns a stream that completes after finals responses (or after as many calls end without one);
@@ -41,7 +45,9 @@ func NewStream(finals, maxQueued int) *Stream {
 	if maxQueued <= 0 {
 		maxQueued = 256
 	}
-	return &Stream{want: finals, max: maxQueued, wake: make(chan struct{}, 1)}
+	s := &Stream{want: finals, max: maxQueued, wake: make(chan struct{}, 1)}
+	s.q, s.finals = s.qbuf[:0], s.fbuf[:0]
+	return s
 }
 
 // Push queues msg. It reports false when the message was not queued: the stream is closed, or it is full and
