@@ -43,6 +43,7 @@ type instruments struct {
 	// The attribute sets of the measurements, made once per distinct set: recording one allocates nothing.
 	opSets      *attrset.Cache[opKey]
 	sessionSets *attrset.Cache[sessionKey]
+	requestSets *attrset.Cache[requestKey]
 }
 
 func newInstruments(o Options) (instruments, error) {
@@ -61,7 +62,7 @@ func newInstruments(o Options) (instruments, error) {
 	}
 	in := instruments{tracing: tracing, metering: o.Meter != nil && !noopMeter,
 		tracer: tp.Tracer("github.com/switchboard-mcp/switchboard/gateway"), propagator: prop,
-		opSets: &attrset.Cache[opKey]{}, sessionSets: &attrset.Cache[sessionKey]{}}
+		opSets: &attrset.Cache[opKey]{}, sessionSets: &attrset.Cache[sessionKey]{}, requestSets: &attrset.Cache[requestKey]{}}
 	m := mp.Meter("github.com/switchboard-mcp/switchboard/gateway")
 	var err error
 	if in.requests, err = m.Int64Counter("switchboard.requests",
@@ -389,8 +390,18 @@ func (s *Server) observeSession(op serverOp) {
 
 // record counts one handled message.
 func (s *Server) record(method, transport string, status int, _ time.Time) {
-	attrs := metric.WithAttributes(attribute.String("method", method), attribute.String("transport", transport), attribute.String("status", strconv.Itoa(status)))
-	s.inst.requests.Add(context.Background(), 1, attrs)
+	s.inst.requests.Add(context.Background(), 1, s.inst.requestSets.Add(requestKey{method, transport, status})...)
+}
+
+// requestKey identifies the attribute set of one switchboard_requests_total count: bounded values (methodLabel's
+// methods, the transports, HTTP statuses).
+type requestKey struct {
+	method, transport string
+	status            int
+}
+
+func (k requestKey) Attrs() []attribute.KeyValue {
+	return []attribute.KeyValue{attribute.String("method", k.method), attribute.String("transport", k.transport), attribute.String("status", strconv.Itoa(k.status))}
 }
 
 // statusWriter remembers the status a handler wrote; Unwrap keeps http.ResponseController (flushes, write

@@ -155,9 +155,8 @@ func (c *httpConn) Write(ctx context.Context, raw []byte) error {
 	onHanded := func() { once.Do(func() { close(handed) }) }
 	// The POST lives as long as the connection, not the caller's ctx, but carries the caller's values (trace
 	// context, identity) into RequestHeaders.
-	rctx, stop := c.bind(context.WithoutCancel(ctx))
-	if !c.spawn(func() { defer stop(); defer onHanded(); c.roundTrip(rctx, msg, onHanded) }) {
-		stop()
+	rctx := connValues{Context: c.ctx, caller: context.WithoutCancel(ctx)}
+	if !c.spawn(func() { defer onHanded(); c.roundTrip(rctx, msg, onHanded) }) {
 		return fmt.Errorf("upstream %s: write: %w", c.name, errClosed)
 	}
 	select {
@@ -166,6 +165,23 @@ func (c *httpConn) Write(ctx context.Context, raw []byte) error {
 	case <-ctx.Done():
 		return fmt.Errorf("upstream %s: write: %w", c.name, ctx.Err())
 	}
+}
+
+// connValues is the context of a POST that lives as long as the connection: the connection's cancellation and
+// deadline, and the caller's values (trace context, identity) first. The caller's context is stripped of its
+// cancellation, so that the context package finds the connection's as the one to follow. One value, where a
+// context of its own (WithCancel, and AfterFunc to end it with the connection) cost several allocations a call.
+type connValues struct {
+	context.Context // the connection's
+	caller          context.Context
+}
+
+// Value returns the caller's value for key, or else the connection's.
+func (v connValues) Value(key any) any {
+	if x := v.caller.Value(key); x != nil {
+		return x
+	}
+	return v.Context.Value(key)
 }
 
 // bind returns a context that ends with ctx or with the connection.

@@ -523,3 +523,28 @@ func TestNewTransportValidation(t *testing.T) {
 }
 
 func typeName(v any) string { return fmt.Sprintf("%T", v) }
+
+// TestConnValues: a POST's context carries the caller's values (and the connection's where the caller has none)
+// but ends with the connection only: the caller's cancellation does not reach it, and a context derived from it
+// (as net/http derives one) ends when the connection does.
+func TestConnValues(t *testing.T) {
+	type key string
+	conn, endConn := context.WithCancel(context.WithValue(context.Background(), key("conn"), "c"))
+	defer endConn()
+	caller, endCaller := context.WithCancel(context.WithValue(context.Background(), key("who"), "alice"))
+	v := connValues{Context: conn, caller: context.WithoutCancel(caller)}
+	if v.Value(key("who")) != "alice" || v.Value(key("conn")) != "c" || v.Value(key("none")) != nil {
+		t.Fatalf("values: who %v, conn %v, none %v", v.Value(key("who")), v.Value(key("conn")), v.Value(key("none")))
+	}
+	child, stop := context.WithCancel(v)
+	defer stop()
+	endCaller()
+	if v.Err() != nil || child.Err() != nil {
+		t.Fatalf("the caller's cancellation reached the POST: %v, %v", v.Err(), child.Err())
+	}
+	endConn()
+	<-child.Done()
+	if v.Err() == nil || child.Err() == nil {
+		t.Fatalf("the connection's end did not: %v, %v", v.Err(), child.Err())
+	}
+}
