@@ -2,9 +2,16 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -14,7 +21,7 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv(envChild) != "" && len(os.Args) > 1 {
 		switch os.Args[1] {
-		case "upstream", "proxy", "gateway":
+		case "upstream", "proxy", "gateway", "stdiobridge":
 			os.Exit(dispatch(os.Args[1:]))
 		}
 	}
@@ -38,7 +45,15 @@ func TestBenchShort(t *testing.T) {
 	case <-time.After(3 * time.Minute):
 		t.Fatalf("switchboard-bench -short did not finish within 3 minutes\n%s", log.String())
 	}
-	for _, want := range []string{"## Load", "### Ratios", "## Shared stdio upstream", "## Catalog", "## Idle sessions", "| 8 | switchboard per-client |"} {
+	want := []string{"## Load", "### Ratios", "## Shared stdio upstream", "| 8 | simple bridge, one stdio child |", "### Gateway ÷ simple bridge",
+		"## Catalog", "## Idle sessions", "| 8 | switchboard per-client |", "upstream dials /1000 calls |",
+		"## Cold start", "| 10 | stdio |", "| 10 | http |"}
+	if _, err := exec.LookPath("redis-server"); err == nil {
+		want = append(want, "## Replicas", "| 8 | 2 replicas + Redis |", "| 8 | 1 replica, no Redis |", "### Kill test")
+	} else {
+		t.Log("redis-server is not on PATH: the replicas scenario is skipped")
+	}
+	for _, want := range want {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report has no %q:\n%s", want, out.String())
 		}
@@ -107,5 +122,101 @@ func TestPercentiles(t *testing.T) {
 	}
 	if (loadResult{}).pct(.5) != 0 {
 		t.Fatal("empty percentiles")
+	}
+}
+
+// TestBalancerRefusedBackend: a backend that refuses connections is marked down and its requests go to the other,
+// with their bodies; requests then alternate no more.
+func TestBalancerRefusedBackend(t *testing.T) {
+	var got []string
+	var mu sync.Mutex
+	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, string(b))
+		mu.Unlock()
+		fmt.Fprint(w, "ok")
+	}))
+	defer live.Close()
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close() // its port now refuses connections
+	lb, err := newBalancer(false, deadURL, live.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lb.close()
+	hc := &http.Client{}
+	defer hc.CloseIdleConnections()
+	for i := range 6 {
+		resp, err := hc.Post(lb.url, "application/json", strings.NewReader(fmt.Sprint("body ", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || string(b) != "ok" {
+			t.Fatalf("request %d: %d %q", i, resp.StatusCode, b)
+		}
+	}
+	if !lb.backends[0].down.Load() || lb.backends[1].down.Load() {
+		t.Fatalf("down: %v, %v; want the refused backend down", lb.backends[0].down.Load(), lb.backends[1].down.Load())
+	}
+	if n := lb.resent.Load(); n != 1 {
+		t.Errorf("resent %d requests, want 1 (only the first dial to the dead backend)", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 6 || got[0] != "body 0" || got[5] != "body 5" {
+		t.Errorf("the live backend got %q", got)
+	}
+}
+
+// TestBalancerAffinity: with affinity a session's requests stay on one backend; without, they alternate.
+func TestBalancerAffinity(t *testing.T) {
+	var hits [2]atomic.Int64
+	var bases []string
+	for i := range hits {
+		s := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits[i].Add(1) }))
+		defer s.Close()
+		bases = append(bases, s.URL)
+	}
+	for _, affinity := range []bool{false, true} {
+		hits[0].Store(0)
+		hits[1].Store(0)
+		lb, err := newBalancer(affinity, bases...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 10 {
+			req, _ := http.NewRequest(http.MethodPost, lb.url, strings.NewReader("{}"))
+			req.Header.Set("Mcp-Session-Id", "session-1")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		lb.close()
+		a, b := hits[0].Load(), hits[1].Load()
+		if affinity && a*b != 0 || !affinity && (a != 5 || b != 5) {
+			t.Errorf("affinity %v: backends got %d and %d", affinity, a, b)
+		}
+	}
+}
+
+func TestParseInfo(t *testing.T) {
+	st := parseInfo("# Stats\r\ntotal_reads_processed:42\r\ntotal_net_input_bytes:100\r\n# CPU\r\nused_cpu_sys:1.5\r\nused_cpu_user:0.25\r\n" +
+		"# Commandstats\r\ncmdstat_info:calls=3,usec=1\r\ncmdstat_xadd:calls=7,usec=2,usec_per_call=0.1\r\ncmdstat_client|setinfo:calls=2,usec=1\r\n")
+	if st.reads != 42 || st.netIn != 100 || st.cpu != 1.75 || st.cmds["xadd"] != 7 || st.cmds["client|setinfo"] != 2 {
+		t.Fatalf("parseInfo: %+v", st)
+	}
+	if _, ok := st.cmds["info"]; ok {
+		t.Error("INFO itself counted")
+	}
+	m := &redisMeter{a: redisStats{cmds: map[string]int64{"xadd": 5}, reads: 10}, b: st}
+	d, err := m.delta()
+	if err != nil || d.total != 4 || d.reads != 31 || d.cmds["xadd"] != 2 {
+		t.Fatalf("delta %+v, %v", d, err)
 	}
 }

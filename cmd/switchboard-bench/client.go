@@ -136,6 +136,11 @@ func readAnswer(resp *http.Response, id string) (rpcAnswer, error) {
 			if len(data) > 0 {
 				var a rpcAnswer
 				if json.Unmarshal(data, &a) == nil && a.Method == "" && string(a.ID) == id {
+					// Read the stream to its end, as an SDK client does: the server ends a POST's stream after the
+					// answer, and a body closed before its end costs the keep-alive connection (net/http closes
+					// it), which the gateway and the proxy then see as a cancelled request and a closed upstream
+					// connection: every layer would re-dial, and dials per call would measure this client.
+					_, _ = io.Copy(io.Discard, br)
 					return a, nil
 				}
 			}

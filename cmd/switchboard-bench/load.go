@@ -23,7 +23,10 @@ type loadResult struct {
 	// The process in the middle (gateway or proxy; nil for direct) and the upstream, over the measured window.
 	midCPU, upCPU float64
 	midPeakKiB    int64
-	hasMid        bool
+	hasMid, hasUp bool
+	// dials is the number of TCP connections the upstream accepted in the measured window, when hasDials.
+	dials    int64
+	hasDials bool
 }
 
 func (r loadResult) throughput() float64 { return float64(r.calls) / r.dur.Seconds() }
@@ -83,17 +86,57 @@ func connectAll(hc *http.Client, url string, n int, errs *errorSink) []*mcpClien
 	return slices.DeleteFunc(cs, func(c *mcpClient) bool { return c == nil })
 }
 
-// runLoad has n clients call a tool (params is the tools/call params) in a closed loop: warm-up, then dur of
-// measurement. mid and up are sampled over the measured window (either may be nil).
-func runLoad(target, url, params string, n int, warm, dur time.Duration, mid, up *child) loadResult {
-	res := loadResult{target: target, clients: n, dur: dur, hasMid: mid != nil}
+// meter is a counter of another process read at both ends of the measured window (the upstream's accepted
+// connections, redis-server's INFO), so that it covers exactly the calls that are counted.
+type meter interface {
+	begin()
+	end()
+}
+
+// loadSpec is one closed-loop run (its run method).
+type loadSpec struct {
+	target, url, params string // params: of tools/call
+	clients             int
+	warm, dur           time.Duration
+	// mids are the processes between client and upstream (the proxy, the gateway, or every gateway replica): their
+	// CPU and peak RSS are summed. ups are the upstream processes. Either may be empty.
+	mids, ups []int
+	meters    []meter
+	// openMeters are read before the clients' handshakes and after them; closeMeters before and after the
+	// sessions are ended (DELETE). Both are outside the measured window.
+	openMeters, closeMeters []meter
+}
+
+// sampleAll sums the CPU, RSS and peak RSS of several processes (a process that is gone counts nothing).
+func sampleAll(pids []int) procSample {
+	var t procSample
+	for _, p := range pids {
+		s := sample(p)
+		t.cpu += s.cpu
+		t.rss += s.rss
+		t.hwm += s.hwm
+	}
+	return t
+}
+
+// run has s.clients clients call the tool in a closed loop: s.warm of warm-up, then s.dur measured; the processes
+// and meters are read at both ends of the measured window.
+func (s loadSpec) run() loadResult {
+	n, warm, dur := s.clients, s.warm, s.dur
+	res := loadResult{target: s.target, clients: n, dur: dur, hasMid: len(s.mids) > 0}
 	hc := newHTTPClient()
 	defer hc.CloseIdleConnections()
 	var errs errorSink
-	if mid != nil {
-		resetPeak(mid.pid())
+	for _, p := range s.mids {
+		resetPeak(p)
 	}
-	cs := connectAll(hc, url, n, &errs)
+	for _, m := range s.openMeters {
+		m.begin()
+	}
+	cs := connectAll(hc, s.url, n, &errs)
+	for _, m := range s.openMeters {
+		m.end()
+	}
 
 	start := time.Now()
 	from, end := start.Add(warm), start.Add(warm+dur)
@@ -103,18 +146,14 @@ func runLoad(target, url, params string, n int, warm, dur time.Duration, mid, up
 	go func() {
 		defer sampled.Done()
 		time.Sleep(time.Until(from))
-		if mid != nil {
-			midA = sample(mid.pid())
-		}
-		if up != nil {
-			upA = sample(up.pid())
+		midA, upA = sampleAll(s.mids), sampleAll(s.ups)
+		for _, m := range s.meters {
+			m.begin()
 		}
 		time.Sleep(time.Until(end))
-		if mid != nil {
-			midB = sample(mid.pid())
-		}
-		if up != nil {
-			upB = sample(up.pid())
+		midB, upB = sampleAll(s.mids), sampleAll(s.ups)
+		for _, m := range s.meters {
+			m.end()
 		}
 	}()
 
@@ -131,7 +170,7 @@ func runLoad(target, url, params string, n int, warm, dur time.Duration, mid, up
 				if !t0.Before(end) {
 					break
 				}
-				err := c.callTool(params)
+				err := c.callTool(s.params)
 				t1 := time.Now()
 				if err != nil {
 					errs.add(err)
@@ -148,8 +187,14 @@ func runLoad(target, url, params string, n int, warm, dur time.Duration, mid, up
 	}
 	wg.Wait()
 	sampled.Wait()
+	for _, m := range s.closeMeters {
+		m.begin()
+	}
 	for _, c := range cs {
 		c.close()
+	}
+	for _, m := range s.closeMeters {
+		m.end()
 	}
 	all := make([]time.Duration, 0, calls.Load())
 	for _, l := range lats {
@@ -158,12 +203,7 @@ func runLoad(target, url, params string, n int, warm, dur time.Duration, mid, up
 	slices.Sort(all)
 	res.lat, res.calls = all, len(all)
 	res.errs, res.errMsgs = errs.n, errs.msgs
-	if mid != nil {
-		res.midCPU = midB.cpu - midA.cpu
-		res.midPeakKiB = midB.hwm
-	}
-	if up != nil {
-		res.upCPU = upB.cpu - upA.cpu
-	}
+	res.midCPU, res.midPeakKiB = midB.cpu-midA.cpu, midB.hwm
+	res.upCPU, res.hasUp = upB.cpu-upA.cpu, len(s.ups) > 0
 	return res
 }

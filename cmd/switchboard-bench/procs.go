@@ -162,6 +162,34 @@ func cpuSeconds(pid int) (float64, error) {
 	return float64(ut+st) / clockTicks, nil
 }
 
+// cpuPrecise is the process's CPU time in seconds from the scheduler's own clock: the sum of its threads'
+// /proc/PID/task/TID/schedstat run times, in nanoseconds. /proc/PID/stat counts whole ticks (10 ms), which a process
+// that runs for a few milliseconds (a starting stdio child, a gateway until ready) may never be charged; threads that
+// have exited are not counted here, which for a Go process, whose threads live on, is nothing.
+func cpuPrecise(pid int) (float64, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, err
+	}
+	var ns uint64
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue // the thread has just exited
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			continue
+		}
+		n, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("bad schedstat %q", b)
+		}
+		ns += n
+	}
+	return float64(ns) / 1e9, nil
+}
+
 // memKiB reads a "Vm…:  N kB" line of /proc/PID/status (VmRSS, VmHWM).
 func memKiB(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -244,6 +272,7 @@ type gatewayProc struct {
 	*child
 	url  string // the MCP endpoint
 	base string
+	cfg  string // as written, for error messages
 }
 
 // startGateway writes cfg to dir/name.yaml, starts the gateway on it and waits for GET /readyz 200.
@@ -252,6 +281,19 @@ func (b *bench) startGateway(name, cfg string) (*gatewayProc, error) {
 	if err != nil {
 		return nil, err
 	}
+	g, err := b.launchGateway(name, addr, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.waitReady(50 * time.Millisecond); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// launchGateway writes cfg (after listen, log and requestTimeout) to dir/name.yaml and starts the gateway on addr,
+// without waiting for it.
+func (b *bench) launchGateway(name, addr, cfg string) (*gatewayProc, error) {
 	// requestTimeout below the client's 30s: a call the gateway loses is answered with its timeout error, which
 	// tells a lost answer from a stuck HTTP exchange.
 	cfg = fmt.Sprintf("listen: %q\nlog: {level: warn}\nrequestTimeout: 20s\n%s", addr, cfg)
@@ -260,6 +302,7 @@ func (b *bench) startGateway(name, cfg string) (*gatewayProc, error) {
 		return nil, err
 	}
 	var c *child
+	var err error
 	if b.profileDir != "" && name == b.profileScenario {
 		c, err = startChild("gateway "+name, false, b.self, "gateway", "-config", path,
 			"-cpuprofile", filepath.Join(b.profileDir, "gateway-"+name+".cpu.pprof"),
@@ -270,30 +313,66 @@ func (b *bench) startGateway(name, cfg string) (*gatewayProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &gatewayProc{child: c, base: "http://" + addr, url: "http://" + addr + "/mcp"}
+	return &gatewayProc{child: c, base: "http://" + addr, url: "http://" + addr + "/mcp", cfg: cfg}, nil
+}
+
+// waitReady polls GET /readyz every poll until it answers 200; it stops the gateway and fails when the gateway
+// exits or is not ready within 60 s.
+func (g *gatewayProc) waitReady(poll time.Duration) error {
+	c := g.child
 	deadline := time.Now().Add(60 * time.Second)
 	hc := &http.Client{Timeout: 2 * time.Second}
+	defer hc.CloseIdleConnections()
 	for {
 		if c.exited() {
-			return nil, fmt.Errorf("gateway %s exited: %v\nconfig:\n%s\nlog:\n%s", name, c.err, cfg, c.logs)
+			return fmt.Errorf("%s exited: %v\nconfig:\n%s\nlog:\n%s", c.name, c.err, g.cfg, c.logs)
 		}
 		resp, err := hc.Get(g.base + "/readyz")
 		if err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return g, nil
+				return nil
 			}
 		}
 		if time.Now().After(deadline) {
 			c.stop()
-			return nil, fmt.Errorf("gateway %s not ready (GET /readyz != 200) within 60s\nlog:\n%s", name, c.logs)
+			return fmt.Errorf("%s not ready (GET /readyz != 200) within 60s\nlog:\n%s", c.name, c.logs)
 		}
 		select {
 		case <-c.done: // reported at the top of the loop
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(poll):
 		}
 	}
+}
+
+// childrenOf lists the processes whose parent is pid (the gateway's or the bridge's stdio children), from
+// /proc/*/stat.
+func childrenOf(pid int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		// After ')': state, then ppid.
+		if f := strings.Fields(string(b[i+1:])); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // sessions reads the gateway's session count from /readyz.

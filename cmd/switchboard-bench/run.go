@@ -34,6 +34,8 @@ type bench struct {
 	duration, warm                           time.Duration
 	catUpstreams, catTools, pageSize, passes int
 	idleSessions                             int
+	replicaClients                           []int // concurrencies of the replicas scenario; the kill test runs the largest
+	coldUpstreams, coldTools, coldRounds     int
 	profileDir, profileScenario              string
 	searchTools                              []int // tool counts of the search scenario's scale runs
 	searchPasses, searchBuilds, searchWiths  int
@@ -61,12 +63,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	stdioClients := fl.String("stdio-clients", "1,64", "concurrent clients of the shared stdio scenario")
 	duration := fl.Duration("duration", 10*time.Second, "measured time of each load run (after a warm-up of a fifth of it, at most 2s)")
 	gw := fl.String("gateway", "", "the switchboard binary; default: build ./cmd/switchboard into a temporary directory")
-	scen := fl.String("scenarios", "load,stdio,catalog,idle", "scenarios to run: load, stdio, catalog, idle, search")
+	scen := fl.String("scenarios", "load,stdio,catalog,idle,replicas,cold", "scenarios to run: load, stdio, catalog, idle, replicas, cold, search")
 	catUp := fl.Int("catalog-upstreams", 100, "upstreams of the catalog scenario")
 	catTools := fl.Int("catalog-tools", 100, "tools per upstream of the catalog scenario")
 	pageSize := fl.Int("page-size", 100, "the gateway's pageSize in the catalog scenario")
 	passes := fl.Int("catalog-passes", 5, "times the whole catalog is listed")
 	idle := fl.Int("idle-sessions", 10000, "sessions of the idle scenario")
+	replicaClients := fl.String("replica-clients", "1,32", "concurrent clients of the replicas scenario (the kill test runs the largest)")
+	coldUp := fl.Int("cold-upstreams", 100, "upstreams of the cold scenario (against 1)")
+	coldTools := fl.Int("cold-tools", 10, "tools per upstream of the cold scenario")
+	coldRounds := fl.Int("cold-rounds", 3, "rounds of the cold scenario (each starts the gateway four times)")
 	searchTools := fl.String("search-tools", "1000,10000", "tool counts of the search scenario's latency, build and memory runs")
 	searchPasses := fl.Int("search-passes", 30, "times each query of the evaluation set is searched at each tool count")
 	outFile := fl.String("o", "", "also write the report to this file")
@@ -78,10 +84,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if *short {
 		*clients, *stdioClients, *duration = "1,8", "1,8", 2*time.Second
 		*catUp, *catTools, *pageSize, *passes, *idle = 10, 20, 50, 2, 500
+		*replicaClients, *coldUp, *coldRounds = "8", 10, 1
 		*searchPasses = 1
 	}
 	b := &bench{short: *short, duration: *duration, catUpstreams: *catUp, catTools: *catTools, pageSize: *pageSize,
 		passes: *passes, idleSessions: *idle, progress: stderr, profileDir: *profile, profileScenario: *profScen,
+		coldUpstreams: *coldUp, coldTools: max(*coldTools, 1), coldRounds: max(*coldRounds, 1),
 		searchPasses: max(*searchPasses, 1), searchBuilds: 5, searchWiths: 200}
 	if *short {
 		b.searchBuilds, b.searchWiths = 2, 20
@@ -90,7 +98,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	for _, s := range strings.Split(*scen, ",") {
 		s = strings.TrimSpace(s)
 		switch s {
-		case "load", "stdio", "catalog", "idle":
+		case "load", "stdio", "catalog", "idle", "replicas", "cold":
 			b.needGateway = true
 		case "search": // in process: no gateway, no children, no network
 		default:
@@ -110,6 +118,14 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if b.stdioClients, err = parseInts(*stdioClients); err != nil {
 		fmt.Fprintln(stderr, "-stdio-clients:", err)
+		return 2
+	}
+	if b.replicaClients, err = parseInts(*replicaClients); err != nil {
+		fmt.Fprintln(stderr, "-replica-clients:", err)
+		return 2
+	}
+	if *coldUp < 2 {
+		fmt.Fprintln(stderr, "-cold-upstreams: at least 2 (it is compared with 1)")
 		return 2
 	}
 	if b.self, err = os.Executable(); err != nil {
@@ -144,6 +160,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			err = b.catalogScenario()
 		case "idle":
 			err = b.idleScenario()
+		case "replicas":
+			err = b.replicasScenario()
+		case "cold":
+			err = b.coldScenario()
 		case "search":
 			err = b.searchScenario()
 		}
@@ -197,6 +217,15 @@ func (b *bench) machine() {
 	if b.needGateway {
 		settings = append(settings, fmt.Sprintf("clients %v, %s measured after %s warm-up", b.clients, b.duration, b.warm))
 	}
+	if slices.Contains(b.scenarios, "stdio") {
+		settings = append(settings, fmt.Sprintf("stdio: clients %v", b.stdioClients))
+	}
+	if slices.Contains(b.scenarios, "replicas") {
+		settings = append(settings, fmt.Sprintf("replicas: clients %v", b.replicaClients))
+	}
+	if slices.Contains(b.scenarios, "cold") {
+		settings = append(settings, fmt.Sprintf("cold: %d upstreams × %d tools, %d rounds", b.coldUpstreams, b.coldTools, b.coldRounds))
+	}
 	if slices.Contains(b.scenarios, "search") {
 		settings = append(settings, fmt.Sprintf("search: tools %v, %d passes, %d builds, %d updates", b.searchTools, b.searchPasses, b.searchBuilds, b.searchWiths))
 	}
@@ -231,8 +260,13 @@ func (b *bench) check(results ...loadResult) error {
 }
 
 func (b *bench) resultTable(rs []loadResult) {
-	fmt.Fprintf(b.out, "\n| clients | target | calls/s | p50 µs | p90 µs | p99 µs | max µs | errors | middle CPU s | middle CPU µs/call | middle peak RSS MiB | upstream CPU µs/call |\n")
-	fmt.Fprintf(b.out, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	withDials := slices.ContainsFunc(rs, func(r loadResult) bool { return r.hasDials })
+	dh, dl := "", ""
+	if withDials {
+		dh, dl = " upstream dials /1000 calls |", "---:|"
+	}
+	fmt.Fprintf(b.out, "\n| clients | target | calls/s | p50 µs | p90 µs | p99 µs | max µs | errors | middle CPU s | middle CPU µs/call | middle peak RSS MiB | upstream CPU µs/call |%s\n", dh)
+	fmt.Fprintf(b.out, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", dl)
 	for _, r := range rs {
 		cpu, per, rss := "–", "–", "–"
 		if r.hasMid {
@@ -243,11 +277,18 @@ func (b *bench) resultTable(rs []loadResult) {
 			rss = fmt.Sprintf("%.1f", float64(r.midPeakKiB)/1024)
 		}
 		up := "–"
-		if r.calls > 0 {
+		if r.hasUp && r.calls > 0 {
 			up = fmt.Sprintf("%.1f", r.upCPU/float64(r.calls)*1e6)
 		}
-		fmt.Fprintf(b.out, "| %d | %s | %.0f | %s | %s | %s | %s | %d | %s | %s | %s | %s |\n", r.clients, r.target, r.throughput(),
-			us(r.pct(0.5)), us(r.pct(0.9)), us(r.pct(0.99)), us(r.max()), r.errs, cpu, per, rss, up)
+		dials := ""
+		if withDials {
+			dials = " – |"
+			if r.hasDials && r.calls > 0 {
+				dials = fmt.Sprintf(" %.1f |", float64(r.dials)/float64(r.calls)*1000)
+			}
+		}
+		fmt.Fprintf(b.out, "| %d | %s | %.0f | %s | %s | %s | %s | %d | %s | %s | %s | %s |%s\n", r.clients, r.target, r.throughput(),
+			us(r.pct(0.5)), us(r.pct(0.9)), us(r.pct(0.99)), us(r.max()), r.errs, cpu, per, rss, up, dials)
 	}
 }
 
@@ -290,14 +331,22 @@ func (b *bench) loadScenario() error {
 	for _, n := range b.clients {
 		for _, t := range targets {
 			b.logf("load: %s, %d clients", t.name, n)
-			r := runLoad(t.name, t.url, t.params, n, b.warm, b.duration, t.mid, up)
+			acc := &acceptMeter{base: "http://" + up.addr}
+			spec := loadSpec{target: t.name, url: t.url, params: t.params, clients: n, warm: b.warm, dur: b.duration,
+				ups: []int{up.pid()}, meters: []meter{acc}}
+			if t.mid != nil {
+				spec.mids = []int{t.mid.pid()}
+			}
+			r := spec.run()
+			r.dials, r.hasDials = acc.dials()
 			all = append(all, r)
 			byKey[fmt.Sprint(t.name, n)] = r
 		}
 	}
 	fmt.Fprintf(b.out, "\n## Load: tools/call echo on a fast upstream (Go SDK, streamable HTTP, stateful)\n")
 	fmt.Fprintf(b.out, "\nEach client: its own session (initialize, notifications/initialized), then tools/call in a closed loop. "+
-		"\"Middle\" is the process between client and upstream (proxy or gateway); its CPU is utime+stime over the measured window.\n")
+		"\"Middle\" is the process between client and upstream (proxy or gateway); its CPU is utime+stime over the measured window. "+
+		"Upstream dials are the TCP connections the upstream accepted in the measured window (a counting listener), per 1,000 calls.\n")
 	b.resultTable(all)
 	fmt.Fprintf(b.out, "\n### Ratios (same run)\n\n| clients | gw/direct calls/s | gw/proxy calls/s | proxy/direct calls/s | proxy added p50 µs | gw added p50 µs | gw/proxy added p50 | gw shared/proxy calls/s | gw shared added p50 µs | gw CPU µs/msg |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, n := range b.clients {
@@ -315,9 +364,10 @@ func (b *bench) loadScenario() error {
 	return withLog(b.check(all...), gw.child)
 }
 
-// stdioScenario: one stdio upstream shared by every client, 1 client vs many.
+// stdioScenario: one stdio upstream shared by every client, 1 client vs many, against a simple stdio-to-HTTP
+// bridge on the same fixture (the comparator of issue 20), interleaved at each concurrency.
 func (b *bench) stdioScenario() error {
-	b.logf("stdio: starting gateway")
+	b.logf("stdio: starting gateway and bridge")
 	gw, err := b.startGateway("stdio", fmt.Sprintf(`upstreams:
   - {name: solo, command: %q, args: [upstream], session: shared, prefix: "", envPassthrough: [%s]}
 `, b.self, envChild)) // the child is this binary, told by envChild to act as an upstream
@@ -325,18 +375,57 @@ func (b *bench) stdioScenario() error {
 		return err
 	}
 	defer gw.stop()
+	br, err := startChild("stdio bridge", true, b.self, "stdiobridge")
+	if err != nil {
+		return err
+	}
+	defer br.stop()
+	// Each one's stdio child, whose CPU is the upstream's.
+	gwUp, brUp := childrenOf(gw.pid()), childrenOf(br.pid())
+	const params = `{"name":"echo","arguments":{"text":"hello from switchboard-bench"}}`
+	const gwName, brName = "switchboard, shared stdio", "simple bridge, one stdio child"
 	var rs []loadResult
+	byKey := map[string]loadResult{}
 	for _, n := range b.stdioClients {
-		b.logf("stdio: %d clients", n)
-		rs = append(rs, runLoad("switchboard, shared stdio", gw.url, `{"name":"echo","arguments":{"text":"hello from switchboard-bench"}}`, n, b.warm, b.duration, gw.child, nil))
+		for _, t := range []struct {
+			name, url string
+			mid       int
+			ups       []int
+		}{{gwName, gw.url, gw.pid(), gwUp}, {brName, "http://" + br.addr + "/mcp", br.pid(), brUp}} {
+			b.logf("stdio: %s, %d clients", t.name, n)
+			r := loadSpec{target: t.name, url: t.url, params: params, clients: n, warm: b.warm, dur: b.duration,
+				mids: []int{t.mid}, ups: t.ups}.run()
+			rs = append(rs, r)
+			byKey[fmt.Sprint(t.name, n)] = r
+		}
 	}
-	fmt.Fprintf(b.out, "\n## Shared stdio upstream\n\nOne stdio child (the same Go SDK server, `session: shared`) behind the gateway; every client calls echo through it.\n")
+	fmt.Fprintf(b.out, "\n## Shared stdio upstream\n\nOne stdio child (the same Go SDK server, `session: shared`) behind the gateway; every client calls echo through it. "+
+		"The comparator, in the same run: a simple Go stdio-to-HTTP bridge (`switchboard-bench stdiobridge`) with one child of the same fixture, "+
+		"which initializes it once and forwards each request with its id rewritten (answers matched by id, JSON answers), "+
+		"with no aggregation, progress or cancellation. \"Middle\" is the gateway or the bridge; the upstream is its stdio child.\n")
 	b.resultTable(rs)
-	if len(rs) > 1 {
-		fmt.Fprintf(b.out, "\nThroughput with %d clients / with %d: **%s** (≥ 1 means sharing costs nothing).\n",
-			rs[len(rs)-1].clients, rs[0].clients, ratio(rs[len(rs)-1].throughput(), rs[0].throughput()))
+	fmt.Fprintf(b.out, "\n### Gateway ÷ simple bridge (same run)\n\n| clients | gw calls/s | bridge calls/s | gw ÷ bridge calls/s | gw CPU µs/call | bridge CPU µs/call | gw ÷ bridge CPU per call | gw added p50 µs over bridge |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, n := range b.stdioClients {
+		g, p := byKey[fmt.Sprint(gwName, n)], byKey[fmt.Sprint(brName, n)]
+		gc, pc := perCall(g.midCPU, g.calls), perCall(p.midCPU, p.calls)
+		fmt.Fprintf(b.out, "| %d | %.0f | %.0f | %s | %.1f | %.1f | %s | %s |\n", n, g.throughput(), p.throughput(),
+			ratio(g.throughput(), p.throughput()), gc*1e6, pc*1e6, ratio(gc, pc), us(g.pct(.5)-p.pct(.5)))
 	}
-	return withLog(b.check(rs...), gw.child)
+	if len(b.stdioClients) > 1 {
+		lo, hi := b.stdioClients[0], b.stdioClients[len(b.stdioClients)-1]
+		fmt.Fprintf(b.out, "\nThroughput with %d clients / with %d: gateway **%s**, bridge %s (≥ 1 means sharing costs nothing).\n", hi, lo,
+			ratio(byKey[fmt.Sprint(gwName, hi)].throughput(), byKey[fmt.Sprint(gwName, lo)].throughput()),
+			ratio(byKey[fmt.Sprint(brName, hi)].throughput(), byKey[fmt.Sprint(brName, lo)].throughput()))
+	}
+	return withLog(withLog(b.check(rs...), gw.child), br)
+}
+
+// perCall is CPU seconds per call (0 without calls).
+func perCall(cpu float64, calls int) float64 {
+	if calls == 0 {
+		return 0
+	}
+	return cpu / float64(calls)
 }
 
 // withLog adds the tail of a child's log to a scenario's error.

@@ -18,6 +18,9 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -100,12 +103,72 @@ func cmdUpstream(args []string) int {
 		return 1
 	}
 	announce(ln.Addr())
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
-	if err := serveUntilSignal(ln, h); err != nil {
+	cl := &countingListener{Listener: ln}
+	mcpH := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == acceptsPath {
+			fmt.Fprint(w, cl.accepted.Load())
+			return
+		}
+		mcpH.ServeHTTP(w, r)
+	})
+	if err := serveUntilSignal(cl, h); err != nil {
 		fmt.Fprintln(os.Stderr, "upstream:", err)
 		return 1
 	}
 	return 0
+}
+
+// acceptsPath is where the HTTP upstream tells how many TCP connections it has accepted (the parent reads it at both
+// ends of a measured window: dials per 1,000 calls, issue 20).
+const acceptsPath = "/_bench/accepts"
+
+// countingListener counts the connections it accepts.
+type countingListener struct {
+	net.Listener
+	accepted atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.accepted.Add(1)
+	}
+	return c, err
+}
+
+// acceptMeter reads an HTTP upstream's accepted connections at both ends of a measured window. Each reading is a
+// request on a new connection (no keep-alive), which the upstream counts before it answers; so the end reading
+// counts one connection of the meter's own, the start reading's is already in the start value.
+type acceptMeter struct {
+	base       string // http://ADDR
+	a, b       int64
+	errA, errB error
+}
+
+func (m *acceptMeter) read() (int64, error) {
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := hc.Get(m.base + acceptsPath)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+}
+
+func (m *acceptMeter) begin() { m.a, m.errA = m.read() }
+func (m *acceptMeter) end()   { m.b, m.errB = m.read() }
+
+// dials is the number of connections the upstream accepted in the window, the meter's own excluded.
+func (m *acceptMeter) dials() (int64, bool) {
+	if m.errA != nil || m.errB != nil {
+		return 0, false
+	}
+	return m.b - m.a - 1, true
 }
 
 // newProxy is the floor: net/http/httputil's reverse proxy, flushing at once (SSE).
