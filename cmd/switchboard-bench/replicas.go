@@ -222,15 +222,15 @@ func (b *bench) replicasReport(runs []replicaRun) {
 	}
 	fmt.Fprintf(b.out, "\nRedis per session, 2 replicas (outside the measured window): opened = `initialize` + `notifications/initialized` "+
 		"(round robin: the two land on different replicas, so the second restores the session from its record; with affinity both land on the same one); ended = `DELETE`.\n\n"+
-		"| clients | target | sessions | opened: commands/session | opened: round trips/session | opened: commands (per session) | ended: commands/session | ended: round trips/session | ended: commands (per session) |\n|---:|---|---:|---:|---:|---|---:|---:|---|\n")
+		"| clients | target | sessions | opened: commands/session | opened: round trips/session | opened: Redis CPU µs/session | opened: commands (per session) | ended: commands/session | ended: round trips/session | ended: Redis CPU µs/session | ended: commands (per session) |\n|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---|\n")
 	for _, r := range runs {
 		if r.open == nil || r.closed == nil || r.clients == 0 {
 			continue
 		}
 		n := float64(r.clients)
-		fmt.Fprintf(b.out, "| %d | %s | %d | %.1f | %.1f | %s | %.1f | %.1f | %s |\n", r.clients, r.target, r.clients,
-			float64(r.open.total)/n, float64(r.open.reads)/n, r.open.top(r.clients),
-			float64(r.closed.total)/n, float64(r.closed.reads)/n, r.closed.top(r.clients))
+		fmt.Fprintf(b.out, "| %d | %s | %d | %.1f | %.1f | %.0f | %s | %.1f | %.1f | %.0f | %s |\n", r.clients, r.target, r.clients,
+			float64(r.open.total)/n, float64(r.open.reads)/n, r.open.cpu/n*1e6, r.open.top(r.clients),
+			float64(r.closed.total)/n, float64(r.closed.reads)/n, r.closed.cpu/n*1e6, r.closed.top(r.clients))
 	}
 }
 
