@@ -62,37 +62,54 @@ type metaError struct{ msg string }
 // stdio has none: "There is no header layer").
 func readModernMeta(params []byte) (modernMeta, *metaError) {
 	var meta modernMeta
-	var raw map[string]json.RawMessage
-	// Only _meta is decoded: the arguments may be large, and nothing here needs them.
+	var obj []byte
+	// Only _meta is read, in one pass over its bytes: this runs on every request, and the arguments may be large.
 	if st, e, status := jsonrpc.LookupStatus(params, "_meta"); status == jsonrpc.Found {
-		if err := json.Unmarshal(params[st:e], &raw); err != nil {
-			return meta, &metaError{"params._meta must be an object"}
-		}
+		obj = params[st:e]
 	} else if status == jsonrpc.Ambiguous || status == jsonrpc.Malformed && len(params) > 0 {
 		return meta, &metaError{"params must be an object with one _meta member"}
 	}
-	v, okV := raw[protocol.MetaProtocolVersion]
-	caps, okC := raw[protocol.MetaClientCapabilities]
-	if raw == nil || !okV || !okC {
-		return meta, &metaError{fmt.Sprintf("params._meta must carry %q and %q in protocol version %s",
-			protocol.MetaProtocolVersion, protocol.MetaClientCapabilities, protocol.Modern)}
+	missing := &metaError{fmt.Sprintf("params._meta must carry %q and %q in protocol version %s",
+		protocol.MetaProtocolVersion, protocol.MetaClientCapabilities, protocol.Modern)}
+	if obj == nil {
+		return meta, missing
+	}
+	sp, ok := jsonrpc.LookupMembers(obj, protocol.MetaProtocolVersion, protocol.MetaClientCapabilities, protocol.MetaClientInfo, protocol.MetaLogLevel)
+	if !ok {
+		if !isObject(obj) {
+			return meta, &metaError{"params._meta must be an object"}
+		}
+		return meta, &metaError{"params._meta must name each of its members once"}
+	}
+	v, caps, info, lv := sp[0], sp[1], sp[2], sp[3]
+	if !v.Found || !caps.Found {
+		return meta, missing
 	}
 	// Each distinct capabilities object gets a pooled session that keeps it, and the client info of the request
 	// that started it: bound what one request may pin. Real clients send well under 1 KiB of each.
-	for _, member := range []string{protocol.MetaClientCapabilities, protocol.MetaClientInfo} {
-		if n := len(raw[member]); n > maxCapabilitiesBytes {
-			return meta, &metaError{fmt.Sprintf("params._meta[%q] is %d bytes; at most %d are accepted", member, n, maxCapabilitiesBytes)}
+	for _, m := range []struct {
+		name string
+		span jsonrpc.Span
+	}{{protocol.MetaClientCapabilities, caps}, {protocol.MetaClientInfo, info}} {
+		if n := m.span.End - m.span.Start; n > maxCapabilitiesBytes {
+			return meta, &metaError{fmt.Sprintf("params._meta[%q] is %d bytes; at most %d are accepted", m.name, n, maxCapabilitiesBytes)}
 		}
 	}
-	if json.Unmarshal(v, &meta.version) != nil || !isObject(caps) {
+	version, err := jsonrpc.Unquote(obj[v.Start:v.End])
+	if err != nil || !isObject(obj[caps.Start:caps.End]) {
 		return meta, &metaError{fmt.Sprintf("params._meta[%q] must be a string and params._meta[%q] an object",
 			protocol.MetaProtocolVersion, protocol.MetaClientCapabilities)}
 	}
-	meta.caps, meta.clientInfo = caps, raw[protocol.MetaClientInfo]
-	if lv, ok := raw[protocol.MetaLogLevel]; ok {
-		if json.Unmarshal(lv, &meta.logLevel) != nil || !validLogLevel(meta.logLevel) {
+	meta.version, meta.caps = version, obj[caps.Start:caps.End]
+	if info.Found {
+		meta.clientInfo = obj[info.Start:info.End]
+	}
+	if lv.Found {
+		level, err := jsonrpc.Unquote(obj[lv.Start:lv.End])
+		if err != nil || !validLogLevel(level) {
 			return meta, &metaError{fmt.Sprintf("params._meta[%q] must be one of debug, info, notice, warning, error, critical, alert, emergency", protocol.MetaLogLevel)}
 		}
+		meta.logLevel = level
 	}
 	return meta, nil
 }

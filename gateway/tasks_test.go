@@ -32,7 +32,8 @@ func taskBody(id, method, params string, tasks bool) string {
 // and tasks/list are gone (-32601, HTTP 404); a cancelled task reads cancelled, and every answer is resultType
 // complete except the CreateTaskResult.
 func TestModernTasks(t *testing.T) {
-	up, _ := httpUpstream(t, "alpha", routing.Shared, markerSink(t))
+	markers := markerSink(t)
+	up, _ := httpUpstream(t, "alpha", routing.Shared, markers)
 	up.Tasks = "optional"
 	h := startGateway(t, routing.Options{Tasks: routing.TaskOptions{Store: state.NewMemory(), SyncWindow: 50 * time.Millisecond}}, gateway.Options{}, up)
 	c := h.raw(t)
@@ -80,6 +81,10 @@ func TestModernTasks(t *testing.T) {
 		{name: "tasks/get of an unknown task", body: taskBody("n", "tasks/get", `"taskId":"nope"`, true), edit: map[string]string{"Mcp-Name": "nope"}, status: 400, code: -32602},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "tasks/get after cancel" {
+				// The replica running the task stops the upstream call: the upstream hears the cancellation.
+				waitMarker(t, markers, "cancel-t1")
+			}
 			r := modernDo(t, c, tc.body, tc.edit)
 			if r.status != tc.status {
 				t.Fatalf("HTTP %d, want %d: %s", r.status, tc.status, r.body)

@@ -45,62 +45,94 @@ func (l *link) modern() bool {
 // adaptMeta makes a request's _meta speak the upstream's era. A legacy upstream learnt the client's version,
 // capabilities and level in initialize; the stateless era's keys would only mislead it (some servers decide per
 // request, from _meta, which era they serve). A stateless upstream needs them on every request: a legacy client's
-// capabilities and level come from its session.
+// capabilities and level come from its session. The message is rebuilt only when _meta changes.
 func (s *Session) adaptMeta(l *link, m jsonrpc.Message) jsonrpc.Message {
-	params := m.Params()
-	if params == nil {
-		params = []byte(`{}`)
+	me := s.upstreamMeta(l, m.Params())
+	if !me.changed {
+		return m
 	}
-	st, e, hasMeta := jsonrpc.Lookup(params, "_meta")
-	var out []byte
-	if l.modern() {
-		meta := []byte(`{}`)
-		if hasMeta {
-			meta = params[st:e]
-		}
-		edited := meta
-		if v, ok := jsonrpc.LookupString(meta, protocol.MetaProtocolVersion); !ok || v != protocol.Modern {
-			edited = jsonrpc.SetMember(edited, protocol.MetaProtocolVersion, []byte(`"`+protocol.Modern+`"`))
-		}
-		if _, _, ok := jsonrpc.Lookup(meta, protocol.MetaClientCapabilities); !ok {
-			caps := s.params.Capabilities
-			if len(caps) == 0 {
-				caps = json.RawMessage(`{}`)
-			}
-			edited = jsonrpc.SetMember(edited, protocol.MetaClientCapabilities, caps)
-		}
-		if _, _, ok := jsonrpc.Lookup(meta, protocol.MetaClientInfo); !ok && len(s.params.ClientInfo) > 0 {
-			edited = jsonrpc.SetMember(edited, protocol.MetaClientInfo, s.params.ClientInfo)
-		}
-		s.mu.Lock()
-		level := s.logLevel
-		s.mu.Unlock()
-		if _, _, ok := jsonrpc.Lookup(meta, protocol.MetaLogLevel); !ok && level >= 0 {
-			edited = jsonrpc.SetMember(edited, protocol.MetaLogLevel, []byte(`"`+logLevels[level]+`"`))
-		}
-		if hasMeta && len(edited) == len(meta) && &edited[0] == &meta[0] {
-			return m // a stateless client's own request, already complete: the common case costs no copy
-		}
-		out = jsonrpc.SetMember(params, "_meta", edited)
-	} else {
-		if !hasMeta {
-			return m
-		}
-		meta := jsonrpc.DeleteMembers(params[st:e], protocol.MetaProtocolVersion, protocol.MetaClientCapabilities, protocol.MetaClientInfo, protocol.MetaLogLevel)
-		if len(meta) == e-st && &meta[0] == &params[st] {
-			return m
-		}
-		if string(meta) == "{}" {
-			out = jsonrpc.DeleteMembers(params, "_meta")
-		} else {
-			out = jsonrpc.SetMember(params, "_meta", meta)
-		}
-	}
-	msg, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, m.ID(), m.Method(), out))
+	msg, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, m.ID(), m.Method(), me.params(m.Params())))
 	if err != nil {
 		return m
 	}
 	return msg
+}
+
+// metaEdit is what a request's params._meta becomes on its way upstream: forwardWith applies it in the one splice
+// that builds the upstream message, together with the id, the name and the progress token.
+type metaEdit struct {
+	meta    []byte // the new _meta object; nil when it is to go (a legacy upstream's, emptied)
+	present bool   // params has a _meta now (else it is to be inserted)
+	changed bool   // meta differs from params._meta
+}
+
+// upstreamMeta works out the _meta of a request to l's upstream, as adaptMeta describes.
+func (s *Session) upstreamMeta(l *link, params []byte) metaEdit {
+	if params == nil {
+		params = []byte(`{}`)
+	}
+	st, e, hasMeta := jsonrpc.Lookup(params, "_meta")
+	if !l.modern() {
+		if !hasMeta {
+			return metaEdit{}
+		}
+		meta := jsonrpc.DeleteMembers(params[st:e], protocol.MetaProtocolVersion, protocol.MetaClientCapabilities, protocol.MetaClientInfo, protocol.MetaLogLevel)
+		if len(meta) == e-st && &meta[0] == &params[st] {
+			return metaEdit{meta: meta, present: true}
+		}
+		if string(meta) == "{}" {
+			meta = nil
+		}
+		return metaEdit{meta: meta, present: true, changed: true}
+	}
+	meta := []byte(`{}`)
+	if hasMeta {
+		meta = params[st:e]
+	}
+	edited := meta
+	if v, ok := jsonrpc.LookupString(meta, protocol.MetaProtocolVersion); !ok || v != protocol.Modern {
+		edited = jsonrpc.SetMember(edited, protocol.MetaProtocolVersion, []byte(`"`+protocol.Modern+`"`))
+	}
+	if _, _, ok := jsonrpc.Lookup(meta, protocol.MetaClientCapabilities); !ok {
+		caps := s.params.Capabilities
+		if len(caps) == 0 {
+			caps = json.RawMessage(`{}`)
+		}
+		edited = jsonrpc.SetMember(edited, protocol.MetaClientCapabilities, caps)
+	}
+	if _, _, ok := jsonrpc.Lookup(meta, protocol.MetaClientInfo); !ok && len(s.params.ClientInfo) > 0 {
+		edited = jsonrpc.SetMember(edited, protocol.MetaClientInfo, s.params.ClientInfo)
+	}
+	s.mu.Lock()
+	level := s.logLevel
+	s.mu.Unlock()
+	if _, _, ok := jsonrpc.Lookup(meta, protocol.MetaLogLevel); !ok && level >= 0 {
+		edited = jsonrpc.SetMember(edited, protocol.MetaLogLevel, []byte(`"`+logLevels[level]+`"`))
+	}
+	// A stateless client's own request, already complete, is the common case: it costs no copy.
+	unchanged := hasMeta && len(edited) == len(meta) && &edited[0] == &meta[0]
+	return metaEdit{meta: edited, present: hasMeta, changed: !unchanged}
+}
+
+// set returns the edit with member key of _meta set to v.
+func (me metaEdit) set(key string, v []byte) metaEdit {
+	base := me.meta
+	if base == nil {
+		base = []byte(`{}`)
+	}
+	me.meta, me.changed = jsonrpc.SetMember(base, key, v), true
+	return me
+}
+
+// params returns params with the edit applied (a copy), for a message that must be rebuilt.
+func (me metaEdit) params(params []byte) []byte {
+	if params == nil {
+		params = []byte(`{}`)
+	}
+	if me.meta == nil {
+		return jsonrpc.DeleteMembers(params, "_meta")
+	}
+	return jsonrpc.SetMember(params, "_meta", me.meta)
 }
 
 // canonicalJSON re-encodes a JSON value with sorted keys and no spaces, so equal capability objects make equal

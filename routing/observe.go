@@ -461,19 +461,3 @@ func (s *Session) definitionHash(up *Upstream, method, exposed string) string {
 	}
 	return ""
 }
-
-// withTraceparent puts the leg's traceparent in the request's params._meta, where every upstream (stdio ones
-// too) can continue the trace; the 2026-07-28 schema reserves the key for exactly this.
-func withTraceparent(m jsonrpc.Message, tp string) (jsonrpc.Message, error) {
-	params := m.Params()
-	if params == nil || tp == "" {
-		return m, nil
-	}
-	v := jsonrpc.AppendQuote(nil, tp)
-	if s, e, ok := jsonrpc.Lookup(params, "_meta"); ok {
-		params = jsonrpc.Splice(nil, params, jsonrpc.Edit{Start: s, End: e, With: setMember(params[s:e], "traceparent", v)})
-	} else {
-		params = setMember(params, "_meta", append(append([]byte(`{"traceparent":`), v...), '}'))
-	}
-	return jsonrpc.Parse(jsonrpc.AppendRequest(nil, m.ID(), m.Method(), params))
-}

@@ -351,8 +351,12 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 		replyError(out, id, protocol.CodeInternalError, err.Error())
 		return
 	}
+	// The request's _meta speaks the upstream's era (modern.go): worked out here, applied in the one splice below.
+	var me metaEdit
 	if s.era.modern() || l.modern() {
-		m = s.adaptMeta(l, m) // the request's _meta speaks the upstream's era (modern.go)
+		me = s.upstreamMeta(l, m.Params())
+	} else if st, e, ok := jsonrpc.Lookup(m.Params(), "_meta"); ok {
+		me = metaEdit{meta: m.Params()[st:e], present: true}
 	}
 	// Waiting for the link is bounded by the upstream's timeout. Most calls find it ready and prepared: the
 	// bounded context, a timer and its channel, is made only for a wait.
@@ -382,7 +386,6 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 		switch st, e, status := jsonrpc.LookupStatus(params, "_meta", "progressToken"); status {
 		case jsonrpc.Found:
 			c.token = clone(params[st:e])
-			edits = append(edits, jsonrpc.ParamEdit{Path: []string{"_meta", "progressToken"}, With: upID})
 		case jsonrpc.Ambiguous:
 			// A duplicated or case-variant token would reach the upstream unrewritten, in the gateway's own token
 			// space, where it could name another client's call.
@@ -405,11 +408,27 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	ctx, traceparent := s.r.startLeg(ctx, c)
 	mirrored := s.paramValues(l, c, m.Params())
 	if traceparent != "" {
-		if tm, err := withTraceparent(m, traceparent); err == nil {
-			m = tm
-		}
+		// In params._meta too, where every upstream (stdio ones too) can continue the trace: the 2026-07-28
+		// schema reserves the key for exactly this.
+		me = me.set("traceparent", jsonrpc.AppendQuote(nil, traceparent))
 	}
-	msg := m.AppendWith(make([]byte, 0, len(m.Raw())+32), upID, edits...)
+	// One splice builds the upstream message: the id, the name, and _meta whole when it changed (its progress
+	// token in it; inserted when params had none), else the token alone. Only a _meta to remove, or one for a
+	// request without params, rebuilds the message first.
+	switch {
+	case me.changed:
+		if c.token != nil {
+			me = me.set("progressToken", upID)
+		}
+		if me.meta != nil && m.Params() != nil {
+			edits = append(edits, jsonrpc.ParamEdit{Path: metaPath, With: me.meta, Insert: true})
+		} else if rm, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, m.ID(), m.Method(), me.params(m.Params()))); err == nil {
+			m = rm
+		}
+	case c.token != nil:
+		edits = append(edits, jsonrpc.ParamEdit{Path: tokenPath, With: upID})
+	}
+	msg := m.AppendWith(make([]byte, 0, len(m.Raw())+len(me.meta)+32), upID, edits...)
 	if lc, ok := s.era.(*legacyClient); ok && l.modern() && multiRound(c.method) {
 		c.bridge = &bridged{client: lc, req: msg} // kept to retry it with the client's answers if the upstream asks for input
 	}
@@ -430,6 +449,12 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 		}
 	}
 }
+
+// Paths of the members forwardWith edits, shared by every call, never written.
+var (
+	metaPath  = []string{"_meta"}
+	tokenPath = []string{"_meta", "progressToken"}
+)
 
 // lazyTimeout is a context bounded by d, made on first use.
 type lazyTimeout struct {

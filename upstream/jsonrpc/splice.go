@@ -29,6 +29,10 @@ func Splice(dst, src []byte, edits ...Edit) []byte {
 type ParamEdit struct {
 	Path []string
 	With []byte
+	// Insert, for a one-member Path, adds the member as the first of params
+	// when params has none of that name: so that a message needing a new
+	// member (a _meta) is still built in one splice.
+	Insert bool
 }
 
 // AppendWithID appends the message with its id replaced by id (raw JSON: a
@@ -47,7 +51,9 @@ const maxInlineEdits = 8
 // ParamEdit values do not escape to the heap.
 type pendingEdit struct {
 	start, end int
-	src        int // editID, editInsertID or an index into the ParamEdits
+	src        int  // editID, editInsertID or an index into the ParamEdits
+	member     bool // insert the ParamEdit as a new member: "key":value
+	comma      bool // and a comma after it (params has other members)
 }
 
 const (
@@ -70,12 +76,12 @@ func (m Message) AppendWith(dst, id []byte, edits ...ParamEdit) []byte {
 	es := inline[:0]
 	if id != nil {
 		if m.id.ok() {
-			es = append(es, pendingEdit{int(m.id.start), int(m.id.end), editID})
+			es = append(es, pendingEdit{start: int(m.id.start), end: int(m.id.end), src: editID})
 		} else if len(m.raw) > 0 {
 			// Insert "id":<id>, after '{'; a valid message always has a
 			// "jsonrpc" member after it, so the comma is correct.
 			open := skipWS(m.raw, 0) + 1
-			es = append(es, pendingEdit{open, open, editInsertID})
+			es = append(es, pendingEdit{start: open, end: open, src: editInsertID})
 		}
 	}
 	if params := m.Params(); params != nil {
@@ -85,17 +91,24 @@ func (m Message) AppendWith(dst, id []byte, edits ...ParamEdit) []byte {
 			if pe.With == nil || len(pe.Path) == 0 {
 				continue
 			}
-			s, e, ok := Lookup(params, pe.Path...)
-			if !ok {
+			s, e, st := LookupStatus(params, pe.Path...)
+			member, comma := false, false
+			switch {
+			case st == Found:
+			case st == Absent && pe.Insert && len(pe.Path) == 1 && len(params) > 0 && params[skipWS(params, 0)] == '{':
+				open := skipWS(params, 0) + 1
+				s, e, member = open, open, true
+				comma = params[skipWS(params, open)] != '}'
+			default:
 				continue
 			}
 			s, e = s+base, e+base
 			for _, o := range es {
-				if s < o.end && o.start < e {
+				if s < o.end && o.start < e || member && s == o.start {
 					continue next
 				}
 			}
-			es = append(es, pendingEdit{s, e, k})
+			es = append(es, pendingEdit{s, e, k, member, comma})
 		}
 	}
 	// Insertion sort: there are only a handful of edits.
@@ -115,7 +128,13 @@ func (m Message) AppendWith(dst, id []byte, edits ...ParamEdit) []byte {
 			dst = append(dst, id...)
 			dst = append(dst, ',')
 		default:
+			if e.member {
+				dst = append(AppendQuote(dst, edits[e.src].Path[0]), ':')
+			}
 			dst = append(dst, edits[e.src].With...)
+			if e.comma {
+				dst = append(dst, ',')
+			}
 		}
 		pos = e.end
 	}

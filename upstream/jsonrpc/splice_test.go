@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -176,5 +177,33 @@ func TestDeleteMembers(t *testing.T) {
 				t.Errorf("DeleteMembers(%s, %q) = %s, want %s", tc.obj, tc.keys, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestAppendWithInsert: an Insert edit adds its member first in params when params has none of that name, keeps
+// params valid whatever its spacing or emptiness, replaces the member where it exists, and is skipped when the
+// name is ambiguous or params is not an object.
+func TestAppendWithInsert(t *testing.T) {
+	meta := ParamEdit{Path: []string{"_meta"}, With: []byte(`{"k":1}`), Insert: true}
+	for _, tc := range []struct{ in, want string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{"name":"x"}}`, `{"jsonrpc":"2.0","id":9,"method":"m","params":{"_meta":{"k":1},"name":"x"}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{}}`, `{"jsonrpc":"2.0","id":9,"method":"m","params":{"_meta":{"k":1}}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{ }}`, `{"jsonrpc":"2.0","id":9,"method":"m","params":{"_meta":{"k":1} }}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"old":true},"a":1}}`, `{"jsonrpc":"2.0","id":9,"method":"m","params":{"_meta":{"k":1},"a":1}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":1,"_meta":2}}`, `{"jsonrpc":"2.0","id":9,"method":"m","params":{"_meta":1,"_meta":2}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}`, `{"jsonrpc":"2.0","id":9,"method":"m","params":[1]}`},
+	} {
+		m, err := Parse([]byte(tc.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := m.AppendWith(nil, []byte("9"), ParamEdit{Path: []string{"name"}, With: []byte(`"y"`)}, meta)
+		want := strings.Replace(tc.want, `"name":"x"`, `"name":"y"`, 1)
+		if string(got) != want {
+			t.Errorf("AppendWith(%s)\n got %s\nwant %s", tc.in, got, want)
+		}
+		if _, err := Parse(got); err != nil {
+			t.Errorf("AppendWith(%s) = %s, not a valid message: %v", tc.in, got, err)
+		}
 	}
 }
