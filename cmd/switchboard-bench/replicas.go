@@ -221,7 +221,9 @@ func (b *bench) replicasReport(runs []replicaRun) {
 		}
 	}
 	fmt.Fprintf(b.out, "\nRedis per session, 2 replicas (outside the measured window): opened = `initialize` + `notifications/initialized` "+
-		"(round robin: the two land on different replicas, so the second restores the session from its record; with affinity both land on the same one); ended = `DELETE`.\n\n"+
+		"(round robin: when the second lands on the other replica, that one restores the session from its record, one `HGETALL`; "+
+		"a session whose two land on one replica is restored in its first calls, in the warm-up, outside both windows; "+
+		"with affinity both land on the same replica); ended = `DELETE`.\n\n"+
 		"| clients | target | sessions | opened: commands/session | opened: round trips/session | opened: Redis CPU µs/session | opened: commands (per session) | ended: commands/session | ended: round trips/session | ended: Redis CPU µs/session | ended: commands (per session) |\n|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---|\n")
 	for _, r := range runs {
 		if r.open == nil || r.closed == nil || r.clients == 0 {
@@ -438,7 +440,7 @@ func (b *bench) killReport(k killResult) {
 		"replica A gets SIGKILL %.1f s in and the clients go on until the end, never opening a new session. "+
 		"A was reaped %s after the SIGKILL. A session *continued* when it had a successful call after the kill (on replica B, "+
 		"from the shared record); a failed call *on the dying replica* started before A was reaped. "+
-		"The balancer marked A down %s (a refused dial; %d requests sent to B instead); requests answered after the kill, A / B: %s.\n\n",
+		"The balancer marked A down %s (a refused dial; requests sent to B instead: %d); requests answered after the kill, A / B: %s.\n\n",
 		k.sessions, k.end.Sub(k.start).Round(time.Millisecond), k.kill.Sub(k.start).Seconds(), ms(k.dead.Sub(k.kill))+" ms",
 		down, k.resent, strings.Join(split, " / "))
 	fmt.Fprintf(b.out, "| sessions | calls ok before the kill | calls ok after | failed on the dying replica | failed after it was gone | failed before the kill | failures answered by a gateway | sessions that saw a failure | sessions continued | sessions lost | slowest session back after the kill |\n")
