@@ -115,8 +115,23 @@ func (c *httpConn) readEvents(id []byte, body io.ReadCloser, cursor *string, ret
 			return false, progressed, c.ctx.Err()
 		}
 		if m.Kind() == jsonrpc.KindResponse && sameID(m.ID(), id) {
+			drainStream(body)
 			return true, progressed, nil
 		}
+	}
+}
+
+// drainStream reads what is left of a POST's event stream once its answer came, for at most drainWait: "after
+// the JSON-RPC response has been sent, the server SHOULD close the SSE stream", and a body read to its end
+// returns the connection to the pool, where one closed early is dropped and the next request dials anew (the
+// benchmark saw a dial every few calls). A server that keeps the stream open, or sends more than 64 KiB, only
+// costs that reuse. The timer's goroutine, if it fired, is waited for, as in modernConn.drain.
+func drainStream(body io.ReadCloser) {
+	fired := make(chan struct{})
+	t := time.AfterFunc(drainWait, func() { defer close(fired); _ = body.Close() })
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+	if !t.Stop() {
+		<-fired
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -546,5 +547,31 @@ func TestConnValues(t *testing.T) {
 	<-child.Done()
 	if v.Err() == nil || child.Err() == nil {
 		t.Fatalf("the connection's end did not: %v, %v", v.Err(), child.Err())
+	}
+}
+
+// TestStreamableConnectionReuse: calls answered on SSE streams reuse the HTTP connection: the stream is read to
+// its end after the answer, so the connection goes back to the pool instead of being dropped and dialled anew.
+func TestStreamableConnectionReuse(t *testing.T) {
+	var dials atomic.Int32
+	s := newHTTPSetup(t, streamableHandler(false, nil))
+	s.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			dials.Add(1)
+		}
+	}
+	defer s.close()
+	conn := mustDial(t, s.spec, rootsHello)
+	defer conn.Close()
+	s.waitGET(t)
+	before := dials.Load()
+	for i := range 20 {
+		resp, _ := roundTrip(t, conn, 100+i, "tools/list", `{}`)
+		if resp.Msg.Result() == nil {
+			t.Fatalf("call %d: %s", i, resp.Msg.Raw())
+		}
+	}
+	if n := dials.Load() - before; n > 2 {
+		t.Errorf("20 sequential calls dialled %d new connections, want them on the kept ones", n)
 	}
 }
