@@ -41,7 +41,7 @@ type HTTPTransport struct {
 // do sends a request, keeping the URL's query string (where API keys often live) out of the error: errors
 // travel to logs, /readyz and clients' error messages.
 func (t *HTTPTransport) do(req *http.Request) (*http.Response, error) {
-	resp, err := t.client.Do(req)
+	resp, err := t.send(req)
 	var ue *url.Error
 	if err != nil && errors.As(err, &ue) {
 		if u, perr := url.Parse(ue.URL); perr == nil {
@@ -50,6 +50,43 @@ func (t *HTTPTransport) do(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, err
+}
+
+// send makes the exchange on the client's transport itself: http.Client.Do would copy the headers for
+// redirects, clone the URL and watch for a timeout on every call, for the rare upstream that redirects. A
+// redirect is followed by Client.Do after all, with the body made again; so is every exchange of a client with
+// a timeout or a cookie jar (one a caller configured). Errors read as Client.Do's do.
+func (t *HTTPTransport) send(req *http.Request) (*http.Response, error) {
+	c := t.client
+	if c.Timeout != 0 || c.Jar != nil || c.CheckRedirect != nil {
+		return c.Do(req)
+	}
+	rt := c.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		op := req.Method[:1] + strings.ToLower(req.Method[1:])
+		return nil, &url.Error{Op: op, URL: req.URL.String(), Err: err}
+	}
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		if resp.Header.Get("Location") == "" || req.Body != nil && req.GetBody == nil {
+			return resp, nil
+		}
+		discard(resp)
+		again := req.Clone(req.Context())
+		if req.GetBody != nil {
+			body, err := req.GetBody()
+			if err != nil {
+				return nil, err
+			}
+			again.Body = body
+		}
+		return c.Do(again)
+	}
+	return resp, nil
 }
 
 func newHTTPTransport(spec Spec, u *url.URL) *HTTPTransport {

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -573,5 +575,32 @@ func TestStreamableConnectionReuse(t *testing.T) {
 	}
 	if n := dials.Load() - before; n > 2 {
 		t.Errorf("20 sequential calls dialled %d new connections, want them on the kept ones", n)
+	}
+}
+
+// TestStreamableRedirect: an upstream whose endpoint redirects (307, as a server that moved its path answers) is
+// still reached: the exchange made on the transport itself hands a redirect to http.Client, with the body made
+// again, and errors read as http.Client's.
+func TestStreamableRedirect(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/moved", http.StatusTemporaryRedirect)
+	})
+	mux.Handle("/moved", streamableHandler(false, nil))
+	s := newHTTPSetup(t, mux)
+	defer s.close()
+	conn := mustDial(t, s.spec, rootsHello)
+	defer conn.Close()
+	resp, _ := roundTrip(t, conn, 7, "tools/list", `{}`)
+	if !bytes.Contains(resp.Msg.Result(), []byte(`"echo"`)) {
+		t.Fatalf("tools/list through a redirect: %s", resp.Msg.Raw())
+	}
+
+	down := &HTTPTransport{client: &http.Client{}}
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/mcp?key=secret", nil)
+	_, err := down.do(req)
+	var ue *url.Error
+	if !errors.As(err, &ue) || ue.Op != "Post" || strings.Contains(err.Error(), "secret") {
+		t.Errorf("a refused exchange: %v, want a *url.Error for Post without the query", err)
 	}
 }
