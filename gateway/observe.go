@@ -336,16 +336,8 @@ func (op serverOp) end() {
 		}
 	}
 	if s.inst.metering {
-		k := opKey{method: metricMethod(op.method), version: op.version, httpVersion: httpVersion(op.r),
-			errType: errType, code: w.code, hasCode: w.hasCode, codeIsError: codeIsError}
-		switch {
-		case op.name == "":
-		case op.method == protocol.MethodToolsCall && s.r.Offers(false, op.name):
-			k.tool = op.name
-		case op.method == protocol.MethodPromptsGet && s.r.Offers(true, op.name):
-			k.prompt = op.name
-		}
-		s.inst.serverOp.Record(context.Background(), time.Since(op.start).Seconds(), s.inst.opSets.Record(k)...)
+		s.recordOp(op.start, op.name, opKey{method: op.method, version: op.version, httpVersion: httpVersion(op.r),
+			errType: errType, code: w.code, hasCode: w.hasCode, codeIsError: codeIsError})
 		if op.method == "initialize" && w.answered && !w.errored {
 			s.observeSession(op)
 		}
@@ -372,6 +364,21 @@ func (op serverOp) end() {
 		op.span.SetStatus(codes.Error, desc)
 	}
 	op.span.End()
+}
+
+// recordOp records one served message in mcp.server.operation.duration: k with its method made bounded, and the
+// tool or prompt named only when the catalog lists it (names clients mint do not belong in metrics).
+func (s *Server) recordOp(start time.Time, name string, k opKey) {
+	method := k.method
+	k.method = metricMethod(method)
+	switch {
+	case name == "":
+	case method == protocol.MethodToolsCall && s.r.Offers(false, name):
+		k.tool = name
+	case method == protocol.MethodPromptsGet && s.r.Offers(true, name):
+		k.prompt = name
+	}
+	s.inst.serverOp.Record(context.Background(), time.Since(start).Seconds(), s.inst.opSets.Record(k)...)
 }
 
 // observeSession records the session an initialize started in mcp.server.session.duration when it ends (on this

@@ -184,16 +184,8 @@ func (o *stdioOps) end(op *stdioOp, code int, hasCode bool, errType, message str
 	s := o.s
 	codeIsError := hasCode && !notAnError(code)
 	if s.inst.metering {
-		k := opKey{method: metricMethod(op.method), version: op.version, errType: errType, code: code, hasCode: hasCode,
-			codeIsError: codeIsError, stdio: true}
-		switch {
-		case op.name == "":
-		case op.method == protocol.MethodToolsCall && s.r.Offers(false, op.name):
-			k.tool = op.name
-		case op.method == protocol.MethodPromptsGet && s.r.Offers(true, op.name):
-			k.prompt = op.name
-		}
-		s.inst.serverOp.Record(context.Background(), time.Since(op.start).Seconds(), s.inst.opSets.Record(k)...)
+		s.recordOp(op.start, op.name, opKey{method: op.method, version: op.version, errType: errType, code: code, hasCode: hasCode,
+			codeIsError: codeIsError, stdio: true})
 	}
 	o.mu.Lock()
 	span := op.span
