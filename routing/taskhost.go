@@ -170,10 +170,10 @@ func (s *Session) declaresTasks() bool {
 
 // missingTasksError is -32021 naming the extension a required-task tool needs (SEP-2575 "Missing Required
 // Capabilities").
-func missingTasksError(out *Stream, id []byte, name string) {
+func missingTasksError(out *Stream, id []byte, what string) {
 	data := []byte(`{"requiredCapabilities":{"extensions":{"` + ExtensionTasks + `":{}}}}`)
 	out.Push(jsonrpc.AppendError(nil, id, protocol.CodeMissingCapability,
-		fmt.Sprintf("tool %q runs only as a task: declare the %s extension in the request's client capabilities", name, ExtensionTasks), data), ClassFinal)
+		fmt.Sprintf("%s needs the %s extension: declare it in the request's client capabilities", what, ExtensionTasks), data), ClassFinal)
 }
 
 // hostTask decides whether a tools/call of t becomes a gateway-made task, and if so starts it, reporting
@@ -188,7 +188,7 @@ func (s *Session) hostTask(ctx context.Context, t target, m jsonrpc.Message, out
 	if modern {
 		if !s.declaresTasks() {
 			if t.tasks == taskRequired {
-				missingTasksError(out, m.ID(), name)
+				missingTasksError(out, m.ID(), fmt.Sprintf("tool %q runs only as a task: it", name))
 				return true
 			}
 			return false

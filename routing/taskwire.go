@@ -120,9 +120,7 @@ func (s *Session) modernTaskRequest(ctx context.Context, m jsonrpc.Message, out 
 		return
 	}
 	if !s.declaresTasks() {
-		out.Push(jsonrpc.AppendError(nil, id, protocol.CodeMissingCapability,
-			fmt.Sprintf("%s needs the %s extension: declare it in the request's client capabilities", m.Method(), ExtensionTasks),
-			[]byte(`{"requiredCapabilities":{"extensions":{"`+ExtensionTasks+`":{}}}}`)), ClassFinal)
+		missingTasksError(out, id, m.Method())
 		return
 	}
 	taskID, ok := jsonrpc.LookupString(m.Params(), "taskId")
