@@ -159,6 +159,10 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 		s.callStandIn(ctx, t.up, m, out)
 		return
 	}
+	// A task's call comes back through here (taskRunning): the name and the presets are applied then, once.
+	if k == kindTools && s.hostTask(ctx, t, m, out, name) {
+		return
+	}
 	var edits []jsonrpc.ParamEdit
 	if t.name != name {
 		q := t.quoted
@@ -175,9 +179,6 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 		}
 	}
 	var transform func([]byte) []byte
-	if k == kindTools && s.hostTask(ctx, t, m, out, name) {
-		return
-	}
 	if k == kindTools && s.era.modern() {
 		// "Servers receiving requests with this parameter under the extension MUST ignore it": a legacy
 		// upstream would take it for a 2025-11-25 task request.

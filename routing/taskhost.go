@@ -177,7 +177,8 @@ func missingTasksError(out *Stream, id []byte, what string) {
 }
 
 // hostTask decides whether a tools/call of t becomes a gateway-made task, and if so starts it, reporting
-// whether it answered the request. begin sends the call (or a retry of it) through a session.
+// whether it answered the request. The call is sent again through a session, marked taskRunning, so that it is
+// routed (renamed, its presets set, its _meta adapted) as any call is.
 func (s *Session) hostTask(ctx context.Context, t target, m jsonrpc.Message, out *Stream, name string) bool {
 	h := &s.r.tasks
 	if t.tasks == "" || t.tasks == taskForbidden || !h.enabled() || taskRunning(ctx) {

@@ -96,6 +96,8 @@ func startTasks(t *testing.T) (*testRouter, *jobUpstream, *state.Memory) {
 		Shape: Shape{Overrides: map[OverrideKey]Override{
 			{Upstream: "jobs", Kind: "tool", Name: "plain"}: {TaskSupport: taskForbidden},
 			{Upstream: "jobs", Kind: "tool", Name: "must"}:  {TaskSupport: taskRequired},
+			// A preset is set once, when the task's call is routed, not again on its way back through callNamed.
+			{Upstream: "jobs", Kind: "tool", Name: "slow"}: {Arguments: map[string]json.RawMessage{"mode": json.RawMessage(`"batch"`)}},
 		}},
 	}, UpstreamConfig{Name: "jobs", Prefix: "jobs__", Mode: Shared, Transport: j.ft, Kind: "stdio", Tasks: taskOptional})
 	return r, j, store
