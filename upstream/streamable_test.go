@@ -557,12 +557,14 @@ func TestConnValues(t *testing.T) {
 func TestStreamableConnectionReuse(t *testing.T) {
 	var dials atomic.Int32
 	s := newHTTPSetup(t, streamableHandler(false, nil))
-	s.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			dials.Add(1)
-		}
-	}
 	defer s.close()
+	// Counted where the client dials (set before any request: the transport is not in use yet).
+	tr := s.client.Transport.(*getWatcher).next.(*http.Transport)
+	var d net.Dialer
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return d.DialContext(ctx, network, addr)
+	}
 	conn := mustDial(t, s.spec, rootsHello)
 	defer conn.Close()
 	s.waitGET(t)
