@@ -507,10 +507,20 @@ func (j *taskJob) drain() bool {
 			}
 			j.state, _ = jsonrpc.LookupString(res, "requestState")
 			asked := j.asked
+			var early bool
 			j.update(func(rec *state.TaskRecord) {
-				rec.Status, rec.InputRequests, rec.InputResponses = state.TaskInputRequired, asked, nil
+				// Answers that came while the previous round was on its way keep, for the requests asked again.
+				rec.InputResponses = onlyKeys(rec.InputResponses, asked)
+				rec.Status, rec.InputRequests = state.TaskInputRequired, asked
 				rec.StatusMessage = "waiting for the client's input (tasks/update)"
+				early = rec.InputResponses != nil
 			})
+			if early {
+				select {
+				case j.run.wake <- struct{}{}:
+				default:
+				}
+			}
 			return false
 		}
 		result := jsonrpc.DeleteMembers(clone(res), "resultType")
@@ -572,8 +582,13 @@ func (j *taskJob) check() bool {
 		responses = nil
 		if !cancelled && rec.Status == state.TaskInputRequired && len(rec.InputResponses) > 0 && j.waiting {
 			responses, rec.InputResponses = rec.InputResponses, nil
-			rec.Status, rec.StatusMessage = state.TaskWorking, ""
-			rec.InputRequests = nil
+			// A partial answer leaves the task input_required with the requests still unanswered: "a server MAY
+			// accept a partial set of responses; in that case the task remains in input_required until the
+			// remaining responses arrive". Only a full one sets it working while the call goes on.
+			rec.InputRequests = withoutKeys(rec.InputRequests, responses)
+			if rec.InputRequests == nil {
+				rec.Status, rec.StatusMessage = state.TaskWorking, ""
+			}
 			rec.Updated = time.Now().UTC()
 		}
 		return nil
@@ -752,4 +767,45 @@ func (up *Upstream) gatewayTasks(ov *Override, item []byte) string {
 		return ""
 	}
 	return ts
+}
+
+// withoutKeys returns the object obj without the members whose keys are in drop's, or nil when none is left.
+func withoutKeys(obj, drop json.RawMessage) json.RawMessage {
+	var o, d map[string]json.RawMessage
+	if json.Unmarshal(obj, &o) != nil {
+		return nil
+	}
+	_ = json.Unmarshal(drop, &d)
+	for k := range d {
+		delete(o, k)
+	}
+	if len(o) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(o)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// onlyKeys returns the object obj with only the members whose keys are in keep's, or nil when none is left.
+func onlyKeys(obj, keep json.RawMessage) json.RawMessage {
+	var o, k map[string]json.RawMessage
+	if len(obj) == 0 || json.Unmarshal(obj, &o) != nil || json.Unmarshal(keep, &k) != nil {
+		return nil
+	}
+	for key := range o {
+		if _, ok := k[key]; !ok {
+			delete(o, key)
+		}
+	}
+	if len(o) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(o)
+	if err != nil {
+		return nil
+	}
+	return b
 }

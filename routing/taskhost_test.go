@@ -7,6 +7,7 @@ package routing
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,7 @@ type jobUpstream struct {
 	held      map[string][]byte // tool → the upstream id of its call in flight
 	conn      *fakeConn
 	cancelled []string // the requestIds the gateway cancelled
+	answers   []string // the names two was given
 }
 
 func newJobUpstream() *jobUpstream {
@@ -48,6 +50,16 @@ func newJobUpstream() *jobUpstream {
 			j.mu.Lock()
 			j.cancelled = append(j.cancelled, string(m.Params()[id:]))
 			j.mu.Unlock()
+		case m.Kind() == jsonrpc.KindResponse && (string(m.ID()) == `"up-a"` || string(m.ID()) == `"up-b"`):
+			name, _ := jsonrpc.LookupString(m.Result(), "content", "name")
+			j.mu.Lock()
+			j.answers = append(j.answers, name)
+			done, callID := len(j.answers) == 2, j.held["two"]
+			got := strings.Join(j.answers, "+")
+			j.mu.Unlock()
+			if done {
+				c.sendLocked(jsonrpc.AppendResult(nil, callID, []byte(`{"content":[{"type":"text","text":`+string(jsonrpc.AppendQuote(nil, got))+`}]}`)))
+			}
 		case m.Kind() == jsonrpc.KindResponse && string(m.ID()) == `"up-ask"`:
 			name, _ := jsonrpc.LookupString(m.Result(), "content", "name")
 			j.mu.Lock()
@@ -57,7 +69,7 @@ func newJobUpstream() *jobUpstream {
 		default:
 			defaultAnswer(c, m, fakeInitCaps, `[{"name":"fast","inputSchema":{"type":"object"}},{"name":"slow","inputSchema":{"type":"object"}},`+
 				`{"name":"later","inputSchema":{"type":"object"}},{"name":"fail","inputSchema":{"type":"object"}},{"name":"plain","inputSchema":{"type":"object"}},`+
-				`{"name":"must","inputSchema":{"type":"object"}}]`)
+				`{"name":"must","inputSchema":{"type":"object"}},{"name":"two","inputSchema":{"type":"object"}}]`)
 		}
 	})
 	return j
@@ -81,6 +93,18 @@ func (j *jobUpstream) askNow() {
 	id, c := j.held["later"], j.conn
 	j.mu.Unlock()
 	c.sendRelatedLocked([]byte(`{"jsonrpc":"2.0","id":"up-ask","method":"elicitation/create","params":{"message":"name?","requestedSchema":{"type":"object"}}}`), id)
+}
+
+// askTwo makes the held call of two ask for two names at once.
+func (j *jobUpstream) askTwo() {
+	j.ft.mu.Lock()
+	defer j.ft.mu.Unlock()
+	j.mu.Lock()
+	id, c := j.held["two"], j.conn
+	j.mu.Unlock()
+	for _, k := range []string{"a", "b"} {
+		c.sendRelatedLocked([]byte(`{"jsonrpc":"2.0","id":"up-`+k+`","method":"elicitation/create","params":{"message":"name `+k+`?","requestedSchema":{"type":"object"}}}`), id)
+	}
 }
 
 const tasksCaps = `{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`
@@ -248,6 +272,38 @@ func TestGatewayTasksModern(t *testing.T) {
 		settle()
 		if m := request(t, r, alice, taskReq("g4", "tasks/get", aid, "")); field(m, "status") != "completed" || !strings.Contains(string(m.Raw()), "hello Ada") {
 			t.Errorf("tasks/get after the answer: %s", m.Raw())
+		}
+
+		// A partial answer: the task stays input_required with the request still unanswered, then completes.
+		two := request(t, r, alice, toolCallRaw("t2", "jobs__two", ""))
+		tid := field(two, "taskId")
+		j.askTwo()
+		settle()
+		var both struct {
+			Status        string                     `json:"status"`
+			InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		}
+		if err := json.Unmarshal(request(t, r, alice, taskReq("g7", "tasks/get", tid, "")).Result(), &both); err != nil || both.Status != "input_required" || len(both.InputRequests) != 2 {
+			t.Fatalf("tasks/get of a task asking twice: %+v", both)
+		}
+		var keys []string
+		for k := range both.InputRequests {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		request(t, r, alice, taskReq("u2", "tasks/update", tid, `,"inputResponses":{"`+keys[0]+`":{"action":"accept","content":{"name":"Ada"}}}`))
+		synctest.Wait() // the owner has taken the answer and sent it on; the upstream has not asked again yet
+		var one struct {
+			Status        string                     `json:"status"`
+			InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		}
+		if err := json.Unmarshal(request(t, r, alice, taskReq("g8", "tasks/get", tid, "")).Result(), &one); err != nil || one.Status != "input_required" || len(one.InputRequests) != 1 || one.InputRequests[keys[1]] == nil {
+			t.Fatalf("tasks/get after a partial answer: %+v, want input_required with %s alone", one, keys[1])
+		}
+		request(t, r, alice, taskReq("u3", "tasks/update", tid, `,"inputResponses":{"`+keys[1]+`":{"action":"accept","content":{"name":"Grace"}}}`))
+		settle()
+		if m := request(t, r, alice, taskReq("g9", "tasks/get", tid, "")); field(m, "status") != "completed" || !strings.Contains(string(m.Raw()), "Ada+Grace") {
+			t.Errorf("tasks/get after both answers: %s", m.Raw())
 		}
 
 		// Cancel: the upstream hears of it, and the task stays cancelled.
