@@ -80,6 +80,32 @@ type fnError struct{ err error }
 
 func (e fnError) Error() string { return e.err.Error() }
 
+// watchUpdate runs the read-modify-write txf under WATCH of key, again from the read when another writer got in
+// between: up to maxUpdateAttempts, backing off a little more as conflicts repeat, within ctx. An error txf's fn
+// returned (fnError) is returned as is; what and id name the record in errors.
+func (r *Redis) watchUpdate(ctx context.Context, what, id, key string, txf func(*redis.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := r.c.Watch(ctx, txf, key)
+		var fe fnError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &fe):
+			return fe.err
+		case !errors.Is(err, redis.TxFailedErr):
+			return unavailable("update "+what, err)
+		case attempt == maxUpdateAttempts:
+			return fmt.Errorf("state: update %s %s: gave up after %d conflicting writes", what, id, attempt)
+		}
+		d := time.Duration(rand.Int64N(int64(min(attempt, 20)) * int64(100*time.Microsecond)))
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return unavailable("update "+what, ctx.Err())
+		}
+	}
+}
+
 // Update implements SessionStore: WATCH the key, read it, run fn, and write it back in MULTI/EXEC, again from
 // the read when another writer got in between.
 func (r *Redis) Update(ctx context.Context, id string, fn func(*SessionRecord) error) error {
@@ -115,27 +141,7 @@ func (r *Redis) Update(ctx context.Context, id string, fn func(*SessionRecord) e
 		})
 		return err
 	}
-	for attempt := 1; ; attempt++ {
-		err := r.c.Watch(ctx, txf, key)
-		var fe fnError
-		switch {
-		case err == nil:
-			return nil
-		case errors.As(err, &fe):
-			return fe.err
-		case !errors.Is(err, redis.TxFailedErr):
-			return unavailable("update session", err)
-		case attempt == maxUpdateAttempts:
-			return fmt.Errorf("state: update session %s: gave up after %d conflicting writes", id, attempt)
-		}
-		// Another writer won: back off a little (more as conflicts repeat), within ctx.
-		d := time.Duration(rand.Int64N(int64(min(attempt, 20)) * int64(100*time.Microsecond)))
-		select {
-		case <-time.After(d):
-		case <-ctx.Done():
-			return unavailable("update session", ctx.Err())
-		}
-	}
+	return r.watchUpdate(ctx, "session", id, key, txf)
 }
 
 // Touch implements SessionStore.

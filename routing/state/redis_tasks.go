@@ -5,9 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -167,27 +165,7 @@ func (r *Redis) UpdateTask(ctx context.Context, id string, fn func(*TaskRecord) 
 		})
 		return err
 	}
-	for attempt := 1; ; attempt++ {
-		err := r.c.Watch(ctx, txf, key)
-		var fe fnError
-		switch {
-		case err == nil:
-			return nil
-		case errors.As(err, &fe):
-			return fe.err
-		case !errors.Is(err, redis.TxFailedErr):
-			return unavailable("update task", err)
-		case attempt == maxUpdateAttempts:
-			return fmt.Errorf("state: update task %s: gave up after %d conflicting writes", id, attempt)
-		}
-		// Another writer won: back off a little (more as conflicts repeat), within ctx.
-		d := time.Duration(rand.Int64N(int64(min(attempt, 20)) * int64(100*time.Microsecond)))
-		select {
-		case <-time.After(d):
-		case <-ctx.Done():
-			return unavailable("update task", ctx.Err())
-		}
-	}
+	return r.watchUpdate(ctx, "task", id, key, txf)
 }
 
 // ListTasks implements TaskStore: the principal's index (listTasks, pruned first), then each record (HMGET,
