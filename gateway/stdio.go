@@ -295,6 +295,9 @@ func newLineWriter(out io.Writer) *lineWriter {
 
 // line writes msg as one line, compacted if it holds a newline. After a failure every call returns the failure.
 func (lw *lineWriter) line(msg []byte) error {
+	// Its operation ends as its answer goes out (a client that reads it may look at once); outside the lock, so
+	// that ending a span and recording a metric never hold up the other writers.
+	lw.ops.answered(msg)
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
 	if lw.err != nil {
@@ -304,7 +307,6 @@ func (lw *lineWriter) line(msg []byte) error {
 		lw.buf = jsonrpc.Compact(lw.buf[:0], msg)
 		msg = lw.buf
 	}
-	lw.ops.answered(msg) // its operation ends as its answer goes out (a client that reads it may look at once)
 	_, err := lw.bw.Write(msg)
 	if err == nil {
 		err = lw.bw.WriteByte('\n')
