@@ -367,23 +367,32 @@ func (b *bench) loadScenario() error {
 // stdioScenario: one stdio upstream shared by every client, 1 client vs many, against a simple stdio-to-HTTP
 // bridge on the same fixture (the comparator of issue 20), interleaved at each concurrency.
 func (b *bench) stdioScenario() error {
-	b.logf("stdio: starting gateway and bridge")
-	gw, err := b.startGateway("stdio", fmt.Sprintf(`upstreams:
-  - {name: solo, command: %q, args: [upstream], session: shared, prefix: "", envPassthrough: [%s]}
-`, b.self, envChild)) // the child is this binary, told by envChild to act as an upstream
+	b.logf("stdio: starting gateways and bridge")
+	// The fixture speaks both eras. The gateway picks the modern one (protocol: auto), where every request carries
+	// its _meta and the child's SDK serves it statelessly; the bridge initializes once, as a legacy client does.
+	// A second gateway told to speak the legacy era (protocol: legacy) measures the gateway on the bridge's terms.
+	const upstreamCfg = `upstreams:
+  - {name: solo, command: %q, args: [upstream], session: shared, protocol: %s, prefix: "", envPassthrough: [%s]}
+`
+	gw, err := b.startGateway("stdio", fmt.Sprintf(upstreamCfg, b.self, "auto", envChild)) // the child is this binary, told by envChild to act as an upstream
 	if err != nil {
 		return err
 	}
 	defer gw.stop()
+	gwl, err := b.startGateway("stdio-legacy", fmt.Sprintf(upstreamCfg, b.self, "legacy", envChild))
+	if err != nil {
+		return err
+	}
+	defer gwl.stop()
 	br, err := startChild("stdio bridge", true, b.self, "stdiobridge")
 	if err != nil {
 		return err
 	}
 	defer br.stop()
 	// Each one's stdio child, whose CPU is the upstream's.
-	gwUp, brUp := childrenOf(gw.pid()), childrenOf(br.pid())
+	gwUp, gwlUp, brUp := childrenOf(gw.pid()), childrenOf(gwl.pid()), childrenOf(br.pid())
 	const params = `{"name":"echo","arguments":{"text":"hello from switchboard-bench"}}`
-	const gwName, brName = "switchboard, shared stdio", "simple bridge, one stdio child"
+	const gwName, gwlName, brName = "switchboard, shared stdio", "switchboard, shared stdio, protocol: legacy", "simple bridge, one stdio child"
 	var rs []loadResult
 	byKey := map[string]loadResult{}
 	for _, n := range b.stdioClients {
@@ -391,7 +400,7 @@ func (b *bench) stdioScenario() error {
 			name, url string
 			mid       int
 			ups       []int
-		}{{gwName, gw.url, gw.pid(), gwUp}, {brName, "http://" + br.addr + "/mcp", br.pid(), brUp}} {
+		}{{gwName, gw.url, gw.pid(), gwUp}, {gwlName, gwl.url, gwl.pid(), gwlUp}, {brName, "http://" + br.addr + "/mcp", br.pid(), brUp}} {
 			b.logf("stdio: %s, %d clients", t.name, n)
 			r := loadSpec{target: t.name, url: t.url, params: params, clients: n, warm: b.warm, dur: b.duration,
 				mids: []int{t.mid}, ups: t.ups}.run()
@@ -400,24 +409,31 @@ func (b *bench) stdioScenario() error {
 		}
 	}
 	fmt.Fprintf(b.out, "\n## Shared stdio upstream\n\nOne stdio child (the same Go SDK server, `session: shared`) behind the gateway; every client calls echo through it. "+
+		"The gateway speaks the modern era to it (the default, `protocol: auto`: every request carries its `_meta`); a second gateway speaks the legacy era (`protocol: legacy`: one initialize). "+
 		"The comparator, in the same run: a simple Go stdio-to-HTTP bridge (`switchboard-bench stdiobridge`) with one child of the same fixture, "+
-		"which initializes it once and forwards each request with its id rewritten (answers matched by id, JSON answers), "+
+		"which initializes it once (legacy) and forwards each request with its id rewritten (answers matched by id, JSON answers), "+
 		"with no aggregation, progress or cancellation. \"Middle\" is the gateway or the bridge; the upstream is its stdio child.\n")
 	b.resultTable(rs)
-	fmt.Fprintf(b.out, "\n### Gateway ÷ simple bridge (same run)\n\n| clients | gw calls/s | bridge calls/s | gw ÷ bridge calls/s | gw CPU µs/call | bridge CPU µs/call | gw ÷ bridge CPU per call | gw added p50 µs over bridge |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(b.out, "\n### Gateway ÷ simple bridge (same run)\n\n| clients | gateway | gw calls/s | bridge calls/s | gw ÷ bridge calls/s | gw CPU µs/call | bridge CPU µs/call | gw ÷ bridge CPU per call | gw added p50 µs over bridge | upstream CPU µs/call, gw ÷ bridge |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, n := range b.stdioClients {
-		g, p := byKey[fmt.Sprint(gwName, n)], byKey[fmt.Sprint(brName, n)]
-		gc, pc := perCall(g.midCPU, g.calls), perCall(p.midCPU, p.calls)
-		fmt.Fprintf(b.out, "| %d | %.0f | %.0f | %s | %.1f | %.1f | %s | %s |\n", n, g.throughput(), p.throughput(),
-			ratio(g.throughput(), p.throughput()), gc*1e6, pc*1e6, ratio(gc, pc), us(g.pct(.5)-p.pct(.5)))
+		p := byKey[fmt.Sprint(brName, n)]
+		pc := perCall(p.midCPU, p.calls)
+		for _, name := range []string{gwName, gwlName} {
+			g := byKey[fmt.Sprint(name, n)]
+			gc := perCall(g.midCPU, g.calls)
+			fmt.Fprintf(b.out, "| %d | %s | %.0f | %.0f | %s | %.1f | %.1f | %s | %s | %s |\n", n, name, g.throughput(), p.throughput(),
+				ratio(g.throughput(), p.throughput()), gc*1e6, pc*1e6, ratio(gc, pc), us(g.pct(.5)-p.pct(.5)),
+				ratio(perCall(g.upCPU, g.calls), perCall(p.upCPU, p.calls)))
+		}
 	}
 	if len(b.stdioClients) > 1 {
 		lo, hi := b.stdioClients[0], b.stdioClients[len(b.stdioClients)-1]
-		fmt.Fprintf(b.out, "\nThroughput with %d clients / with %d: gateway **%s**, bridge %s (≥ 1 means sharing costs nothing).\n", hi, lo,
+		fmt.Fprintf(b.out, "\nThroughput with %d clients / with %d: gateway **%s**, gateway (legacy era) %s, bridge %s (≥ 1 means sharing costs nothing).\n", hi, lo,
 			ratio(byKey[fmt.Sprint(gwName, hi)].throughput(), byKey[fmt.Sprint(gwName, lo)].throughput()),
+			ratio(byKey[fmt.Sprint(gwlName, hi)].throughput(), byKey[fmt.Sprint(gwlName, lo)].throughput()),
 			ratio(byKey[fmt.Sprint(brName, hi)].throughput(), byKey[fmt.Sprint(brName, lo)].throughput()))
 	}
-	return withLog(withLog(b.check(rs...), gw.child), br)
+	return withLog(withLog(withLog(b.check(rs...), gw.child), gwl.child), br)
 }
 
 // perCall is CPU seconds per call (0 without calls).

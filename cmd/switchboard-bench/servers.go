@@ -276,8 +276,8 @@ func newRouter(cfg *config.Config, log *slog.Logger) (*routing.Router, error) {
 			continue
 		}
 		t, err := upstream.NewTransport(upstream.Spec{
-			Name: u.Name, Command: u.Command, Args: u.Args, Env: u.Env, Dir: u.Cwd,
-			URL: u.URL, Headers: u.Headers, Logger: log,
+			Name: u.Name, Command: u.Command, Args: u.Args, Env: u.Env, EnvPassthrough: u.EnvPassthrough, Dir: u.Cwd,
+			URL: u.URL, Headers: u.Headers, Logger: log, Protocol: string(u.Protocol),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("upstream %q: %w", u.Name, err)
@@ -287,7 +287,7 @@ func newRouter(cfg *config.Config, log *slog.Logger) (*routing.Router, error) {
 			mode = routing.Shared
 		}
 		ups = append(ups, routing.UpstreamConfig{
-			Name: u.Name, Prefix: u.Prefix, Mode: mode, Transport: t, Kind: u.Transport(),
+			Name: u.Name, Prefix: u.Prefix, Mode: mode, Transport: t, Kind: u.Transport(), Protocol: string(u.Protocol),
 			Timeout: u.Timeout, MaxInstances: u.MaxInstances, IdleTimeout: u.IdleTimeout,
 		})
 	}
