@@ -109,15 +109,20 @@ func (t *HTTPTransport) upstreamSpec() Spec { return t.spec }
 // newRequest builds a request to target with the configured headers, then
 // the body's: what every request of either era carries. handed, if set, is
 // called once the HTTP transport has consumed the body.
-func (t *HTTPTransport) newRequest(ctx context.Context, method, target string, body []byte, handed func()) (*http.Request, error) {
+func (t *HTTPTransport) newRequest(ctx context.Context, method string, target *url.URL, body []byte, handed func()) (*http.Request, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = &handoffReader{r: bytes.NewReader(body), handed: handed}
 	}
-	req, err := http.NewRequestWithContext(ctx, method, target, rd)
+	// The URL is parsed once, not printed and parsed again for every request; each request gets its own copy,
+	// which net/http may change (a redirect).
+	req, err := http.NewRequestWithContext(ctx, method, "", rd)
 	if err != nil {
 		return nil, err
 	}
+	u := *target
+	u.Host = strings.TrimSuffix(u.Host, ":") // as NewRequest does: an empty port is no port
+	req.URL, req.Host = &u, u.Host
 	// Configured headers first, so that they cannot override the protocol's.
 	for k, v := range t.spec.Headers {
 		req.Header.Set(k, v)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
@@ -17,7 +18,7 @@ import (
 // to the endpoint the server named in that stream's first event.
 type legacySession struct {
 	c        *httpConn
-	endpoint string
+	endpoint *url.URL
 }
 
 // startLegacy falls back to HTTP+SSE after the initialize POST was refused:
@@ -25,7 +26,7 @@ type legacySession struct {
 // and POSTs initRaw to the endpoint. The initialize response then arrives on
 // the stream like every other server message.
 func (c *httpConn) startLegacy(initRaw []byte) error {
-	req, err := c.newRequest(c.ctx, http.MethodGet, c.t.url.String(), nil, nil, false)
+	req, err := c.newRequest(c.ctx, http.MethodGet, c.t.url, nil, nil, false)
 	if err != nil {
 		return err
 	}
@@ -65,7 +66,7 @@ func (c *httpConn) startLegacy(initRaw []byte) error {
 		resp.Body.Close()
 		return errors.New("endpoint URI is on another origin than the SSE stream")
 	}
-	ls := &legacySession{c: c, endpoint: ep.String()}
+	ls := &legacySession{c: c, endpoint: ep}
 	c.mu.Lock()
 	c.legacy = ls
 	c.mu.Unlock()

@@ -98,64 +98,54 @@ var errBadMeta = errors.New("cannot add the request _meta")
 // A params or _meta that is not an object, or a key that appears twice (the
 // upstream could read the copy we did not edit), is an error.
 func (rm *requestMeta) inject(dst []byte, m jsonrpc.Message) ([]byte, error) {
+	// One scan of params for _meta, one of _meta for its three members: the message is parsed already.
 	raw := m.Raw()
-	ps, pe, st := jsonrpc.LookupStatus(raw, "params")
+	ps, pe, ok := m.ParamsSpan()
 	switch {
-	case st == jsonrpc.Absent:
+	case !ok:
 		end := bytes.LastIndexByte(raw, '}')
 		add := append([]byte(`,"params":{"_meta":{`), rm.appendMembers(nil, true, true, true)...)
 		add = append(add, "}}"...)
 		return jsonrpc.Splice(dst, raw, jsonrpc.Edit{Start: end, End: end, With: add}), nil
-	case st != jsonrpc.Found || raw[ps] != '{':
+	case raw[ps] != '{':
 		return nil, fmt.Errorf("%w: params is not an object", errBadMeta)
 	}
-	ms, me, st := jsonrpc.LookupStatus(raw, "params", "_meta")
+	params := raw[ps:pe]
+	ms, me, st := jsonrpc.LookupStatus(params, "_meta")
 	switch {
 	case st == jsonrpc.Absent:
 		add := append([]byte(`"_meta":{`), rm.appendMembers(nil, true, true, true)...)
 		add = append(add, '}')
-		if !emptyObject(raw[ps:pe]) {
+		if !emptyObject(params) {
 			add = append(add, ',')
 		}
 		return jsonrpc.Splice(dst, raw, jsonrpc.Edit{Start: ps + 1, End: ps + 1, With: add}), nil
 	case st == jsonrpc.Ambiguous:
 		return nil, fmt.Errorf("%w: params._meta appears twice", errBadMeta)
-	case st != jsonrpc.Found || raw[ms] != '{':
+	case st != jsonrpc.Found || params[ms] != '{':
 		return nil, fmt.Errorf("%w: params._meta is not an object", errBadMeta)
 	}
+	meta := params[ms:me]
+	ms += ps
+	found, ok := jsonrpc.LookupMembers(meta, protocol.MetaProtocolVersion, protocol.MetaClientCapabilities, protocol.MetaClientInfo)
+	if !ok {
+		return nil, fmt.Errorf("%w: params._meta has a member twice", errBadMeta)
+	}
 	var (
-		edits                [2]jsonrpc.Edit
-		n                    int
-		addPV, addCaps, addI bool
+		edits [2]jsonrpc.Edit
+		n     int
 	)
-	vs, ve, st := jsonrpc.LookupStatus(raw, "params", "_meta", protocol.MetaProtocolVersion)
-	switch st {
-	case jsonrpc.Found:
-		if v := raw[vs:ve]; !bytes.Equal(v, []byte(`"`+protocol.Modern+`"`)) {
-			edits[1] = jsonrpc.Edit{Start: vs, End: ve, With: []byte(`"` + protocol.Modern + `"`)}
+	if pv := found[0]; pv.Found {
+		if v := meta[pv.Start:pv.End]; !bytes.Equal(v, []byte(`"`+protocol.Modern+`"`)) {
+			edits[1] = jsonrpc.Edit{Start: ms + pv.Start, End: ms + pv.End, With: []byte(`"` + protocol.Modern + `"`)}
 			n = 1
 		}
-	case jsonrpc.Absent:
-		addPV = true
-	default:
-		return nil, fmt.Errorf("%w: %s appears twice", errBadMeta, protocol.MetaProtocolVersion)
 	}
-	for _, k := range []struct {
-		key string
-		add *bool
-	}{{protocol.MetaClientCapabilities, &addCaps}, {protocol.MetaClientInfo, &addI}} {
-		switch _, _, st := jsonrpc.LookupStatus(raw, "params", "_meta", k.key); st {
-		case jsonrpc.Absent:
-			*k.add = true
-		case jsonrpc.Found:
-		default:
-			return nil, fmt.Errorf("%w: %s appears twice", errBadMeta, k.key)
-		}
-	}
+	addPV, addCaps, addI := !found[0].Found, !found[1].Found, !found[2].Found
 	list := edits[1:][:n]
 	if addPV || addCaps || addI {
 		add := rm.appendMembers(nil, addPV, addCaps, addI)
-		if !emptyObject(raw[ms:me]) {
+		if !emptyObject(meta) {
 			add = append(add, ',')
 		}
 		// The insertion goes right after '{', before any replacement inside.

@@ -25,9 +25,15 @@ func TestInjectMeta(t *testing.T) {
 			`{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"c"},"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}}`},
 		{"only the version added", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"io.modelcontextprotocol/clientInfo":{},"io.modelcontextprotocol/clientCapabilities":{}}}}`,
 			`{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{},"io.modelcontextprotocol/clientCapabilities":{}}}}`},
+		{"spaced, version replaced in place", `{ "jsonrpc" : "2.0", "params" : { "name" : "x", "_meta" : { "io.modelcontextprotocol/protocolVersion" : "1", "io.modelcontextprotocol/clientCapabilities" : {}, "io.modelcontextprotocol/clientInfo" : {} } }, "id" : 1, "method" : "m" }`,
+			`{ "jsonrpc" : "2.0", "params" : { "name" : "x", "_meta" : { "io.modelcontextprotocol/protocolVersion" : "2026-07-28", "io.modelcontextprotocol/clientCapabilities" : {}, "io.modelcontextprotocol/clientInfo" : {} } }, "id" : 1, "method" : "m" }`},
+		{"spaced, two added before a replacement", `{"jsonrpc":"2.0","id":1,"method":"m","params": { "_meta" : { "io.modelcontextprotocol/protocolVersion":"x" } } }`,
+			`{"jsonrpc":"2.0","id":1,"method":"m","params": { "_meta" : {"io.modelcontextprotocol/clientCapabilities":{"roots":{}},"io.modelcontextprotocol/clientInfo":{"name":"gw","version":"1"}, "io.modelcontextprotocol/protocolVersion":"2026-07-28" } } }`},
 		{"params not an object", `{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}`, ""},
 		{"_meta not an object", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":1}}`, ""},
 		{"_meta twice", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{},"_meta":{}}}`, ""},
+		{"capabilities twice", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}}`, ""},
+		{"client info twice", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"io.modelcontextprotocol/clientInfo":{},"io.modelcontextprotocol/clientInfo":{}}}}`, ""},
 		{"version twice", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"a","io.modelcontextprotocol/protocolVersion":"b"}}}`, ""},
 	}
 	for _, tt := range tests {

@@ -246,7 +246,7 @@ func (c *modernConn) abort(msg jsonrpc.Message) {
 // roundTrip POSTs one request and delivers its response, the notifications
 // on its response stream, or an error response.
 func (c *modernConn) roundTrip(ctx context.Context, call *modernCall, body []byte, h http.Header, handed func()) {
-	req, err := c.t.newRequest(ctx, http.MethodPost, c.t.url.String(), body, handed)
+	req, err := c.t.newRequest(ctx, http.MethodPost, c.t.url, body, handed)
 	if err != nil {
 		c.fail(call, err.Error())
 		return

@@ -154,7 +154,7 @@ func (c *httpConn) readJSON(id []byte, body io.Reader, emit func(Incoming) bool)
 func (c *httpConn) post(ctx context.Context, body []byte, handed func()) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
 		sid, _ := c.headers()
-		resp, err := c.do(ctx, http.MethodPost, c.t.url.String(), body, handed, true)
+		resp, err := c.do(ctx, http.MethodPost, c.t.url, body, handed, true)
 		if err != nil {
 			return nil, err
 		}

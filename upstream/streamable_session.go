@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
@@ -61,7 +62,7 @@ func (c *httpConn) reinitialize() error {
 		return err
 	}
 	id := init.ID()
-	resp, err := c.do(c.ctx, http.MethodPost, c.t.url.String(), initReq, nil, false)
+	resp, err := c.do(c.ctx, http.MethodPost, c.t.url, initReq, nil, false)
 	if err != nil {
 		return err
 	}
@@ -85,7 +86,7 @@ func (c *httpConn) reinitialize() error {
 	if v := c.protocolVersion(); v != old {
 		c.log.Warn("upstream negotiated a different protocol version on re-initialization", "was", old, "now", v)
 	}
-	resp, err = c.do(c.ctx, http.MethodPost, c.t.url.String(), jsonrpc.AppendNotification(nil, methodInitialized, nil), nil, true)
+	resp, err = c.do(c.ctx, http.MethodPost, c.t.url, jsonrpc.AppendNotification(nil, methodInitialized, nil), nil, true)
 	if err != nil {
 		return err
 	}
@@ -100,7 +101,7 @@ func (c *httpConn) reinitialize() error {
 // session id and negotiated protocol version ("the client MUST include the
 // MCP-Protocol-Version: <protocol-version> HTTP header on all subsequent
 // requests"); an initialize request goes without either.
-func (c *httpConn) do(ctx context.Context, method, target string, body []byte, handed func(), withSession bool) (*http.Response, error) {
+func (c *httpConn) do(ctx context.Context, method string, target *url.URL, body []byte, handed func(), withSession bool) (*http.Response, error) {
 	req, err := c.newRequest(ctx, method, target, body, handed, withSession)
 	if err != nil {
 		return nil, err
@@ -112,7 +113,7 @@ func (c *httpConn) do(ctx context.Context, method, target string, body []byte, h
 	return resp, err
 }
 
-func (c *httpConn) newRequest(ctx context.Context, method, target string, body []byte, handed func(), withSession bool) (*http.Request, error) {
+func (c *httpConn) newRequest(ctx context.Context, method string, target *url.URL, body []byte, handed func(), withSession bool) (*http.Request, error) {
 	req, err := c.t.newRequest(ctx, method, target, body, handed)
 	if err != nil {
 		return nil, err
@@ -208,7 +209,7 @@ func (c *httpConn) learnProtocol(result []byte) {
 func (c *httpConn) deleteSession() {
 	ctx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
 	defer cancel()
-	req, err := c.newRequest(ctx, http.MethodDelete, c.t.url.String(), nil, nil, true)
+	req, err := c.newRequest(ctx, http.MethodDelete, c.t.url, nil, nil, true)
 	if err != nil {
 		return
 	}

@@ -267,7 +267,7 @@ func (c *httpConn) readGetStream(resp *http.Response) (lastEventID string, retry
 
 // get opens an SSE stream with GET, resuming after lastEventID if set.
 func (c *httpConn) get(ctx context.Context, lastEventID string) (*http.Response, error) {
-	req, err := c.newRequest(ctx, http.MethodGet, c.t.url.String(), nil, nil, true)
+	req, err := c.newRequest(ctx, http.MethodGet, c.t.url, nil, nil, true)
 	if err != nil {
 		return nil, err
 	}

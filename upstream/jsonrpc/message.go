@@ -419,6 +419,11 @@ func (m Message) MethodIs(name string) bool {
 // Params returns the raw params value, or nil if absent.
 func (m Message) Params() []byte { return m.params.of(m.raw) }
 
+// ParamsSpan returns where the params value lies in Raw (Raw()[start:end]); ok is false if absent.
+func (m Message) ParamsSpan() (start, end int, ok bool) {
+	return int(m.params.start), int(m.params.end), m.params.ok()
+}
+
 // Result returns the raw result value, or nil if absent.
 func (m Message) Result() []byte { return m.result.of(m.raw) }
 
