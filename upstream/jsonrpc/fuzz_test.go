@@ -68,5 +68,11 @@ func FuzzParse(f *testing.F) {
 		if _, err := Parse(m.AppendWithID(nil, []byte(`"gw-1"`))); err != nil {
 			t.Fatalf("after id swap: %v", err)
 		}
+		// A spliced message's moved spans are what Parse reads.
+		checkAppendMessage(t, m, []byte(`"gw-1"`), []ParamEdit{
+			{Path: []string{"_meta", "progressToken"}, With: []byte(`12`)},
+			{Path: []string{"name"}, With: []byte(`"renamed"`)},
+			{Path: []string{"_meta"}, With: []byte(`{"k":[1,2]}`), Insert: true},
+		})
 	})
 }

@@ -72,6 +72,20 @@ const (
 // JSON. It does not allocate when dst has enough capacity and the id plus
 // the applicable ParamEdits number at most 8.
 func (m Message) AppendWith(dst, id []byte, edits ...ParamEdit) []byte {
+	return m.appendWith(dst, id, edits, nil)
+}
+
+// AppendMessage is AppendWith that also returns the appended message, parsed: its members' spans are the
+// original's moved by the edits, so that a message built by splicing needs no second Parse. The message aliases
+// the appended bytes. A message given an id it lacked is parsed again.
+func (m Message) AppendMessage(dst, id []byte, edits ...ParamEdit) ([]byte, Message) {
+	var out Message
+	dst = m.appendWith(dst, id, edits, &out)
+	return dst, out
+}
+
+// appendWith is AppendWith; with out set, it also sets *out to the appended message.
+func (m Message) appendWith(dst, id []byte, edits []ParamEdit, out *Message) []byte {
 	var inline [maxInlineEdits]pendingEdit
 	es := inline[:0]
 	if id != nil {
@@ -117,9 +131,11 @@ func (m Message) AppendWith(dst, id []byte, edits ...ParamEdit) []byte {
 			es[j], es[j-1] = es[j-1], es[j]
 		}
 	}
-	pos := 0
-	for _, e := range es {
+	base, pos := len(dst), 0
+	var deltas [maxInlineEdits]int
+	for k, e := range es {
 		dst = append(dst, m.raw[pos:e.start]...)
+		before := len(dst)
 		switch e.src {
 		case editID:
 			dst = append(dst, id...)
@@ -137,8 +153,43 @@ func (m Message) AppendWith(dst, id []byte, edits ...ParamEdit) []byte {
 			}
 		}
 		pos = e.end
+		if k < maxInlineEdits {
+			deltas[k] = len(dst) - before - (e.end - e.start)
+		}
 	}
-	return append(dst, m.raw[pos:]...)
+	dst = append(dst, m.raw[pos:]...)
+	if out != nil {
+		*out = m.moved(dst[base:], es, deltas[:])
+	}
+	return dst
+}
+
+// moved returns the message raw, which is m's raw with the edits es applied (each changing the length by its
+// delta): m's spans moved accordingly. Every edit lies inside params, or is the id's replacement, or is an
+// insertion before the first member; none starts at a member's value.
+func (m Message) moved(raw []byte, es []pendingEdit, deltas []int) Message {
+	if len(es) > len(deltas) || len(es) > 0 && es[0].src == editInsertID {
+		if p, err := Parse(raw); err == nil {
+			return p
+		}
+		return Message{}
+	}
+	move := func(s span) span {
+		if !s.ok() {
+			return s
+		}
+		start, end := int(s.start), int(s.end)
+		for k, e := range es {
+			if e.end <= int(s.start) {
+				start += deltas[k]
+			}
+			if e.start < int(s.end) {
+				end += deltas[k]
+			}
+		}
+		return span{uint32(start), uint32(end)}
+	}
+	return Message{raw: raw, id: move(m.id), method: move(m.method), params: move(m.params), result: move(m.result), errv: move(m.errv), kind: m.kind}
 }
 
 // SetMember returns the JSON object obj with its member key set to the raw JSON value v (which the caller must

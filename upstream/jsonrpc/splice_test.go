@@ -95,7 +95,37 @@ func TestAppendWith(t *testing.T) {
 			if _, err := Parse(got[1:]); err != nil {
 				t.Fatalf("result does not parse: %v", err)
 			}
+			checkAppendMessage(t, m, id, tt.edits)
 		})
+	}
+}
+
+// checkAppendMessage checks that AppendMessage appends what AppendWith does and returns the message Parse reads
+// from those bytes.
+func checkAppendMessage(t *testing.T, m Message, id []byte, edits []ParamEdit) {
+	t.Helper()
+	want := m.AppendWith(nil, id, edits...)
+	dst, got := m.AppendMessage([]byte("prefix"), id, edits...)
+	if string(dst) != "prefix"+string(want) {
+		t.Fatalf("AppendMessage appended %s, AppendWith %s", dst, want)
+	}
+	p, err := Parse(want)
+	if err != nil {
+		t.Fatalf("%s does not parse: %v", want, err)
+	}
+	for _, c := range []struct {
+		what      string
+		got, want []byte
+	}{
+		{"raw", got.Raw(), p.Raw()}, {"id", got.ID(), p.ID()}, {"method", []byte(got.Method()), []byte(p.Method())},
+		{"params", got.Params(), p.Params()}, {"result", got.Result(), p.Result()}, {"error", got.Error(), p.Error()},
+	} {
+		if string(c.got) != string(c.want) || (c.got == nil) != (c.want == nil) {
+			t.Errorf("AppendMessage of %s: %s = %q, Parse reads %q", m.Raw(), c.what, c.got, c.want)
+		}
+	}
+	if got.Kind() != p.Kind() {
+		t.Errorf("AppendMessage of %s: kind %v, Parse reads %v", m.Raw(), got.Kind(), p.Kind())
 	}
 }
 
@@ -197,7 +227,9 @@ func TestAppendWithInsert(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := m.AppendWith(nil, []byte("9"), ParamEdit{Path: []string{"name"}, With: []byte(`"y"`)}, meta)
+		edits := []ParamEdit{{Path: []string{"name"}, With: []byte(`"y"`)}, meta}
+		got := m.AppendWith(nil, []byte("9"), edits...)
+		checkAppendMessage(t, m, []byte("9"), edits)
 		want := strings.Replace(tc.want, `"name":"x"`, `"name":"y"`, 1)
 		if string(got) != want {
 			t.Errorf("AppendWith(%s)\n got %s\nwant %s", tc.in, got, want)
