@@ -416,7 +416,7 @@ func (r *Router) upstreamSessionEnded(l *link, conn *upstream.Conn, since time.T
 // meta-tools of search mode count as listed. The front end names in its metrics only what is listed, so that
 // clients cannot mint label values.
 func (r *Router) Offers(prompt bool, name string) bool {
-	c := r.cat.Load()
+	c := r.current()
 	if c == nil {
 		return false
 	}

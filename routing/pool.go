@@ -95,6 +95,7 @@ func (r *Router) Listener(p SessionParams) *Session {
 	p.ProtocolVersion = protocol.LatestLegacy
 	p.LogLevel = ""
 	s := newSession(r, p, newSessionID(), func(s *Session) era { return &pooledClient{s: s, listener: true} })
+	r.catchUp() // as NewSession
 	r.mu.Lock()
 	r.sessions[s.id] = s // list changes reach it like any session; it is never stored
 	r.mu.Unlock()

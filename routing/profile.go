@@ -159,6 +159,7 @@ func (s *Session) catalog() *catalog {
 
 // sharedCatalog is the catalog of the session's profile, before the person's own lists.
 func (s *Session) sharedCatalog() *catalog {
+	s.r.catchUp()
 	if s.profile != "" {
 		if p := s.r.profileCatalog(s.profile); p != nil {
 			if c := p.Load(); c != nil {

@@ -153,6 +153,12 @@ type Router struct {
 	sessions map[string]*Session
 	ready    bool
 	readyCh  chan struct{}
+
+	// starting: Run has started the upstreams and some has not had its first try yet. Meanwhile a rebuild that
+	// no session would hear of waits: the lists are merged once, when the last first try ends (readyChanged),
+	// or sooner for a client that reads the catalog (catchUp).
+	starting atomic.Bool
+	merges   atomic.Int64 // catalog merges so far (tests count them)
 }
 
 // New returns a router for the given upstreams, in the order their items appear in the catalog.
@@ -234,6 +240,7 @@ func (r *Router) Run(ctx context.Context) {
 	ctx = r.ctx
 	r.mu.Lock()
 	r.running = true
+	r.starting.Store(true)
 	for _, up := range r.upstreams() {
 		up.start(ctx)
 	}
@@ -298,8 +305,9 @@ func (r *Router) WaitReady(ctx context.Context) error {
 
 func (r *Router) readyChanged() {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.ready {
+	ready := r.ready
+	r.mu.Unlock()
+	if ready {
 		return
 	}
 	for _, up := range r.upstreams() {
@@ -310,8 +318,16 @@ func (r *Router) readyChanged() {
 			return
 		}
 	}
-	r.ready = true
-	close(r.readyCh)
+	// The start's one merge, before readiness promises a complete catalog. From here on every change rebuilds
+	// at once; a caller that gets here concurrently waits in buildUpTo for the merge that covers it.
+	r.starting.Store(false)
+	r.buildUpTo(r.buildReq.Load())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.ready {
+		r.ready = true
+		close(r.readyCh)
+	}
 }
 
 // Status reports every upstream's health, in configuration order.
@@ -323,20 +339,50 @@ func (r *Router) Status() []UpstreamStatus {
 	return out
 }
 
-// Conflicts lists the names the catalog could not expose because they collide.
+// Conflicts lists the names the catalog could not expose because they collide. It does not catch up
+// (catchUp): /readyz reads it, polled during start, and a merge per poll would undo the start's one merge.
 func (r *Router) Conflicts() []string { return r.cat.Load().conflicts }
 
 // rebuild merges the upstreams' lists anew and tells sessions about the lists that changed.
 func (r *Router) rebuild() {
+	want := r.buildReq.Add(1)
+	if r.starting.Load() && r.SessionCount() == 0 {
+		// Nobody would hear of this merge: a hundred upstreams that come up one after another would merge the
+		// catalog a hundred times, each over all the upstreams so far. The start's merge covers this request
+		// (readyChanged), or a client's read before it (catchUp). The request is counted before the sessions
+		// are, and a session reads through catchUp after it is counted: this sees the session, or its read
+		// sees the request.
+		return
+	}
+	r.buildUpTo(want)
+}
+
+// catchUp merges the lists whose rebuild waits for the end of the start (rebuild), so that a client that reads
+// the catalog before the router is ready sees the upstreams that are up. Once started, it does nothing.
+func (r *Router) catchUp() {
+	if r.starting.Load() {
+		r.buildUpTo(r.buildReq.Load())
+	}
+}
+
+// current is the shared catalog, caught up.
+func (r *Router) current() *catalog {
+	r.catchUp()
+	return r.cat.Load()
+}
+
+// buildUpTo merges the catalogs unless a merge that started after request want covers it; either way the
+// catalog covers it on return.
+func (r *Router) buildUpTo(want uint64) {
 	// Coalesce: a rebuild that starts after this request was made covers it (a hundred upstreams coming up at
 	// once would otherwise merge the whole catalog a hundred times).
-	want := r.buildReq.Add(1)
 	r.buildMu.Lock()
 	if r.buildSeen >= want {
 		r.buildMu.Unlock()
 		return
 	}
 	r.buildSeen = r.buildReq.Load()
+	r.merges.Add(1)
 	type change struct {
 		profile    string
 		prev, next *catalog
@@ -561,6 +607,7 @@ func (r *Router) Instructions() string {
 func (r *Router) NewSession(p SessionParams) *Session {
 	s := newSession(r, p, newSessionID(), func(s *Session) era { return newLegacyClient(s) })
 	r.share(s)
+	r.catchUp() // before it is counted: it hears of the changes after it started, not of the start's
 	r.mu.Lock()
 	r.sessions[s.id] = s
 	r.mu.Unlock()
