@@ -89,6 +89,9 @@ func (s *Session) upstreamMeta(l *link, params []byte) metaEdit {
 	if hasMeta {
 		meta = params[st:e]
 	}
+	if me, ok := s.modernMeta(meta, hasMeta); ok {
+		return me
+	}
 	edited := meta
 	if v, ok := jsonrpc.LookupString(meta, protocol.MetaProtocolVersion); !ok || v != protocol.Modern {
 		edited = jsonrpc.SetMember(edited, protocol.MetaProtocolVersion, []byte(`"`+protocol.Modern+`"`))
@@ -112,6 +115,62 @@ func (s *Session) upstreamMeta(l *link, params []byte) metaEdit {
 	// A stateless client's own request, already complete, is the common case: it costs no copy.
 	unchanged := hasMeta && len(edited) == len(meta) && &edited[0] == &meta[0]
 	return metaEdit{meta: edited, present: hasMeta, changed: !unchanged}
+}
+
+// modernMeta is upstreamMeta's common case for a modern upstream, in one pass over _meta and one copy: the
+// members the era requires that meta lacks are added first, and a protocol version other than the gateway's is
+// replaced. ok is false when meta is not an object or has a member twice, for the general path to handle.
+func (s *Session) modernMeta(meta []byte, hasMeta bool) (metaEdit, bool) {
+	found, ok := jsonrpc.LookupMembers(meta, protocol.MetaProtocolVersion, protocol.MetaClientCapabilities, protocol.MetaClientInfo, protocol.MetaLogLevel)
+	if !ok {
+		return metaEdit{}, false
+	}
+	const version = `"` + protocol.Modern + `"`
+	var add []byte
+	member := func(key string, v []byte) {
+		add = append(jsonrpc.AppendQuote(add, key), ':')
+		add = append(append(add, v...), ',')
+	}
+	if !found[0].Found {
+		member(protocol.MetaProtocolVersion, []byte(version))
+	}
+	if !found[1].Found {
+		caps := []byte(s.params.Capabilities)
+		if len(caps) == 0 {
+			caps = []byte(`{}`)
+		}
+		member(protocol.MetaClientCapabilities, caps)
+	}
+	if !found[2].Found && len(s.params.ClientInfo) > 0 {
+		member(protocol.MetaClientInfo, s.params.ClientInfo)
+	}
+	if !found[3].Found {
+		s.mu.Lock()
+		level := s.logLevel
+		s.mu.Unlock()
+		if level >= 0 {
+			member(protocol.MetaLogLevel, []byte(`"`+logLevels[level]+`"`))
+		}
+	}
+	var edits [2]jsonrpc.Edit
+	n := 0
+	if len(add) > 0 {
+		open := bytes.IndexByte(meta, '{') + 1
+		if rest := bytes.TrimLeft(meta[open:], " \t\r\n"); len(rest) > 0 && rest[0] == '}' {
+			add = add[:len(add)-1] // no member follows
+		}
+		edits[n] = jsonrpc.Edit{Start: open, End: open, With: add}
+		n++
+	}
+	if pv := found[0]; pv.Found && string(meta[pv.Start:pv.End]) != version {
+		edits[n] = jsonrpc.Edit{Start: pv.Start, End: pv.End, With: []byte(version)}
+		n++
+	}
+	if n == 0 {
+		// A stateless client's own request, already complete, is the common case: it costs no copy.
+		return metaEdit{meta: meta, present: hasMeta, changed: !hasMeta}, true
+	}
+	return metaEdit{meta: jsonrpc.Splice(make([]byte, 0, len(meta)+len(add)+len(version)), meta, edits[:n]...), present: hasMeta, changed: true}, true
 }
 
 // set returns the edit with member key of _meta set to v.

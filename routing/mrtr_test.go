@@ -214,6 +214,10 @@ func TestAdaptMeta(t *testing.T) {
 		{"stateless: the session's values fill in", modern, `{"name":"t","_meta":{"progressToken":"p"}}`,
 			`{"name":"t","_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/logLevel":"warning"}}`},
 		{"stateless: the request's own values win", modern, `{"_meta":{` + eraMeta + `}}`, `{"_meta":{` + eraMeta + `}}`},
+		{"stateless: another version is replaced", modern, `{"_meta":{"io.modelcontextprotocol/logLevel":"debug", "io.modelcontextprotocol/protocolVersion" : "2025-11-25" }}`,
+			`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/logLevel":"debug"}}`},
+		{"stateless: an empty _meta with spaces", modern, `{"_meta":{ }}`,
+			`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/logLevel":"warning"}}`},
 		{"stateless: no params", modern, ``,
 			`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/logLevel":"warning"}}`},
 	} {
