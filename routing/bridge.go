@@ -166,10 +166,7 @@ func (lc *legacyClient) forgetAsks(asked []bridgeAsk) {
 // retryWithInput sends the call again with the client's answers, as a new upstream leg under a new id.
 func (lc *legacyClient) retryWithInput(c *call, answers map[string]json.RawMessage, state *string) error {
 	s := lc.s
-	orig, err := jsonrpc.Parse(c.bridge.req)
-	if err != nil {
-		return fmt.Errorf("switchboard: the call cannot be retried: %w", err)
-	}
+	orig := c.bridge.req
 	responses, err := json.Marshal(answers)
 	if err != nil {
 		return fmt.Errorf("switchboard: encoding the client's answers: %w", err)
@@ -184,8 +181,12 @@ func (lc *legacyClient) retryWithInput(c *call, answers map[string]json.RawMessa
 	n := &next
 	n.upID = c.link.mint()
 	n.started = time.Now()
+	req, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, jsonrpc.AppendInt(nil, n.upID), c.method, params))
+	if err != nil {
+		return fmt.Errorf("switchboard: the call cannot be retried: %w", err)
+	}
 	n.bridge = &bridged{
-		req:    jsonrpc.AppendRequest(nil, jsonrpc.AppendInt(nil, n.upID), c.method, params),
+		req:    req,
 		rounds: c.bridge.rounds + 1,
 		client: c.bridge.client,
 	}

@@ -60,9 +60,9 @@ type call struct {
 // bridged is the role of a legacy client's call to a modern upstream: the gateway answers the upstream's
 // input_required by asking the client, then retries the request with the answers (bridge.go).
 type bridged struct {
-	client *legacyClient // who is asked
-	req    []byte        // the request as sent upstream, to retry
-	rounds int           // input rounds so far
+	client *legacyClient   // who is asked
+	req    jsonrpc.Message // the request as sent upstream, to retry
+	rounds int             // input rounds so far
 	// asking, while the gateway asks the client, is closed by the client's cancellation (guarded by the
 	// session's mu).
 	asking chan struct{}

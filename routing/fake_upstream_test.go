@@ -155,15 +155,21 @@ func (c *fakeConn) Read(ctx context.Context) (upstream.Incoming, error) {
 	}
 }
 
-func (c *fakeConn) Write(ctx context.Context, msg []byte) error {
+func (c *fakeConn) Write(ctx context.Context, given jsonrpc.Message) error {
 	c.t.mu.Lock()
 	defer c.t.mu.Unlock()
 	if c.closed || c.broken != nil {
 		return errors.New("fake: write on a closed connection")
 	}
+	msg := given.Raw()
 	m, err := jsonrpc.Parse(append([]byte(nil), msg...))
 	if err != nil {
 		return fmt.Errorf("fake: the gateway wrote an invalid message %s: %w", msg, err)
+	}
+	// The gateway hands over the message parsed (often by splicing, not by Parse): it must read as its bytes do.
+	if given.Kind() != m.Kind() || string(given.ID()) != string(m.ID()) || given.Method() != m.Method() ||
+		string(given.Params()) != string(m.Params()) || string(given.Result()) != string(m.Result()) || string(given.Error()) != string(m.Error()) {
+		return fmt.Errorf("fake: the gateway wrote %s parsed as something else (id %s, method %q, params %s)", msg, given.ID(), given.Method(), given.Params())
 	}
 	c.t.log = append(c.t.log, fakeRecord{conn: c.n, msg: m})
 	c.t.eventLocked()

@@ -108,7 +108,8 @@ func (lc *legacyClient) answer(m jsonrpc.Message) {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
 	defer cancel()
-	if err := req.link.write(ctx, m.AppendWithID(nil, req.upID)); err != nil {
+	_, out := m.AppendMessage(nil, req.upID)
+	if err := req.link.write(ctx, out); err != nil {
 		req.link.log.Debug("client response not delivered", "err", err)
 	}
 	if req.roots {
@@ -176,7 +177,8 @@ func (lc *legacyClient) handleRelayed(m jsonrpc.Message) {
 		if req != nil {
 			ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
 			defer cancel()
-			_ = req.link.write(ctx, m.AppendWithID(nil, req.upID))
+			_, out := m.AppendMessage(nil, req.upID)
+			_ = req.link.write(ctx, out)
 		}
 	case jsonrpc.KindNotification:
 		if m.MethodIs("notifications/cancelled") {

@@ -401,8 +401,17 @@ func (l *link) lost(err error) {
 	}
 }
 
+// writeBuilt sends a message the gateway built (jsonrpc.AppendRequest and its kin) on the current connection.
+func (l *link) writeBuilt(ctx context.Context, raw []byte) error {
+	m, err := jsonrpc.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("a message the gateway built: %w", err)
+	}
+	return l.write(ctx, m)
+}
+
 // write sends a message on the current connection.
-func (l *link) write(ctx context.Context, msg []byte) error {
+func (l *link) write(ctx context.Context, msg jsonrpc.Message) error {
 	l.mu.Lock()
 	conn := l.conn
 	l.mu.Unlock()
@@ -414,7 +423,7 @@ func (l *link) write(ctx context.Context, msg []byte) error {
 
 // writeRequest sends a client's request on the current connection, with its arguments mirrored in headers
 // where the connection has them.
-func (l *link) writeRequest(ctx context.Context, msg []byte, params []upstream.Param) error {
+func (l *link) writeRequest(ctx context.Context, msg jsonrpc.Message, params []upstream.Param) error {
 	l.mu.Lock()
 	conn := l.conn
 	l.mu.Unlock()
@@ -434,7 +443,7 @@ func (l *link) request(ctx context.Context, method string, params []byte) ([]byt
 		return nil, &NotConnectedError{Upstream: l.up.cfg.Name}
 	}
 	id := jsonrpc.AppendInt(nil, c.upID)
-	if err := l.write(ctx, jsonrpc.AppendRequest(nil, id, method, params)); err != nil {
+	if err := l.writeBuilt(ctx, jsonrpc.AppendRequest(nil, id, method, params)); err != nil {
 		l.take(c.upID)
 		return nil, fmt.Errorf("upstream %q: %s: %w", l.up.cfg.Name, method, err)
 	}
@@ -457,7 +466,7 @@ func (l *link) sendCancel(upID int64, reason string) {
 	p := cancelledParams(jsonrpc.AppendInt(nil, upID), reason)
 	ctx, cancel := context.WithTimeout(l.ctx, 5*time.Second)
 	defer cancel()
-	if err := l.write(ctx, jsonrpc.AppendNotification(nil, "notifications/cancelled", p)); err != nil {
+	if err := l.writeBuilt(ctx, jsonrpc.AppendNotification(nil, "notifications/cancelled", p)); err != nil {
 		l.log.Debug("cancel not delivered", "err", err)
 	}
 }
@@ -541,7 +550,7 @@ func (l *link) serverRequest(m jsonrpc.Message, related []byte) {
 func (l *link) respond(msg []byte) {
 	ctx, cancel := context.WithTimeout(l.ctx, 5*time.Second)
 	defer cancel()
-	if err := l.write(ctx, msg); err != nil {
+	if err := l.writeBuilt(ctx, msg); err != nil {
 		l.log.Debug("reply not delivered", "err", err)
 	}
 }

@@ -428,7 +428,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	case c.token != nil:
 		edits = append(edits, jsonrpc.ParamEdit{Path: tokenPath, With: upID})
 	}
-	msg := m.AppendWith(make([]byte, 0, len(m.Raw())+len(me.meta)+32), upID, edits...)
+	_, msg := m.AppendMessage(make([]byte, 0, len(m.Raw())+len(me.meta)+32), upID, edits...)
 	if lc, ok := s.era.(*legacyClient); ok && l.modern() && multiRound(c.method) {
 		c.bridge = &bridged{client: lc, req: msg} // kept to retry it with the client's answers if the upstream asks for input
 	}

@@ -44,7 +44,7 @@ func benchRoundTrips(b *testing.B, c Connection) {
 	ctx := b.Context()
 	for i := 0; b.Loop(); i++ {
 		id := strconv.AppendInt(nil, int64(i+1), 10)
-		if err := c.Write(ctx, jsonrpc.AppendRequest(nil, id, "tools/call", []byte(`{"name":"x"}`))); err != nil {
+		if err := c.Write(ctx, mustParse(jsonrpc.AppendRequest(nil, id, "tools/call", []byte(`{"name":"x"}`)))); err != nil {
 			b.Fatal(err)
 		}
 		if in, err := c.Read(ctx); err != nil || !bytes.Equal(in.Msg.ID(), id) {

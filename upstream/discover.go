@@ -82,7 +82,7 @@ func probe(ctx context.Context, conn Connection, log *slog.Logger, meta *request
 	params := meta.discoverParams()
 	for attempt := range maxDiscoverAttempts {
 		id := []byte(discoverIDs[attempt])
-		if err := conn.Write(pctx, jsonrpc.AppendRequest(nil, id, methodDiscover, params)); err != nil {
+		if err := writeBuilt(pctx, conn, jsonrpc.AppendRequest(nil, id, methodDiscover, params)); err != nil {
 			if ctx.Err() != nil {
 				return probeResult{}, ctx.Err()
 			}

@@ -175,7 +175,7 @@ func (e *initRejectedError) Is(target error) bool { return target == ErrInitReje
 
 func handshake(ctx context.Context, conn Connection, name string, log *slog.Logger, params []byte) (ServerHello, error) {
 	req := jsonrpc.AppendRequest(nil, []byte(initRequestID), methodInitialize, params)
-	if err := conn.Write(ctx, req); err != nil {
+	if err := writeBuilt(ctx, conn, req); err != nil {
 		return ServerHello{}, fmt.Errorf("upstream %s: send initialize: %w", name, err)
 	}
 	var resp jsonrpc.Message
@@ -212,7 +212,7 @@ func handshake(ctx context.Context, conn Connection, name string, log *slog.Logg
 	if !protocol.SupportedLegacy(sh.ProtocolVersion) {
 		return ServerHello{}, fmt.Errorf("upstream %s: server chose protocol version %q, which the gateway does not support (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)", name, sh.ProtocolVersion)
 	}
-	if err := conn.Write(ctx, jsonrpc.AppendNotification(nil, methodInitialized, nil)); err != nil {
+	if err := writeBuilt(ctx, conn, jsonrpc.AppendNotification(nil, methodInitialized, nil)); err != nil {
 		return ServerHello{}, fmt.Errorf("upstream %s: send %s: %w", name, methodInitialized, err)
 	}
 	return sh, nil
@@ -227,7 +227,7 @@ func answerEarlyRequest(ctx context.Context, conn Connection, m jsonrpc.Message)
 	} else {
 		answer = jsonrpc.AppendError(nil, m.ID(), protocol.CodeInvalidRequest, "client is not initialized yet", nil)
 	}
-	return conn.Write(ctx, answer)
+	return writeBuilt(ctx, conn, answer)
 }
 
 func initializeParams(h ClientHello) ([]byte, error) {

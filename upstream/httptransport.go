@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 
@@ -108,11 +109,18 @@ func (t *HTTPTransport) upstreamSpec() Spec { return t.spec }
 
 // newRequest builds a request to target with the configured headers, then
 // the body's: what every request of either era carries. handed, if set, is
-// called once the HTTP transport has consumed the body.
+// called once the transport has written the request.
 func (t *HTTPTransport) newRequest(ctx context.Context, method string, target *url.URL, body []byte, handed func()) (*http.Request, error) {
 	var rd io.Reader
 	if body != nil {
-		rd = &handoffReader{r: bytes.NewReader(body), handed: handed}
+		// A *bytes.Reader as it is: net/http writes the headers and a body it knows to be in memory in one write
+		// (one packet for the upstream to read); any other reader gets the headers flushed first, on their own.
+		rd = bytes.NewReader(body)
+	}
+	if handed != nil {
+		// Write returns once the request is on the wire; a request that never gets there is handed over when
+		// the exchange fails (the caller calls handed then).
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { handed() }})
 	}
 	// The URL is parsed once, not printed and parsed again for every request; each request gets its own copy,
 	// which net/http may change (a redirect).
@@ -150,28 +158,6 @@ var (
 	jsonContentType = []string{mediaJSON}
 	postAccept      = []string{mediaJSON + ", " + mediaEventStream}
 )
-
-// handoffReader is a request body that reports when the HTTP transport has
-// consumed it (read it all, or closed it): that is when Write returns.
-type handoffReader struct {
-	r      *bytes.Reader
-	handed func()
-}
-
-func (h *handoffReader) Read(p []byte) (int, error) {
-	n, err := h.r.Read(p)
-	if h.r.Len() == 0 && h.handed != nil {
-		h.handed()
-	}
-	return n, err
-}
-
-func (h *handoffReader) Close() error {
-	if h.handed != nil {
-		h.handed()
-	}
-	return nil
-}
 
 // mediaType returns the lower-cased media type of a Content-Type header.
 func mediaType(h http.Header) string {

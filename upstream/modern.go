@@ -119,11 +119,7 @@ func (c *modernConn) Read(ctx context.Context) (Incoming, error) {
 //     level): "This revision of the core protocol defines no
 //     client-to-server notifications over Streamable HTTP", and "The client
 //     MUST NOT send JSON-RPC responses".
-func (c *modernConn) Write(ctx context.Context, raw []byte) error {
-	msg, err := jsonrpc.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("upstream %s: write: %w", c.name, err)
-	}
+func (c *modernConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if c.ctx.Err() != nil {
 		return fmt.Errorf("upstream %s: write: %w", c.name, errClosed)
 	}
@@ -474,16 +470,12 @@ func idKey(id []byte) string {
 // "clients MUST mirror" the values of parameters marked x-mcp-header, and only the caller knows the tool's
 // schema. The values are encoded as the spec has it; headers of other names are not sent, so that they cannot
 // override the protocol's own.
-func (c *modernConn) WriteParams(ctx context.Context, raw []byte, params []Param) error {
-	msg, err := jsonrpc.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("upstream %s: write: %w", c.name, err)
-	}
+func (c *modernConn) WriteParams(ctx context.Context, msg jsonrpc.Message, params []Param) error {
 	if c.ctx.Err() != nil {
 		return fmt.Errorf("upstream %s: write: %w", c.name, errClosed)
 	}
 	if msg.Kind() != jsonrpc.KindRequest {
-		return c.Write(ctx, raw)
+		return c.Write(ctx, msg)
 	}
 	return c.request(ctx, msg, params)
 }

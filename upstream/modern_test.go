@@ -666,8 +666,8 @@ func TestStdioModern(t *testing.T) {
 }
 
 // cancelled builds the notifications/cancelled the gateway sends for id.
-func cancelled(id int) []byte {
-	return jsonrpc.AppendNotification(nil, "notifications/cancelled", []byte(`{"requestId":`+strconv.Itoa(id)+`}`))
+func cancelled(id int) jsonrpc.Message {
+	return mustParse(jsonrpc.AppendNotification(nil, "notifications/cancelled", []byte(`{"requestId":`+strconv.Itoa(id)+`}`)))
 }
 
 // toolText returns the text of a tools/call result.

@@ -190,7 +190,8 @@ func (c *stdioConn) endErr() error {
 // If ctx ends while the child is not reading stdin, the write is abandoned;
 // if part of the message was already written the framing is broken and all
 // later writes fail.
-func (c *stdioConn) Write(ctx context.Context, msg []byte) error {
+func (c *stdioConn) Write(ctx context.Context, m jsonrpc.Message) error {
+	msg := m.Raw()
 	select {
 	case c.writeSem <- struct{}{}:
 	case <-c.stop:
@@ -207,7 +208,8 @@ func (c *stdioConn) Write(ctx context.Context, msg []byte) error {
 		// carries its _meta. Notifications (notifications/cancelled
 		// included: "used only on the stdio transport") and responses go
 		// as they are.
-		if m, err := jsonrpc.Parse(bytes.TrimSpace(msg)); err == nil && m.Kind() == jsonrpc.KindRequest {
+		if m.Kind() == jsonrpc.KindRequest {
+			var err error
 			if msg, err = rm.inject(nil, m); err != nil {
 				return fmt.Errorf("upstream %s: write %s: %w", c.name, m.Method(), err)
 			}

@@ -57,12 +57,21 @@ func mustDial(t *testing.T, spec Spec, hello ClientHello) *Conn {
 }
 
 // request builds a request with an integer id, as the gateway mints them.
-func request(id int, method, params string) []byte {
+func request(id int, method, params string) jsonrpc.Message {
 	var p []byte
 	if params != "" {
 		p = []byte(params)
 	}
-	return jsonrpc.AppendRequest(nil, strconv.AppendInt(nil, int64(id), 10), method, p)
+	return mustParse(jsonrpc.AppendRequest(nil, strconv.AppendInt(nil, int64(id), 10), method, p))
+}
+
+// mustParse parses a message a test built; it panics on a message that is not one.
+func mustParse(raw []byte) jsonrpc.Message {
+	m, err := jsonrpc.Parse(raw)
+	if err != nil {
+		panic(err)
+	}
+	return m
 }
 
 // readResponse reads until the response with the given id, returning it and
@@ -401,7 +410,7 @@ func TestStdioNoOrphans(t *testing.T) {
 			if tt.close {
 				c.Close()
 			} else {
-				if err := c.Write(waitCtx(t), []byte(`{"jsonrpc":"2.0","method":"x"}`)); err != nil {
+				if err := c.Write(waitCtx(t), mustParse([]byte(`{"jsonrpc":"2.0","method":"x"}`))); err != nil {
 					t.Fatal(err)
 				}
 				_, err := c.Read(waitCtx(t))

@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -131,12 +130,9 @@ func (c *httpConn) Read(ctx context.Context) (Incoming, error) {
 // returns once the request body has been handed to the HTTP transport (or
 // ctx ends; the outcome still arrives through Read). Notifications and
 // responses are POSTed synchronously and any failure is returned.
-func (c *httpConn) Write(ctx context.Context, raw []byte) error {
-	raw = bytes.Clone(raw) // the POST may outlive the caller's buffer
-	msg, err := jsonrpc.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("upstream %s: write: %w", c.name, err)
-	}
+func (c *httpConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	msg = msg.Clone() // the POST may outlive the caller's buffer
+	raw := msg.Raw()
 	select {
 	case <-c.done:
 		return fmt.Errorf("upstream %s: write: %w", c.name, c.endErr)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -257,7 +258,7 @@ func TestStreamableHTTP(t *testing.T) {
 						if string(in.Related) != wantRelated {
 							t.Errorf("roots/list related %q, want %q", in.Related, wantRelated)
 						}
-						answer := jsonrpc.AppendResult(nil, m.ID(), []byte(`{"roots":[{"uri":"file:///tmp/a","name":"alpha"}]}`))
+						answer := mustParse(jsonrpc.AppendResult(nil, m.ID(), []byte(`{"roots":[{"uri":"file:///tmp/a","name":"alpha"}]}`)))
 						if err := conn.Write(waitCtx(t), answer); err != nil {
 							t.Fatal(err)
 						}
@@ -465,7 +466,7 @@ func TestLegacySSEFallback(t *testing.T) {
 		}
 		switch m := in.Msg; {
 		case m.Kind() == jsonrpc.KindRequest && m.Method() == "roots/list":
-			if err := conn.Write(waitCtx(t), jsonrpc.AppendResult(nil, m.ID(), []byte(`{"roots":[{"uri":"file:///b","name":"beta"}]}`))); err != nil {
+			if err := conn.Write(waitCtx(t), mustParse(jsonrpc.AppendResult(nil, m.ID(), []byte(`{"roots":[{"uri":"file:///b","name":"beta"}]}`)))); err != nil {
 				t.Fatal(err)
 			}
 		case m.Kind() == jsonrpc.KindResponse && string(m.ID()) == "2":
@@ -609,5 +610,58 @@ func TestStreamableRedirect(t *testing.T) {
 	var ue *url.Error
 	if !errors.As(err, &ue) || ue.Op != "Post" || strings.Contains(err.Error(), "secret") {
 		t.Errorf("a refused exchange: %v, want a *url.Error for Post without the query", err)
+	}
+}
+
+// countingConn counts the writes made on a connection.
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int32
+}
+
+func (c countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// TestRequestOneWrite: a POST goes out in one write, headers and body together (net/http flushes the headers on
+// their own before a body it does not know to be in memory: two packets for the upstream to read), and handed is
+// called once it is written.
+func TestRequestOneWrite(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	}))
+	defer srv.Close()
+	var writes atomic.Int32
+	var d net.Dialer
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return countingConn{Conn: c, writes: &writes}, nil
+	}}}
+	defer client.CloseIdleConnections()
+	tr := mustTransport(t, Spec{Name: "one", URL: srv.URL + "/mcp", HTTPClient: client}).(*HTTPTransport)
+	for i := range 3 {
+		writes.Store(0)
+		var handed atomic.Bool
+		req, err := tr.newRequest(t.Context(), http.MethodPost, tr.url, request(i, "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`).Raw(), func() { handed.Store(true) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := tr.do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		discard(resp)
+		if n := writes.Load(); n != 1 {
+			t.Errorf("request %d went out in %d writes, want 1", i, n)
+		}
+		if !handed.Load() {
+			t.Errorf("request %d: handed was not called once it was written", i)
+		}
 	}
 }

@@ -172,7 +172,7 @@ func testRequestAnswer(t *testing.T, k connKind) {
 	if k.rewritesRequests {
 		p.sawIn(t, []byte(args))
 	} else {
-		p.sawIn(t, req) // the request is ours
+		p.sawIn(t, req.Raw()) // the request is ours
 	}
 }
 
@@ -212,7 +212,7 @@ func testServerRequest(t *testing.T, k connKind) {
 		if m.Kind() == jsonrpc.KindRequest && m.Method() == "roots/list" {
 			asked = true
 			k.checkRelated(t, in, "3")
-			answer := jsonrpc.AppendResult(nil, m.ID(), []byte(`{"roots":[{"uri":"file:///tmp/a","name":"alpha"}]}`))
+			answer := mustParse(jsonrpc.AppendResult(nil, m.ID(), []byte(`{"roots":[{"uri":"file:///tmp/a","name":"alpha"}]}`)))
 			if err := c.Write(waitCtx(t), answer); err != nil {
 				t.Fatal(err)
 			}

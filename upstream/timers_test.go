@@ -120,7 +120,9 @@ func (l *requestLog) all() []seen {
 	return append([]seen(nil), l.reqs...)
 }
 
-func initialized() []byte { return jsonrpc.AppendNotification(nil, methodInitialized, nil) }
+func initialized() jsonrpc.Message {
+	return mustParse(jsonrpc.AppendNotification(nil, methodInitialized, nil))
+}
 
 // TestGETStreamRetryField: the standalone GET stream reconnects exactly when the server's retry field says,
 // resuming after the last event id.
@@ -330,9 +332,9 @@ func (c *silentConn) Read(ctx context.Context) (Incoming, error) {
 	}
 }
 
-func (c *silentConn) Write(ctx context.Context, msg []byte) error {
+func (c *silentConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	select {
-	case c.written <- bytes.Clone(msg):
+	case c.written <- bytes.Clone(msg.Raw()):
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

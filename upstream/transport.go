@@ -117,7 +117,9 @@ type Connection interface {
 	Read(ctx context.Context) (Incoming, error)
 
 	// Write sends one JSON-RPC message (request, notification or
-	// response). It is safe for concurrent use.
+	// response), parsed: a connection reads what it needs from the parsed
+	// message instead of scanning it again. Its bytes must stay unchanged
+	// until Write returns. It is safe for concurrent use.
 	//
 	// Over HTTP, Write of a request returns as soon as the POST has been
 	// handed to the transport; the response and everything the server sends
@@ -132,7 +134,7 @@ type Connection interface {
 	// the named request's POST instead of being sent, and nothing more
 	// arrives for that request; other notifications and responses are
 	// dropped.
-	Write(ctx context.Context, msg []byte) error
+	Write(ctx context.Context, msg jsonrpc.Message) error
 
 	// Close ends the session and releases everything.
 	Close() error
@@ -147,16 +149,25 @@ type Param struct {
 
 // paramWriter is a Connection that sends a request's mirrored arguments as headers: the modern HTTP one.
 type paramWriter interface {
-	WriteParams(ctx context.Context, msg []byte, params []Param) error
+	WriteParams(ctx context.Context, msg jsonrpc.Message, params []Param) error
 }
 
 // WriteRequest is Write for a request with arguments mirrored in Mcp-Param-* headers. Connections that have no
 // headers (stdio, the legacy eras) send the request as Write does.
-func (c *Conn) WriteRequest(ctx context.Context, msg []byte, params []Param) error {
+func (c *Conn) WriteRequest(ctx context.Context, msg jsonrpc.Message, params []Param) error {
 	if pw, ok := c.Connection.(paramWriter); ok && len(params) > 0 {
 		return pw.WriteParams(ctx, msg, params)
 	}
 	return c.Write(ctx, msg)
+}
+
+// writeBuilt sends a message the gateway built itself (jsonrpc.AppendRequest and its kin).
+func writeBuilt(ctx context.Context, conn Connection, raw []byte) error {
+	m, err := jsonrpc.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("a message the gateway built: %w", err)
+	}
+	return conn.Write(ctx, m)
 }
 
 // Incoming is one message read from an upstream.

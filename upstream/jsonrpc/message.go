@@ -424,6 +424,12 @@ func (m Message) ParamsSpan() (start, end int, ok bool) {
 	return int(m.params.start), int(m.params.end), m.params.ok()
 }
 
+// Clone returns the message with bytes of its own.
+func (m Message) Clone() Message {
+	m.raw = append([]byte(nil), m.raw...)
+	return m
+}
+
 // Result returns the raw result value, or nil if absent.
 func (m Message) Result() []byte { return m.result.of(m.raw) }
 
