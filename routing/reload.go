@@ -114,6 +114,9 @@ func (r *Router) Reconfigure(cfgs []UpstreamConfig) (ReloadResult, error) {
 	}
 	wg.Wait()
 	r.rebuild()
+	// A reload during start that removed the last upstream yet to have its first try leaves the rest tried: the
+	// router is ready now, and nobody else would say so (a removed link ends without a state change).
+	r.readyChanged()
 	r.log.Info("upstreams reconfigured", "added", res.Added, "removed", res.Removed, "replaced", res.Replaced, "kept", len(res.Kept))
 	return res, nil
 }

@@ -318,8 +318,11 @@ func (r *Router) readyChanged() {
 			return
 		}
 	}
-	// The start's one merge, before readiness promises a complete catalog. From here on every change rebuilds
-	// at once; a caller that gets here concurrently waits in buildUpTo for the merge that covers it.
+	// The start's one merge, before readiness promises a complete catalog. It is made while starting still holds,
+	// so that a reader meanwhile (catchUp) waits for it instead of reading the catalog from before the start. From
+	// here on every change rebuilds at once; the second merge covers a rebuild deferred during the first (usually
+	// nothing is left), and a caller that gets here concurrently waits in buildUpTo for the merge that covers it.
+	r.buildUpTo(r.buildReq.Load())
 	r.starting.Store(false)
 	r.buildUpTo(r.buildReq.Load())
 	r.mu.Lock()

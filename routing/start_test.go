@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -56,7 +57,7 @@ func runStaggered(t *testing.T, ups ...*staggeredUpstream) *testRouter {
 	for i, u := range ups {
 		cfgs[i] = UpstreamConfig{
 			Name: fmt.Sprintf("u%d", i), Prefix: fmt.Sprintf("u%d__", i), Mode: Shared, Transport: u, Kind: "http",
-			Backoff: upstream.Backoff{Min: time.Millisecond, Max: 2 * time.Millisecond},
+			Backoff: upstream.Backoff{Min: time.Millisecond, Max: 2 * time.Millisecond}, Fingerprint: fmt.Sprintf("u%d", i),
 		}
 	}
 	r, err := New(Options{Logger: discardLogger(), Version: "test", CursorSecret: []byte("start-test-key")}, cfgs)
@@ -174,4 +175,88 @@ func TestCatalogBeforeReady(t *testing.T) {
 			})
 		})
 	}
+}
+
+// heldPins is a pin store whose first read of every pin waits until released, holding the start's merge (which
+// reads them under buildMu) while the test reads the catalog.
+type heldPins struct {
+	reading chan struct{} // closed when the first read starts
+	release chan struct{}
+	once    sync.Once
+}
+
+func (p *heldPins) PinIfAbsent(_ context.Context, _, hash string) (string, error) { return hash, nil }
+func (p *heldPins) SetPin(context.Context, string, string) error                  { return nil }
+func (p *heldPins) Pins(ctx context.Context) (map[string]string, error) {
+	p.once.Do(func() { close(p.reading) })
+	select {
+	case <-p.release:
+		return map[string]string{}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestCatalogDuringStartMerge: the start's one merge runs while the router still counts as starting, so that a
+// client that reads the catalog meanwhile catches up (catchUp waits for the merge on buildMu) instead of being
+// answered from the catalog of before the start, which is empty; once it is done, a list sees the upstream.
+func TestCatalogDuringStartMerge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &heldPins{reading: make(chan struct{}), release: make(chan struct{})}
+		u := newStaggered(0, time.Second)
+		r, err := New(Options{Logger: discardLogger(), Version: "test", CursorSecret: []byte("start-test-key"), Pinning: &Pinning{Store: store}},
+			[]UpstreamConfig{{Name: "u0", Prefix: "u0__", Mode: Shared, Transport: u, Kind: "http",
+				Backoff: upstream.Backoff{Min: time.Millisecond, Max: 2 * time.Millisecond}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runCtx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); r.Run(runCtx) }()
+		defer func() { stop(); <-done }()
+
+		<-store.reading // the start's merge holds buildMu, reading the pins
+		if !r.starting.Load() {
+			t.Error("the start's merge runs after the router stopped counting as starting: a list meanwhile would not wait for it")
+		}
+		close(store.release)
+		tr := &testRouter{Router: r, ctx: runCtx}
+		if err := tr.WaitReady(runCtx); err != nil {
+			t.Fatal(err)
+		}
+		if r.starting.Load() {
+			t.Error("still starting once ready")
+		}
+		s := tr.PooledSession(SessionParams{Capabilities: json.RawMessage(`{}`)})
+		if got := toolNames(t, tr, s); !slices.Equal(got, []string{"u0__t0"}) {
+			t.Errorf("after the start's merge a list sees %v", got)
+		}
+	})
+}
+
+// TestReloadDuringStartReady: a reload during start that removes the only upstream yet to have its first try
+// makes the router ready (and merges the catalog), instead of leaving it starting until something else happens.
+func TestReloadDuringStartReady(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		up, never := newStaggered(0, time.Second), newStaggered(1, -1)
+		r := runStaggered(t, up, never)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if r.Ready() {
+			t.Fatal("ready while an upstream is still dialling")
+		}
+		cfgs := []UpstreamConfig{{Name: "u0", Prefix: "u0__", Mode: Shared, Transport: up, Kind: "http",
+			Backoff: upstream.Backoff{Min: time.Millisecond, Max: 2 * time.Millisecond}, Fingerprint: "u0"}} // kept
+		if _, err := r.Reconfigure(cfgs); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if !r.Ready() || r.starting.Load() {
+			t.Fatalf("after the reload removed the upstream still dialling: ready %v, starting %v", r.Ready(), r.starting.Load())
+		}
+		s := r.PooledSession(SessionParams{Capabilities: json.RawMessage(`{}`)})
+		if got := toolNames(t, r, s); !slices.Equal(got, []string{"u0__t0"}) {
+			t.Errorf("after the reload a list sees %v", got)
+		}
+	})
 }
