@@ -167,6 +167,9 @@ func (lc *legacyClient) forgetAsks(asked []bridgeAsk) {
 func (lc *legacyClient) retryWithInput(c *call, answers map[string]json.RawMessage, state *string) error {
 	s := lc.s
 	orig := c.bridge.req
+	if orig.Kind() != jsonrpc.KindRequest {
+		return errors.New("switchboard: the call cannot be retried: its request was not kept")
+	}
 	responses, err := json.Marshal(answers)
 	if err != nil {
 		return fmt.Errorf("switchboard: encoding the client's answers: %w", err)

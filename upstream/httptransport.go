@@ -109,7 +109,7 @@ func (t *HTTPTransport) upstreamSpec() Spec { return t.spec }
 
 // newRequest builds a request to target with the configured headers, then
 // the body's: what every request of either era carries. handed, if set, is
-// called once the transport has written the request.
+// called once the transport has taken the whole request.
 func (t *HTTPTransport) newRequest(ctx context.Context, method string, target *url.URL, body []byte, handed func()) (*http.Request, error) {
 	var rd io.Reader
 	if body != nil {
@@ -118,9 +118,15 @@ func (t *HTTPTransport) newRequest(ctx context.Context, method string, target *u
 		rd = bytes.NewReader(body)
 	}
 	if handed != nil {
-		// Write returns once the request is on the wire; a request that never gets there is handed over when
-		// the exchange fails (the caller calls handed then).
-		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { handed() }})
+		// Write returns once the transport has taken the whole request (written it to its connection's buffer,
+		// which it flushes next), as it did when the body reported being read to its end. A write that failed
+		// may be retried by net/http; a request that never gets written is handed over when the exchange fails
+		// (the caller calls handed then).
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				handed()
+			}
+		}})
 	}
 	// The URL is parsed once, not printed and parsed again for every request; each request gets its own copy,
 	// which net/http may change (a redirect).

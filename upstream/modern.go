@@ -120,6 +120,9 @@ func (c *modernConn) Read(ctx context.Context) (Incoming, error) {
 //     client-to-server notifications over Streamable HTTP", and "The client
 //     MUST NOT send JSON-RPC responses".
 func (c *modernConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if msg.Kind() == jsonrpc.KindInvalid {
+		return fmt.Errorf("upstream %s: write: %w", c.name, errNotMessage)
+	}
 	if c.ctx.Err() != nil {
 		return fmt.Errorf("upstream %s: write: %w", c.name, errClosed)
 	}
@@ -471,6 +474,9 @@ func idKey(id []byte) string {
 // schema. The values are encoded as the spec has it; headers of other names are not sent, so that they cannot
 // override the protocol's own.
 func (c *modernConn) WriteParams(ctx context.Context, msg jsonrpc.Message, params []Param) error {
+	if msg.Kind() == jsonrpc.KindInvalid {
+		return fmt.Errorf("upstream %s: write: %w", c.name, errNotMessage)
+	}
 	if c.ctx.Err() != nil {
 		return fmt.Errorf("upstream %s: write: %w", c.name, errClosed)
 	}

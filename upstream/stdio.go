@@ -191,6 +191,9 @@ func (c *stdioConn) endErr() error {
 // if part of the message was already written the framing is broken and all
 // later writes fail.
 func (c *stdioConn) Write(ctx context.Context, m jsonrpc.Message) error {
+	if m.Kind() == jsonrpc.KindInvalid {
+		return fmt.Errorf("upstream %s: write: %w", c.name, errNotMessage)
+	}
 	msg := m.Raw()
 	select {
 	case c.writeSem <- struct{}{}:

@@ -131,6 +131,9 @@ func (c *httpConn) Read(ctx context.Context) (Incoming, error) {
 // ctx ends; the outcome still arrives through Read). Notifications and
 // responses are POSTed synchronously and any failure is returned.
 func (c *httpConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if msg.Kind() == jsonrpc.KindInvalid {
+		return fmt.Errorf("upstream %s: write: %w", c.name, errNotMessage)
+	}
 	msg = msg.Clone() // the POST may outlive the caller's buffer
 	raw := msg.Raw()
 	select {

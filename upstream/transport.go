@@ -10,6 +10,7 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -160,6 +161,10 @@ func (c *Conn) WriteRequest(ctx context.Context, msg jsonrpc.Message, params []P
 	}
 	return c.Write(ctx, msg)
 }
+
+// errNotMessage is Write's error for a message that is not one (the zero Message): a caller's bug, refused
+// rather than sent as an empty body or taken for a response.
+var errNotMessage = errors.New("not a JSON-RPC message")
 
 // writeBuilt sends a message the gateway built itself (jsonrpc.AppendRequest and its kin).
 func writeBuilt(ctx context.Context, conn Connection, raw []byte) error {
