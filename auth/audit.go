@@ -103,6 +103,13 @@ func (a *Auditor) Call(ctx context.Context, e AuditEvent) {
 	if a == nil {
 		return
 	}
+	level := slog.LevelInfo
+	if e.Outcome == "denied" {
+		level = slog.LevelWarn
+	}
+	if !a.log.Handler().Enabled(ctx, level) {
+		return // the record would be dropped: spare building it (a call's, on the hot path)
+	}
 	attrs := make([]slog.Attr, 0, 15)
 	if p := e.Principal; p != nil {
 		attrs = append(attrs, slog.String("sub", sanitize(p.Subject, 256)), slog.String("iss", sanitize(p.Issuer, 256)))
@@ -125,10 +132,6 @@ func (a *Auditor) Call(ctx context.Context, e AuditEvent) {
 		attrs = append(attrs, slog.String("definitionHash", sanitize(e.DefinitionHash, 128)))
 	}
 	attrs = append(attrs, slog.Float64("duration_ms", float64(e.Duration.Microseconds())/1000))
-	level := slog.LevelInfo
-	if e.Outcome == "denied" {
-		level = slog.LevelWarn
-	}
 	a.emit(ctx, level, attrs)
 }
 

@@ -270,7 +270,8 @@ func (c *call) resourceURI() string {
 // write with (it carries the span, which the HTTP transport turns into a traceparent header) and the traceparent
 // to put in the message's _meta, empty when nothing is traced.
 func (r *Router) startLeg(ctx context.Context, c *call) (context.Context, string) {
-	r.inst.inflight.Add(ctx, 1, r.inst.upstreamSets.Add(upstreamName(c.link.up.cfg.Name))...)
+	// Background, as endLeg's: an in-flight count has no exemplar worth a walk up the request's context chain.
+	r.inst.inflight.Add(context.Background(), 1, r.inst.upstreamSets.Add(upstreamName(c.link.up.cfg.Name))...)
 	if !r.inst.tracing {
 		return ctx, ""
 	}
