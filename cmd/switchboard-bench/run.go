@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -76,7 +77,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	searchTools := fl.String("search-tools", "1000,10000", "tool counts of the search scenario's latency, build and memory runs")
 	searchPasses := fl.Int("search-passes", 30, "times each query of the evaluation set is searched at each tool count")
 	outFile := fl.String("o", "", "also write the report to this file")
-	profile := fl.String("profile", "", "write CPU and heap profiles of the gateway of scenario -profile-scenario into this directory")
+	profile := fl.String("profile", "", "write CPU and heap profiles of the gateway of scenario -profile-scenario into this directory (and, for load, a CPU profile of the proxy)")
 	profScen := fl.String("profile-scenario", "load", "scenario whose gateway is profiled: load, stdio, catalog or idle")
 	if err := fl.Parse(args); err != nil {
 		return 2
@@ -302,7 +303,11 @@ func (b *bench) loadScenario() error {
 	}
 	defer up.stop()
 	upURL := "http://" + up.addr + "/mcp"
-	px, err := startChild("proxy", true, b.self, "proxy", "-target", "http://"+up.addr)
+	pxArgs := []string{"proxy", "-target", "http://" + up.addr}
+	if b.profileDir != "" && b.profileScenario == "load" {
+		pxArgs = append(pxArgs, "-cpuprofile", filepath.Join(b.profileDir, "proxy-load.cpu.pprof"))
+	}
+	px, err := startChild("proxy", true, b.self, pxArgs...)
 	if err != nil {
 		return err
 	}

@@ -186,6 +186,7 @@ func cmdProxy(args []string) int {
 	fl := flag.NewFlagSet("proxy", flag.ContinueOnError)
 	addr := fl.String("listen", "127.0.0.1:0", "address to listen on")
 	target := fl.String("target", "", "upstream base URL (scheme://host:port)")
+	cpu := fl.String("cpuprofile", "", "write a CPU profile of the proxy's life here on exit")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -198,6 +199,19 @@ func cmdProxy(args []string) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "proxy:", err)
 		return 1
+	}
+	if *cpu != "" {
+		// The gateway's profile has its counterpart: where the baseline spends its time, on the same load.
+		f, err := os.Create(*cpu)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "proxy:", err)
+			return 1
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "proxy:", err)
+			return 1
+		}
+		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
 	}
 	announce(ln.Addr())
 	if err := serveUntilSignal(ln, newProxy(u)); err != nil {
