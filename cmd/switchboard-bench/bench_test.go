@@ -46,7 +46,8 @@ func TestBenchShort(t *testing.T) {
 		t.Fatalf("switchboard-bench -short did not finish within 3 minutes\n%s", log.String())
 	}
 	want := []string{"## Load", "### Ratios", "## Shared stdio upstream", "| 8 | simple bridge, one stdio child |", "### Gateway ÷ simple bridge",
-		"## Catalog", "## Idle sessions", "| 8 | switchboard per-client |", "upstream dials /1000 calls |",
+		"## Catalog", "## Idle sessions", "| 8 | switchboard per-client |", "| 8 | bare gateway per-client |", "bare/proxy added p50", "upstream dials /1000 calls |",
+		"| 8 | switchboard, shared stdio, protocol: legacy |",
 		"## Cold start", "| 10 | stdio |", "| 10 | http |"}
 	if _, err := exec.LookPath("redis-server"); err == nil {
 		want = append(want, "## Replicas", "| 8 | 2 replicas + Redis |", "| 8 | 1 replica, no Redis |", "### Kill test")

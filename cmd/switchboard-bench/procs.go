@@ -275,6 +275,14 @@ type gatewayProc struct {
 	cfg  string // as written, for error messages
 }
 
+// bareSuffix names a gateway that is the bench's own (switchboard-bench gateway): the routing and gateway packages
+// wired with the config's upstreams and timeouts only, without serve's operability (metrics, audit, pinning,
+// gateway-held tasks, trace-context headers, shape). Beside switchboard serve, it tells what the forwarding path
+// costs from what the rest costs.
+const bareSuffix = "-bare"
+
+func bareGateway(name string) bool { return strings.HasSuffix(name, bareSuffix) }
+
 // startGateway writes cfg to dir/name.yaml, starts the gateway on it and waits for GET /readyz 200.
 func (b *bench) startGateway(name, cfg string) (*gatewayProc, error) {
 	addr, err := freePort()
@@ -303,7 +311,9 @@ func (b *bench) launchGateway(name, addr, cfg string) (*gatewayProc, error) {
 	}
 	var c *child
 	var err error
-	if b.profileDir != "" && name == b.profileScenario {
+	if bareGateway(name) {
+		c, err = startChild("gateway "+name, false, b.self, "gateway", "-config", path)
+	} else if b.profileDir != "" && name == b.profileScenario {
 		c, err = startChild("gateway "+name, false, b.self, "gateway", "-config", path,
 			"-cpuprofile", filepath.Join(b.profileDir, "gateway-"+name+".cpu.pprof"),
 			"-memprofile", filepath.Join(b.profileDir, "gateway-"+name+".heap.pprof"))

@@ -77,7 +77,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	searchTools := fl.String("search-tools", "1000,10000", "tool counts of the search scenario's latency, build and memory runs")
 	searchPasses := fl.Int("search-passes", 30, "times each query of the evaluation set is searched at each tool count")
 	outFile := fl.String("o", "", "also write the report to this file")
-	profile := fl.String("profile", "", "write CPU and heap profiles of the gateway of scenario -profile-scenario into this directory (and, for load, a CPU profile of the proxy)")
+	profile := fl.String("profile", "", "write CPU and heap profiles of the gateway of scenario -profile-scenario into this directory (the profiled gateway is this tool's bare one, not switchboard serve; for load, a CPU profile of the proxy too)")
 	profScen := fl.String("profile-scenario", "load", "scenario whose gateway is profiled: load, stdio, catalog or idle")
 	if err := fl.Parse(args); err != nil {
 		return 2
@@ -320,6 +320,13 @@ func (b *bench) loadScenario() error {
 		return err
 	}
 	defer gw.stop()
+	bare, err := b.startGateway("load"+bareSuffix, fmt.Sprintf(`upstreams:
+  - {name: pc, url: %q, session: per-client}
+`, upURL))
+	if err != nil {
+		return err
+	}
+	defer bare.stop()
 
 	const args = `"arguments":{"text":"hello from switchboard-bench"}}`
 	targets := []struct {
@@ -330,6 +337,7 @@ func (b *bench) loadScenario() error {
 		{"proxy", "http://" + px.addr + "/mcp", `{"name":"echo",` + args, px},
 		{"switchboard per-client", gw.url, `{"name":"pc__echo",` + args, gw.child},
 		{"switchboard shared", gw.url, `{"name":"sh__echo",` + args, gw.child},
+		{"bare gateway per-client", bare.url, `{"name":"pc__echo",` + args, bare.child},
 	}
 	var all []loadResult
 	byKey := map[string]loadResult{}
@@ -351,22 +359,26 @@ func (b *bench) loadScenario() error {
 	fmt.Fprintf(b.out, "\n## Load: tools/call echo on a fast upstream (Go SDK, streamable HTTP, stateful)\n")
 	fmt.Fprintf(b.out, "\nEach client: its own session (initialize, notifications/initialized), then tools/call in a closed loop. "+
 		"\"Middle\" is the process between client and upstream (proxy or gateway); its CPU is utime+stime over the measured window. "+
-		"Upstream dials are the TCP connections the upstream accepted in the measured window (a counting listener), per 1,000 calls.\n")
+		"Upstream dials are the TCP connections the upstream accepted in the measured window (a counting listener), per 1,000 calls. "+
+		"The bare gateway is this tool's own (`switchboard-bench gateway`): the same routing and gateway code as switchboard serve, wired with the config's upstreams and timeouts only "+
+		"(no metrics, audit, pinning, gateway-held tasks, trace-context headers or shape): the forwarding path alone.\n")
 	b.resultTable(all)
-	fmt.Fprintf(b.out, "\n### Ratios (same run)\n\n| clients | gw/direct calls/s | gw/proxy calls/s | proxy/direct calls/s | proxy added p50 µs | gw added p50 µs | gw/proxy added p50 | gw shared/proxy calls/s | gw shared added p50 µs | gw CPU µs/msg |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(b.out, "\n### Ratios (same run)\n\n| clients | gw/direct calls/s | gw/proxy calls/s | proxy/direct calls/s | proxy added p50 µs | gw added p50 µs | gw/proxy added p50 | gw shared/proxy calls/s | gw shared added p50 µs | gw CPU µs/msg | bare/proxy calls/s | bare added p50 µs | bare/proxy added p50 |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, n := range b.clients {
 		d, p, g, s := byKey[fmt.Sprint("direct", n)], byKey[fmt.Sprint("proxy", n)], byKey[fmt.Sprint("switchboard per-client", n)], byKey[fmt.Sprint("switchboard shared", n)]
-		pa, ga, sa := p.pct(.5)-d.pct(.5), g.pct(.5)-d.pct(.5), s.pct(.5)-d.pct(.5)
+		bg := byKey[fmt.Sprint("bare gateway per-client", n)]
+		pa, ga, sa, ba := p.pct(.5)-d.pct(.5), g.pct(.5)-d.pct(.5), s.pct(.5)-d.pct(.5), bg.pct(.5)-d.pct(.5)
 		perMsg := "–"
 		if g.calls > 0 {
 			perMsg = fmt.Sprintf("%.1f", g.midCPU/float64(2*g.calls)*1e6)
 		}
-		fmt.Fprintf(b.out, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", n,
+		fmt.Fprintf(b.out, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", n,
 			ratio(g.throughput(), d.throughput()), ratio(g.throughput(), p.throughput()), ratio(p.throughput(), d.throughput()),
-			us(pa), us(ga), ratio(float64(ga), float64(pa)), ratio(s.throughput(), p.throughput()), us(sa), perMsg)
+			us(pa), us(ga), ratio(float64(ga), float64(pa)), ratio(s.throughput(), p.throughput()), us(sa), perMsg,
+			ratio(bg.throughput(), p.throughput()), us(ba), ratio(float64(ba), float64(pa)))
 	}
 	fmt.Fprintf(b.out, "\n(gw = switchboard per-client; a message is a request or a response, two per call.)\n")
-	return withLog(b.check(all...), gw.child)
+	return withLog(withLog(b.check(all...), gw.child), bare.child)
 }
 
 // stdioScenario: one stdio upstream shared by every client, 1 client vs many, against a simple stdio-to-HTTP

@@ -221,9 +221,12 @@ func cmdProxy(args []string) int {
 	return 0
 }
 
-// cmdGateway: switchboard-bench gateway -config FILE -cpuprofile FILE [-memprofile FILE]. The gateway wired
-// exactly as cmd/switchboard's serve does (keep newRouter in step with it), with a CPU profile of its whole life,
-// written on SIGTERM: the gateway has no pprof endpoint, and this keeps the load generator out of the profile.
+// cmdGateway: switchboard-bench gateway -config FILE [-cpuprofile FILE] [-memprofile FILE]. The bare gateway:
+// the routing and gateway packages wired as cmd/switchboard's serve wires them for the config's upstreams and
+// timeouts, without serve's operability (metrics, audit, pinning, gateway-held tasks, trace-context headers,
+// shape), so that the load scenario can tell the forwarding path's cost from the rest; and the gateway -profile
+// profiles, with a CPU profile of its whole life written on SIGTERM (serve has no pprof endpoint, and this keeps
+// the load generator out of the profile).
 func cmdGateway(args []string) int {
 	fl := flag.NewFlagSet("gateway", flag.ContinueOnError)
 	path := fl.String("config", "", "config file")
@@ -282,7 +285,7 @@ func cmdGateway(args []string) int {
 	return 0
 }
 
-// newRouter mirrors cmd/switchboard's newRouter.
+// newRouter is cmd/switchboard's newRouter reduced to the upstreams, their era and the timeouts.
 func newRouter(cfg *config.Config, log *slog.Logger) (*routing.Router, error) {
 	var ups []routing.UpstreamConfig
 	for _, u := range cfg.Upstreams {
