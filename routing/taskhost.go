@@ -770,34 +770,24 @@ func (up *Upstream) gatewayTasks(ov *Override, item []byte) string {
 }
 
 // withoutKeys returns the object obj without the members whose keys are in drop's, or nil when none is left.
-func withoutKeys(obj, drop json.RawMessage) json.RawMessage {
-	var o, d map[string]json.RawMessage
+func withoutKeys(obj, drop json.RawMessage) json.RawMessage { return filterKeys(obj, drop, false) }
+
+// onlyKeys returns the object obj with only the members whose keys are in keep's, or nil when none is left.
+func onlyKeys(obj, keep json.RawMessage) json.RawMessage { return filterKeys(obj, keep, true) }
+
+// filterKeys keeps (keep) or drops the members of obj whose keys ref has. A ref that is not an object keeps
+// nothing, or drops nothing.
+func filterKeys(obj, ref json.RawMessage, keep bool) json.RawMessage {
+	var o, r map[string]json.RawMessage
 	if json.Unmarshal(obj, &o) != nil {
 		return nil
 	}
-	_ = json.Unmarshal(drop, &d)
-	for k := range d {
-		delete(o, k)
-	}
-	if len(o) == 0 {
+	if json.Unmarshal(ref, &r) != nil && keep {
 		return nil
 	}
-	b, err := json.Marshal(o)
-	if err != nil {
-		return nil
-	}
-	return b
-}
-
-// onlyKeys returns the object obj with only the members whose keys are in keep's, or nil when none is left.
-func onlyKeys(obj, keep json.RawMessage) json.RawMessage {
-	var o, k map[string]json.RawMessage
-	if len(obj) == 0 || json.Unmarshal(obj, &o) != nil || json.Unmarshal(keep, &k) != nil {
-		return nil
-	}
-	for key := range o {
-		if _, ok := k[key]; !ok {
-			delete(o, key)
+	for k := range o {
+		if _, in := r[k]; in != keep {
+			delete(o, k)
 		}
 	}
 	if len(o) == 0 {

@@ -285,12 +285,19 @@ func (c *modernConn) roundTrip(ctx context.Context, call *modernCall, body []byt
 const drainWait = time.Second
 
 // drain reads what is left of a response body, for a bounded time, and
-// closes it. The timer's goroutine, if it fired, is waited for, so that it
-// never outlives the call (and Close).
+// closes it.
 func (c *modernConn) drain(call *modernCall, resp *http.Response) {
+	drainWithin(resp.Body, call.cancel)
+	resp.Body.Close()
+}
+
+// drainWithin reads what is left of body (at most 64 KiB, as discard does) for at most drainWait; past that, stop
+// ends the read (cancelling the request, or closing the body). The timer's goroutine, if it fired, is waited for,
+// so that it never outlives the read's owner.
+func drainWithin(body io.Reader, stop func()) {
 	fired := make(chan struct{})
-	t := time.AfterFunc(drainWait, func() { defer close(fired); call.cancel() })
-	discard(resp)
+	t := time.AfterFunc(drainWait, func() { defer close(fired); stop() })
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
 	if !t.Stop() {
 		<-fired
 	}

@@ -125,14 +125,9 @@ func (c *httpConn) readEvents(id []byte, body io.ReadCloser, cursor *string, ret
 // the JSON-RPC response has been sent, the server SHOULD close the SSE stream", and a body read to its end
 // returns the connection to the pool, where one closed early is dropped and the next request dials anew (the
 // benchmark saw a dial every few calls). A server that keeps the stream open, or sends more than 64 KiB, only
-// costs that reuse. The timer's goroutine, if it fired, is waited for, as in modernConn.drain.
+// costs that reuse.
 func drainStream(body io.ReadCloser) {
-	fired := make(chan struct{})
-	t := time.AfterFunc(drainWait, func() { defer close(fired); _ = body.Close() })
-	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
-	if !t.Stop() {
-		<-fired
-	}
+	drainWithin(body, func() { _ = body.Close() })
 }
 
 // parseEvent turns an SSE event into a message, logging and skipping what is
