@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"context"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -43,7 +44,17 @@ type call struct {
 	token    []byte  // the client's progress token, nil if none
 	out      *Stream
 	timer    *time.Timer
-	started  time.Time
+	// stopWrite ends the context of the request's write upstream: called when the call times out, so a write
+	// the upstream does not take gives up then. Set before timer; nil for calls forwardWith did not make (a
+	// copy keeps its original's, whose write is over).
+	stopWrite context.CancelFunc
+	started   time.Time
+	// inline holds clientID, token and the upstream id when they fit.
+	inline struct {
+		client [16]byte
+		token  [16]byte
+		up     [20]byte
+	}
 	// name is the client-visible name the request targets (a tool's or a prompt's name, a resource's URI), or ""
 	// for requests that name nothing.
 	name string

@@ -79,6 +79,7 @@ func (k listKind) policyKind() string {
 type target struct {
 	up      *Upstream
 	name    string
+	exposed string // the name clients call it by: the index's key, kept so that a call can use it (requestedName)
 	presets map[string]json.RawMessage
 	// withheld is set when the item's definition drifted from its pin and Pinning.Block keeps it from clients:
 	// the name routes only to the error that says so.
@@ -218,7 +219,7 @@ func buildCatalogOf(ups []*Upstream, prev *catalog, listsOf func(*Upstream) [num
 					if k == kindPrompts {
 						m = c.prompts
 					}
-					t := target{up: up, name: it.id, withheld: withheld, item: -1, hash: it.hash, tasks: ts}
+					t := target{up: up, name: it.id, exposed: exposed, withheld: withheld, item: -1, hash: it.hash, tasks: ts}
 					if exposed != it.id {
 						t.quoted = jsonrpc.AppendQuote(nil, it.id)
 					}
@@ -395,6 +396,14 @@ func (c *catalog) page(k listKind, cursor string, size int, codec cursorCodec, a
 		b = append(b, '"')
 	}
 	return append(b, '}'), nil
+}
+
+// targets is the index of the callable kind k (tools or prompts) by exposed name.
+func (c *catalog) targets(k listKind) map[string]target {
+	if k == kindPrompts {
+		return c.prompts
+	}
+	return c.tools
 }
 
 // inView reports whether an endpoint's view shows an exposed tool or prompt name ("" shows everything).

@@ -109,11 +109,7 @@ func (s *Session) list(ctx context.Context, m jsonrpc.Message, out *Stream, k li
 // endpoint's view and its policy allows it. What the session may not use does not exist for it; a denial is
 // audited under method ("" audits nothing: a search filtering what it may show is not a request for the tool).
 func (s *Session) named(ctx context.Context, cat *catalog, k listKind, name, method string) (target, bool) {
-	index := cat.tools
-	if k == kindPrompts {
-		index = cat.prompts
-	}
-	t, ok := index[name]
+	t, ok := cat.targets(k)[name]
 	if !ok || !cat.inView(s.params.Endpoint, k, name) {
 		return target{}, false // another endpoint's is unknown here, like a name nobody offers
 	}
@@ -126,9 +122,26 @@ func (s *Session) named(ctx context.Context, cat *catalog, k listKind, name, met
 	return t, true
 }
 
+// requestedName is params.name of a tools/call or prompts/get. A name of cat's, sent without escapes, comes back
+// as the catalog's own string: the common call makes none.
+func requestedName(cat *catalog, k listKind, params []byte) (string, bool) {
+	st, e, ok := jsonrpc.Lookup(params, "name")
+	if !ok {
+		return "", false
+	}
+	if b, ok := jsonrpc.PlainString(params[st:e]); ok {
+		if t, ok := cat.targets(k)[string(b)]; ok {
+			return t.exposed, true
+		}
+	}
+	name, err := jsonrpc.Unquote(params[st:e])
+	return name, err == nil
+}
+
 // callNamed routes tools/call and prompts/get by the exposed name, translated back to the upstream's own.
 func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream, k listKind) {
-	name, ok := jsonrpc.LookupString(m.Params(), "name")
+	cat := s.catalog()
+	name, ok := requestedName(cat, k, m.Params())
 	if !ok {
 		replyError(out, m.ID(), protocol.CodeInvalidParams, m.Method()+" needs params.name")
 		return
@@ -137,7 +150,6 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 	if k == kindPrompts {
 		what = "prompt"
 	}
-	cat := s.catalog()
 	t, ok := s.named(ctx, cat, k, name, m.Method())
 	if !ok && k == kindTools {
 		// A client retrying the stand-in it was asked to connect through, once the upstream's own list replaced it.
@@ -163,7 +175,7 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 	if k == kindTools && s.hostTask(ctx, t, m, out, name) {
 		return
 	}
-	var edits []jsonrpc.ParamEdit
+	edits := make([]jsonrpc.ParamEdit, 0, 3) // the name, _meta and the progress token: on the stack
 	if t.name != name {
 		q := t.quoted
 		if q == nil {

@@ -30,6 +30,9 @@ type fakeTransport struct {
 	armed      bool // for scripts that should only run once a test's steps begin
 	// handle answers one message the gateway wrote; it runs with mu held and replies with c.sendLocked.
 	handle func(c *fakeConn, m jsonrpc.Message)
+	// stall, when set before the transport is used, names the messages the connection does not take: their
+	// Write waits for its context, as a stdio pipe nobody reads would.
+	stall func(m jsonrpc.Message) bool
 }
 
 type fakeRecord struct {
@@ -156,6 +159,10 @@ func (c *fakeConn) Read(ctx context.Context) (upstream.Incoming, error) {
 }
 
 func (c *fakeConn) Write(ctx context.Context, given jsonrpc.Message) error {
+	if c.t.stall != nil && c.t.stall(given) {
+		<-ctx.Done()
+		return fmt.Errorf("fake: the write was not taken: %w", ctx.Err())
+	}
 	c.t.mu.Lock()
 	defer c.t.mu.Unlock()
 	if c.closed || c.broken != nil {

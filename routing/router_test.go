@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/switchboard-mcp/switchboard/upstream"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
@@ -250,5 +251,52 @@ func TestFirstCallHasRoots(t *testing.T) {
 	msg, _, ok := out.Next(r.ctx)
 	if !ok || !strings.Contains(string(msg), `"ok"`) {
 		t.Fatalf("first call answered %s, want it to run after the upstream had the client's roots", msg)
+	}
+}
+
+// TestRequestedName: a tool's name routes however the client spells the JSON string; sent plainly it comes back
+// as the catalog's own string (no copy made per call); a name nobody offers and a name that is not a string
+// get errors that say so.
+func TestRequestedName(t *testing.T) {
+	ft := holdingUpstream()
+	ft.handle = func(c *fakeConn, m jsonrpc.Message) {
+		if m.MethodIs(protocol.MethodToolsCall) {
+			c.sendLocked(jsonrpc.AppendResult(nil, m.ID(), m.Params()))
+			return
+		}
+		defaultAnswer(c, m, fakeInitCaps, `[{"name":"add","inputSchema":{"type":"object"}}]`)
+	}
+	r := startRouter(t, Options{}, UpstreamConfig{Name: "fake", Prefix: "fake__", Mode: Shared, Transport: ft, Kind: "stdio"})
+	s := r.session(defaultClientCaps)
+	cat := s.catalog()
+	for _, tt := range []struct {
+		name     string // params.name as sent
+		want     string // the name requestedName reads ("" with ok false: none)
+		interned bool   // the catalog's own string
+		code     int    // the call's error code, 0 for routed
+	}{
+		{`"fake__add"`, "fake__add", true, 0},
+		{`"fake__\u0061dd"`, "fake__add", false, 0},
+		{`"fake__sub"`, "fake__sub", false, protocol.CodeInvalidParams},
+		{`"fake__\u00e9"`, "fake__é", false, protocol.CodeInvalidParams},
+		{`7`, "", false, protocol.CodeInvalidParams},
+	} {
+		params := []byte(`{"name":` + tt.name + `}`)
+		got, ok := requestedName(cat, kindTools, params)
+		if got != tt.want || ok != (tt.want != "") {
+			t.Errorf("requestedName(%s) = %q, %v; want %q", tt.name, got, ok, tt.want)
+		}
+		if isCatalogs := ok && unsafe.StringData(got) == unsafe.StringData(cat.tools["fake__add"].exposed); isCatalogs != tt.interned {
+			t.Errorf("requestedName(%s): the catalog's own string %v, want %v", tt.name, isCatalogs, tt.interned)
+		}
+		m := roundTrip(t, r, s, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`+string(params)+`}`)
+		if code, _ := m.ErrorCode(); code != tt.code {
+			t.Errorf("tools/call %s: %s, want code %d", tt.name, m.Raw(), tt.code)
+		} else if tt.code == 0 {
+			// Forwarded under the upstream's own name, whatever the client's spelling.
+			if name, _ := jsonrpc.LookupString(m.Result(), "name"); name != "add" {
+				t.Errorf("tools/call %s reached the upstream as %s", tt.name, m.Result())
+			}
+		}
 	}
 }

@@ -378,14 +378,15 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	}
 	c := &call{
 		link: l, upID: l.mint(), method: m.Method(), session: s,
-		clientID: clone(id), out: out, started: time.Now(), name: name, transform: transform,
+		out: out, started: time.Now(), name: name, transform: transform,
 	}
-	var idBuf [20]byte
-	upID := jsonrpc.AppendInt(idBuf[:0], c.upID)
+	// The ids and the token live in the call's own buffers while they fit, which most do: no allocation each.
+	c.clientID = append(c.inline.client[:0], id...)
+	upID := jsonrpc.AppendInt(c.inline.up[:0], c.upID)
 	if params := m.Params(); params != nil {
 		switch st, e, status := jsonrpc.LookupStatus(params, "_meta", "progressToken"); status {
 		case jsonrpc.Found:
-			c.token = clone(params[st:e])
+			c.token = append(c.inline.token[:0], params[st:e]...)
 		case jsonrpc.Ambiguous:
 			// A duplicated or case-variant token would reach the upstream unrewritten, in the gateway's own token
 			// space, where it could name another client's call.
@@ -402,10 +403,13 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	}
 	s.calls[c.key] = c
 	s.mu.Unlock()
+	ctx, traceparent := s.r.startLeg(ctx, c)
+	// The write is bounded by the call's own timer, which stops it when the call times out: no second timer.
+	ctx, c.stopWrite = context.WithCancel(ctx)
+	defer c.stopWrite()
 	// The timer is set before the call is published in the pending table, so every reader of c.timer (they all
 	// take the call from the table first) sees it.
 	c.timer = time.AfterFunc(up.timeout(), func() { s.timeout(c) })
-	ctx, traceparent := s.r.startLeg(ctx, c)
 	mirrored := s.paramValues(l, c, m.Params())
 	if traceparent != "" {
 		// In params._meta too, where every upstream (stdio ones too) can continue the trace: the 2026-07-28
@@ -441,9 +445,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 			return
 		}
 	}
-	wctx, cancelWrite := context.WithTimeout(ctx, up.timeout())
-	defer cancelWrite()
-	if err := l.writeRequest(wctx, msg, mirrored); err != nil {
+	if err := l.writeRequest(ctx, msg, mirrored); err != nil {
 		if l.takeIf(c) {
 			c.failed(outcomeFailed, protocol.CodeInternalError, fmt.Sprintf("upstream %q: sending %s failed: %v", up.cfg.Name, c.method, err))
 		}
@@ -492,6 +494,9 @@ func (s *Session) timeout(c *call) {
 		c.failed(outcomeTimeout, protocol.CodeRequestTimeout, fmt.Sprintf("the client did not retry %s with the input upstream %q asked for within %s; the call was cancelled",
 			what, c.link.up.cfg.Name, parkTTL))
 		return
+	}
+	if c.stopWrite != nil {
+		c.stopWrite() // a write the upstream has not taken gives up with the call
 	}
 	c.link.sendCancel(c.upID, "switchboard: request timed out")
 	c.failed(outcomeTimeout, protocol.CodeRequestTimeout, fmt.Sprintf("upstream %q did not finish %s within its timeout of %s (after %s in all); the request was cancelled",

@@ -74,6 +74,49 @@ func TestCallTimerOnTheClock(t *testing.T) {
 	})
 }
 
+// TestCallTimeoutStopsWrite: an upstream that does not take a request (a stdio child that stopped reading) holds
+// the write only until the call times out; then the client has its timeout error, and the request's handler is
+// free, not left waiting on the write.
+func TestCallTimeoutStopsWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ft := holdingUpstream()
+		ft.stall = func(m jsonrpc.Message) bool { return m.MethodIs(protocol.MethodToolsCall) }
+		r := startRouter(t, Options{RequestTimeout: 30 * time.Second},
+			UpstreamConfig{Name: "fake", Prefix: "fake__", Mode: Shared, Transport: ft, Kind: "stdio"})
+		s := r.session(defaultClientCaps)
+		start := time.Now()
+		out := NewStream(1, 16)
+		handled := make(chan time.Duration, 1)
+		go func() {
+			s.HandleRequest(context.Background(), mustParse(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fake__add"}}`), out)
+			handled <- time.Since(start)
+		}()
+		synctest.Wait()
+		select {
+		case <-handled:
+			t.Fatal("HandleRequest returned while the upstream had not taken the request")
+		default:
+		}
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		m := finalNow(t, out)
+		if m == nil {
+			t.Fatal("no answer at the 30s timeout")
+		}
+		if code, _ := m.ErrorCode(); code != protocol.CodeRequestTimeout {
+			t.Errorf("answer %s, want error %d", m.Raw(), protocol.CodeRequestTimeout)
+		}
+		select {
+		case d := <-handled:
+			if d != 30*time.Second {
+				t.Errorf("the write gave up after %s, want 30s", d)
+			}
+		default:
+			t.Fatal("the write still holds the request's handler after the call timed out")
+		}
+	})
+}
+
 // TestGatherWindowOnTheClock: a legacy upstream's requests for input during a modern client's call are gathered
 // while they keep coming within gatherQuiet of each other, and answered as one input_required round; the round
 // closes at gatherWindow after the first at the latest, so a server that never stops asking cannot hold it.

@@ -141,14 +141,31 @@ func rawEqual(a, b []byte) bool {
 	return i == len(a) && j == len(b)
 }
 
+// PlainString returns the content of the JSON string literal s, quotes included in s, when it holds no escape
+// and only valid UTF-8: exactly the bytes Unquote would make its string of. A caller that only compares or looks
+// the string up (m[string(b)]) then makes no string at all. ok is false for any other s.
+func PlainString(s []byte) (content []byte, ok bool) {
+	if len(s) == 0 || s[0] != '"' {
+		return nil, false
+	}
+	end, esc, err := scanString(s, 0)
+	if err != nil || end != len(s) || esc || !utf8.Valid(s[1:end-1]) {
+		return nil, false
+	}
+	return s[1 : end-1], true
+}
+
 // Unquote converts a JSON string literal, including its quotes, to a Go
 // string. It resolves all escapes including surrogate pairs and, like
 // encoding/json, replaces invalid UTF-8 and lone surrogates with U+FFFD.
 func Unquote(s []byte) (string, error) {
+	if body, ok := PlainString(s); ok {
+		return string(body), nil
+	}
 	if len(s) == 0 || s[0] != '"' {
 		return "", syntaxErr(0, "expected string")
 	}
-	end, esc, err := scanString(s, 0)
+	end, _, err := scanString(s, 0)
 	if err != nil {
 		return "", err
 	}
@@ -156,9 +173,6 @@ func Unquote(s []byte) (string, error) {
 		return "", syntaxErr(end, "data after string")
 	}
 	body := s[1 : end-1]
-	if !esc && utf8.Valid(body) {
-		return string(body), nil
-	}
 	buf := make([]byte, 0, len(body))
 	for i := 0; i < len(body); {
 		r, n := decodeRune(body, i)

@@ -42,6 +42,11 @@ func TestUnquote(t *testing.T) {
 		if err != nil && !errors.Is(err, ErrParse) {
 			t.Errorf("Unquote(%s) err %v not ErrParse", tt.in, err)
 		}
+		// PlainString answers for exactly the valid strings Unquote would copy as they are.
+		content, plain := PlainString([]byte(tt.in))
+		if wantPlain := tt.ok && !bytes.ContainsRune([]byte(tt.in), '\\') && utf8.ValidString(tt.in); plain != wantPlain || plain && string(content) != tt.want {
+			t.Errorf("PlainString(%s) = %q, %v; want plain %v", tt.in, content, plain, wantPlain)
+		}
 		if tt.ok {
 			var std string
 			if json.Unmarshal([]byte(tt.in), &std) == nil && std != got {
