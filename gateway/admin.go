@@ -91,6 +91,9 @@ func loopbackHost(host string) bool {
 
 // isJSONType reports whether a Content-Type is application/json, parameters aside.
 func isJSONType(ct string) bool {
+	if ct == "application/json" {
+		return true // what nearly every client sends, without parsing it
+	}
 	mt, _, err := mime.ParseMediaType(ct)
 	return err == nil && mt == "application/json"
 }

@@ -1,10 +1,15 @@
 package gateway_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -129,6 +134,90 @@ func TestHTTPBadInput(t *testing.T) {
 	// The session is unharmed by all of the above.
 	if r := live.do(`{"jsonrpc":"2.0","id":99,"method":"ping"}`, nil); r.status != 200 || r.final(t).Error != nil {
 		t.Errorf("ping after bad input: HTTP %d: %s", r.status, r.body)
+	}
+}
+
+// TestHTTPBodyLength: the body limit holds the same whether the client declares the body's length or sends it
+// chunked; a body that ends before its declared length is a parse error, not a hang; the session survives all.
+func TestHTTPBodyLength(t *testing.T) {
+	h := rawGateway(t) // 1 KiB limit
+	live := h.raw(t)
+	live.initialize("2025-11-25")
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	atLimit := ping + strings.Repeat(" ", 1024-len(ping))
+	for _, c := range []struct {
+		name    string
+		body    string
+		chunked bool
+		status  int
+	}{
+		{"declared, at the limit", atLimit, false, http.StatusOK},
+		{"declared, over the limit", atLimit + " ", false, http.StatusRequestEntityTooLarge},
+		{"chunked, at the limit", atLimit, true, http.StatusOK},
+		{"chunked, over the limit", atLimit + " ", true, http.StatusRequestEntityTooLarge},
+		{"declared, empty", "", false, http.StatusBadRequest},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var body io.Reader = strings.NewReader(c.body)
+			if c.chunked {
+				body = io.MultiReader(body) // a reader net/http cannot measure: sent chunked
+			}
+			req, err := http.NewRequestWithContext(ctxGuard(t), http.MethodPost, h.url, body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Session-Id", live.session)
+			req.Header.Set("Mcp-Protocol-Version", live.version)
+			resp, err := live.hc.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			// net/http sends a body of length 0 with a non-nil Body chunked, as of unknown length.
+			if want := int64(len(c.body)); c.chunked && req.ContentLength != 0 || !c.chunked && req.ContentLength != want {
+				t.Fatalf("sent with Content-Length %d; want chunked %v", req.ContentLength, c.chunked)
+			}
+			r := readResp(t, resp)
+			if r.status != c.status {
+				t.Fatalf("HTTP %d, want %d: %s", r.status, c.status, r.body)
+			}
+			if m := r.final(t); (m.Error == nil) != (c.status == http.StatusOK) {
+				t.Errorf("answer %s for HTTP %d", r.body, r.status)
+			}
+		})
+	}
+
+	t.Run("shorter than declared", func(t *testing.T) {
+		u, err := url.Parse(h.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := net.Dial("tcp", u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
+			"Mcp-Session-Id: %s\r\nMcp-Protocol-Version: %s\r\nContent-Length: %d\r\n\r\n%s",
+			u.Path, u.Host, live.session, live.version, len(ping)+50, ping)
+		if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("no answer to a body shorter than its Content-Length: %v", err)
+		}
+		defer resp.Body.Close()
+		r := readResp(t, resp)
+		if m := r.final(t); r.status != http.StatusBadRequest || m.Error == nil || m.Error.Code != -32700 {
+			t.Errorf("HTTP %d %s, want 400 with -32700", r.status, r.body)
+		}
+	})
+
+	if r := live.do(`{"jsonrpc":"2.0","id":99,"method":"ping"}`, nil); r.status != http.StatusOK || r.final(t).Error != nil {
+		t.Errorf("ping afterwards: HTTP %d: %s", r.status, r.body)
 	}
 }
 

@@ -122,6 +122,15 @@ func methodLabel(m jsonrpc.Message) string {
 
 // readBody reads a request body within the size limit, answering 413 beyond it.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if n := r.ContentLength; n >= 0 && n <= s.opts.MaxBodyBytes {
+		// A declared length within the limit: net/http's body ends there, so one buffer of that size holds it all.
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			writeError(w, http.StatusBadRequest, nil, protocol.CodeParseError, "reading the request body failed")
+			return nil, false
+		}
+		return body, true
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError

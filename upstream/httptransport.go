@@ -168,6 +168,9 @@ var (
 // mediaType returns the lower-cased media type of a Content-Type header.
 func mediaType(h http.Header) string {
 	ct := h.Get("Content-Type")
+	if ct == "application/json" || ct == "text/event-stream" {
+		return ct // what nearly every server sends: already what parsing would return
+	}
 	if mt, _, err := mime.ParseMediaType(ct); err == nil {
 		return mt
 	}
