@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -63,15 +65,13 @@ type instruments struct {
 	// MCP client of its upstreams.
 	clientOp      metric.Float64Histogram
 	clientSession metric.Float64Histogram
-	inflight      metric.Int64UpDownCounter
 	dropped       metric.Int64Counter
 	// definitionChanges counts drift found (pins.go), by upstream, kind and action.
 	definitionChanges metric.Int64Counter
 
 	// The attribute sets of the measurements, made once per distinct set: a measurement then allocates nothing.
-	legSets      *attrset.Cache[legKey]
-	sessionSets  *attrset.Cache[upSessionKey]
-	upstreamSets *attrset.Cache[upstreamName]
+	legSets     *attrset.Cache[legKey]
+	sessionSets *attrset.Cache[upSessionKey]
 }
 
 func newInstruments(r *Router, o Options) (instruments, error) {
@@ -79,7 +79,7 @@ func newInstruments(r *Router, o Options) (instruments, error) {
 	_, noopTracer := tp.(tracenoop.TracerProvider)
 	_, noopMeter := mp.(metricnoop.MeterProvider)
 	in := instruments{tracing: tp != nil && !noopTracer, metering: mp != nil && !noopMeter,
-		legSets: &attrset.Cache[legKey]{}, sessionSets: &attrset.Cache[upSessionKey]{}, upstreamSets: &attrset.Cache[upstreamName]{}}
+		legSets: &attrset.Cache[legKey]{}, sessionSets: &attrset.Cache[upSessionKey]{}}
 	if tp == nil {
 		tp = tracenoop.NewTracerProvider()
 	}
@@ -100,10 +100,6 @@ func newInstruments(r *Router, o Options) (instruments, error) {
 	sess := mcpconv.ClientSessionDuration{}
 	if in.clientSession, err = m.Float64Histogram(sess.Name(), metric.WithUnit(sess.Unit()), metric.WithDescription(sess.Description()),
 		metric.WithExplicitBucketBoundaries(OperationBuckets...)); err != nil {
-		return in, err
-	}
-	if in.inflight, err = m.Int64UpDownCounter("switchboard.upstream.inflight",
-		metric.WithDescription("Requests in flight at upstreams.")); err != nil {
 		return in, err
 	}
 	if in.definitionChanges, err = m.Int64Counter("switchboard.definition.changes",
@@ -133,6 +129,13 @@ func newInstruments(r *Router, o Options) (instruments, error) {
 	if err != nil {
 		return in, err
 	}
+	// Observed when collected, from counts the calls keep anyway: an up-down counter took two metric updates a
+	// call, each a lookup of its attribute set and an aggregation, and cold in a process serving one call at a time.
+	inflight, err := m.Int64ObservableUpDownCounter("switchboard.upstream.inflight",
+		metric.WithDescription("Requests in flight at upstreams."))
+	if err != nil {
+		return in, err
+	}
 	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(sessions, int64(r.SessionCount()))
 		for _, u := range r.upstreams() {
@@ -146,13 +149,45 @@ func newInstruments(r *Router, o Options) (instruments, error) {
 			o.ObserveInt64(restarts, int64(st.Restarts), attrs)
 			o.ObserveInt64(instances, int64(st.Instances), attrs)
 		}
+		r.inflight.each(func(name string, n int64) {
+			o.ObserveInt64(inflight, n, metric.WithAttributes(attribute.String("upstream", name)))
+		})
 		return nil
-	}, sessions, up, restarts, instances)
+	}, sessions, up, restarts, instances, inflight)
 	return in, err
 }
 
-// upstreamName is the key of the sets that carry only the upstream's name (the in-flight gauge).
-type upstreamName string
+// inflightCounts are the requests in flight at each upstream, by name (switchboard.upstream.inflight). Kept by
+// name, not by Upstream, so that a reload's replacement and its predecessor's calls still draining count as one,
+// and a removed upstream reads 0 once they have.
+type inflightCounts struct {
+	mu     sync.Mutex
+	byName map[string]*atomic.Int64
+}
+
+// of returns the count of the upstream with the name, made on first use.
+func (c *inflightCounts) of(name string) *atomic.Int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.byName[name]
+	if n == nil {
+		if c.byName == nil {
+			c.byName = map[string]*atomic.Int64{}
+		}
+		n = new(atomic.Int64)
+		c.byName[name] = n
+	}
+	return n
+}
+
+// each calls f with every upstream's count.
+func (c *inflightCounts) each(f func(name string, n int64)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, n := range c.byName {
+		f(name, n.Load())
+	}
+}
 
 // transportOf is network.transport and network.protocol.name of an upstream: "This attribute SHOULD be set to tcp
 // or quic if the transport protocol is HTTP. It SHOULD be set to pipe if the transport is stdio."
@@ -222,10 +257,6 @@ func (k upSessionKey) Attrs() []attribute.KeyValue {
 	return a
 }
 
-func (u upstreamName) Attrs() []attribute.KeyValue {
-	return []attribute.KeyValue{attribute.String("upstream", string(u))}
-}
-
 // handshake is what the current connection's handshake settled: the negotiated version, the upstream's session
 // id, and whether the upstream is stateless (2026-07-28).
 func (l *link) handshake() (version, sessionID string, modern bool) {
@@ -270,8 +301,7 @@ func (c *call) resourceURI() string {
 // write with (it carries the span, which the HTTP transport turns into a traceparent header) and the traceparent
 // to put in the message's _meta, empty when nothing is traced.
 func (r *Router) startLeg(ctx context.Context, c *call) (context.Context, string) {
-	// Background, as endLeg's: an in-flight count has no exemplar worth a walk up the request's context chain.
-	r.inst.inflight.Add(context.Background(), 1, r.inst.upstreamSets.Add(upstreamName(c.link.up.cfg.Name))...)
+	c.link.up.inflight.Add(1)
 	if !r.inst.tracing {
 		return ctx, ""
 	}
@@ -351,7 +381,7 @@ func (r *Router) endLegAnswered(c *call, outcome string, answer jsonrpc.Message)
 			version: c.link.version(), errType: errType, code: code, hasCode: hasCode}
 		r.inst.clientOp.Record(ctx, elapsed.Seconds(), r.inst.legSets.Record(k)...)
 	}
-	r.inst.inflight.Add(ctx, -1, r.inst.upstreamSets.Add(upstreamName(up.cfg.Name))...)
+	up.inflight.Add(-1)
 	if r.opts.Audit != nil {
 		r.opts.Audit(CallEvent{
 			Session: c.session.logID(), Principal: c.session.params.Principal, Upstream: up.cfg.Name,

@@ -3,6 +3,7 @@ package routing
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -409,5 +410,82 @@ func BenchmarkToolError(b *testing.B) {
 		if ToolError(res) {
 			b.Fatal("a tool error")
 		}
+	}
+}
+
+// inflightNow collects switchboard.upstream.inflight and returns it by upstream.
+func (o *observed) inflightNow(t *testing.T) map[string]int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := o.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "switchboard.upstream.inflight" {
+				continue
+			}
+			sum, ok := m.Data.(metricdata.Sum[int64])
+			if !ok || sum.IsMonotonic {
+				t.Fatalf("switchboard.upstream.inflight is a %T (monotonic %v), want a non-monotonic sum", m.Data, sum.IsMonotonic)
+			}
+			for _, dp := range sum.DataPoints {
+				name, _ := dp.Attributes.Value("upstream")
+				got[name.AsString()] = dp.Value
+			}
+		}
+	}
+	return got
+}
+
+// TestInflightAcrossReload: switchboard.upstream.inflight counts an upstream's calls by its name, so a reload that
+// replaces the upstream counts any call still on the old one with those on the new, and a removed upstream reads 0
+// once its calls are answered (as the up-down counter it replaced did).
+func TestInflightAcrossReload(t *testing.T) {
+	ft := holdingUpstream()
+	cfg := UpstreamConfig{Name: "fake", Prefix: "fake__", Mode: Shared, Transport: ft, Kind: "stdio", Fingerprint: "1"}
+	o := startObserved(t, cfg)
+	s := o.session(defaultClientCaps)
+	call := func(id int) *Stream {
+		out := NewStream(1, 16)
+		s.HandleRequest(context.Background(), mustParse(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fake__add"}}`, id)), out)
+		return out
+	}
+	first := call(1)
+	if got := o.inflightNow(t); got["fake"] != 1 {
+		t.Fatalf("in flight %v with one call held, want fake=1", got)
+	}
+	cfg.Fingerprint = "2" // a changed config: a new Upstream under the same name
+	if _, err := o.Reconfigure([]UpstreamConfig{cfg}); err != nil {
+		t.Fatal(err)
+	}
+	waitTools(t, o.testRouter, s, "the replaced upstream's tools", func(n []string) bool { return slices.Equal(n, []string{"fake__add"}) })
+	second := call(2)
+	// The first call is still on the old upstream or was failed by its replacement; either way it is counted
+	// until it has ended, and only once.
+	got := o.inflightNow(t)
+	ended := finalNow(t, first) != nil
+	if got["fake"] != 2 && !(ended && got["fake"] == 1) {
+		t.Fatalf("in flight %v after the reload (first call ended: %v)", got, ended)
+	}
+	open := []*Stream{second}
+	if !ended {
+		open = append(open, first)
+	}
+	if _, err := o.Reconfigure(nil); err != nil {
+		t.Fatal(err)
+	}
+	// A call's leg ends (and its count with it) before its answer is pushed.
+	for _, out := range open {
+		for final := false; !final; {
+			var ok bool
+			if _, final, ok = out.Next(o.ctx); !ok {
+				t.Fatal("a call of the removed upstream got no answer")
+			}
+		}
+	}
+	if n, present := o.inflightNow(t)["fake"]; !present || n != 0 {
+		t.Fatalf("in flight fake=%d (present %v) after the upstream was removed and its calls answered, want 0", n, present)
 	}
 }

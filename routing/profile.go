@@ -183,7 +183,7 @@ func (up *Upstream) ensureShadow(profile string, caps json.RawMessage) (*Upstrea
 		up.mu.Unlock()
 		return sh, false
 	}
-	sh := &Upstream{cfg: up.cfg, r: up.r, transport: up.transport, kick: make(chan struct{}, 1), subs: map[string]int{}, shadowOf: up, triedCh: make(chan struct{})}
+	sh := &Upstream{cfg: up.cfg, r: up.r, transport: up.transport, inflight: up.inflight, kick: make(chan struct{}, 1), subs: map[string]int{}, shadowOf: up, triedCh: make(chan struct{})}
 	sh.main = newLink(up.r, sh, nil, upstream.ClientHello{ProtocolVersion: protocol.LatestLegacy, Capabilities: caps, ClientInfo: up.r.clientInfo()})
 	if up.shadows == nil {
 		up.shadows = map[string]*Upstream{}

@@ -31,7 +31,7 @@ func (r *Router) newSet(cfgs []UpstreamConfig, prev *upstreamSet) (*upstreamSet,
 				continue
 			}
 		}
-		up := &Upstream{cfg: c, r: r, transport: c.Transport, kick: make(chan struct{}, 1), subs: map[string]int{}, triedCh: make(chan struct{})}
+		up := &Upstream{cfg: c, r: r, transport: c.Transport, inflight: r.inflight.of(c.Name), kick: make(chan struct{}, 1), subs: map[string]int{}, triedCh: make(chan struct{})}
 		up.newMainLink()
 		set.list = append(set.list, up)
 		set.byName[c.Name] = up

@@ -118,11 +118,13 @@ type CallEvent struct {
 
 // Router routes between client sessions and upstreams. Create it with New and start it with Run.
 type Router struct {
-	opts    Options
-	log     *slog.Logger
-	set     atomic.Pointer[upstreamSet] // replaced whole on reload
-	cat     atomic.Pointer[catalog]
-	cursors cursorCodec
+	opts Options
+	log  *slog.Logger
+	set  atomic.Pointer[upstreamSet] // replaced whole on reload
+	// inflight counts each upstream's requests in flight, for its metric.
+	inflight inflightCounts
+	cat      atomic.Pointer[catalog]
+	cursors  cursorCodec
 	// stateAEAD seals requestState (mrtr.go); ownState starts every requestState it seals (OwnsState).
 	stateAEAD cipher.AEAD
 	ownState  string

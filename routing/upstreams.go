@@ -76,6 +76,7 @@ type Upstream struct {
 	r         *Router
 	transport upstream.Transport
 	main      *link
+	inflight  *atomic.Int64 // its requests in flight: the router's count for its name (inflightCounts)
 
 	mu    sync.Mutex
 	lists [numKinds][]item
