@@ -75,9 +75,11 @@ func TestReadyWhenUpstreamDown(t *testing.T) {
 	defer cancel()
 	ft.waitFor(safety, t, "a second connection attempt", func() bool { return ft.connects >= 2 })
 
+	// Between attempts the upstream reads down, during the next one connecting (the link is already retrying);
+	// either way with the last attempt's error.
 	st := r.Status()
-	if len(st) != 1 || st[0].State != "down" || !strings.Contains(st[0].Error, "connection refused") {
-		t.Errorf("Status = %+v, want the upstream down with its error", st)
+	if len(st) != 1 || st[0].State != "down" && st[0].State != "connecting" || !strings.Contains(st[0].Error, "connection refused") {
+		t.Errorf("Status = %+v, want the upstream down or retrying, with its error", st)
 	}
 	if !r.Ready() {
 		t.Fatal("Ready() = false after the only upstream's first attempt failed: WaitReady and /readyz wait forever")
