@@ -120,10 +120,14 @@ func methodLabel(m jsonrpc.Message) string {
 	return "other"
 }
 
+// preallocBody is the largest declared body readBody allocates in full before it arrives.
+const preallocBody = 64 << 10
+
 // readBody reads a request body within the size limit, answering 413 beyond it.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	if n := r.ContentLength; n >= 0 && n <= s.opts.MaxBodyBytes {
-		// A declared length within the limit: net/http's body ends there, so one buffer of that size holds it all.
+	if n := r.ContentLength; n >= 0 && n <= min(s.opts.MaxBodyBytes, preallocBody) {
+		// A small declared length: net/http's body ends there, so one buffer of that size holds it all. Larger
+		// bodies grow with what arrives, so that a client cannot pin the limit's worth of memory with a header.
 		body := make([]byte, n)
 		if _, err := io.ReadFull(r.Body, body); err != nil {
 			writeError(w, http.StatusBadRequest, nil, protocol.CodeParseError, "reading the request body failed")

@@ -180,8 +180,7 @@ func (lc *legacyClient) retryWithInput(c *call, answers map[string]json.RawMessa
 	} else {
 		params = jsonrpc.DeleteMembers(params, "requestState")
 	}
-	next := *c
-	n := &next
+	n := c.next()
 	n.upID = c.link.mint()
 	n.started = time.Now()
 	req, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, jsonrpc.AppendInt(nil, n.upID), c.method, params))
@@ -193,6 +192,10 @@ func (lc *legacyClient) retryWithInput(c *call, answers map[string]json.RawMessa
 		rounds: c.bridge.rounds + 1,
 		client: c.bridge.client,
 	}
+	// As forwardWith's: the retry's write ends with the call (endLeg), not on a timer of its own.
+	wctx, stopWrite := context.WithCancel(s.ctx)
+	defer stopWrite()
+	n.stopWrite = stopWrite
 	n.timer = time.AfterFunc(c.link.up.timeout(), func() { s.timeout(n) })
 	s.mu.Lock()
 	if s.calls[c.key] != c {
@@ -202,16 +205,14 @@ func (lc *legacyClient) retryWithInput(c *call, answers map[string]json.RawMessa
 	}
 	s.calls[c.key] = n
 	s.mu.Unlock()
-	ctx, _ := s.r.startLeg(s.ctx, n)
+	ctx, _ := s.r.startLeg(wctx, n)
 	mirrored := s.paramValues(c.link, n, params)
 	if !c.link.add(n.upID, n) {
 		s.r.endLeg(n, outcomeFailed)
 		s.removeCall(n)
 		return errors.New("upstream " + c.link.up.cfg.Name + " disconnected while the client was answering; retry the request")
 	}
-	wctx, cancel := context.WithTimeout(ctx, c.link.up.timeout())
-	defer cancel()
-	if err := c.link.writeRequest(wctx, n.bridge.req, mirrored); err != nil && c.link.takeIf(n) {
+	if err := c.link.writeRequest(ctx, n.bridge.req, mirrored); err != nil && c.link.takeIf(n) {
 		n.failed(outcomeFailed, protocol.CodeInternalError, fmt.Sprintf("upstream %q: sending %s failed: %v", c.link.up.cfg.Name, c.method, err))
 	}
 	return nil

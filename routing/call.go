@@ -44,9 +44,9 @@ type call struct {
 	token    []byte  // the client's progress token, nil if none
 	out      *Stream
 	timer    *time.Timer
-	// stopWrite ends the context of the request's write upstream: called when the call times out, so a write
-	// the upstream does not take gives up then. Set before timer; nil for calls forwardWith did not make (a
-	// copy keeps its original's, whose write is over).
+	// stopWrite ends the context of the request's write upstream: endLeg calls it, so a write the upstream does
+	// not take gives up when the call ends (timed out, cancelled, disconnected). Set before timer and before the
+	// call is in its link's table; nil for calls forwardWith did not write.
 	stopWrite context.CancelFunc
 	started   time.Time
 	// inline holds clientID, token and the upstream id when they fit.
@@ -84,6 +84,19 @@ type ownRequest struct {
 	upID   int64
 	method string
 	answer chan jsonrpc.Message // buffered: one response
+}
+
+// next returns a copy of c for the call's next stage (parked, or retried with the client's input). It shares
+// nothing that would keep c alive: its ids and token in its own buffers, and no write of c's to stop.
+func (c *call) next() *call {
+	n := new(call)
+	*n = *c
+	n.stopWrite = nil
+	n.clientID = append(n.inline.client[:0], c.clientID...)
+	if c.token != nil {
+		n.token = append(n.inline.token[:0], c.token...)
+	}
+	return n
 }
 
 // tool is the tool a tools/call names, for spans and the audit log; "" for other methods.

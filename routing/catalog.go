@@ -215,10 +215,7 @@ func buildCatalogOf(ups []*Upstream, prev *catalog, listsOf func(*Upstream) [num
 					if len(it.hidden) > 0 && pins != nil && pins.pol.StripInvisible {
 						raw = pin.StripText(raw)
 					}
-					m := c.tools
-					if k == kindPrompts {
-						m = c.prompts
-					}
+					m := c.targets(k)
 					t := target{up: up, name: it.id, exposed: exposed, withheld: withheld, item: -1, hash: it.hash, tasks: ts}
 					if exposed != it.id {
 						t.quoted = jsonrpc.AppendQuote(nil, it.id)

@@ -175,7 +175,7 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 	if k == kindTools && s.hostTask(ctx, t, m, out, name) {
 		return
 	}
-	edits := make([]jsonrpc.ParamEdit, 0, 3) // the name, _meta and the progress token: on the stack
+	edits := make([]jsonrpc.ParamEdit, 0, 2) // the name, then _meta or the progress token: on the stack
 	if t.name != name {
 		q := t.quoted
 		if q == nil {

@@ -187,10 +187,9 @@ func (p *park) flush() {
 
 // detachedCopy is c with its answers going to the park's buffer, under a timer that gives up on the client.
 func (p *park) detachedCopy(c *call) *call {
-	next := *c
-	next.out, next.park = p.buf, p
+	n := c.next()
+	n.out, n.park = p.buf, p
 	s := c.session
-	n := &next
 	n.timer = time.AfterFunc(parkTTL, func() { s.timeout(n) })
 	return n
 }
@@ -339,11 +338,10 @@ func (pc *pooledClient) resume(ctx context.Context, m jsonrpc.Message, out *Stre
 		}
 	}
 	cur := p.cur
-	next := *cur
-	n := &next
-	n.out, n.clientID, n.started = out, clone(id), time.Now()
+	n := cur.next()
+	n.out, n.clientID, n.started = out, append(n.inline.client[:0], id...), time.Now()
 	if st, e, ok := jsonrpc.Lookup(m.Params(), "_meta", "progressToken"); ok {
-		n.token = clone(m.Params()[st:e])
+		n.token = append(n.inline.token[:0], m.Params()[st:e]...)
 	}
 	n.timer = time.AfterFunc(cur.link.up.timeout(), func() { s.timeout(n) })
 	// Registered before it can be reached, so that a flush or a cancellation that follows at once finds it.

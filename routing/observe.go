@@ -356,6 +356,9 @@ func (r *Router) endLegAnswered(c *call, outcome string, answer jsonrpc.Message)
 	if c.timer != nil {
 		c.timer.Stop()
 	}
+	if c.stopWrite != nil {
+		c.stopWrite() // a leg ended by a cancel, a timeout or a lost connection no longer waits to be written
+	}
 	elapsed := time.Since(c.started)
 	ctx := context.Background()
 	up := c.link.up

@@ -404,7 +404,8 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	s.calls[c.key] = c
 	s.mu.Unlock()
 	ctx, traceparent := s.r.startLeg(ctx, c)
-	// The write is bounded by the call's own timer, which stops it when the call times out: no second timer.
+	// The write ends with the call: its timeout, the client's cancel or the connection's loss stop it (endLeg), so
+	// it needs no timer of its own.
 	ctx, c.stopWrite = context.WithCancel(ctx)
 	defer c.stopWrite()
 	// The timer is set before the call is published in the pending table, so every reader of c.timer (they all
@@ -494,9 +495,6 @@ func (s *Session) timeout(c *call) {
 		c.failed(outcomeTimeout, protocol.CodeRequestTimeout, fmt.Sprintf("the client did not retry %s with the input upstream %q asked for within %s; the call was cancelled",
 			what, c.link.up.cfg.Name, parkTTL))
 		return
-	}
-	if c.stopWrite != nil {
-		c.stopWrite() // a write the upstream has not taken gives up with the call
 	}
 	c.link.sendCancel(c.upID, "switchboard: request timed out")
 	c.failed(outcomeTimeout, protocol.CodeRequestTimeout, fmt.Sprintf("upstream %q did not finish %s within its timeout of %s (after %s in all); the request was cancelled",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -113,6 +114,43 @@ func TestCallTimeoutStopsWrite(t *testing.T) {
 			}
 		default:
 			t.Fatal("the write still holds the request's handler after the call timed out")
+		}
+	})
+}
+
+// TestCancelStopsWrite: the client's cancel of a call whose request the upstream has not taken ends the write at
+// once, so the request's handler is free and the cancel notification can reach the upstream when it reads again.
+func TestCancelStopsWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ft := holdingUpstream()
+		ft.stall = func(m jsonrpc.Message) bool { return m.MethodIs(protocol.MethodToolsCall) }
+		r := startRouter(t, Options{RequestTimeout: 30 * time.Second},
+			UpstreamConfig{Name: "fake", Prefix: "fake__", Mode: Shared, Transport: ft, Kind: "stdio"})
+		s := r.session(defaultClientCaps)
+		start := time.Now()
+		out := NewStream(1, 16)
+		handled := make(chan time.Duration, 1)
+		go func() {
+			s.HandleRequest(context.Background(), mustParse(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fake__add"}}`), out)
+			handled <- time.Since(start)
+		}()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		s.HandleNotification(mustParse(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`))
+		synctest.Wait()
+		select {
+		case d := <-handled:
+			if d != time.Second {
+				t.Errorf("the write gave up after %s, want at the cancel (1s)", d)
+			}
+		default:
+			t.Fatal("the write still holds the request's handler after the client cancelled the call")
+		}
+		ft.mu.Lock()
+		told := slices.ContainsFunc(ft.log, func(rec fakeRecord) bool { return rec.msg.MethodIs("notifications/cancelled") })
+		ft.mu.Unlock()
+		if !told {
+			t.Error("the upstream was not told of the cancel")
 		}
 	})
 }
