@@ -340,6 +340,10 @@ func (pc *pooledClient) resume(ctx context.Context, m jsonrpc.Message, out *Stre
 	cur := p.cur
 	n := cur.next()
 	n.out, n.clientID, n.started = out, append(n.inline.client[:0], id...), time.Now()
+	// Progress from here on belongs to the retry, under its own token or none: the request that carried the first
+	// token has been answered ("progress notifications MUST only reference tokens that were provided in an active
+	// request").
+	n.token = nil
 	if st, e, ok := jsonrpc.Lookup(m.Params(), "_meta", "progressToken"); ok {
 		n.token = append(n.inline.token[:0], m.Params()[st:e]...)
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -570,4 +571,61 @@ func FuzzRequestState(f *testing.F) {
 		}
 		_, _ = r.StateOwner(t.Context(), "alice", call, s)
 	})
+}
+
+// TestParkedRetryProgressToken: progress the upstream reports after a retry re-attached its call goes to the
+// retry under the retry's own progress token, and not at all when the retry asked for none: "progress
+// notifications MUST only reference tokens that were provided in an active request", and the first request,
+// answered with input_required, is no longer active. The first request asked for progress as "p1".
+func TestParkedRetryProgressToken(t *testing.T) {
+	for _, tc := range []struct {
+		name, retryMeta string
+		want            string // the token of the progress the retry sees; "" for none
+	}{
+		{"the retry's own token", `,"_meta":{"progressToken":"p2"}`, `"p2"`},
+		{"no token on the retry", ``, ``},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &askUpstream{}
+			a.ft = newFakeTransport(func(c *fakeConn, m jsonrpc.Message) {
+				switch {
+				case m.Kind() == jsonrpc.KindRequest && m.MethodIs("tools/call"):
+					a.conn, a.callID = c, append([]byte(nil), m.ID()...)
+					c.sendRelatedLocked([]byte(`{"jsonrpc":"2.0","id":"up-e1","method":"elicitation/create","params":{"message":"name?","requestedSchema":{"type":"object"}}}`), m.ID())
+				case m.Kind() == jsonrpc.KindResponse && string(m.ID()) == `"up-e1"`:
+					// The upstream's token for the call is the gateway's: the call's upstream id.
+					c.sendRelatedLocked(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":1}}`, a.callID), a.callID)
+					c.sendLocked(jsonrpc.AppendResult(nil, a.callID, []byte(`{"content":[]}`)))
+				default:
+					defaultAnswer(c, m, fakeInitCaps, `[{"name":"ask","inputSchema":{"type":"object"}}]`)
+				}
+			})
+			r := startRouter(t, Options{}, UpstreamConfig{Name: "fake", Prefix: "fake__", Mode: PerClient, Transport: a.ft, Kind: "stdio"})
+			s := r.PooledSession(SessionParams{Principal: "alice", Capabilities: json.RawMessage(`{"elicitation":{}}`)})
+			first, err := ask(r.ctx, s, `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"fake__ask","arguments":{},"_meta":{"progressToken":"p1"}}}`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key, _, state := inputRequired(t, first)
+			out := NewStream(1, 16)
+			s.HandleRequest(context.Background(), mustParse(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":"c2","method":"tools/call","params":{"name":"fake__ask","arguments":{},"inputResponses":{%q:{"action":"accept","content":{}}},"requestState":%q%s}}`, key, state, tc.retryMeta)), out)
+			var tokens []string
+			for {
+				msg, final, ok := out.Next(r.ctx)
+				if !ok {
+					t.Fatal("no answer to the retry")
+				}
+				if final {
+					break
+				}
+				if m := mustParse(t, string(msg)); m.MethodIs("notifications/progress") {
+					st, e, _ := jsonrpc.Lookup(m.Params(), "progressToken")
+					tokens = append(tokens, string(m.Params()[st:e]))
+				}
+			}
+			if want := []string{tc.want}; tc.want == "" && len(tokens) != 0 || tc.want != "" && !slices.Equal(tokens, want) {
+				t.Errorf("the retry saw progress with tokens %v, want %q", tokens, tc.want)
+			}
+		})
+	}
 }
