@@ -258,6 +258,9 @@ type askUpstream struct {
 	ft     *fakeTransport
 	conn   *fakeConn // where the call arrived
 	callID []byte    // the call's upstream id
+	// progress, set before the first call, makes the upstream report progress on the call (under the token it
+	// was given, the gateway's) before it answers.
+	progress bool
 }
 
 func newAskUpstream() *askUpstream {
@@ -268,6 +271,9 @@ func newAskUpstream() *askUpstream {
 			a.conn, a.callID = c, append([]byte(nil), m.ID()...)
 			c.sendRelatedLocked([]byte(`{"jsonrpc":"2.0","id":"up-e1","method":"elicitation/create","params":{"message":"name?","requestedSchema":{"type":"object"}}}`), m.ID())
 		case m.Kind() == jsonrpc.KindResponse && string(m.ID()) == `"up-e1"` && m.Result() != nil:
+			if a.progress {
+				c.sendRelatedLocked(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":1}}`, a.callID), a.callID)
+			}
 			name, _ := jsonrpc.LookupString(m.Result(), "content", "name")
 			c.sendLocked(jsonrpc.AppendResult(nil, a.callID, []byte(`{"content":[{"type":"text","text":`+string(jsonrpc.AppendQuote(nil, name))+`}]}`)))
 		default:
@@ -586,20 +592,8 @@ func TestParkedRetryProgressToken(t *testing.T) {
 		{"no token on the retry", ``, ``},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := &askUpstream{}
-			a.ft = newFakeTransport(func(c *fakeConn, m jsonrpc.Message) {
-				switch {
-				case m.Kind() == jsonrpc.KindRequest && m.MethodIs("tools/call"):
-					a.conn, a.callID = c, append([]byte(nil), m.ID()...)
-					c.sendRelatedLocked([]byte(`{"jsonrpc":"2.0","id":"up-e1","method":"elicitation/create","params":{"message":"name?","requestedSchema":{"type":"object"}}}`), m.ID())
-				case m.Kind() == jsonrpc.KindResponse && string(m.ID()) == `"up-e1"`:
-					// The upstream's token for the call is the gateway's: the call's upstream id.
-					c.sendRelatedLocked(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":1}}`, a.callID), a.callID)
-					c.sendLocked(jsonrpc.AppendResult(nil, a.callID, []byte(`{"content":[]}`)))
-				default:
-					defaultAnswer(c, m, fakeInitCaps, `[{"name":"ask","inputSchema":{"type":"object"}}]`)
-				}
-			})
+			a := newAskUpstream()
+			a.progress = true
 			r := startRouter(t, Options{}, UpstreamConfig{Name: "fake", Prefix: "fake__", Mode: PerClient, Transport: a.ft, Kind: "stdio"})
 			s := r.PooledSession(SessionParams{Principal: "alice", Capabilities: json.RawMessage(`{"elicitation":{}}`)})
 			first, err := ask(r.ctx, s, `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"fake__ask","arguments":{},"_meta":{"progressToken":"p1"}}}`)

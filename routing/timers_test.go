@@ -75,84 +75,78 @@ func TestCallTimerOnTheClock(t *testing.T) {
 	})
 }
 
-// TestCallTimeoutStopsWrite: an upstream that does not take a request (a stdio child that stopped reading) holds
-// the write only until the call times out; then the client has its timeout error, and the request's handler is
-// free, not left waiting on the write.
-func TestCallTimeoutStopsWrite(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ft := holdingUpstream()
-		ft.stall = func(m jsonrpc.Message) bool { return m.MethodIs(protocol.MethodToolsCall) }
-		r := startRouter(t, Options{RequestTimeout: 30 * time.Second},
-			UpstreamConfig{Name: "fake", Prefix: "fake__", Mode: Shared, Transport: ft, Kind: "stdio"})
-		s := r.session(defaultClientCaps)
-		start := time.Now()
-		out := NewStream(1, 16)
-		handled := make(chan time.Duration, 1)
-		go func() {
-			s.HandleRequest(context.Background(), mustParse(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fake__add"}}`), out)
-			handled <- time.Since(start)
-		}()
-		synctest.Wait()
-		select {
-		case <-handled:
-			t.Fatal("HandleRequest returned while the upstream had not taken the request")
-		default:
-		}
-		time.Sleep(30 * time.Second)
-		synctest.Wait()
-		m := finalNow(t, out)
-		if m == nil {
-			t.Fatal("no answer at the 30s timeout")
-		}
-		if code, _ := m.ErrorCode(); code != protocol.CodeRequestTimeout {
-			t.Errorf("answer %s, want error %d", m.Raw(), protocol.CodeRequestTimeout)
-		}
-		select {
-		case d := <-handled:
-			if d != 30*time.Second {
-				t.Errorf("the write gave up after %s, want 30s", d)
-			}
-		default:
-			t.Fatal("the write still holds the request's handler after the call timed out")
-		}
-	})
-}
-
-// TestCancelStopsWrite: the client's cancel of a call whose request the upstream has not taken ends the write at
-// once, so the request's handler is free and the cancel notification can reach the upstream when it reads again.
-func TestCancelStopsWrite(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ft := holdingUpstream()
-		ft.stall = func(m jsonrpc.Message) bool { return m.MethodIs(protocol.MethodToolsCall) }
-		r := startRouter(t, Options{RequestTimeout: 30 * time.Second},
-			UpstreamConfig{Name: "fake", Prefix: "fake__", Mode: Shared, Transport: ft, Kind: "stdio"})
-		s := r.session(defaultClientCaps)
-		start := time.Now()
-		out := NewStream(1, 16)
-		handled := make(chan time.Duration, 1)
-		go func() {
-			s.HandleRequest(context.Background(), mustParse(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fake__add"}}`), out)
-			handled <- time.Since(start)
-		}()
-		time.Sleep(time.Second)
-		synctest.Wait()
-		s.HandleNotification(mustParse(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`))
-		synctest.Wait()
-		select {
-		case d := <-handled:
-			if d != time.Second {
-				t.Errorf("the write gave up after %s, want at the cancel (1s)", d)
-			}
-		default:
-			t.Fatal("the write still holds the request's handler after the client cancelled the call")
-		}
-		ft.mu.Lock()
-		told := slices.ContainsFunc(ft.log, func(rec fakeRecord) bool { return rec.msg.MethodIs("notifications/cancelled") })
-		ft.mu.Unlock()
-		if !told {
-			t.Error("the upstream was not told of the cancel")
-		}
-	})
+// TestStalledWriteEnds: an upstream that does not take a request (a stdio child that stopped reading) holds the
+// write only until the call ends: at its timeout, when the client has its timeout error, or at the client's
+// cancel, when the upstream is told. Either way the request's handler is free then, not left waiting on the write.
+func TestStalledWriteEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		at    time.Duration // when the call ends
+		end   func(t *testing.T, s *Session)
+		check func(t *testing.T, ft *fakeTransport, out *Stream)
+	}{
+		{
+			name: "timed out", at: 30 * time.Second,
+			end: func(*testing.T, *Session) {},
+			check: func(t *testing.T, _ *fakeTransport, out *Stream) {
+				m := finalNow(t, out)
+				if m == nil {
+					t.Fatal("no answer at the 30s timeout")
+				}
+				if code, _ := m.ErrorCode(); code != protocol.CodeRequestTimeout {
+					t.Errorf("answer %s, want error %d", m.Raw(), protocol.CodeRequestTimeout)
+				}
+			},
+		},
+		{
+			name: "cancelled", at: time.Second,
+			end: func(t *testing.T, s *Session) {
+				s.HandleNotification(mustParse(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`))
+			},
+			check: func(t *testing.T, ft *fakeTransport, _ *Stream) {
+				ft.mu.Lock()
+				defer ft.mu.Unlock()
+				if !slices.ContainsFunc(ft.log, func(rec fakeRecord) bool { return rec.msg.MethodIs("notifications/cancelled") }) {
+					t.Error("the upstream was not told of the cancel")
+				}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ft := holdingUpstream()
+				ft.stall = func(m jsonrpc.Message) bool { return m.MethodIs(protocol.MethodToolsCall) }
+				r := startRouter(t, Options{RequestTimeout: 30 * time.Second},
+					UpstreamConfig{Name: "fake", Prefix: "fake__", Mode: Shared, Transport: ft, Kind: "stdio"})
+				s := r.session(defaultClientCaps)
+				start := time.Now()
+				out := NewStream(1, 16)
+				handled := make(chan time.Duration, 1)
+				go func() {
+					s.HandleRequest(context.Background(), mustParse(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fake__add"}}`), out)
+					handled <- time.Since(start)
+				}()
+				synctest.Wait()
+				select {
+				case <-handled:
+					t.Fatal("HandleRequest returned while the upstream had not taken the request")
+				default:
+				}
+				time.Sleep(tc.at)
+				tc.end(t, s)
+				synctest.Wait()
+				select {
+				case d := <-handled:
+					if d != tc.at {
+						t.Errorf("the write gave up after %s, want %s", d, tc.at)
+					}
+				default:
+					t.Fatal("the write still holds the request's handler after the call ended")
+				}
+				tc.check(t, ft, out)
+			})
+		})
+	}
 }
 
 // TestGatherWindowOnTheClock: a legacy upstream's requests for input during a modern client's call are gathered
