@@ -160,8 +160,8 @@ func spanNames(ss tracetest.SpanStubs) []string {
 	return names
 }
 
-// histogram collects the metrics and returns the named histogram's data points.
-func (o *observed) histogram(t *testing.T, name string) (metricdata.Metrics, []metricdata.HistogramDataPoint[float64]) {
+// collect collects the metrics and returns the named one; ok is false when it has no data yet.
+func (o *observed) collect(t *testing.T, name string) (metricdata.Metrics, bool) {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
 	if err := o.reader.Collect(context.Background(), &rm); err != nil {
@@ -170,15 +170,25 @@ func (o *observed) histogram(t *testing.T, name string) (metricdata.Metrics, []m
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
 			if m.Name == name {
-				h, ok := m.Data.(metricdata.Histogram[float64])
-				if !ok {
-					t.Fatalf("%s is a %T, want a histogram", name, m.Data)
-				}
-				return m, h.DataPoints
+				return m, true
 			}
 		}
 	}
-	return metricdata.Metrics{}, nil
+	return metricdata.Metrics{}, false
+}
+
+// histogram collects the metrics and returns the named histogram's data points.
+func (o *observed) histogram(t *testing.T, name string) (metricdata.Metrics, []metricdata.HistogramDataPoint[float64]) {
+	t.Helper()
+	m, ok := o.collect(t, name)
+	if !ok {
+		return metricdata.Metrics{}, nil
+	}
+	h, ok := m.Data.(metricdata.Histogram[float64])
+	if !ok {
+		t.Fatalf("%s is a %T, want a histogram", name, m.Data)
+	}
+	return m, h.DataPoints
 }
 
 // attrsOf renders an attribute list as a map of strings.
@@ -416,25 +426,18 @@ func BenchmarkToolError(b *testing.B) {
 // inflightNow collects switchboard.upstream.inflight and returns it by upstream.
 func (o *observed) inflightNow(t *testing.T) map[string]int64 {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := o.reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
 	got := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != "switchboard.upstream.inflight" {
-				continue
-			}
-			sum, ok := m.Data.(metricdata.Sum[int64])
-			if !ok || sum.IsMonotonic {
-				t.Fatalf("switchboard.upstream.inflight is a %T (monotonic %v), want a non-monotonic sum", m.Data, sum.IsMonotonic)
-			}
-			for _, dp := range sum.DataPoints {
-				name, _ := dp.Attributes.Value("upstream")
-				got[name.AsString()] = dp.Value
-			}
-		}
+	m, ok := o.collect(t, "switchboard.upstream.inflight")
+	if !ok {
+		return got
+	}
+	sum, ok := m.Data.(metricdata.Sum[int64])
+	if !ok || sum.IsMonotonic {
+		t.Fatalf("switchboard.upstream.inflight is a %T (monotonic %v), want a non-monotonic sum", m.Data, sum.IsMonotonic)
+	}
+	for _, dp := range sum.DataPoints {
+		name, _ := dp.Attributes.Value("upstream")
+		got[name.AsString()] = dp.Value
 	}
 	return got
 }

@@ -145,34 +145,40 @@ func rawEqual(a, b []byte) bool {
 // and only valid UTF-8: exactly the bytes Unquote would make its string of. A caller that only compares or looks
 // the string up (m[string(b)]) then makes no string at all. ok is false for any other s.
 func PlainString(s []byte) (content []byte, ok bool) {
-	if len(s) == 0 || s[0] != '"' {
+	body, esc, err := stringBody(s)
+	if err != nil || esc || !utf8.Valid(body) {
 		return nil, false
+	}
+	return body, true
+}
+
+// stringBody is what lies between the quotes of the JSON string literal s, whose whole s must be, scanned once;
+// esc says whether it holds an escape.
+func stringBody(s []byte) (body []byte, esc bool, err error) {
+	if len(s) == 0 || s[0] != '"' {
+		return nil, false, syntaxErr(0, "expected string")
 	}
 	end, esc, err := scanString(s, 0)
-	if err != nil || end != len(s) || esc || !utf8.Valid(s[1:end-1]) {
-		return nil, false
+	if err != nil {
+		return nil, false, err
 	}
-	return s[1 : end-1], true
+	if end != len(s) {
+		return nil, false, syntaxErr(end, "data after string")
+	}
+	return s[1 : end-1], esc, nil
 }
 
 // Unquote converts a JSON string literal, including its quotes, to a Go
 // string. It resolves all escapes including surrogate pairs and, like
 // encoding/json, replaces invalid UTF-8 and lone surrogates with U+FFFD.
 func Unquote(s []byte) (string, error) {
-	if body, ok := PlainString(s); ok {
-		return string(body), nil
-	}
-	if len(s) == 0 || s[0] != '"' {
-		return "", syntaxErr(0, "expected string")
-	}
-	end, _, err := scanString(s, 0)
+	body, esc, err := stringBody(s)
 	if err != nil {
 		return "", err
 	}
-	if end != len(s) {
-		return "", syntaxErr(end, "data after string")
+	if !esc && utf8.Valid(body) {
+		return string(body), nil
 	}
-	body := s[1 : end-1]
 	buf := make([]byte, 0, len(body))
 	for i := 0; i < len(body); {
 		r, n := decodeRune(body, i)
