@@ -59,7 +59,15 @@ func (t *tailBuffer) String() string {
 // startChild starts a process in its own process group. With announce it waits for the child's first stdout
 // line, "listening ADDR".
 func startChild(name string, announce bool, path string, args ...string) (*child, error) {
+	return startChildEnv(name, announce, nil, path, args...)
+}
+
+// startChildEnv is startChild with env ("KEY=value") added to the tool's own environment.
+func startChildEnv(name string, announce bool, env []string, path string, args ...string) (*child, error) {
 	c := &child{name: name, cmd: exec.Command(path, args...), logs: &tailBuffer{}, done: make(chan struct{})}
+	if len(env) > 0 {
+		c.cmd.Env = append(os.Environ(), env...)
+	}
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	c.cmd.Stderr = c.logs
 	var stdout io.ReadCloser
@@ -300,8 +308,8 @@ func (b *bench) startGateway(name, cfg string) (*gatewayProc, error) {
 }
 
 // launchGateway writes cfg (after listen, log and requestTimeout) to dir/name.yaml and starts the gateway on addr,
-// without waiting for it.
-func (b *bench) launchGateway(name, addr, cfg string) (*gatewayProc, error) {
+// without waiting for it. env ("KEY=value") is added to switchboard serve's environment.
+func (b *bench) launchGateway(name, addr, cfg string, env ...string) (*gatewayProc, error) {
 	// requestTimeout below the client's 30s: a call the gateway loses is answered with its timeout error, which
 	// tells a lost answer from a stuck HTTP exchange.
 	cfg = fmt.Sprintf("listen: %q\nlog: {level: warn}\nrequestTimeout: 20s\n%s", addr, cfg)
@@ -318,7 +326,7 @@ func (b *bench) launchGateway(name, addr, cfg string) (*gatewayProc, error) {
 			"-cpuprofile", filepath.Join(b.profileDir, "gateway-"+name+".cpu.pprof"),
 			"-memprofile", filepath.Join(b.profileDir, "gateway-"+name+".heap.pprof"))
 	} else {
-		c, err = startChild("gateway "+name, false, b.gateway, "serve", "--config", path)
+		c, err = startChildEnv("gateway "+name, false, env, b.gateway, "serve", "--config", path)
 	}
 	if err != nil {
 		return nil, err

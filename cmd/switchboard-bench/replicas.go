@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -27,7 +28,7 @@ type replicaRun struct {
 }
 
 func (b *bench) replicasScenario() error {
-	b.logf("replicas: starting redis-server, upstream, 3 gateways")
+	b.logf("replicas: starting redis-server, upstream, 7 gateways")
 	rd, redisAddr, err := startRedis()
 	if errors.Is(err, errNoRedis) {
 		b.logf("replicas: skipped: %v", err)
@@ -51,30 +52,40 @@ func (b *bench) replicasScenario() error {
 		return err
 	}
 	defer solo.stop()
-	// Two replicas sharing one redis-server, and two that share nothing (only usable with affinity).
-	var pair, apart []*gatewayProc
+	// Two replicas sharing one redis-server, and two that share nothing (only usable with affinity). Each is sized
+	// to its half of the machine, as on N machines (the Helm chart's goMaxProcs: requests does this on a shared
+	// node): two Go schedulers each sized for every core, on those cores, cost CPU per call of their own. Two
+	// more on Redis, each sized for the whole machine (Go's default), measure that.
+	share := fmt.Sprintf("GOMAXPROCS=%d", max(1, runtime.NumCPU()/2))
+	var pair, apart, whole []*gatewayProc
 	defer func() {
-		for _, g := range slices.Concat(pair, apart) {
+		for _, g := range slices.Concat(pair, apart, whole) {
 			g.stop()
 		}
 	}()
-	for _, name := range []string{"replica-a", "replica-b", "apart-a", "apart-b"} {
+	for _, name := range []string{"replica-a", "replica-b", "apart-a", "apart-b", "whole-a", "whole-b"} {
 		addr, err := freePort()
 		if err != nil {
 			return err
 		}
-		cfg := ups
-		if strings.HasPrefix(name, "replica") {
+		cfg, env := ups, []string{share}
+		if !strings.HasPrefix(name, "apart") {
 			cfg = fmt.Sprintf("cursorSecret: %q\nredis: {url: \"redis://%s\"}\nreplicaURL: %q\n%s", replicaSecret, redisAddr, "http://"+addr+"/mcp", ups)
 		}
-		g, err := b.launchGateway(name, addr, cfg)
+		if strings.HasPrefix(name, "whole") {
+			env = nil
+		}
+		g, err := b.launchGateway(name, addr, cfg, env...)
 		if err != nil {
 			return err
 		}
-		if strings.HasPrefix(name, "replica") {
+		switch {
+		case strings.HasPrefix(name, "replica"):
 			pair = append(pair, g)
-		} else {
+		case strings.HasPrefix(name, "apart"):
 			apart = append(apart, g)
+		default:
+			whole = append(whole, g)
 		}
 		if err := g.waitReady(50 * time.Millisecond); err != nil {
 			return err
@@ -89,7 +100,7 @@ func (b *bench) replicasScenario() error {
 	for _, x := range []struct {
 		affinity bool
 		gws      []*gatewayProc
-	}{{false, []*gatewayProc{solo}}, {false, pair}, {true, pair}, {true, apart}} {
+	}{{false, []*gatewayProc{solo}}, {false, pair}, {true, pair}, {true, apart}, {false, whole}} {
 		var bases []string
 		for _, g := range x.gws {
 			bases = append(bases, g.base)
@@ -100,12 +111,13 @@ func (b *bench) replicasScenario() error {
 		}
 		lbs = append(lbs, lb)
 	}
-	lbSolo, lbPair, lbSticky, lbApart := lbs[0], lbs[1], lbs[2], lbs[3]
+	lbSolo, lbPair, lbSticky, lbApart, lbWhole := lbs[0], lbs[1], lbs[2], lbs[3], lbs[4]
 
 	// The per-client upstream: each client's upstream session is one more thing the replicas share (a replica
 	// resumes the session another opened, from its record).
 	const params = `{"name":"pc__echo","arguments":{"text":"hello from switchboard-bench"}}`
 	const soloName, pairName, stickyName, apartName = "1 replica, no Redis", "2 replicas + Redis", "2 replicas + Redis, session affinity", "2 replicas, no Redis, session affinity"
+	const wholeName = "2 replicas + Redis, each GOMAXPROCS = all cores"
 	var runs []replicaRun
 	var errs []error
 	for _, n := range b.replicaClients {
@@ -113,7 +125,7 @@ func (b *bench) replicasScenario() error {
 			name string
 			lb   *balancer
 			gws  []*gatewayProc
-		}{{soloName, lbSolo, []*gatewayProc{solo}}, {pairName, lbPair, pair}, {stickyName, lbSticky, pair}, {apartName, lbApart, apart}} {
+		}{{soloName, lbSolo, []*gatewayProc{solo}}, {pairName, lbPair, pair}, {stickyName, lbSticky, pair}, {apartName, lbApart, apart}, {wholeName, lbWhole, whole}} {
 			b.logf("replicas: %s, %d clients", t.name, n)
 			acc := &acceptMeter{base: "http://" + up.addr}
 			spec := loadSpec{target: t.name, url: t.lb.url, params: params, clients: n, warm: b.warm, dur: b.duration,
@@ -175,7 +187,10 @@ func (b *bench) replicasReport(runs []replicaRun) {
 		"so a session's calls alternate between the replicas). Against them, interleaved at each concurrency: one replica "+
 		"without Redis behind the same balancer (one backend); the same two replicas behind a balancer with `Mcp-Session-Id` "+
 		"affinity (a session's requests go to the replica that answered its initialize), which tells what alternating costs; "+
-		"and two replicas without Redis, sharing nothing, behind such a balancer, which tells what a second process costs without shared state. Clients are legacy (2025-11-25) sessions calling `tools/call` "+
+		"and two replicas without Redis, sharing nothing, behind such a balancer, which tells what a second process costs without shared state. "+
+		"Each of these replicas runs with `GOMAXPROCS` set to its half of the machine's cores, as it would on a machine of its own "+
+		"(the Helm chart's `goMaxProcs: requests` does the same for replicas packed on one node); the last target is two more "+
+		"replicas on Redis left to Go's default, each sized for every core, round robin: what two schedulers sized for the whole machine cost on it. Clients are legacy (2025-11-25) sessions calling `tools/call` "+
 		"on a per-client HTTP upstream (each client's upstream session is shared by the replicas through its record). "+
 		"Gateway CPU is the sum of the replicas' utime+stime over the measured window; Redis figures are deltas of "+
 		"`INFO all` over the same window (commands from commandstats, INFO left out; round trips are `total_reads_processed`, "+
@@ -208,7 +223,7 @@ func (b *bench) replicasReport(runs []replicaRun) {
 			perCall(r.midCPU, r.calls)*1e6, perCPU, float64(r.midPeakKiB)/1024, cmds, rts, rcpu, rbytes, dials, strings.Join(split, " / "))
 	}
 	fmt.Fprintf(b.out, "\n### Each ÷ 1 replica without Redis (same run)\n\n| clients | target | calls/s | calls per gateway CPU s | gateway CPU per call | added p50 µs | Redis commands in the window: count (per call) |\n|---:|---|---:|---:|---:|---:|---|\n")
-	const per = 4 // targets per concurrency, the first the baseline
+	const per = 5 // targets per concurrency, the first the baseline
 	for i := 0; i+per <= len(runs); i += per {
 		s := runs[i]
 		for _, p := range runs[i+1 : i+per] {

@@ -272,6 +272,21 @@ nothing unknown slips into the file (values.schema.json also rejects unknown key
   value: /tmp/.npm
 - name: UV_CACHE_DIR
   value: /tmp/.cache/uv
+{{- with .Values.goMaxProcs }}
+{{- if eq (toString .) "requests" }}
+{{- if not ((($.Values.resources | default dict).requests | default dict).cpu) }}
+{{- fail "goMaxProcs: requests needs resources.requests.cpu: set a CPU request, or give goMaxProcs a whole number" }}
+{{- end }}
+- name: GOMAXPROCS
+  valueFrom:
+    resourceFieldRef:
+      resource: requests.cpu
+      divisor: "1"
+{{- else }}
+- name: GOMAXPROCS
+  value: {{ toString . | quote }}
+{{- end }}
+{{- end }}
 {{- with (include "switchboard.secretEnv" . | fromYamlArray) }}
 {{ toYaml . }}
 {{- end }}

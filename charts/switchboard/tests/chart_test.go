@@ -1,6 +1,7 @@
 package charttest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -199,6 +200,28 @@ func checkDeployment(t *testing.T, dep *appsv1.Deployment, v map[string]any) {
 	if slices.Contains(c.Args, "--admin-listen=127.0.0.1:9090") != adminOn {
 		t.Errorf("args %v: --admin-listen=127.0.0.1:9090 must be there exactly when admin.enabled", c.Args)
 	}
+	// GOMAXPROCS: only when goMaxProcs is set; "requests" reads the container's own CPU request, rounded up.
+	var gmp *corev1.EnvVar
+	for i := range c.Env {
+		if c.Env[i].Name == "GOMAXPROCS" {
+			gmp = &c.Env[i]
+		}
+	}
+	switch want := get(v, "goMaxProcs"); {
+	case want == nil || want == "":
+		if gmp != nil {
+			t.Errorf("GOMAXPROCS = %+v without goMaxProcs; Go's default must stand", gmp)
+		}
+	case want == "requests":
+		if gmp == nil || gmp.ValueFrom == nil || gmp.ValueFrom.ResourceFieldRef == nil ||
+			gmp.ValueFrom.ResourceFieldRef.Resource != "requests.cpu" || gmp.ValueFrom.ResourceFieldRef.Divisor.String() != "1" {
+			t.Errorf("goMaxProcs: requests: GOMAXPROCS = %+v, want requests.cpu with divisor 1", gmp)
+		}
+	default:
+		if gmp == nil || gmp.Value != fmt.Sprint(want) {
+			t.Errorf("goMaxProcs: %v: GOMAXPROCS = %+v", want, gmp)
+		}
+	}
 	// Replicas: none in the Deployment when the HPA owns them.
 	if get(v, "autoscaling", "enabled") == true && dep.Spec.Replicas != nil {
 		t.Error("with autoscaling the Deployment must not set replicas (the HPA owns them)")
@@ -226,8 +249,9 @@ func checkConfigMap(t *testing.T, cfgText string, dep *appsv1.Deployment, v map[
 	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
 		env[e.Name] = true
 		podIP := e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP"
-		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef == nil && !podIP {
-			t.Errorf("env %s: only secretKeyRef sources and the pod IP are rendered by the chart", e.Name)
+		cpuRequest := e.Name == "GOMAXPROCS" && e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef == nil && !podIP && !cpuRequest {
+			t.Errorf("env %s: only secretKeyRef sources, the pod IP and GOMAXPROCS's CPU request are rendered by the chart", e.Name)
 		}
 	}
 	refs := envRefs(cfgText)

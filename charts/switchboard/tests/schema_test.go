@@ -41,6 +41,9 @@ func TestRejected(t *testing.T) {
 		{"unset secret reference", []string{"--set", issuer, "--set", "upstreams[0].name=a", "--set", "upstreams[0].url=https://a.example.com/mcp", "--set", "upstreams[0].headers.X-Key=${A_KEY}"}, `references \$\{A_KEY\}.*secretEnv`},
 		{"introspection without secret", []string{"--set", issuer, "--set", "auth.introspection.enabled=true", "--set", "auth.introspection.url=https://l.example.com/i", "--set", "auth.introspection.clientId=c"}, `existingSecret is required`},
 		{"both redis kinds", []string{"--set", issuer, "--set", "redis.enabled=true", "--set", "redis.url=redis://r:6379"}, `not both`},
+		{"goMaxProcs zero", []string{"--set", issuer, "--set", "goMaxProcs=0"}, `goMaxProcs`},
+		{"goMaxProcs unknown word", []string{"--set", issuer, "--set", "goMaxProcs=auto"}, `goMaxProcs`},
+		{"goMaxProcs requests without a CPU request", []string{"--set", issuer, "--set", "goMaxProcs=requests", "--set", "resources.requests.cpu=null"}, `goMaxProcs: requests needs resources.requests.cpu`},
 		{"httproute without parent", []string{"--set", issuer, "--set", "httpRoute.enabled=true"}, `parentRefs is required`},
 	}
 	for _, c := range cases {
