@@ -11,6 +11,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
@@ -107,10 +108,37 @@ func newHTTPTransport(spec Spec, u *url.URL) *HTTPTransport {
 
 func (t *HTTPTransport) upstreamSpec() Spec { return t.spec }
 
+// handoff is how Write waits for a request's POST, which runs on a goroutine of its own: the POST reports the
+// request handed over once the transport has taken it whole (or once it never will be), and Write returns then,
+// or when its caller gives up. Both eras' HTTP connections use it.
+type handoff struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func newHandoff() *handoff { return &handoff{ch: make(chan struct{})} }
+
+// done reports the request handed over; later calls, and calls on a nil handoff, do nothing.
+func (h *handoff) done() {
+	if h != nil {
+		h.once.Do(func() { close(h.ch) })
+	}
+}
+
+// wait returns nil once the request is handed over, or the error of ctx if it ends first.
+func (h *handoff) wait(ctx context.Context, name string) error {
+	select {
+	case <-h.ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("upstream %s: write: %w", name, ctx.Err())
+	}
+}
+
 // newRequest builds a request to target with the configured headers, then
-// the body's: what every request of either era carries. handed, if set, is
-// called once the transport has taken the whole request.
-func (t *HTTPTransport) newRequest(ctx context.Context, method string, target *url.URL, body []byte, handed func()) (*http.Request, error) {
+// the body's: what every request of either era carries. handed, if not nil,
+// is done once the transport has taken the whole request.
+func (t *HTTPTransport) newRequest(ctx context.Context, method string, target *url.URL, body []byte, handed *handoff) (*http.Request, error) {
 	var rd io.Reader
 	if body != nil {
 		// A *bytes.Reader as it is: net/http writes the headers and a body it knows to be in memory in one write
@@ -124,7 +152,7 @@ func (t *HTTPTransport) newRequest(ctx context.Context, method string, target *u
 		// (the caller calls handed then).
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
 			if info.Err == nil {
-				handed()
+				handed.done()
 			}
 		}})
 	}

@@ -127,7 +127,7 @@ func (c *httpConn) learnInitResult(m jsonrpc.Message) {
 // post sends one message to the endpoint; "the server MUST [...] accept
 // POSTed messages" and acknowledges them with a 2xx (the Go and TypeScript
 // SDKs answer 202).
-func (ls *legacySession) post(ctx context.Context, body []byte, handed func()) error {
+func (ls *legacySession) post(ctx context.Context, body []byte, handed *handoff) error {
 	c := ls.c
 	req, err := c.newRequest(ctx, http.MethodPost, ls.endpoint, body, handed, false)
 	if err != nil {
@@ -135,7 +135,7 @@ func (ls *legacySession) post(ctx context.Context, body []byte, handed func()) e
 	}
 	resp, err := c.t.do(req)
 	if handed != nil {
-		handed()
+		handed.done()
 	}
 	if err != nil {
 		return fmt.Errorf("post to the legacy endpoint: %w", err)

@@ -173,9 +173,7 @@ func (c *modernConn) request(ctx context.Context, msg jsonrpc.Message, params []
 	stop := context.AfterFunc(c.ctx, cancel)
 	call.ctx, call.cancel = rctx, func() { stop(); cancel() }
 
-	handed := make(chan struct{})
-	var once sync.Once
-	onHanded := func() { once.Do(func() { close(handed) }) }
+	handed := newHandoff()
 
 	c.mu.Lock()
 	switch {
@@ -195,16 +193,11 @@ func (c *modernConn) request(ctx context.Context, msg jsonrpc.Message, params []
 	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
-		defer onHanded()
+		defer handed.done()
 		defer c.done(call)
-		c.roundTrip(rctx, call, body, h, onHanded)
+		c.roundTrip(rctx, call, body, h, handed)
 	}()
-	select {
-	case <-handed:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("upstream %s: write: %w", c.name, ctx.Err())
-	}
+	return handed.wait(ctx, c.name)
 }
 
 // done ends a call whose goroutine is finishing.
@@ -244,7 +237,7 @@ func (c *modernConn) abort(msg jsonrpc.Message) {
 
 // roundTrip POSTs one request and delivers its response, the notifications
 // on its response stream, or an error response.
-func (c *modernConn) roundTrip(ctx context.Context, call *modernCall, body []byte, h http.Header, handed func()) {
+func (c *modernConn) roundTrip(ctx context.Context, call *modernCall, body []byte, h http.Header, handed *handoff) {
 	req, err := c.t.newRequest(ctx, http.MethodPost, c.t.url, body, handed)
 	if err != nil {
 		c.fail(call, err.Error())
@@ -255,7 +248,7 @@ func (c *modernConn) roundTrip(ctx context.Context, call *modernCall, body []byt
 		req.Header[k] = v
 	}
 	resp, err := c.t.do(req)
-	handed() // the request is as handed over as it will ever be
+	handed.done() // the request is as handed over as it will ever be
 	if err != nil {
 		c.fail(call, err.Error())
 		return

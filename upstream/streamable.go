@@ -149,21 +149,14 @@ func (c *httpConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.initReq, c.initID = raw, msg.ID()
 		c.mu.Unlock()
 	}
-	handed := make(chan struct{})
-	var once sync.Once
-	onHanded := func() { once.Do(func() { close(handed) }) }
+	handed := newHandoff()
 	// The POST lives as long as the connection, not the caller's ctx, but carries the caller's values (trace
 	// context, identity) into RequestHeaders.
 	rctx := connValues{Context: c.ctx, caller: valuesOf(ctx)}
-	if !c.spawn(func() { defer onHanded(); c.roundTrip(rctx, msg, onHanded) }) {
+	if !c.spawn(func() { defer handed.done(); c.roundTrip(rctx, msg, handed) }) {
 		return fmt.Errorf("upstream %s: write: %w", c.name, errClosed)
 	}
-	select {
-	case <-handed:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("upstream %s: write: %w", c.name, ctx.Err())
-	}
+	return handed.wait(ctx, c.name)
 }
 
 // connValues is the context of a POST that lives as long as the connection: the connection's cancellation and

@@ -42,7 +42,7 @@ func (c *httpConn) send(ctx context.Context, msg jsonrpc.Message) error {
 
 // roundTrip POSTs a request and delivers its response, everything sent on
 // its response stream, or a synthesized error.
-func (c *httpConn) roundTrip(ctx context.Context, msg jsonrpc.Message, handed func()) {
+func (c *httpConn) roundTrip(ctx context.Context, msg jsonrpc.Message, handed *handoff) {
 	id := msg.ID()
 	if ls := c.legacySession(); ls != nil {
 		if err := ls.post(ctx, msg.Raw(), handed); err != nil {
@@ -151,7 +151,7 @@ func (c *httpConn) readJSON(id []byte, body io.Reader, emit func(Incoming) bool)
 
 // post POSTs body to the MCP endpoint. A 404 to a request that carried a
 // session id means the session expired: post re-initializes and retries once.
-func (c *httpConn) post(ctx context.Context, body []byte, handed func()) (*http.Response, error) {
+func (c *httpConn) post(ctx context.Context, body []byte, handed *handoff) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
 		sid, _ := c.headers()
 		resp, err := c.do(ctx, http.MethodPost, c.t.url, body, handed, true)

@@ -101,19 +101,19 @@ func (c *httpConn) reinitialize() error {
 // session id and negotiated protocol version ("the client MUST include the
 // MCP-Protocol-Version: <protocol-version> HTTP header on all subsequent
 // requests"); an initialize request goes without either.
-func (c *httpConn) do(ctx context.Context, method string, target *url.URL, body []byte, handed func(), withSession bool) (*http.Response, error) {
+func (c *httpConn) do(ctx context.Context, method string, target *url.URL, body []byte, handed *handoff, withSession bool) (*http.Response, error) {
 	req, err := c.newRequest(ctx, method, target, body, handed, withSession)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := c.t.do(req)
 	if handed != nil {
-		handed() // the request is as handed over as it will ever be
+		handed.done() // the request is as handed over as it will ever be
 	}
 	return resp, err
 }
 
-func (c *httpConn) newRequest(ctx context.Context, method string, target *url.URL, body []byte, handed func(), withSession bool) (*http.Request, error) {
+func (c *httpConn) newRequest(ctx context.Context, method string, target *url.URL, body []byte, handed *handoff, withSession bool) (*http.Request, error) {
 	req, err := c.t.newRequest(ctx, method, target, body, handed)
 	if err != nil {
 		return nil, err

@@ -625,8 +625,8 @@ func (c countingConn) Write(p []byte) (int, error) {
 }
 
 // TestRequestOneWrite: a POST goes out in one write, headers and body together (net/http flushes the headers on
-// their own before a body it does not know to be in memory: two packets for the upstream to read), and handed is
-// called once it is written.
+// their own before a body it does not know to be in memory: two packets for the upstream to read), and it is
+// handed over once it is written.
 func TestRequestOneWrite(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -647,8 +647,8 @@ func TestRequestOneWrite(t *testing.T) {
 	tr := mustTransport(t, Spec{Name: "one", URL: srv.URL + "/mcp", HTTPClient: client}).(*HTTPTransport)
 	for i := range 3 {
 		writes.Store(0)
-		var handed atomic.Bool
-		req, err := tr.newRequest(t.Context(), http.MethodPost, tr.url, request(i, "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`).Raw(), func() { handed.Store(true) })
+		handed := newHandoff()
+		req, err := tr.newRequest(t.Context(), http.MethodPost, tr.url, request(i, "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`).Raw(), handed)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -660,8 +660,10 @@ func TestRequestOneWrite(t *testing.T) {
 		if n := writes.Load(); n != 1 {
 			t.Errorf("request %d went out in %d writes, want 1", i, n)
 		}
-		if !handed.Load() {
-			t.Errorf("request %d: handed was not called once it was written", i)
+		select {
+		case <-handed.ch:
+		default:
+			t.Errorf("request %d: not handed over once it was written", i)
 		}
 	}
 }
