@@ -466,3 +466,12 @@ func TestLegacyResult(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLegacyResult: a 2026-07-28 tool result, as the SDKs send it, made a legacy one.
+func BenchmarkLegacyResult(b *testing.B) {
+	res := []byte(`{"content":[{"type":"text","text":"hello from switchboard-bench, a result of a typical size"}],"structuredContent":{"text":"hello from switchboard-bench, a result of a typical size"},"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"bench","version":"1.0.0"}}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		legacyResult(res)
+	}
+}

@@ -32,19 +32,13 @@ func (s *Session) resultTransform(inner func([]byte) []byte) func([]byte) []byte
 // top-level resultType and caching fields, and the server's identity in _meta (an emptied _meta goes too). A
 // legacy client's schema has none of them, and the server it knows is the gateway.
 func legacyResult(res []byte) []byte {
-	out := jsonrpc.DeleteMembers(res, "resultType", "ttlMs", "cacheScope")
-	s, e, st := jsonrpc.LookupStatus(out, "_meta")
-	if st != jsonrpc.Found {
-		return out
-	}
-	meta := jsonrpc.DeleteMembers(out[s:e], protocol.MetaServerInfo)
-	if len(meta) == e-s {
-		return out
-	}
-	if len(bytes.TrimSpace(meta)) == 2 { // {}
-		return jsonrpc.DeleteMembers(out, "_meta")
-	}
-	return jsonrpc.Splice(make([]byte, 0, len(out)), out, jsonrpc.Edit{Start: s, End: e, With: meta})
+	return jsonrpc.EditMembers(res, []string{"_meta", "resultType", "ttlMs", "cacheScope"}, func(k int, v []byte) ([]byte, bool) {
+		if k > 0 {
+			return nil, false
+		}
+		meta := jsonrpc.DeleteMembers(v, protocol.MetaServerInfo)
+		return meta, len(meta) == len(v) || len(bytes.TrimSpace(meta)) > 2 // an emptied _meta ({}) goes
+	})
 }
 
 // mayNameResources is a cheap test for results that carry resource links or embedded resources, whose URIs are

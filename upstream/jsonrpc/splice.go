@@ -219,18 +219,29 @@ func SetMember(obj []byte, key string, v []byte) []byte {
 // byte for byte; the whitespace between members may change. obj is returned unchanged when nothing matches or it
 // is not a valid object.
 func DeleteMembers(obj []byte, keys ...string) []byte {
+	return EditMembers(obj, keys, func(int, []byte) ([]byte, bool) { return nil, false })
+}
+
+// EditMembers returns the JSON object obj with its members named keys (exact names) passed through edit, which gets
+// the index of the name in keys and the member's value, and returns the member's new value, or false to drop the
+// member. A value returned as it was given leaves the member as it is. Other members are copied byte for byte, and
+// the whitespace between members may change where anything does.
+//
+// One scan of obj, and one copy, made at the first change: obj itself is returned when nothing changes, and when
+// obj is not a valid object (edit may have been called by then).
+func EditMembers(obj []byte, keys []string, edit func(key int, val []byte) ([]byte, bool)) []byte {
 	i := skipWS(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return obj
 	}
-	type span struct{ start, end int }
-	var kept []span
-	dropped := false
-	i = skipWS(obj, i+1)
-	if i < len(obj) && obj[i] == '}' {
+	first := skipWS(obj, i+1)
+	if first < len(obj) && obj[first] == '}' {
 		return obj
 	}
-	for {
+	var out []byte // nil until the first change
+	wrote := false // out has a member after its '{'
+	prevEnd := -1  // the end of the previous member's value
+	for i = first; ; {
 		if i >= len(obj) || obj[i] != '"' {
 			return obj
 		}
@@ -239,10 +250,10 @@ func DeleteMembers(obj []byte, keys ...string) []byte {
 		if err != nil {
 			return obj
 		}
-		drop := false
-		for _, k := range keys {
-			if exact, _ := keyMatch(obj[ks+1:ke-1], k); exact {
-				drop = true
+		k := -1
+		for j, name := range keys {
+			if exact, _ := keyMatch(obj[ks+1:ke-1], name); exact {
+				k = j
 				break
 			}
 		}
@@ -250,15 +261,38 @@ func DeleteMembers(obj []byte, keys ...string) []byte {
 		if i >= len(obj) || obj[i] != ':' {
 			return obj
 		}
-		ve, err := scanValue(obj, skipWS(obj, i+1), 0)
+		vs := skipWS(obj, i+1)
+		ve, err := scanValue(obj, vs, 0)
 		if err != nil {
 			return obj
 		}
-		if drop {
-			dropped = true
-		} else {
-			kept = append(kept, span{ks, ve})
+		val, keep, changed := obj[vs:ve], true, false
+		if k >= 0 {
+			nv, kp := edit(k, val)
+			changed = !kp || len(nv) != len(val) || (len(nv) > 0 && &nv[0] != &val[0])
+			val, keep = nv, kp
 		}
+		if changed && out == nil {
+			// The first change: the members before this one go as they are, with their spacing.
+			out = append(make([]byte, 0, len(obj)), '{')
+			if prevEnd >= 0 {
+				out = append(out, obj[first:prevEnd]...)
+				wrote = true
+			}
+		}
+		if out != nil && keep {
+			if wrote {
+				out = append(out, ',')
+			}
+			if changed {
+				out = append(append(out, obj[ks:ke]...), ':')
+				out = append(out, val...)
+			} else {
+				out = append(out, obj[ks:ve]...)
+			}
+			wrote = true
+		}
+		prevEnd = ve
 		i = skipWS(obj, ve)
 		if i >= len(obj) {
 			return obj
@@ -271,16 +305,8 @@ func DeleteMembers(obj []byte, keys ...string) []byte {
 		}
 		i = skipWS(obj, i+1)
 	}
-	if !dropped {
+	if out == nil {
 		return obj
-	}
-	out := make([]byte, 0, len(obj))
-	out = append(out, '{')
-	for n, sp := range kept {
-		if n > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, obj[sp.start:sp.end]...)
 	}
 	return append(out, '}')
 }

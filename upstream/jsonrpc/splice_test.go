@@ -210,6 +210,54 @@ func TestDeleteMembers(t *testing.T) {
 	}
 }
 
+// TestEditMembers: named members are replaced, dropped or kept as edit says, in one copy; the others and their
+// spacing stay as they were; nothing is copied when nothing changes; a malformed object comes back as it was.
+func TestEditMembers(t *testing.T) {
+	// upper replaces "a" with 9, drops "b", keeps "c" as it is.
+	upper := func(k int, v []byte) ([]byte, bool) {
+		switch k {
+		case 0:
+			return []byte("9"), true
+		case 1:
+			return nil, false
+		}
+		return v, true
+	}
+	keys := []string{"a", "b", "c"}
+	for _, tc := range []struct {
+		name, obj, want string
+		same            bool // the result is obj itself
+	}{
+		{"replace", `{"x":1,"a":2}`, `{"x":1,"a":9}`, false},
+		{"replace first, spacing of the rest", `{ "a" : 2 , "x" : 1 }`, `{"a":9,"x" : 1}`, false},
+		{"drop first", `{"b":1,"x":2}`, `{"x":2}`, false},
+		{"drop last, spacing before kept", `{"x" : 1 ,"y":2, "b":3}`, `{"x" : 1 ,"y":2}`, false},
+		{"drop the only one", `{"b":[1,{"a":2}]}`, `{}`, false},
+		{"every occurrence of a name", `{"b":1,"x":2,"b":3}`, `{"x":2}`, false},
+		{"kept as it is: no copy", `{ "c" : {"a":1} }`, `{ "c" : {"a":1} }`, true},
+		{"no name matches: no copy", `{"x":1}`, `{"x":1}`, true},
+		{"nested names are not members", `{"x":{"a":1,"b":2}}`, `{"x":{"a":1,"b":2}}`, true},
+		{"exact names only", `{"A":1,"B":2}`, `{"A":1,"B":2}`, true},
+		{"empty object", ` {} `, ` {} `, true},
+		{"malformed after a change", `{"b":1,"x":}`, `{"b":1,"x":}`, true},
+		{"not an object", `[1]`, `[1]`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := []byte(tc.obj)
+			got := EditMembers(obj, keys, upper)
+			if string(got) != tc.want {
+				t.Errorf("EditMembers(%s) = %s, want %s", tc.obj, got, tc.want)
+			}
+			if same := len(got) == len(obj) && &got[0] == &obj[0]; same != tc.same {
+				t.Errorf("EditMembers(%s) returned obj itself: %v, want %v", tc.obj, same, tc.same)
+			}
+			if !tc.same && !json.Valid(got) {
+				t.Errorf("EditMembers(%s) = %s: not valid JSON", tc.obj, got)
+			}
+		})
+	}
+}
+
 // TestAppendWithInsert: an Insert edit adds its member first in params when params has none of that name, keeps
 // params valid whatever its spacing or emptiness, replaces the member where it exists, and is skipped when the
 // name is ambiguous or params is not an object.
