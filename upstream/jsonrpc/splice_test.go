@@ -2,8 +2,10 @@ package jsonrpc
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestSplice(t *testing.T) {
@@ -167,6 +169,46 @@ func FuzzSplice(f *testing.F) {
 		}
 		if m2.Method() != m.Method() {
 			t.Fatalf("method changed")
+		}
+	})
+}
+
+// FuzzEditMembers: on a valid object, EditMembers gives valid JSON whose members are the object's, decoded as
+// encoding/json decodes them, with k1's dropped and k2's replaced.
+func FuzzEditMembers(f *testing.F) {
+	f.Add([]byte(`{"a":1,"b":{"c":2},"d":3}`), "b", "d")
+	f.Add([]byte(` { "a\u0062" : [1, {"ab":2}] , "x":"}" } `), "ab", "x")
+	f.Add([]byte(`{"a":1,"a":2,"b":3}`), "a", "c")
+	f.Fuzz(func(t *testing.T, obj []byte, k1, k2 string) {
+		// encoding/json, the reference, decodes invalid UTF-8 in a name as U+FFFD, which EditMembers does not match.
+		if !utf8.Valid(obj) || !utf8.ValidString(k1) || !utf8.ValidString(k2) || k1 == k2 {
+			return
+		}
+		var in map[string]json.RawMessage
+		if json.Unmarshal(obj, &in) != nil || in == nil {
+			return
+		}
+		out := EditMembers(obj, []string{k1, k2}, func(k int, v []byte) ([]byte, bool) {
+			return []byte(`"new"`), k == 1
+		})
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("EditMembers(%q) = %q: %v", obj, out, err)
+		}
+		delete(in, k1)
+		if _, ok := in[k2]; ok {
+			in[k2] = json.RawMessage(`"new"`)
+		}
+		if len(got) != len(in) {
+			t.Fatalf("EditMembers(%q) = %q: members %v, want %v", obj, out, got, in)
+		}
+		for k, v := range in {
+			var a, b any
+			_ = json.Unmarshal(v, &a)
+			_ = json.Unmarshal(got[k], &b)
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("EditMembers(%q) = %q: member %q is %s, want %s", obj, out, k, got[k], v)
+			}
 		}
 	})
 }
