@@ -149,7 +149,7 @@ func (t *HTTPTransport) newRequest(ctx context.Context, method string, target *u
 		// Write returns once the transport has taken the whole request (written it to its connection's buffer,
 		// which it flushes next), as it did when the body reported being read to its end. A write that failed
 		// may be retried by net/http; a request that never gets written is handed over when the exchange fails
-		// (the caller calls handed then).
+		// (the caller marks it done then).
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
 			if info.Err == nil {
 				handed.done()

@@ -134,9 +134,7 @@ func (ls *legacySession) post(ctx context.Context, body []byte, handed *handoff)
 		return err
 	}
 	resp, err := c.t.do(req)
-	if handed != nil {
-		handed.done()
-	}
+	handed.done()
 	if err != nil {
 		return fmt.Errorf("post to the legacy endpoint: %w", err)
 	}

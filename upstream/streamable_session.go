@@ -107,9 +107,7 @@ func (c *httpConn) do(ctx context.Context, method string, target *url.URL, body 
 		return nil, err
 	}
 	resp, err := c.t.do(req)
-	if handed != nil {
-		handed.done() // the request is as handed over as it will ever be
-	}
+	handed.done() // the request is as handed over as it will ever be
 	return resp, err
 }
 
