@@ -34,10 +34,18 @@ func multiRound(method string) bool {
 	return false
 }
 
-// isInputRequired reports whether a result asks for the client's input.
+// isInputRequired reports whether a result asks for the client's input. Every result of a 2026-07-28 upstream is
+// asked, so the common answer, a plain "complete", makes no string.
 func isInputRequired(result []byte) bool {
-	v, ok := jsonrpc.LookupString(result, "resultType")
-	return ok && v == "input_required"
+	s, e, ok := jsonrpc.Lookup(result, "resultType")
+	if !ok {
+		return false
+	}
+	if b, plain := jsonrpc.PlainString(result[s:e]); plain {
+		return string(b) == "input_required"
+	}
+	v, err := jsonrpc.Unquote(result[s:e])
+	return err == nil && v == "input_required"
 }
 
 // bridgeAsk is one request for input the gateway put to the client on a stateless upstream's behalf.

@@ -101,3 +101,23 @@ func FuzzCollectURIs(f *testing.F) {
 		}
 	})
 }
+
+// TestIsInputRequired: only the result's own resultType, however its string is spelled, asks for input.
+func TestIsInputRequired(t *testing.T) {
+	for _, tc := range []struct {
+		res  string
+		want bool
+	}{
+		{`{"resultType":"input_required","inputRequests":{}}`, true},
+		{`{"inputRequests":{},"resultType":"input\u005frequired"}`, true},
+		{`{"resultType":"complete","content":[]}`, false},
+		{`{"content":[{"type":"text","text":"{\"resultType\":\"input_required\"}"}]}`, false},
+		{`{"structuredContent":{"resultType":"input_required"}}`, false},
+		{`{"resultType":1}`, false},
+		{`{}`, false},
+	} {
+		if got := isInputRequired([]byte(tc.res)); got != tc.want {
+			t.Errorf("isInputRequired(%s) = %v, want %v", tc.res, got, tc.want)
+		}
+	}
+}
