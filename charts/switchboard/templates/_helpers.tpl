@@ -274,8 +274,10 @@ nothing unknown slips into the file (values.schema.json also rejects unknown key
   value: /tmp/.cache/uv
 {{- with .Values.goMaxProcs }}
 {{- if eq (toString .) "requests" }}
-{{- if not ((($.Values.resources | default dict).requests | default dict).cpu) }}
-{{- fail "goMaxProcs: requests needs resources.requests.cpu: set a CPU request, or give goMaxProcs a whole number" }}
+{{- $res := $.Values.resources | default dict }}
+{{- /* Without a request, Kubernetes takes the CPU limit as the request. */ -}}
+{{- if not (or (($res.requests | default dict).cpu) (($res.limits | default dict).cpu)) }}
+{{- fail "goMaxProcs: requests needs resources.requests.cpu (or limits.cpu): set a CPU request, or give goMaxProcs a whole number" }}
 {{- end }}
 - name: GOMAXPROCS
   valueFrom:
@@ -284,7 +286,8 @@ nothing unknown slips into the file (values.schema.json also rejects unknown key
       divisor: "1"
 {{- else }}
 - name: GOMAXPROCS
-  value: {{ toString . | quote }}
+  {{- /* A number from a values file is a float64: printed as it is, a large one would come out as 1e+06. */}}
+  value: {{ ternary . (printf "%d" (int64 .)) (kindIs "string" .) | quote }}
 {{- end }}
 {{- end }}
 {{- with (include "switchboard.secretEnv" . | fromYamlArray) }}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -43,6 +45,8 @@ func TestRejected(t *testing.T) {
 		{"both redis kinds", []string{"--set", issuer, "--set", "redis.enabled=true", "--set", "redis.url=redis://r:6379"}, `not both`},
 		{"goMaxProcs zero", []string{"--set", issuer, "--set", "goMaxProcs=0"}, `goMaxProcs`},
 		{"goMaxProcs unknown word", []string{"--set", issuer, "--set", "goMaxProcs=auto"}, `goMaxProcs`},
+		{"goMaxProcs too large", []string{"--set", issuer, "--set", "goMaxProcs=5000"}, `goMaxProcs`},
+		{"goMaxProcs leading zero", []string{"--set", issuer, "--set-string", "goMaxProcs=02"}, `goMaxProcs`},
 		{"goMaxProcs requests without a CPU request", []string{"--set", issuer, "--set", "goMaxProcs=requests", "--set", "resources.requests.cpu=null"}, `goMaxProcs: requests needs resources.requests.cpu`},
 		{"httproute without parent", []string{"--set", issuer, "--set", "httpRoute.enabled=true"}, `parentRefs is required`},
 	}
@@ -178,5 +182,50 @@ func TestValuesTable(t *testing.T) {
 	walk("", v)
 	if len(missing) > 0 {
 		t.Errorf("charts/switchboard/README.md has no row for: %s", strings.Join(missing, ", "))
+	}
+}
+
+// TestGoMaxProcs: goMaxProcs renders GOMAXPROCS as a plain whole number however it is given (a number from a values
+// file is a float64, printed in digits), or from the CPU request, which Kubernetes takes from the limit when only a
+// limit is set.
+func TestGoMaxProcs(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(file, []byte("goMaxProcs: 4000\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		value string // "" for the CPU request
+	}{
+		{"number from --set", []string{"--set", "goMaxProcs=3"}, "3"},
+		{"string of digits", []string{"--set-string", "goMaxProcs=7"}, "7"},
+		{"large number from a values file", []string{"-f", file}, "4000"},
+		{"requests", []string{"--set", "goMaxProcs=requests"}, ""},
+		{"requests with only a CPU limit", []string{"--set", "goMaxProcs=requests", "--set", "resources.requests.cpu=null", "--set", "resources.limits.cpu=2"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			out, err := helmTemplate(t, append([]string{"--set", issuer}, tc.args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var dep appsv1.Deployment
+			strictDecode(t, parseRendered(t, out).one(t, "Deployment", fullname).YAML, &dep)
+			var got *corev1.EnvVar
+			for i, e := range dep.Spec.Template.Spec.Containers[0].Env {
+				if e.Name == "GOMAXPROCS" {
+					got = &dep.Spec.Template.Spec.Containers[0].Env[i]
+				}
+			}
+			switch {
+			case got == nil:
+				t.Fatal("no GOMAXPROCS")
+			case tc.value != "" && (got.Value != tc.value || got.ValueFrom != nil):
+				t.Errorf("GOMAXPROCS = %+v, want %q", got, tc.value)
+			case tc.value == "" && (got.ValueFrom == nil || got.ValueFrom.ResourceFieldRef == nil || got.ValueFrom.ResourceFieldRef.Resource != "requests.cpu"):
+				t.Errorf("GOMAXPROCS = %+v, want the CPU request", got)
+			}
+		})
 	}
 }
