@@ -460,6 +460,7 @@ func TestLegacyResult(t *testing.T) {
 		{`{"contents":[],"ttlMs":0,"cacheScope":"private"}`, `{"contents":[]}`},
 		{`{"content":[],"_meta":{"keep":1}}`, `{"content":[],"_meta":{"keep":1}}`},
 		{`{"content":[]}`, `{"content":[]}`},
+		{`{"_meta":{"io.modelcontextprotocol/serverInfo":{}},"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{},"a":1}}`, `{"content":[],"_meta":{"a":1}}`},
 	} {
 		if got := string(legacyResult([]byte(tc.in))); got != tc.want {
 			t.Errorf("legacyResult(%s) = %s, want %s", tc.in, got, tc.want)

@@ -30,7 +30,8 @@ func (s *Session) resultTransform(inner func([]byte) []byte) func([]byte) []byte
 
 // legacyResult strips a 2026-07-28 upstream's result of what only that era has, for a legacy client: the
 // top-level resultType and caching fields, and the server's identity in _meta (an emptied _meta goes too). A
-// legacy client's schema has none of them, and the server it knows is the gateway.
+// legacy client's schema has none of them, and the server it knows is the gateway. A _meta that appears twice is
+// cleaned twice: this only takes away, so neither copy may keep what a legacy client must not see.
 func legacyResult(res []byte) []byte {
 	return jsonrpc.EditMembers(res, []string{"_meta", "resultType", "ttlMs", "cacheScope"}, func(k int, v []byte) ([]byte, bool) {
 		if k > 0 {

@@ -223,12 +223,13 @@ func DeleteMembers(obj []byte, keys ...string) []byte {
 }
 
 // EditMembers returns the JSON object obj with its members named keys (exact names) passed through edit, which gets
-// the index of the name in keys and the member's value, and returns the member's new value, or false to drop the
-// member. A value returned as it was given leaves the member as it is. Other members are copied byte for byte, and
-// the whitespace between members may change where anything does.
+// the index of the name in keys and the member's value, and returns the member's new value, which must be one JSON
+// value, or false to drop the member. A value returned as it was given leaves the member as it is. Other members
+// are copied byte for byte, and the whitespace between members may change where anything does. Every member of a
+// name is edited, when it appears more than once.
 //
 // One scan of obj, and one copy, made at the first change: obj itself is returned when nothing changes, and when
-// obj is not a valid object (edit may have been called by then).
+// obj is not one valid object, with nothing but whitespace after it (edit may have been called by then).
 func EditMembers(obj []byte, keys []string, edit func(key int, val []byte) ([]byte, bool)) []byte {
 	i := skipWS(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
@@ -305,7 +306,7 @@ func EditMembers(obj []byte, keys []string, edit func(key int, val []byte) ([]by
 		}
 		i = skipWS(obj, i+1)
 	}
-	if out == nil {
+	if out == nil || skipWS(obj, i+1) != len(obj) {
 		return obj
 	}
 	return append(out, '}')

@@ -282,6 +282,9 @@ func TestEditMembers(t *testing.T) {
 		{"exact names only", `{"A":1,"B":2}`, `{"A":1,"B":2}`, true},
 		{"empty object", ` {} `, ` {} `, true},
 		{"malformed after a change", `{"b":1,"x":}`, `{"b":1,"x":}`, true},
+		{"more after the object", `{"b":1} x`, `{"b":1} x`, true},
+		{"a second closing brace", `{"b":1}}`, `{"b":1}}`, true},
+		{"whitespace after the object", "{\"b\":1} \n", `{}`, false},
 		{"not an object", `[1]`, `[1]`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
