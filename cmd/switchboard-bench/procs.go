@@ -291,13 +291,14 @@ const bareSuffix = "-bare"
 
 func bareGateway(name string) bool { return strings.HasSuffix(name, bareSuffix) }
 
-// startGateway writes cfg to dir/name.yaml, starts the gateway on it and waits for GET /readyz 200.
-func (b *bench) startGateway(name, cfg string) (*gatewayProc, error) {
+// startGateway writes cfg to dir/name.yaml, starts the gateway on it (env added to its environment) and waits for
+// GET /readyz 200.
+func (b *bench) startGateway(name, cfg string, env ...string) (*gatewayProc, error) {
 	addr, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	g, err := b.launchGateway(name, addr, cfg)
+	g, err := b.launchGateway(name, addr, cfg, env...)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +309,7 @@ func (b *bench) startGateway(name, cfg string) (*gatewayProc, error) {
 }
 
 // launchGateway writes cfg (after listen, log and requestTimeout) to dir/name.yaml and starts the gateway on addr,
-// without waiting for it. env ("KEY=value") is added to switchboard serve's environment.
+// without waiting for it. env ("KEY=value") is added to the gateway's environment.
 func (b *bench) launchGateway(name, addr, cfg string, env ...string) (*gatewayProc, error) {
 	// requestTimeout below the client's 30s: a call the gateway loses is answered with its timeout error, which
 	// tells a lost answer from a stuck HTTP exchange.
@@ -320,9 +321,9 @@ func (b *bench) launchGateway(name, addr, cfg string, env ...string) (*gatewayPr
 	var c *child
 	var err error
 	if bareGateway(name) {
-		c, err = startChild("gateway "+name, false, b.self, "gateway", "-config", path)
+		c, err = startChildEnv("gateway "+name, false, env, b.self, "gateway", "-config", path)
 	} else if b.profileDir != "" && name == b.profileScenario {
-		c, err = startChild("gateway "+name, false, b.self, "gateway", "-config", path,
+		c, err = startChildEnv("gateway "+name, false, env, b.self, "gateway", "-config", path,
 			"-cpuprofile", filepath.Join(b.profileDir, "gateway-"+name+".cpu.pprof"),
 			"-memprofile", filepath.Join(b.profileDir, "gateway-"+name+".heap.pprof"))
 	} else {

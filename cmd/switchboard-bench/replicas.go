@@ -47,7 +47,10 @@ func (b *bench) replicasScenario() error {
 	upURL := "http://" + up.addr + "/mcp"
 	ups := fmt.Sprintf("upstreams:\n  - {name: pc, url: %q, session: per-client}\n  - {name: sh, url: %q, session: shared}\n", upURL, upURL)
 
-	solo, err := b.startGateway("replica-solo", ups)
+	// The one replica has the whole machine, at Go's default whatever the tool's own environment says (an empty
+	// GOMAXPROCS is no setting).
+	const goDefault = "GOMAXPROCS="
+	solo, err := b.startGateway("replica-solo", ups, goDefault)
 	if err != nil {
 		return err
 	}
@@ -73,7 +76,7 @@ func (b *bench) replicasScenario() error {
 			cfg = fmt.Sprintf("cursorSecret: %q\nredis: {url: \"redis://%s\"}\nreplicaURL: %q\n%s", replicaSecret, redisAddr, "http://"+addr+"/mcp", ups)
 		}
 		if strings.HasPrefix(name, "whole") {
-			env = nil
+			env = []string{goDefault}
 		}
 		g, err := b.launchGateway(name, addr, cfg, env...)
 		if err != nil {
@@ -167,7 +170,8 @@ func (b *bench) replicasScenario() error {
 		rs = append(rs, r.loadResult)
 	}
 	if err := b.check(rs...); err != nil {
-		errs = append(errs, withLog(withLog(withLog(err, solo.child), pair[0].child), pair[1].child))
+		err = withLog(withLog(withLog(err, solo.child), pair[0].child), pair[1].child)
+		errs = append(errs, withLog(withLog(err, whole[0].child), whole[1].child))
 	}
 
 	n := slices.Max(b.replicaClients)
@@ -188,8 +192,9 @@ func (b *bench) replicasReport(runs []replicaRun) {
 		"without Redis behind the same balancer (one backend); the same two replicas behind a balancer with `Mcp-Session-Id` "+
 		"affinity (a session's requests go to the replica that answered its initialize), which tells what alternating costs; "+
 		"and two replicas without Redis, sharing nothing, behind such a balancer, which tells what a second process costs without shared state. "+
-		"Each of these replicas runs with `GOMAXPROCS` set to its half of the machine's cores, as it would on a machine of its own "+
-		"(the Helm chart's `goMaxProcs: requests` does the same for replicas packed on one node); the last target is two more "+
+		"Each replica of these pairs runs with `GOMAXPROCS` set to its half of the machine's cores, as it would on a machine of its own "+
+		"(the Helm chart's `goMaxProcs: requests` does the same for replicas packed on one node), while the one replica without Redis "+
+		"has the whole machine at Go's default; the last target is two more "+
 		"replicas on Redis left to Go's default, each sized for every core, round robin: what two schedulers sized for the whole machine cost on it. Clients are legacy (2025-11-25) sessions calling `tools/call` "+
 		"on a per-client HTTP upstream (each client's upstream session is shared by the replicas through its record). "+
 		"Gateway CPU is the sum of the replicas' utime+stime over the measured window; Redis figures are deltas of "+
