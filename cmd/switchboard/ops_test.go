@@ -222,9 +222,13 @@ func TestOps(t *testing.T) {
 	base, adminBase := "http://"+listen, "http://"+admin
 	cfgPath := filepath.Join(tmp, "switchboard.yaml")
 	writeAtomic(t, cfgPath, opsConfig(listen, ups, "alpha"))
-	gw := startProcess(t, "switchboard-ops", tmp, nil, bin, "serve", "--config", cfgPath, "--admin-listen", admin)
+	// GOMAXPROCS as the chart's goMaxProcs sets it: the start line says what it came to.
+	gw := startProcess(t, "switchboard-ops", tmp, []string{"GOMAXPROCS=3"}, bin, "serve", "--config", cfgPath, "--admin-listen", admin)
 	if err := waitReady(context.Background(), base+"/readyz", opsWait, gw); err != nil {
 		t.Fatalf("switchboard did not become ready: %v\n%s", err, gw.log.tail(40))
+	}
+	if l := gw.log.String(); !strings.Contains(l, `"gomaxprocs":3`) && !strings.Contains(l, "gomaxprocs=3") {
+		t.Errorf("the start line does not say gomaxprocs 3:\n%s", gw.log.tail(10))
 	}
 	if got, err := callEcho(t, base, "alpha", "hi"); err != nil || got != "alpha: hi" {
 		t.Fatalf("alpha__echo = %q, %v", got, err)

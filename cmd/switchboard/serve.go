@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -282,7 +283,9 @@ func (g *gatewayProcess) run(ctx context.Context) error {
 	if g.admin != nil {
 		servers.Go(func() error { serveAdmin(sctx, g.admin, g.adminLn, g.grace, g.log); return nil })
 	}
-	g.log.Info("switchboard listening", "version", buildVersion(), "mcp", "http://"+g.ln.Addr().String()+"/mcp", "upstreams", len(g.router.Status()))
+	// GOMAXPROCS is logged so that an operator can see what the chart's goMaxProcs (or the CPU limit) came to.
+	g.log.Info("switchboard listening", "version", buildVersion(), "mcp", "http://"+g.ln.Addr().String()+"/mcp", "upstreams", len(g.router.Status()),
+		"gomaxprocs", runtime.GOMAXPROCS(0))
 	err := servers.Wait()
 	stopRouter()
 	_ = router.Wait()
