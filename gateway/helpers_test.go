@@ -663,10 +663,10 @@ func (h *harness) raw(t *testing.T) *rawClient {
 	return &rawClient{t: t, url: h.url, hc: &http.Client{}}
 }
 
-// do sends one POST with the usual headers (overridable through hdr; an empty value removes a header).
-func (c *rawClient) do(body string, hdr map[string]string) rawResp {
+// post builds one POST of body with the usual headers: the media types, and the session's id and version.
+func (c *rawClient) post(body io.Reader) *http.Request {
 	c.t.Helper()
-	req, err := http.NewRequestWithContext(ctxGuard(c.t), http.MethodPost, c.url, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctxGuard(c.t), http.MethodPost, c.url, body)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -678,6 +678,13 @@ func (c *rawClient) do(body string, hdr map[string]string) rawResp {
 	if c.version != "" {
 		req.Header.Set("Mcp-Protocol-Version", c.version)
 	}
+	return req
+}
+
+// do sends one POST with the usual headers (overridable through hdr; an empty value removes a header).
+func (c *rawClient) do(body string, hdr map[string]string) rawResp {
+	c.t.Helper()
+	req := c.post(strings.NewReader(body))
 	for k, v := range hdr {
 		if v == "" {
 			req.Header.Del(k)

@@ -162,14 +162,7 @@ func TestHTTPBodyLength(t *testing.T) {
 			if c.chunked {
 				body = io.MultiReader(body) // a reader net/http cannot measure: sent chunked
 			}
-			req, err := http.NewRequestWithContext(ctxGuard(t), http.MethodPost, h.url, body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			req.Header.Set("Mcp-Session-Id", live.session)
-			req.Header.Set("Mcp-Protocol-Version", live.version)
+			req := live.post(body)
 			resp, err := live.hc.Do(req)
 			if err != nil {
 				t.Fatal(err)
