@@ -318,17 +318,16 @@ func (b *bench) launchGateway(name, addr, cfg string, env ...string) (*gatewayPr
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
-	var c *child
-	var err error
+	bin, args := b.gateway, []string{"serve", "--config", path}
 	if bareGateway(name) {
-		c, err = startChildEnv("gateway "+name, false, env, b.self, "gateway", "-config", path)
+		bin, args = b.self, []string{"gateway", "-config", path}
 	} else if b.profileDir != "" && name == b.profileScenario {
-		c, err = startChildEnv("gateway "+name, false, env, b.self, "gateway", "-config", path,
+		bin, args = b.self, []string{"gateway", "-config", path,
 			"-cpuprofile", filepath.Join(b.profileDir, "gateway-"+name+".cpu.pprof"),
-			"-memprofile", filepath.Join(b.profileDir, "gateway-"+name+".heap.pprof"))
-	} else {
-		c, err = startChildEnv("gateway "+name, false, env, b.gateway, "serve", "--config", path)
+			"-memprofile", filepath.Join(b.profileDir, "gateway-"+name+".heap.pprof")}
 	}
+	bin, args = b.middleCommand(bin, args...)
+	c, err := startChildEnv("gateway "+name, false, env, bin, args...)
 	if err != nil {
 		return nil, err
 	}

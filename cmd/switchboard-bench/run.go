@@ -42,6 +42,9 @@ type bench struct {
 	searchPasses, searchBuilds, searchWiths  int
 	scenarios                                []string
 	needGateway                              bool // a scenario other than search
+	// -pin: taskset's path and the two halves of the CPUs; taskset is empty without -pin.
+	taskset              string
+	toolCPUs, middleCPUs []int
 }
 
 func parseInts(s string) ([]int, error) {
@@ -79,6 +82,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	outFile := fl.String("o", "", "also write the report to this file")
 	profile := fl.String("profile", "", "write CPU and heap profiles of the gateway of scenario -profile-scenario into this directory (the profiled gateway is this tool's bare one, not switchboard serve; for load, a CPU profile of the proxy too)")
 	profScen := fl.String("profile-scenario", "load", "scenario whose gateway is profiled: load, stdio, catalog or idle")
+	pin := fl.Bool("pin", false, "split the CPUs in two: this tool, its clients and the upstreams on the first half; the proxy, the bridge and the gateways on the second (with taskset)")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -139,6 +143,14 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	defer os.RemoveAll(b.dir)
 	os.Setenv(envChild, "1") // children inherit it (the gateway passes it to its stdio child: envPassthrough)
+	if *pin && b.needGateway {
+		restore, err := b.setupPin()
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		defer restore()
+	}
 	b.gateway = *gw
 	if b.gateway == "" && b.needGateway {
 		fmt.Fprintln(stderr, "building ./cmd/switchboard ...")
@@ -230,6 +242,10 @@ func (b *bench) machine() {
 	if slices.Contains(b.scenarios, "search") {
 		settings = append(settings, fmt.Sprintf("search: tools %v, %d passes, %d builds, %d updates", b.searchTools, b.searchPasses, b.searchBuilds, b.searchWiths))
 	}
+	if b.taskset != "" {
+		settings = append(settings, fmt.Sprintf("pinned: this tool, its clients and the upstreams on CPUs %s; the proxy, the bridge and the gateways on CPUs %s",
+			cpuArg(b.toolCPUs), cpuArg(b.middleCPUs)))
+	}
 	fmt.Fprintf(b.out, "| settings | %s; short=%v |\n", strings.Join(settings, "; "), b.short)
 }
 
@@ -307,7 +323,8 @@ func (b *bench) loadScenario() error {
 	if b.profileDir != "" && b.profileScenario == "load" {
 		pxArgs = append(pxArgs, "-cpuprofile", filepath.Join(b.profileDir, "proxy-load.cpu.pprof"))
 	}
-	px, err := startChild("proxy", true, b.self, pxArgs...)
+	pxBin, pxArgs := b.middleCommand(b.self, pxArgs...)
+	px, err := startChild("proxy", true, pxBin, pxArgs...)
 	if err != nil {
 		return err
 	}
@@ -401,7 +418,8 @@ func (b *bench) stdioScenario() error {
 		return err
 	}
 	defer gwl.stop()
-	br, err := startChild("stdio bridge", true, b.self, "stdiobridge")
+	brBin, brArgs := b.middleCommand(b.self, "stdiobridge")
+	br, err := startChild("stdio bridge", true, brBin, brArgs...)
 	if err != nil {
 		return err
 	}
