@@ -5,14 +5,15 @@ package main
 // On a small machine the tool's clients, the upstreams and the process under test share every core. At 1 client
 // each call then wakes threads across the cores in turn, and what the process under test is charged depends on
 // what ran on its core just before (its caches, the scheduler's wake-ups). -pin splits the CPUs: the tool, its
-// clients and the upstreams on the first half, the proxy, the bridge and the gateways (with their stdio children)
-// on the second. Both sides of every comparison are placed alike.
+// clients, the upstreams and Redis on the first half, the proxy, the bridge and the gateways (with their stdio
+// children) on the second. Both sides of every comparison are placed alike.
 
 import (
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -107,7 +108,7 @@ func (b *bench) setupPin() (restore func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	all := append(append([]int(nil), tool...), middle...)
+	all := slices.Concat(tool, middle)
 	if err := pinProcess(tool); err != nil {
 		return nil, err
 	}

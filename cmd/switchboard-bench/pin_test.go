@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,7 +43,7 @@ func needTwoCPUs(t *testing.T) (tool, middle []int) {
 // the mask back.
 func TestPinProcess(t *testing.T) {
 	tool, middle := needTwoCPUs(t)
-	all := append(append([]int(nil), tool...), middle...)
+	all := slices.Concat(tool, middle)
 	t.Cleanup(func() {
 		if err := pinProcess(all); err != nil {
 			t.Error(err)
@@ -100,12 +101,12 @@ func TestBenchPinned(t *testing.T) {
 		t.Fatalf("switchboard-bench -pin: exit %d\n%s\n%s", code, log.String(), out.String())
 	}
 	for _, want := range []string{"| 1 | switchboard per-client |", "| 1 | proxy |",
-		"pinned: this tool, its clients and the upstreams on CPUs " + cpuArg(tool) + "; the proxy, the bridge and the gateways on CPUs " + cpuArg(middle)} {
+		"pinned: this tool, its clients, the upstreams and Redis on CPUs " + cpuArg(tool) + "; the proxy, the bridge and the gateways on CPUs " + cpuArg(middle)} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report has no %q:\n%s", want, out.String())
 		}
 	}
-	if got := allowedCPUs(t, 0); got != cpuArg(append(tool, middle...)) {
-		t.Errorf("after the run the tool may run on %q, want every CPU it started with", got)
+	if got, want := allowedCPUs(t, 0), cpuArg(slices.Concat(tool, middle)); got != want {
+		t.Errorf("after the run the tool may run on %q, want every CPU it started with (%s)", got, want)
 	}
 }

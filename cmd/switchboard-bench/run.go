@@ -82,7 +82,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	outFile := fl.String("o", "", "also write the report to this file")
 	profile := fl.String("profile", "", "write CPU and heap profiles of the gateway of scenario -profile-scenario into this directory (the profiled gateway is this tool's bare one, not switchboard serve; for load, a CPU profile of the proxy too)")
 	profScen := fl.String("profile-scenario", "load", "scenario whose gateway is profiled: load, stdio, catalog or idle")
-	pin := fl.Bool("pin", false, "split the CPUs in two: this tool, its clients and the upstreams on the first half; the proxy, the bridge and the gateways on the second (with taskset)")
+	pin := fl.Bool("pin", false, "split the CPUs in two: this tool, its clients, the upstreams and Redis on the first half; the proxy, the bridge and the gateways (and their stdio children) on the second (with taskset)")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -243,7 +243,7 @@ func (b *bench) machine() {
 		settings = append(settings, fmt.Sprintf("search: tools %v, %d passes, %d builds, %d updates", b.searchTools, b.searchPasses, b.searchBuilds, b.searchWiths))
 	}
 	if b.taskset != "" {
-		settings = append(settings, fmt.Sprintf("pinned: this tool, its clients and the upstreams on CPUs %s; the proxy, the bridge and the gateways on CPUs %s",
+		settings = append(settings, fmt.Sprintf("pinned: this tool, its clients, the upstreams and Redis on CPUs %s; the proxy, the bridge and the gateways on CPUs %s",
 			cpuArg(b.toolCPUs), cpuArg(b.middleCPUs)))
 	}
 	fmt.Fprintf(b.out, "| settings | %s; short=%v |\n", strings.Join(settings, "; "), b.short)
