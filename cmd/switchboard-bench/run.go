@@ -82,7 +82,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	outFile := fl.String("o", "", "also write the report to this file")
 	profile := fl.String("profile", "", "write CPU and heap profiles of the gateway of scenario -profile-scenario into this directory (the profiled gateway is this tool's bare one, not switchboard serve; for load, a CPU profile of the proxy too)")
 	profScen := fl.String("profile-scenario", "load", "scenario whose gateway is profiled: load, stdio, catalog or idle")
-	pin := fl.Bool("pin", false, "split the CPUs in two: this tool, its clients, the upstreams and Redis on the first half; the proxy, the bridge and the gateways (and their stdio children) on the second (with taskset)")
+	pin := fl.Bool("pin", false, "split the CPUs in two: this tool, its clients and the upstreams on the first half; the proxy, the bridge and the gateways (and their stdio children) on the second (with taskset; Linux; load and stdio scenarios)")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -111,6 +111,14 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		b.scenarios = append(b.scenarios, s)
+	}
+	if *pin {
+		for _, s := range b.scenarios {
+			if !pinnable(s) {
+				fmt.Fprintf(stderr, "-pin runs the load and stdio scenarios only: %s starts no middle process, or sizes or times its gateways for the whole machine\n", s)
+				return 2
+			}
+		}
 	}
 	var err error
 	if b.searchTools, err = parseInts(*searchTools); err != nil {
@@ -143,14 +151,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	defer os.RemoveAll(b.dir)
 	os.Setenv(envChild, "1") // children inherit it (the gateway passes it to its stdio child: envPassthrough)
-	if *pin && b.needGateway {
-		restore, err := b.setupPin()
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 2
-		}
-		defer restore()
-	}
 	b.gateway = *gw
 	if b.gateway == "" && b.needGateway {
 		fmt.Fprintln(stderr, "building ./cmd/switchboard ...")
@@ -158,6 +158,18 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
+	}
+	if *pin { // after the build, which should have every CPU
+		restore, err := b.setupPin()
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		defer func() {
+			if err := restore(); err != nil {
+				fmt.Fprintln(stderr, err)
+			}
+		}()
 	}
 	var report strings.Builder
 	b.out = &report
@@ -243,7 +255,7 @@ func (b *bench) machine() {
 		settings = append(settings, fmt.Sprintf("search: tools %v, %d passes, %d builds, %d updates", b.searchTools, b.searchPasses, b.searchBuilds, b.searchWiths))
 	}
 	if b.taskset != "" {
-		settings = append(settings, fmt.Sprintf("pinned: this tool, its clients, the upstreams and Redis on CPUs %s; the proxy, the bridge and the gateways on CPUs %s",
+		settings = append(settings, fmt.Sprintf("pinned: this tool, its clients and the upstreams on CPUs %s; the proxy, the bridge and the gateways on CPUs %s",
 			cpuArg(b.toolCPUs), cpuArg(b.middleCPUs)))
 	}
 	fmt.Fprintf(b.out, "| settings | %s; short=%v |\n", strings.Join(settings, "; "), b.short)

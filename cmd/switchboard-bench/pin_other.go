@@ -1,0 +1,10 @@
+//go:build !linux
+
+package main
+
+import "errors"
+
+// setupPin refuses -pin where there is no CPU affinity to set.
+func (b *bench) setupPin() (restore func() error, err error) {
+	return nil, errors.New("-pin: CPU affinity is set on Linux only")
+}
