@@ -28,23 +28,31 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// runTool runs the tool in process with args and returns its report. It fails the test on a non-zero exit, or
+// when the run takes over 3 minutes.
+func runTool(t *testing.T, args ...string) *bytes.Buffer {
+	t.Helper()
+	var out, log bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- cmdRun(args, &out, &log) }()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("switchboard-bench %s: exit %d\n%s\n%s", strings.Join(args, " "), code, log.String(), out.String())
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("switchboard-bench %s did not finish within 3 minutes\n%s", strings.Join(args, " "), log.String())
+	}
+	return &out
+}
+
 // TestBenchShort runs the short mode end to end (every scenario, the gateway built from ./cmd/switchboard) and
 // fails on any error. It asserts no number: CI machines are too noisy for that.
 func TestBenchShort(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the tool reads /proc")
 	}
-	var out, log bytes.Buffer
-	done := make(chan int, 1)
-	go func() { done <- cmdRun([]string{"-short"}, &out, &log) }()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("switchboard-bench -short: exit %d\n%s\n%s", code, log.String(), out.String())
-		}
-	case <-time.After(3 * time.Minute):
-		t.Fatalf("switchboard-bench -short did not finish within 3 minutes\n%s", log.String())
-	}
+	out := runTool(t, "-short")
 	want := []string{"## Load", "### Ratios", "## Shared stdio upstream", "| 8 | simple bridge, one stdio child |", "### Gateway ÷ simple bridge",
 		"## Catalog", "## Idle sessions", "| 8 | switchboard per-client |", "| 8 | bare gateway per-client |", "bare/proxy added p50", "upstream dials /1000 calls |",
 		"| 8 | switchboard, shared stdio, protocol: legacy |",

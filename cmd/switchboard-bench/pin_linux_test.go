@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -133,19 +132,7 @@ func TestPinScenarios(t *testing.T) {
 // and put the tool's own mask back.
 func TestBenchPinned(t *testing.T) {
 	tool, middle := needTwoCPUs(t)
-	var out, log bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- cmdRun([]string{"-pin", "-scenarios", "load", "-clients", "1", "-duration", "1s"}, &out, &log)
-	}()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("switchboard-bench -pin: exit %d\n%s\n%s", code, log.String(), out.String())
-		}
-	case <-time.After(3 * time.Minute):
-		t.Fatalf("switchboard-bench -pin did not finish within 3 minutes\n%s", log.String())
-	}
+	out := runTool(t, "-pin", "-scenarios", "load", "-clients", "1", "-duration", "1s")
 	for _, want := range []string{"| 1 | switchboard per-client |", "| 1 | proxy |", "| 1 | bare gateway per-client |",
 		"pinned: this tool, its clients and the upstreams on CPUs " + cpuArg(tool) + "; the proxy, the bridge and the gateways on CPUs " + cpuArg(middle)} {
 		if !strings.Contains(out.String(), want) {
