@@ -28,8 +28,12 @@ type AuditEvent struct {
 	// Tool is the tool or prompt name, or the resource URI, as the client
 	// wrote it (the exposed name).
 	Tool string
-	// Outcome is ok, error, denied, cancelled or timeout.
+	// Outcome is ok, error, denied (by the policy), refused (by another of the
+	// gateway's rules), not_connected, cancelled or timeout.
 	Outcome string
+	// Reason is the rule behind a denied or refused outcome ("policy",
+	// "outside the endpoint", "preset argument sent", ...); "" otherwise.
+	Reason string
 	// Code is the JSON-RPC error code when Outcome is error (0 otherwise).
 	Code int
 	// Duration is from the request's arrival to its answer.
@@ -104,13 +108,13 @@ func (a *Auditor) Call(ctx context.Context, e AuditEvent) {
 		return
 	}
 	level := slog.LevelInfo
-	if e.Outcome == "denied" {
+	if e.Outcome == "denied" || e.Outcome == "refused" {
 		level = slog.LevelWarn
 	}
 	if !a.log.Handler().Enabled(ctx, level) {
 		return // the record would be dropped: spare building it (a call's, on the hot path)
 	}
-	attrs := make([]slog.Attr, 0, 15)
+	attrs := make([]slog.Attr, 0, 16)
 	if p := e.Principal; p != nil {
 		attrs = append(attrs, slog.String("sub", sanitize(p.Subject, 256)), slog.String("iss", sanitize(p.Issuer, 256)))
 	} else {
@@ -125,6 +129,9 @@ func (a *Auditor) Call(ctx context.Context, e AuditEvent) {
 		slog.String("tool", sanitize(e.Tool, 512)),
 		slog.String("outcome", sanitize(e.Outcome, 32)),
 	)
+	if e.Reason != "" {
+		attrs = append(attrs, slog.String("reason", sanitize(e.Reason, 256)))
+	}
 	if e.Code != 0 {
 		attrs = append(attrs, slog.Int("code", e.Code))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/routing/state"
@@ -23,6 +24,13 @@ func (s *Session) HandleRequest(ctx context.Context, m jsonrpc.Message, out *Str
 	ctx = context.WithoutCancel(ctx)
 	s.touch()
 	id := m.ID()
+	if dup, ok := m.DuplicateMember(); ok {
+		// Checked before anything reads params: call_tool's wrapped call, presets, names, URIs and task ids are
+		// all read from them, and an upstream would act on the member the gateway did not check.
+		s.refuse(out, m, nil, "", protocol.CodeInvalidParams, "duplicate member "+strconv.Quote(dup),
+			fmt.Sprintf("params holds the member %q twice in one object (after unescaping): send each member once", dup))
+		return
+	}
 	if m.MethodIs(protocol.MethodToolsCall) && s.searchMode() != nil {
 		if name, _ := jsonrpc.LookupString(m.Params(), "name"); name == toolCall {
 			var why string
@@ -84,6 +92,10 @@ func (s *Session) HandleRequest(ctx context.Context, m jsonrpc.Message, out *Str
 // HandleNotification acts on one client notification.
 func (s *Session) HandleNotification(m jsonrpc.Message) {
 	s.touch()
+	if dup, ok := m.DuplicateMember(); ok {
+		s.auditRefusal(nil, m.Method(), "", outcomeRefused, "duplicate member "+strconv.Quote(dup), 0)
+		return // a notification has no answer to carry the refusal
+	}
 	switch m.Method() {
 	case "notifications/cancelled":
 		s.cancelCall(nil, m.Params())
@@ -110,7 +122,13 @@ func (s *Session) list(ctx context.Context, m jsonrpc.Message, out *Stream, k li
 // audited under method ("" audits nothing: a search filtering what it may show is not a request for the tool).
 func (s *Session) named(ctx context.Context, cat *catalog, k listKind, name, method string) (target, bool) {
 	t, ok := cat.targets(k)[name]
-	if !ok || !cat.inView(s.params.Endpoint, k, name) {
+	if !ok {
+		return target{}, false
+	}
+	if !cat.inView(s.params.Endpoint, k, name) {
+		if method != "" {
+			s.auditRefusal(t.up, method, name, outcomeRefused, reasonOutsideView, protocol.CodeInvalidParams)
+		}
 		return target{}, false // another endpoint's is unknown here, like a name nobody offers
 	}
 	if !s.allows(ctx, t.up, k, t.name) {
@@ -160,11 +178,16 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 	}
 	if !ok {
 		// What a principal may not use does not exist for it: the same answer as for a name nobody offers.
-		replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("unknown %s %q: list %ss to see what is available", what, name, what))
+		msg := fmt.Sprintf("unknown %s %q: list %ss to see what is available", what, name, what)
+		if _, known := cat.targets(k)[name]; known {
+			replyError(out, m.ID(), protocol.CodeInvalidParams, msg) // named audited why
+		} else {
+			s.refuse(out, m, nil, name, protocol.CodeInvalidParams, reasonUnknown, msg)
+		}
 		return
 	}
 	if d := t.withheld; d != nil {
-		replyError(out, m.ID(), protocol.CodeUnavailable, d.callError(what, name))
+		s.refuse(out, m, t.up, name, protocol.CodeUnavailable, reasonWithheld, d.callError(what, name))
 		return
 	}
 	if k == kindTools && t.name == standInTool && t.up.standingIn.Load() {
@@ -186,7 +209,7 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 	if len(t.presets) > 0 {
 		var why string
 		if m, why = withPresets(m, name, t.presets); why != "" {
-			replyError(out, m.ID(), protocol.CodeInvalidParams, why)
+			s.refuse(out, m, t.up, name, protocol.CodeInvalidParams, reasonPreset, why)
 			return
 		}
 	}
@@ -226,6 +249,7 @@ func (s *Session) callURI(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	cat := s.catalog()
 	rt, ok := s.resolveURI(cat, uri)
 	if ok && !cat.inViewURI(s.params.Endpoint, uri) {
+		s.auditRefusal(rt.up, m.Method(), uri, outcomeRefused, reasonOutsideView, 0)
 		ok = false // another endpoint's: unknown here
 	}
 	if ok && !s.allowsURI(ctx, rt.up, rt.uri) {
@@ -340,7 +364,7 @@ func (s *Session) completion(ctx context.Context, m jsonrpc.Message, out *Stream
 			return
 		}
 		if d := t.withheld; d != nil {
-			replyError(out, m.ID(), protocol.CodeUnavailable, d.callError("prompt", name))
+			s.refuse(out, m, t.up, name, protocol.CodeUnavailable, reasonWithheld, d.callError("prompt", name))
 			return
 		}
 		var edits []jsonrpc.ParamEdit

@@ -471,10 +471,44 @@ func (s *Session) WhenClosed(f func()) { context.AfterFunc(s.ctx, f) }
 // auditDenied records a request the policy refused: it is answered as if the item did not exist, but the audit
 // log says what happened.
 func (s *Session) auditDenied(up *Upstream, method, name string) {
-	if s.r.opts.Audit != nil {
-		s.r.opts.Audit(CallEvent{Session: s.logID(), Principal: s.params.Principal, Upstream: up.cfg.Name,
-			Method: method, Tool: name, Outcome: "denied", DefinitionHash: s.definitionHash(up, method, name)})
+	s.auditRefusal(up, method, name, outcomeDenied, "policy", 0)
+}
+
+// Outcomes of requests the gateway refused itself (CallEvent.Outcome): denied by the policy, refused by another
+// rule (CallEvent.Reason says which).
+const (
+	outcomeDenied  = "denied"
+	outcomeRefused = "refused"
+)
+
+// Reasons of refusals (CallEvent.Reason) that are not the policy's.
+const (
+	reasonOutsideView = "outside the endpoint"
+	reasonUnknown     = "unknown"
+	reasonPreset      = "preset argument sent"
+	reasonWithheld    = "definition withheld"
+)
+
+// auditRefusal records a request the gateway answered with a refusal instead of forwarding: every refusal is an
+// audit event, with the rule that made it (reason) and the code the client got (0 when it was answered as if the
+// item did not exist). up is nil when no upstream was chosen.
+func (s *Session) auditRefusal(up *Upstream, method, name, outcome, reason string, code int) {
+	if s.r.opts.Audit == nil {
+		return
 	}
+	e := CallEvent{Session: s.logID(), Principal: s.params.Principal, Method: method, Tool: name, Outcome: outcome,
+		Reason: reason, Code: code}
+	if up != nil {
+		e.Upstream = up.cfg.Name
+		e.DefinitionHash = s.definitionHash(up, method, name)
+	}
+	s.r.opts.Audit(e)
+}
+
+// refuse answers a request with an error and audits the refusal (see auditRefusal).
+func (s *Session) refuse(out *Stream, m jsonrpc.Message, up *Upstream, name string, code int, reason, msg string) {
+	s.auditRefusal(up, m.Method(), name, outcomeRefused, reason, code)
+	replyError(out, m.ID(), code, msg)
 }
 
 // definitionHash is the pin hash of the tool (tools/call) or prompt (prompts/get) a request of the session names

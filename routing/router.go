@@ -108,9 +108,12 @@ type CallEvent struct {
 	Upstream  string
 	Method    string
 	Tool      string // the exposed tool name, for tools/call
-	Outcome   string // ok, error, timeout, cancelled, failed, denied
-	Code      int    // the JSON-RPC error code, when the call ended in one
-	Duration  time.Duration
+	Outcome   string // ok, error, timeout, cancelled, failed, denied, refused, not_connected
+	// Reason is the rule that refused a request the gateway answered itself (denied or refused): "policy",
+	// "outside the endpoint", "preset argument sent", `duplicate member "arguments"`...; "" otherwise.
+	Reason   string
+	Code     int // the JSON-RPC error code, when the call ended in one
+	Duration time.Duration
 	// DefinitionHash is the pin hash ("sha256:…") of the called tool's or prompt's definition as the catalog has
 	// it; "" when unknown.
 	DefinitionHash string

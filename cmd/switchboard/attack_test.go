@@ -79,6 +79,13 @@ func attacks() []attack {
 		// Another Switchboard's state (another key) is the upstream's to judge: it passes through, and the call runs.
 		{name: "modern: another gateway's requestState", headers: map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "alpha__echo"},
 			body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"x"},"requestState":"sbrs1.AAAAAAAA.AAAA.BBBB","inputResponses":{},` + modernMeta + `}}`, status: 200, message: "alpha: x"},
+		// A name twice in one object (issue 31): the gateway would check one member and the upstream act on the
+		// other (the last, for most parsers), so it is refused whatever the spelling, at any depth.
+		{name: "arguments twice", session: true, body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"everything__echo","arguments":{},"arguments":{"message":"CLIENT-CHOSEN"}}}`, status: 200, code: -32602, message: `"arguments" twice`},
+		{name: "arguments twice, escaped", session: true, body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"everything__echo","arguments":{},"\u0061rguments":{"message":"CLIENT-CHOSEN"}}}`, status: 200, code: -32602, message: `"arguments" twice`},
+		{name: "an argument twice", session: true, body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"everything__echo","arguments":{"message":"a","m\u0065ssage":"b"}}}`, status: 200, code: -32602, message: `"message" twice`},
+		{name: "modern: arguments twice", headers: map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "everything__echo"},
+			body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"everything__echo","arguments":{},"\u0061rguments":{"message":"CLIENT-CHOSEN"},` + modernMeta + `}}`, status: 200, code: -32602, message: `"arguments" twice`},
 		// Browsers: CORS and DNS rebinding.
 		{name: "preflight, foreign origin", method: http.MethodOptions, headers: map[string]string{"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"}, status: 403},
 		{name: "preflight, local origin", method: http.MethodOptions, headers: map[string]string{"Origin": "http://localhost:6274", "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type, mcp-session-id"}, status: 204},

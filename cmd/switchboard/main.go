@@ -657,7 +657,7 @@ func auditor(a *auth.Auditor) func(routing.CallEvent) {
 		}
 		a.Call(context.Background(), auth.AuditEvent{
 			Principal: p, Session: e.Session, Upstream: e.Upstream, Method: e.Method, Tool: e.Tool,
-			Outcome: e.Outcome, Code: e.Code, Duration: e.Duration, DefinitionHash: e.DefinitionHash,
+			Outcome: e.Outcome, Reason: e.Reason, Code: e.Code, Duration: e.Duration, DefinitionHash: e.DefinitionHash,
 		})
 	}
 }

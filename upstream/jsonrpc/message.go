@@ -55,7 +55,9 @@ type Message struct {
 	params span
 	result span
 	errv   span
-	kind   Kind
+	// dup is the first key in params that repeats a key of its own object (see DuplicateMember).
+	dup  span
+	kind Kind
 }
 
 // top-level member indexes for duplicate tracking
@@ -98,6 +100,9 @@ const maxUnknownMembers = 32
 // Duplicate top-level keys, and keys that case-fold to a member name without
 // being it, are rejected. Unknown members are allowed and ignored.
 //
+// A params object (at any depth) with a member name twice is not refused here, where the request's id is not
+// yet known to answer: [Message.DuplicateMember] names it, found in the same scan.
+//
 // Errors wrap ErrParse (not JSON) or ErrInvalidRequest (JSON but not a valid
 // message). Parse keeps raw without copying and does not allocate on success.
 func Parse(raw []byte) (Message, error) {
@@ -125,6 +130,7 @@ func Parse(raw []byte) (Message, error) {
 		unknown  [maxUnknownMembers]span
 		nUnknown int
 		semErr   error // first semantic error; syntax errors take precedence
+		keys     uniqueKeys
 	)
 	i = skipWS(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
@@ -145,7 +151,13 @@ func Parse(raw []byte) (Message, error) {
 				return Message{}, syntaxErr(i, "expected ':'")
 			}
 			vs := skipWS(raw, i+1)
-			ve, err := scanValue(raw, vs, 1)
+			var u *uniqueKeys
+			if k := raw[ks+1 : ke-1]; (esc || (len(k) == 6 && k[0] == 'p')) && !keys.found {
+				if exact, _ := keyMatch(k, "params"); exact {
+					u = &keys
+				}
+			}
+			ve, err := scanValueKeys(raw, vs, 1, u)
 			if err != nil {
 				return Message{}, err
 			}
@@ -176,6 +188,9 @@ func Parse(raw []byte) (Message, error) {
 
 	m.id, m.method, m.params = spans[memID], spans[memMethod], spans[memParams]
 	m.result, m.errv = spans[memResult], spans[memError]
+	if keys.found {
+		m.dup = span{keys.dup.start, keys.dup.end}
+	}
 	if err := m.validate(spans[memJSONRPC]); err != nil {
 		return Message{}, err
 	}
@@ -428,6 +443,16 @@ func (m Message) ParamsSpan() (start, end int, ok bool) {
 func (m Message) Clone() Message {
 	m.raw = append([]byte(nil), m.raw...)
 	return m
+}
+
+// DuplicateMember reports the first member name that params holds twice in one of its objects, at any depth,
+// compared after unescaping. Such a request must be refused: a peer decoding it keeps one of the two, and which
+// one the gateway checked is not the peer's business to guess.
+func (m Message) DuplicateMember() (name string, found bool) {
+	if !m.dup.ok() {
+		return "", false
+	}
+	return keyString(m.dup.of(m.raw), true), true
 }
 
 // Result returns the raw result value, or nil if absent.

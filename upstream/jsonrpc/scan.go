@@ -152,6 +152,12 @@ func scanLiteral(b []byte, i int, lit string) (int, error) {
 // nesting cannot overflow the stack; the first 256 levels are tracked in a
 // stack-allocated bit set so that ordinary messages cost no allocation.
 func scanValue(b []byte, i int, depth int) (int, error) {
+	return scanValueKeys(b, i, depth, nil)
+}
+
+// scanValueKeys is scanValue that also reports every object's opening, keys and closing to u, when u is not nil:
+// the duplicate check rides on the one scan that validates.
+func scanValueKeys(b []byte, i int, depth int, u *uniqueKeys) (int, error) {
 	var small [4]uint64
 	isObj := small[:] // bit n set: container n (0-based, this call) is an object
 	n := 0            // open containers in this call
@@ -193,7 +199,10 @@ func scanValue(b []byte, i int, depth int) (int, error) {
 				break
 			}
 			if c == '{' {
-				if i, err = scanKey(b, i); err != nil {
+				if u != nil {
+					u.open()
+				}
+				if i, err = scanKeyTo(b, i, u); err != nil {
 					return 0, err
 				}
 			}
@@ -236,7 +245,7 @@ func scanValue(b []byte, i int, depth int) (int, error) {
 			case ',':
 				i++
 				if obj {
-					if i, err = scanKey(b, skipWS(b, i)); err != nil {
+					if i, err = scanKeyTo(b, skipWS(b, i), u); err != nil {
 						return 0, err
 					}
 				}
@@ -244,6 +253,9 @@ func scanValue(b []byte, i int, depth int) (int, error) {
 			case '}':
 				if !obj {
 					return 0, syntaxErr(i, "unexpected '}'")
+				}
+				if u != nil {
+					u.close()
 				}
 				n--
 				i++
@@ -260,14 +272,19 @@ func scanValue(b []byte, i int, depth int) (int, error) {
 	}
 }
 
-// scanKey validates `"key" :` at b[i] and returns the index after the colon.
-func scanKey(b []byte, i int) (int, error) {
+// scanKeyTo validates `"key" :` at b[i] and returns the index after the colon; the key goes to u, when u is not
+// nil.
+func scanKeyTo(b []byte, i int, u *uniqueKeys) (int, error) {
 	if i >= len(b) || b[i] != '"' {
 		return 0, syntaxErr(i, "expected object key")
 	}
-	i, _, err := scanString(b, i)
+	ks := i
+	i, esc, err := scanString(b, i)
 	if err != nil {
 		return 0, err
+	}
+	if u != nil {
+		u.key(b, ks+1, i-1, esc)
 	}
 	i = skipWS(b, i)
 	if i >= len(b) || b[i] != ':' {

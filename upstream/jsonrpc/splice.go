@@ -168,7 +168,7 @@ func (m Message) appendWith(dst, id []byte, edits []ParamEdit, out *Message) []b
 // delta): m's spans moved accordingly. Every edit lies inside params, or is the id's replacement, or is an
 // insertion before the first member; none starts at a member's value.
 func (m Message) moved(raw []byte, es []pendingEdit, deltas []int) Message {
-	if len(es) > len(deltas) || len(es) > 0 && es[0].src == editInsertID {
+	if len(es) > len(deltas) || len(es) > 0 && es[0].src == editInsertID || m.dup.ok() {
 		if p, err := Parse(raw); err == nil {
 			return p
 		}
