@@ -210,6 +210,11 @@ func (s *Server) startSession(ctx context.Context, m jsonrpc.Message) (sess *rou
 		Capabilities    json.RawMessage `json:"capabilities"`
 		ClientInfo      json.RawMessage `json:"clientInfo"`
 	}
+	if dup, ok := m.DuplicateMember(); ok {
+		// The capabilities go to the client's own upstream sessions as they are: the gateway must read what they
+		// read (see routing's Session.HandleRequest).
+		return nil, jsonrpc.AppendError(nil, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("params holds the member %q twice in one object (after unescaping): send each member once", dup), nil)
+	}
 	if err := json.Unmarshal(m.Params(), &p); err != nil || p.ProtocolVersion == "" {
 		return nil, jsonrpc.AppendError(nil, m.ID(), protocol.CodeInvalidParams, "initialize needs params.protocolVersion, params.capabilities and params.clientInfo", nil)
 	}

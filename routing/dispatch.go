@@ -27,7 +27,8 @@ func (s *Session) HandleRequest(ctx context.Context, m jsonrpc.Message, out *Str
 	if dup, ok := m.DuplicateMember(); ok {
 		// Checked before anything reads params: call_tool's wrapped call, presets, names, URIs and task ids are
 		// all read from them, and an upstream would act on the member the gateway did not check.
-		s.refuse(out, m, nil, "", protocol.CodeInvalidParams, "duplicate member "+strconv.Quote(dup),
+		name, _ := jsonrpc.LookupString(m.Params(), "name") // "" when the name is what appears twice
+		s.refuse(out, m, nil, name, protocol.CodeInvalidParams, "duplicate member "+strconv.Quote(dup),
 			fmt.Sprintf("params holds the member %q twice in one object (after unescaping): send each member once", dup))
 		return
 	}
