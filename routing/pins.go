@@ -27,8 +27,14 @@ import (
 //   - the lock file pins the item, and the store holds an approval made against that very lock hash: the
 //     approval (a lock file rewritten by `switchboard pin` since then wins over it);
 //   - the lock file pins the item: the lock's hash;
-//   - the lock file pins the upstream but not the item: an approval in the store, else no pin (drift: new);
+//   - the lock file pins the upstream but not the item: an approval made against that (basis "new"), else no pin
+//     (drift: new). A pin trusted on first use is no approval: an upstream whose section was missing from the lock
+//     file for a while must not come back with the tools it gained meanwhile approved;
 //   - the upstream is not in the lock file: the store's pin, set on first use (PinIfAbsent), so replicas agree.
+//
+// While the lock file pins an item, the store remembers that pin (or that it had none: pinNone) as the item's
+// pin-on-first-use, so that when the lock file loses the upstream's section (a hand edit, a bad merge), the pins
+// it gave hold, and a withheld change or a new item stays withheld until approved, instead of being trusted anew.
 
 // PinStore keeps pins for every replica; routing/state implements it.
 type PinStore interface {
@@ -103,9 +109,14 @@ func pinKind(k listKind) pin.Kind {
 	return pin.Tool
 }
 
-// Stored values are "<hash>" (trusted on first use, or approved with no lock pin) or "<hash> <basis>": an
-// approval made when the lock file pinned the item to basis ("new" when it did not pin it).
-const basisNew = "new"
+// Stored values are "<hash>" (trusted on first use, approved with no lock pin, or the pin the lock file gave the
+// item when last seen: see remember) or "<hash> <basis>": an approval made when the lock file pinned the item to
+// basis ("new" when it pinned the upstream but not the item). pinNone in place of a hash remembers an item that the
+// lock file's pinned upstream lacked: it has no pin.
+const (
+	basisNew = "new"
+	pinNone  = "none"
+)
 
 func storedValue(hash, basis string) string {
 	if basis == "" {
@@ -233,12 +244,22 @@ func (p *pinRun) pinOf(key pinKey, seen string) (pinned string, ok bool) {
 		if has && basis == lockHash {
 			return hash, true
 		}
+		p.remember(sk, stored, has, lockHash)
 		return lockHash, true
 	}
 	if p.pol.Lock.Pinned(key.up) {
-		return hash, true // "" when nothing approved it: new
+		if has && basis == basisNew {
+			return hash, true
+		}
+		// Trusted on first use, or remembered as unpinned: no approval made while the lock file pinned the
+		// upstream, so the item is new to it.
+		p.remember(sk, stored, has, pinNone)
+		return "", true
 	}
 	if has {
+		if hash == pinNone {
+			return "", true
+		}
 		return hash, true
 	}
 	if p.pol.Store == nil {
@@ -273,6 +294,50 @@ func (p *pinRun) pinOf(key pinKey, seen string) (pinned string, ok bool) {
 	b.cache[sk], b.storeOK = cur, true
 	h, _, _ := strings.Cut(cur, " ")
 	return h, true
+}
+
+// remember keeps the pin the lock file gives an item (lockHash, or pinNone for an item its pinned upstream lacks)
+// in the store as the item's pin for when the lock file no longer pins its upstream: a section removed by a hand
+// edit or a bad merge then leaves the pins it had, and a changed definition that was withheld stays withheld
+// instead of being trusted on first use. stored and has are the item's stored value as read. An approval the lock
+// file's pin overrides (made against an older lock hash) is replaced: the lock file rewritten since wins, there too.
+func (p *pinRun) remember(sk, stored string, has bool, want string) {
+	if hash, _, _ := strings.Cut(stored, " "); has && hash == want {
+		return
+	}
+	b := &p.r.pins
+	if p.pol.Store == nil {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if _, ok := b.cache[sk]; ok || len(b.cache) < state.MaxPins {
+			b.cache[sk] = want
+		}
+		return
+	}
+	if p.storeDown {
+		return
+	}
+	sctx, cancel := context.WithTimeout(p.ctx, storeTimeout)
+	defer cancel()
+	// First written with PinIfAbsent, so that it cannot replace an approval another replica has just made; a
+	// stale value is overwritten.
+	cur, err := want, error(nil)
+	if has {
+		err = p.pol.Store.SetPin(sctx, sk, want)
+	} else {
+		cur, err = p.pol.Store.PinIfAbsent(sctx, sk, want)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err != nil {
+		p.storeDown = true
+		p.r.storeTrouble(err)
+		return
+	}
+	if b.cache == nil {
+		b.cache = map[string]string{}
+	}
+	b.cache[sk], b.storeOK = cur, true
 }
 
 // settle makes the run's findings current and reports what changed since the last run: new drift and new

@@ -379,3 +379,82 @@ func TestPinsApproveAmbiguous(t *testing.T) {
 		t.Errorf("an approval naming the upstream: %+v, %v; drift left %+v", res, err, r.Drifts())
 	}
 }
+
+// TestPinsLockSectionRemoved (issue 31, item 12): an upstream pinned by the lock file pulls a rug (read changes,
+// wipe appears) and both are withheld. Then its section leaves the lock file (a hand edit, a bad merge) and the
+// config is reloaded: before, trust on first use took both changed definitions as pins and served them. Now the
+// pins the lock file gave hold (read pinned to the honest hash, wipe new), in the shared store as in a router's
+// own memory. Restoring the file approves nothing either. And an item trusted on first use while the upstream was
+// out of the lock file is new to it when its section comes back, not approved.
+func TestPinsLockSectionRemoved(t *testing.T) {
+	honestRead := mustHash(t, pin.Tool, firstTool(honestTools))
+	poisonedRead := mustHash(t, pin.Tool, firstTool(poisonedTools))
+	const wipe = `{"name":"wipe","description":"Deletes everything.","inputSchema":{"type":"object"}}`
+	wipeHash := mustHash(t, pin.Tool, wipe)
+	rugPulled := poisonedTools[:len(poisonedTools)-1] + `,` + wipe + `]`
+	pinned := pin.NewLock(map[string]pin.Locked{"fs": {Tools: map[string]string{"read": honestRead}}})
+	edited := pin.NewLock(map[string]pin.Locked{"other": {Tools: map[string]string{"x": "sha256:x"}}})
+	wantDrift := []Drift{
+		{Upstream: "fs", Kind: "tool", Name: "read", Exposed: "fs__read", Pinned: honestRead, Seen: poisonedRead, Withheld: true},
+		{Upstream: "fs", Kind: "tool", Name: "wipe", Exposed: "fs__wipe", Seen: wipeHash, Withheld: true},
+	}
+	for _, shared := range []bool{true, false} {
+		t.Run(map[bool]string{true: "store", false: "memory"}[shared], func(t *testing.T) {
+			var store PinStore
+			if shared {
+				m := state.NewMemory()
+				t.Cleanup(m.Shutdown)
+				store = m
+			}
+			policy := func(l *pin.Lock) Pinning { return Pinning{Store: store, Lock: l, Block: true} }
+			pol := policy(pinned)
+			up := newMutableUpstream(honestTools)
+			r := startRouter(t, Options{Pinning: &pol},
+				UpstreamConfig{Name: "fs", Prefix: "fs__", Mode: Shared, Transport: up.fakeTransport, Kind: "stdio"})
+			s := r.session(defaultClientCaps)
+			up.change(rugPulled)
+			waitNotice(t, r, s, "notifications/tools/list_changed")
+			if got := r.Drifts(); !slices.Equal(got, wantDrift) {
+				t.Fatalf("after the rug pull: drift %+v, want %+v", got, wantDrift)
+			}
+			for _, step := range []struct {
+				what string
+				lock *pin.Lock
+			}{{"the section removed", edited}, {"no lock file", nil}, {"the file restored", pinned}} {
+				r.SetPinning(policy(step.lock))
+				if got := names(listAll(t, r, s)); len(got) != 0 {
+					t.Errorf("%s: listed %v", step.what, got)
+				}
+				if got := r.Drifts(); !slices.Equal(got, wantDrift) {
+					t.Errorf("%s: drift %+v, want %+v", step.what, got, wantDrift)
+				}
+			}
+		})
+	}
+
+	// Trusted on first use while the upstream is out of the lock file; its section comes back pinning read only.
+	store := state.NewMemory()
+	t.Cleanup(store.Shutdown)
+	pol := Pinning{Store: store, Lock: edited, Block: true}
+	r := startRouter(t, Options{Pinning: &pol},
+		UpstreamConfig{Name: "fs", Prefix: "fs__", Mode: Shared, Transport: echoingUpstream(honestTools[:len(honestTools)-1] + `,` + wipe + `]`), Kind: "stdio"})
+	s := r.session(defaultClientCaps)
+	if got := names(listAll(t, r, s)); !slices.Equal(got, []string{"fs__read", "fs__wipe"}) {
+		t.Fatalf("trusted on first use: listed %v", got)
+	}
+	r.SetPinning(Pinning{Store: store, Lock: pinned, Block: true})
+	want := []Drift{{Upstream: "fs", Kind: "tool", Name: "wipe", Exposed: "fs__wipe", Seen: wipeHash, Withheld: true}}
+	if got := r.Drifts(); !slices.Equal(got, want) {
+		t.Errorf("the section back: drift %+v, want %+v", got, want)
+	}
+	if got := names(listAll(t, r, s)); !slices.Equal(got, []string{"fs__read"}) {
+		t.Errorf("the section back: listed %v", got)
+	}
+	// An approval made now holds, and is written with its basis.
+	if res, err := r.ApprovePins(context.Background(), PinFilter{Upstream: "fs", Name: "wipe"}); err != nil || len(res.Approved) != 1 {
+		t.Fatalf("approve: %+v, %v", res, err)
+	}
+	if got := names(listAll(t, r, s)); !slices.Equal(got, []string{"fs__read", "fs__wipe"}) || len(r.Drifts()) != 0 {
+		t.Errorf("after the approval: listed %v, drift %+v", got, r.Drifts())
+	}
+}

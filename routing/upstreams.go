@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/routing/pin"
 	"github.com/switchboard-mcp/switchboard/upstream"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
@@ -94,6 +95,8 @@ type Upstream struct {
 	dirty      [numKinds]bool
 	kick       chan struct{}
 	listErrors int // failed list fetches, reported in Status
+	// malformedSeen: the definitions withheld for a member twice that were reported (kind, name, member).
+	malformedSeen map[string]struct{}
 
 	instances atomic.Int32
 	drained   atomic.Bool
@@ -378,6 +381,13 @@ func (up *Upstream) newItem(k listKind, raw []byte) (item, bool) {
 	if err != nil || id == "" {
 		return item{}, false
 	}
+	// A member twice (after unescaping) is withheld here, where every list is ingested, so that the catalog, the
+	// pins, the search index and every endpoint see one reading of each definition, the one served: otherwise
+	// the gateway would hash and strip one "description" and the client's parser keep the other.
+	if member, dup := pin.DuplicateMember(raw); dup {
+		up.malformed(k, id, member)
+		return item{}, false
+	}
 	it := item{raw: jsonrpc.Compact(nil, raw), id: id}
 	if k == kindTools || k == kindPrompts {
 		it.exposed = exposedName(up.cfg.Prefix, id, up.r.nameBudget())
@@ -388,6 +398,36 @@ func (up *Upstream) newItem(k listKind, raw []byte) (item, bool) {
 		hashItem(k, &it, up.r.log)
 	}
 	return it, true
+}
+
+// maxMalformedLogged bounds the malformed definitions an upstream remembers having reported, against one that
+// renames them on every list.
+const maxMalformedLogged = 256
+
+// malformed reports a definition withheld for having a member twice: logged and audited once per upstream, item
+// and member (each list fetch meets it again; a per-client session's fetch too).
+func (up *Upstream) malformed(k listKind, id, member string) {
+	key := k.policyKind() + "\x00" + id + "\x00" + member
+	up.mu.Lock()
+	_, seen := up.malformedSeen[key]
+	full := len(up.malformedSeen) >= maxMalformedLogged
+	if !seen && !full {
+		if up.malformedSeen == nil {
+			up.malformedSeen = map[string]struct{}{}
+		}
+		up.malformedSeen[key] = struct{}{}
+	}
+	up.mu.Unlock()
+	if seen {
+		return
+	}
+	msg := "definition withheld: it has a member twice, which clients may read otherwise than the gateway"
+	if full {
+		up.r.log.Debug(msg, "upstream", up.cfg.Name, "kind", k.policyKind(), "name", id, "member", member)
+		return
+	}
+	up.r.log.Warn(msg, "upstream", up.cfg.Name, "kind", k.policyKind(), "name", id, "member", member)
+	up.r.auditDefinition(DefinitionEvent{Upstream: up.cfg.Name, Kind: k.policyKind(), Name: id, Action: "malformed"})
 }
 
 // instructions is what the upstream's initialize answer told the model about it ("" before it answered).

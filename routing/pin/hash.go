@@ -32,7 +32,7 @@ func (k Kind) fields() []string {
 // Canonical means that objects' members are sorted, there is no whitespace, strings are escaped the one way
 // encoding/json escapes them (without HTML escaping), and numbers are kept as the upstream wrote them. So the
 // hash does not change when an upstream reorders members or reformats its JSON, and changes when any of those
-// fields changes in meaning.
+// fields changes in meaning. A definition with a member name twice in one object (DuplicateMember) has no hash.
 func Hash(kind Kind, def []byte) (string, error) {
 	d := json.NewDecoder(bytes.NewReader(def))
 	d.UseNumber()
@@ -45,6 +45,10 @@ func Hash(kind Kind, def []byte) (string, error) {
 	}
 	if _, err := d.Token(); err != io.EOF {
 		return "", fmt.Errorf("pin: %s definition has more after its JSON object", kind)
+	}
+	// A member twice would make the hash one reading of a definition that a client may read the other way.
+	if name, dup := DuplicateMember(def); dup {
+		return "", fmt.Errorf("pin: %s definition has member %q twice", kind, name)
 	}
 	kept := make(map[string]any, len(kind.fields()))
 	for _, f := range kind.fields() {
