@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/routing/pin"
 	"github.com/switchboard-mcp/switchboard/upstream"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
@@ -384,7 +383,7 @@ func (up *Upstream) newItem(k listKind, raw []byte) (item, bool) {
 	// A member twice (after unescaping) is withheld here, where every list is ingested, so that the catalog, the
 	// pins, the search index and every endpoint see one reading of each definition, the one served: otherwise
 	// the gateway would hash and strip one "description" and the client's parser keep the other.
-	if member, dup := pin.DuplicateMember(raw); dup {
+	if member, dup := jsonrpc.DuplicateMember(raw); dup {
 		up.malformed(k, id, member)
 		return item{}, false
 	}

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
 
 // Kind is what a definition defines.
@@ -32,7 +34,7 @@ func (k Kind) fields() []string {
 // Canonical means that objects' members are sorted, there is no whitespace, strings are escaped the one way
 // encoding/json escapes them (without HTML escaping), and numbers are kept as the upstream wrote them. So the
 // hash does not change when an upstream reorders members or reformats its JSON, and changes when any of those
-// fields changes in meaning. A definition with a member name twice in one object (DuplicateMember) has no hash.
+// fields changes in meaning. A definition with a member name twice in one object (jsonrpc.DuplicateMember) has no hash.
 func Hash(kind Kind, def []byte) (string, error) {
 	d := json.NewDecoder(bytes.NewReader(def))
 	d.UseNumber()
@@ -47,7 +49,7 @@ func Hash(kind Kind, def []byte) (string, error) {
 		return "", fmt.Errorf("pin: %s definition has more after its JSON object", kind)
 	}
 	// A member twice would make the hash one reading of a definition that a client may read the other way.
-	if name, dup := DuplicateMember(def); dup {
+	if name, dup := jsonrpc.DuplicateMember(def); dup {
 		return "", fmt.Errorf("pin: %s definition has member %q twice", kind, name)
 	}
 	kept := make(map[string]any, len(kind.fields()))
