@@ -16,12 +16,11 @@ import (
 
 // check validates a config file as serve would start with it: it loads the file, then builds the gateway with
 // serve's own build (f.checkOnly), so that every refusal of serve's start is check's too; only the listeners and
-// the identity provider's discovery are left out, as check starts and contacts nothing. It takes serve's flags
-// that decide the start (--listen, --insecure-no-auth, --admin-listen).
+// the identity provider's discovery are left out, as check starts and contacts nothing. It takes serve's command
+// line: --listen, --insecure-no-auth and --admin-listen decide whether serve starts.
 func check(args []string, stdout, stderr io.Writer) int {
-	var f serveFlags
-	fl := startFlags("check", &f, stderr)
-	if code := parseStartFlags(fl, &f, args, stderr); code != exitOK {
+	f, code := parseServeFlags("check", args, stderr)
+	if code != exitOK {
 		return code
 	}
 	cfg, code := loadConfig(f.path, stderr)

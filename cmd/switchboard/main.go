@@ -3,7 +3,7 @@
 //
 //	switchboard serve --config FILE [--listen ADDR]
 //	switchboard stdio --config FILE
-//	switchboard check --config FILE
+//	switchboard check --config FILE [serve's flags]
 //	switchboard status [--url URL | --config FILE]
 //	switchboard audit verify [--allow-truncated-head] FILE
 //	switchboard version
@@ -64,7 +64,7 @@ const usage = `Switchboard is an MCP gateway: one MCP endpoint in front of many 
 Usage:
   switchboard serve --config FILE [--listen ADDR]   run the gateway
   switchboard stdio --config FILE                   serve one client over stdin/stdout (for desktop clients)
-  switchboard check --config FILE                   validate a config file and print every problem
+  switchboard check --config FILE [serve's flags]   validate a config file: every problem, and what serve refuses
   switchboard pin --config FILE                     write the lock file: the hash of every tool and prompt definition
   switchboard status [--url URL | --config FILE]    print the live state of a running gateway
   switchboard audit verify FILE                     check the hash chains of the audit records in a JSON log

@@ -25,7 +25,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/routing/state"
 )
 
-// serveFlags are serve's command line; check takes the ones that decide whether a gateway starts (startFlags).
+// serveFlags are serve's command line, which check takes too (parseServeFlags).
 type serveFlags struct {
 	path, listen, adminListen string
 	insecure, allowEmpty      bool
@@ -60,7 +60,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 // returns the gateway built, or nil and the exit code. idp, when set, makes the client that reaches the
 // config's identity provider (a test's; serve's is the default).
 func start(ctx context.Context, args []string, stderr io.Writer, idp func(*config.Config) *http.Client) (*gatewayProcess, int) {
-	f, code := parseServeFlags(args, stderr)
+	f, code := parseServeFlags("serve", args, stderr)
 	if code != exitOK {
 		return nil, code
 	}
@@ -83,36 +83,26 @@ func start(ctx context.Context, args []string, stderr io.Writer, idp func(*confi
 	return g, exitOK
 }
 
-// startFlags declares the flags that decide whether a gateway starts, which serve and check share: check given
-// serve's command line refuses what serve would refuse.
-func startFlags(name string, f *serveFlags, stderr io.Writer) *flag.FlagSet {
+// parseServeFlags parses serve's command line, which check takes too (name is the command's): check given the
+// flags serve runs with refuses what serve would refuse. It refuses the flags that can never start a gateway.
+func parseServeFlags(name string, args []string, stderr io.Writer) (serveFlags, int) {
+	var f serveFlags
 	fl := flag.NewFlagSet(name, flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.StringVar(&f.path, "config", "", "config file (YAML, or an mcpServers JSON file)")
 	fl.StringVar(&f.listen, "listen", "", "address to listen on, overriding the config's listen (e.g. 127.0.0.1:8080)")
 	fl.StringVar(&f.adminListen, "admin-listen", "", "loopback address for the admin API (e.g. 127.0.0.1:9090); off when empty")
 	fl.BoolVar(&f.insecure, "insecure-no-auth", false, "allow listening on a non-loopback address without an auth: block (anyone who can reach it can use every tool)")
-	return fl
-}
-
-// parseStartFlags parses fl, and refuses the flags that can never start a gateway.
-func parseStartFlags(fl *flag.FlagSet, f *serveFlags, args []string, stderr io.Writer) int {
+	fl.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "how long calls in flight may finish on shutdown")
+	fl.BoolVar(&f.allowEmpty, "allow-empty", false, "let a reload apply a config with no enabled upstream (by default such a reload is refused: it is what a truncated file looks like)")
 	if err := fl.Parse(args); err != nil {
-		return exitUsage
+		return f, exitUsage
 	}
 	if f.adminListen != "" && !config.IsLoopback(f.adminListen) {
 		fmt.Fprintf(stderr, "switchboard: --admin-listen %s is not a loopback address: the admin API has no authentication of its own\n", f.adminListen)
-		return exitUsage
+		return f, exitUsage
 	}
-	return exitOK
-}
-
-func parseServeFlags(args []string, stderr io.Writer) (serveFlags, int) {
-	var f serveFlags
-	fl := startFlags("serve", &f, stderr)
-	fl.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "how long calls in flight may finish on shutdown")
-	fl.BoolVar(&f.allowEmpty, "allow-empty", false, "let a reload apply a config with no enabled upstream (by default such a reload is refused: it is what a truncated file looks like)")
-	return f, parseStartFlags(fl, &f, args, stderr)
+	return f, exitOK
 }
 
 // startError is a failure to build the gateway: what failed, with the attributes that say where, logged as one
