@@ -19,7 +19,7 @@ func TestAttacksCheck(t *testing.T) {
 		flags        []string
 		says         string
 	}{
-		{name: "user-oauth upstream on plain http off loopback", says: "http://mcp.github.example/mcp",
+		{name: "user-oauth upstream on plain http off loopback", says: "upstreams[0].url: is plain http",
 			config: fmt.Sprintf(`listen: 127.0.0.1:0
 publicURL: https://mcp.example.com
 auth:

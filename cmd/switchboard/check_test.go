@@ -154,7 +154,10 @@ upstreams:
 	}{
 		{name: "user-oauth upstream on plain http off loopback",
 			config: userOAuth("https://mcp.example.com", "https://login.example.com", "http://mcp.github.example/mcp", ""),
-			want:   exitFailure, says: "http://mcp.github.example/mcp"},
+			want:   exitFailure, says: "upstreams[0].url: is plain http"},
+		{name: "user-oauth with a plain http publicURL off loopback",
+			config: userOAuth("http://mcp.example.com", "https://login.example.com", "https://mcp.github.example/mcp", ""),
+			want:   exitFailure, says: `public URL "http://mcp.example.com" must use https`},
 		{name: "user-oauth upstream on plain http on loopback",
 			config: userOAuth("https://mcp.example.com", "https://login.example.com", "http://127.0.0.1:9/mcp", ""), want: exitOK},
 		{name: "user-oauth upstream on https",
