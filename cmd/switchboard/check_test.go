@@ -176,6 +176,8 @@ upstreams:
 		{name: "no authentication on a network address by --listen",
 			config: fmt.Sprintf(plain, "127.0.0.1:0", "https://echo.example/mcp", ""), flags: []string{"--listen", "0.0.0.0:0"},
 			want: exitFailure, says: "without authentication"},
+		{name: "--listen not host:port",
+			config: fmt.Sprintf(plain, "127.0.0.1:0", "https://echo.example/mcp", ""), flags: []string{"--listen", "8080"}, want: exitUsage},
 		{name: "admin API off loopback",
 			config: fmt.Sprintf(plain, "127.0.0.1:0", "https://echo.example/mcp", ""), flags: []string{"--admin-listen", "0.0.0.0:0"},
 			want: exitUsage},

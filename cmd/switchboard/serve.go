@@ -98,6 +98,10 @@ func parseServeFlags(name string, args []string, stderr io.Writer) (serveFlags, 
 	if err := fl.Parse(args); err != nil {
 		return f, exitUsage
 	}
+	if msg := config.ListenProblem(f.listen); f.listen != "" && msg != "" {
+		fmt.Fprintf(stderr, "switchboard: --listen: %s\n", msg)
+		return f, exitUsage
+	}
 	if f.adminListen != "" && !config.IsLoopback(f.adminListen) {
 		fmt.Fprintf(stderr, "switchboard: --admin-listen %s is not a loopback address: the admin API has no authentication of its own\n", f.adminListen)
 		return f, exitUsage
