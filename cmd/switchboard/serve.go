@@ -158,8 +158,8 @@ type gatewayProcess struct {
 
 // build constructs the gateway from a valid configuration: telemetry, shared state, the router, the listeners,
 // authentication, the gateway server and the reloader. Every refusal of serve's start is here, and check runs it
-// too (f.checkOnly), so that check refuses what serve refuses. ctx bounds what build waits for (the issuer's discovery);
-// nothing it starts outlives build, so on error everything acquired is already released.
+// too (f.checkOnly), so that check refuses what serve refuses. ctx bounds what build waits for (the issuer's
+// discovery); nothing it starts outlives build, so on error everything acquired is already released.
 func build(ctx context.Context, cfg *config.Config, f serveFlags, log *slog.Logger, level *slog.LevelVar) (_ *gatewayProcess, err error) {
 	g := &gatewayProcess{path: f.path, log: log, grace: f.grace, policies: &policies{}}
 	defer func() {
