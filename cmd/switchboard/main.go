@@ -3,7 +3,7 @@
 //
 //	switchboard serve --config FILE [--listen ADDR]
 //	switchboard stdio --config FILE
-//	switchboard check --config FILE
+//	switchboard check --config FILE [serve's flags]
 //	switchboard status [--url URL | --config FILE]
 //	switchboard audit verify [--allow-truncated-head] FILE
 //	switchboard version
@@ -64,7 +64,7 @@ const usage = `Switchboard is an MCP gateway: one MCP endpoint in front of many 
 Usage:
   switchboard serve --config FILE [--listen ADDR]   run the gateway
   switchboard stdio --config FILE                   serve one client over stdin/stdout (for desktop clients)
-  switchboard check --config FILE                   validate a config file and print every problem
+  switchboard check --config FILE [serve's flags]   validate a config file: every problem, and what serve refuses
   switchboard pin --config FILE                     write the lock file: the hash of every tool and prompt definition
   switchboard status [--url URL | --config FILE]    print the live state of a running gateway
   switchboard audit verify FILE                     check the hash chains of the audit records in a JSON log
@@ -133,28 +133,6 @@ func loadConfig(path string, stderr io.Writer) (*config.Config, int) {
 		return nil, exitFailure
 	}
 	return cfg, exitOK
-}
-
-func check(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("check", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	path := fl.String("config", "", "config file (YAML, or an mcpServers JSON file)")
-	if err := fl.Parse(args); err != nil {
-		return exitUsage
-	}
-	cfg, code := loadConfig(*path, stderr)
-	if cfg == nil {
-		return code
-	}
-	if _, err := pinningOf(cfg, nil); err != nil {
-		fmt.Fprintf(stderr, "%s is invalid: %v\n", *path, err)
-		return exitFailure
-	}
-	for _, w := range cfg.Warnings {
-		fmt.Fprintf(stdout, "warning: %s\n", w)
-	}
-	fmt.Fprintf(stdout, "%s is valid: %s\n%s", *path, cfg.Summary(), cfg.String())
-	return exitOK
 }
 
 // reloader returns the function that reloads the config file into the router: a file with problems is
@@ -477,7 +455,7 @@ func upstreamConfigs(cfg *config.Config, log *slog.Logger, latest *principals, u
 				spec.RequestHeaders = credentialHeaders(src, latest)
 			}
 			if grants != nil {
-				spec.RequestHeaders, spec.HTTPClient = users.headers(u.Name), users.httpClient(u.Name)
+				spec.RequestHeaders, spec.HTTPClient = users.headers(u.Name, src), users.httpClient(u.Name)
 			}
 		}
 		spec.Protocol = string(u.Protocol)
@@ -588,13 +566,13 @@ func (ps *principals) freshest(p *auth.Principal) *auth.Principal {
 // wireAuth makes the gateway an OAuth resource server when the config has an auth: block: every request to the
 // MCP endpoints is verified, sessions are bound to their principal, and the policy decides what each principal
 // sees and calls.
-func wireAuth(ctx context.Context, cfg *config.Config, o *gateway.Options, latest *principals, pols *policies, log *slog.Logger) error {
+func wireAuth(ctx context.Context, cfg *config.Config, o *gateway.Options, latest *principals, pols *policies, log *slog.Logger, idp *http.Client) error {
 	rc, ok := resourceConfig(cfg)
 	if !ok {
 		return nil
 	}
 	rc.Logger = log
-	rs, err := auth.NewResourceServer(ctx, rc, nil)
+	rs, err := auth.NewResourceServer(ctx, rc, idp)
 	if err != nil {
 		return err
 	}

@@ -25,62 +25,69 @@ import (
 	"github.com/switchboard-mcp/switchboard/routing/state"
 )
 
-// serveFlags are serve's command line.
+// serveFlags are serve's command line, which check takes too (parseServeFlags).
 type serveFlags struct {
 	path, listen, adminListen string
 	insecure, allowEmpty      bool
 	grace                     time.Duration
+	// checkOnly builds the gateway as check does: every refusal of the start, but nothing listens and no
+	// identity provider is contacted (idp is offlineIdP's).
+	checkOnly bool
+	// idp reaches the identity provider of the auth: block for its discovery and keys; nil means the default
+	// clients.
+	idp *http.Client
 }
 
-// serve runs the gateway: build constructs it, run serves until a signal. A SIGINT or SIGTERM during build stops
-// the gateway before it serves, as the signal context spans both.
+// serve runs the gateway: start constructs it, run serves until a signal. A SIGINT or SIGTERM during the start
+// stops the gateway before it serves, as the signal context spans both.
 func serve(args []string, stdout, stderr io.Writer) int {
-	f, code := parseServeFlags(args, stderr)
-	if code != exitOK {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	g, code := start(ctx, args, stderr, nil)
+	if g == nil {
 		return code
+	}
+	defer g.close()
+	if err := g.run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		g.log.Error("server stopped", "err", err)
+		return exitFailure
+	}
+	g.log.Info("switchboard stopped")
+	return exitOK
+}
+
+// start is serve up to serving: the flags, the config, then build, which holds every refusal of the start. It
+// returns the gateway built, or nil and the exit code. idp, when set, makes the client that reaches the
+// config's identity provider (a test's; serve's is the default).
+func start(ctx context.Context, args []string, stderr io.Writer, idp func(*config.Config) *http.Client) (*gatewayProcess, int) {
+	f, code := parseServeFlags("serve", args, stderr)
+	if code != exitOK {
+		return nil, code
 	}
 	cfg, code := loadConfig(f.path, stderr)
 	if cfg == nil {
-		return code
-	}
-	if f.listen != "" {
-		cfg.Listen = f.listen
-	}
-	if f.adminListen != "" && !config.IsLoopback(f.adminListen) {
-		fmt.Fprintf(stderr, "switchboard: --admin-listen %s is not a loopback address: the admin API has no authentication of its own\n", f.adminListen)
-		return exitUsage
+		return nil, code
 	}
 	log, level := newLogger(cfg.Log, stderr)
 	for _, w := range cfg.Warnings {
 		log.Warn("config", "problem", w.String())
 	}
-	if cfg.NoAuthOnNetwork(cfg.Listen) {
-		if !f.insecure {
-			fmt.Fprintf(stderr, "switchboard: refusing to listen on %s without authentication: add an auth: block (docs/auth.md), listen on a loopback address, or pass --insecure-no-auth if something in front of the gateway authenticates\n", cfg.Listen)
-			return exitFailure
-		}
-		log.Warn("listening without authentication on a non-loopback address (--insecure-no-auth): anyone who reaches it can use every tool", "listen", cfg.Listen)
+	if idp != nil {
+		f.idp = idp(cfg)
 	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	g, err := build(ctx, cfg, f, log, level)
 	if err != nil {
 		logStartError(log, err)
-		return exitFailure
+		return nil, exitFailure
 	}
-	defer g.close()
-	if err := g.run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		log.Error("server stopped", "err", err)
-		return exitFailure
-	}
-	log.Info("switchboard stopped")
-	return exitOK
+	return g, exitOK
 }
 
-func parseServeFlags(args []string, stderr io.Writer) (serveFlags, int) {
+// parseServeFlags parses serve's command line, which check takes too (name is the command's): check given the
+// flags serve runs with refuses what serve would refuse. It refuses the flags that can never start a gateway.
+func parseServeFlags(name string, args []string, stderr io.Writer) (serveFlags, int) {
 	var f serveFlags
-	fl := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fl := flag.NewFlagSet(name, flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.StringVar(&f.path, "config", "", "config file (YAML, or an mcpServers JSON file)")
 	fl.StringVar(&f.listen, "listen", "", "address to listen on, overriding the config's listen (e.g. 127.0.0.1:8080)")
@@ -89,6 +96,14 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, int) {
 	fl.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "how long calls in flight may finish on shutdown")
 	fl.BoolVar(&f.allowEmpty, "allow-empty", false, "let a reload apply a config with no enabled upstream (by default such a reload is refused: it is what a truncated file looks like)")
 	if err := fl.Parse(args); err != nil {
+		return f, exitUsage
+	}
+	if msg := config.ListenProblem(f.listen); f.listen != "" && msg != "" {
+		fmt.Fprintf(stderr, "switchboard: --listen: %s\n", msg)
+		return f, exitUsage
+	}
+	if f.adminListen != "" && !config.IsLoopback(f.adminListen) {
+		fmt.Fprintf(stderr, "switchboard: --admin-listen %s is not a loopback address: the admin API has no authentication of its own\n", f.adminListen)
 		return f, exitUsage
 	}
 	return f, exitOK
@@ -122,7 +137,9 @@ type gatewayProcess struct {
 	log    *slog.Logger
 	router *routing.Router
 	srv    *gateway.Server
-	ln     net.Listener
+	// users wires per-user upstream OAuth; nil when no upstream is user-oauth.
+	users *userOAuth
+	ln    net.Listener
 	// admin serves the admin API on adminLn; nil when --admin-listen is not given.
 	admin   *http.Server
 	adminLn net.Listener
@@ -140,8 +157,9 @@ type gatewayProcess struct {
 }
 
 // build constructs the gateway from a valid configuration: telemetry, shared state, the router, the listeners,
-// authentication, the gateway server and the reloader. ctx bounds what build waits for (the issuer's discovery);
-// nothing it starts outlives build, so on error everything acquired is already released.
+// authentication, the gateway server and the reloader. Every refusal of serve's start is here, and check runs it
+// too (f.checkOnly), so that check refuses what serve refuses. ctx bounds what build waits for (the issuer's
+// discovery); nothing it starts outlives build, so on error everything acquired is already released.
 func build(ctx context.Context, cfg *config.Config, f serveFlags, log *slog.Logger, level *slog.LevelVar) (_ *gatewayProcess, err error) {
 	g := &gatewayProcess{path: f.path, log: log, grace: f.grace, policies: &policies{}}
 	defer func() {
@@ -149,6 +167,18 @@ func build(ctx context.Context, cfg *config.Config, f serveFlags, log *slog.Logg
 			g.close()
 		}
 	}()
+	if f.listen != "" {
+		cfg.Listen = f.listen
+	}
+	if cfg.NoAuthOnNetwork(cfg.Listen) {
+		if !f.insecure {
+			return nil, &startError{what: "cannot start", err: fmt.Errorf("refusing to listen on %s without authentication: add an auth: block (docs/auth.md), listen on a loopback address, or pass --insecure-no-auth if something in front of the gateway authenticates", cfg.Listen)}
+		}
+		log.Warn("listening without authentication on a non-loopback address (--insecure-no-auth): anyone who reaches it can use every tool", "listen", cfg.Listen)
+	}
+	if f.checkOnly && f.idp == nil {
+		f.idp = offlineIdP(cfg)
+	}
 	tel, err := telemetry.New(ctx, telemetry.Options{ServiceName: "switchboard", ServiceVersion: buildVersion()})
 	if err != nil {
 		return nil, &startError{what: "cannot start telemetry", err: err}
@@ -164,18 +194,21 @@ func build(ctx context.Context, cfg *config.Config, f serveFlags, log *slog.Logg
 		return nil, &startError{what: "cannot set up shared state", err: err}
 	}
 	g.onClose(closeStore)
-	users, err := newUserOAuth(ctx, cfg, store, log, g.onClose)
+	users, err := newUserOAuth(ctx, cfg, store, log, g.onClose, f.idp)
 	if err != nil {
 		return nil, &startError{what: "cannot start per-user upstream OAuth", err: err}
 	}
+	g.users = users
 	if g.router, err = newRouter(cfg, log, tel, latest, store, users); err != nil {
 		return nil, &startError{what: "cannot start", err: err}
 	}
-	if g.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
-		return nil, &startError{what: "cannot listen", attrs: []any{"addr", cfg.Listen}, err: err}
+	if !f.checkOnly {
+		if g.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return nil, &startError{what: "cannot listen", attrs: []any{"addr", cfg.Listen}, err: err}
+		}
+		g.onClose(func() { _ = g.ln.Close() }) // the server closes it too; this covers a failure before it runs
 	}
-	g.onClose(func() { _ = g.ln.Close() }) // the server closes it too; this covers a failure before it runs
-	gopts, err := g.gatewayOptions(ctx, cfg, tel, store, latest)
+	gopts, err := g.gatewayOptions(ctx, cfg, tel, store, latest, f.idp)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +225,7 @@ func build(ctx context.Context, cfg *config.Config, f serveFlags, log *slog.Logg
 		g.srv.SetLimits(limitsOf(cfg, g.limiter))
 		g.lockFile.Store(&cfg.Pinning.LockFile)
 	})
-	if f.adminListen != "" {
+	if f.adminListen != "" && !f.checkOnly {
 		if g.adminLn, err = net.Listen("tcp", f.adminListen); err != nil {
 			return nil, &startError{what: "cannot listen for the admin API", attrs: []any{"addr", f.adminListen}, err: err}
 		}
@@ -205,7 +238,7 @@ func build(ctx context.Context, cfg *config.Config, f serveFlags, log *slog.Logg
 
 // gatewayOptions are the gateway server's options: the config's limits, telemetry, shared state, and
 // authentication when the config has an auth: block.
-func (g *gatewayProcess) gatewayOptions(ctx context.Context, cfg *config.Config, tel *telemetry.Providers, store *state.Redis, latest *principals) (gateway.Options, error) {
+func (g *gatewayProcess) gatewayOptions(ctx context.Context, cfg *config.Config, tel *telemetry.Providers, store *state.Redis, latest *principals, idp *http.Client) (gateway.Options, error) {
 	gopts := gateway.Options{
 		AllowOrigin:  cfg.OriginAllowed,
 		AllowHost:    cfg.HostAllowed,
@@ -228,7 +261,7 @@ func (g *gatewayProcess) gatewayOptions(ctx context.Context, cfg *config.Config,
 		g.limiter = mem
 	}
 	gopts.Limits = limitsOf(cfg, g.limiter)
-	if err := wireAuth(ctx, cfg, &gopts, latest, g.policies, g.log); err != nil {
+	if err := wireAuth(ctx, cfg, &gopts, latest, g.policies, g.log, idp); err != nil {
 		return gateway.Options{}, &startError{what: "cannot start authentication", err: err}
 	}
 	return gopts, nil

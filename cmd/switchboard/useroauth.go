@@ -89,9 +89,10 @@ func isUserOAuth(u config.Upstream) bool {
 }
 
 // newUserOAuth sets per-user upstream OAuth up, or returns nil when no upstream uses it. redis is the shared
-// store, nil for memory. It signs in at the issuer's discovery now: without it no one can connect, so a gateway
-// that cannot reach its identity provider does not start. onClose registers what the caller releases.
-func newUserOAuth(ctx context.Context, cfg *config.Config, redis *state.Redis, log *slog.Logger, onClose func(func())) (*userOAuth, error) {
+// store, nil for memory; idp reaches the issuer (nil: a default client). It signs in at the issuer's discovery
+// now: without it no one can connect, so a gateway that cannot reach its identity provider does not start.
+// onClose registers what the caller releases.
+func newUserOAuth(ctx context.Context, cfg *config.Config, redis *state.Redis, log *slog.Logger, onClose func(func()), idp *http.Client) (*userOAuth, error) {
 	if !hasUserOAuth(cfg) {
 		return nil, nil
 	}
@@ -157,7 +158,7 @@ func newUserOAuth(ctx context.Context, cfg *config.Config, redis *state.Redis, l
 	if u.signIn, err = browser.New(ctx, browser.Config{
 		Issuer: a.Issuer, ClientID: a.Browser.ClientID, ClientSecret: a.Browser.ClientSecret,
 		RedirectURL: u.publicURL + signInPrefix + "callback", CookieKey: cookieKey, Secure: secure, Logger: log,
-	}, nil); err != nil {
+	}, idp); err != nil {
 		return nil, fmt.Errorf("auth.browser: %w", err)
 	}
 	if m := a.Browser.Admins; m != nil {
@@ -167,13 +168,26 @@ func newUserOAuth(ctx context.Context, cfg *config.Config, redis *state.Redis, l
 }
 
 // headers makes a user-oauth upstream's requests carry the principal's own token (refreshed before it expires; a
-// 401 is httpClient's). Without a principal (the catalog's template session) only the configured headers go: a
-// static Authorization header is the service credential the catalog lists with. A principal's request never falls
-// back to it: a token that cannot be had fails the request.
-func (u *userOAuth) headers(name string) func(context.Context, http.Header) error {
+// 401 is httpClient's). configured is the upstream's static headers (nil for none). Without a principal (the
+// catalog's template session) they all go: a static Authorization header is the service credential the catalog
+// lists with (docs/auth.md, "The service credential"). A principal's request carries the other configured headers
+// and their own token, never the service credential: a token that cannot be had fails the request.
+func (u *userOAuth) headers(name string, configured auth.CredentialSource) func(context.Context, http.Header) error {
 	return func(ctx context.Context, h http.Header) error {
 		_ = injectTraceContext(ctx, h)
 		p := auth.PrincipalFrom(ctx)
+		if configured != nil {
+			creds, err := configured.Header(ctx, p)
+			if err != nil {
+				return err
+			}
+			for k, v := range creds {
+				if p != nil && strings.EqualFold(k, "Authorization") {
+					continue
+				}
+				h[k] = v
+			}
+		}
 		if p == nil {
 			return nil
 		}

@@ -264,7 +264,7 @@ func checkConfigMap(t *testing.T, cfgText string, dep *appsv1.Deployment, v map[
 	if err := os.WriteFile(file, []byte(cfgText), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Run("switchboard-check", func(t *testing.T) { checkConfig(t, file, dummyEnv(refs)) })
+	t.Run("switchboard-check", func(t *testing.T) { checkConfig(t, file, dummyEnv(refs), dep.Spec.Template.Spec.Containers[0].Args...) })
 	t.Run("flags", func(t *testing.T) { checkFlags(t, dep.Spec.Template.Spec.Containers[0].Args) })
 }
 

@@ -205,7 +205,7 @@ func TestCompose(t *testing.T) {
 	}
 	cfg := filepath.Join(dir, "compose", "switchboard.yaml")
 	text, _ := os.ReadFile(cfg)
-	checkConfig(t, cfg, dummyEnv(envRefs(string(text))))
+	checkConfig(t, cfg, dummyEnv(envRefs(string(text))), asStrings(c.Services["gateway-1"]["command"])...) // serve's flags there
 }
 
 func asStrings(v any) []string {

@@ -245,11 +245,12 @@ func switchboardBin(t testing.TB) string {
 
 var problemLine = regexp.MustCompile(`^.*?:\d+:\d+: (\S+): (.*)$`)
 
-// checkConfig runs `switchboard check --config` on a config file with env set, and fails if the binary rejects
-// it: the chart must never render a config the pod would crash-loop on.
-func checkConfig(t *testing.T, file string, env map[string]string) {
+// checkConfig runs `switchboard check --config` on a config file with env set and args, the flags serve runs with
+// (check refuses what serve would refuse with them), and fails if the binary rejects it: the chart must never
+// render a config the pod would crash-loop on.
+func checkConfig(t *testing.T, file string, env map[string]string, args ...string) {
 	t.Helper()
-	cmd := exec.Command(switchboardBin(t), "check", "--config", file)
+	cmd := exec.Command(switchboardBin(t), append([]string{"check", "--config", file}, args...)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)

@@ -9,6 +9,10 @@ import (
 	"strings"
 )
 
+// ListenProblem says why v is not an address the gateway can listen on ("" when it is), as the listen key's
+// check does: for a --listen flag that overrides it.
+func ListenProblem(v string) string { return checkListen(v) }
+
 func checkListen(v string) string {
 	const want = "; write host:port, such as \"127.0.0.1:8080\", or \":8080\" for every interface"
 	_, port, err := net.SplitHostPort(v)

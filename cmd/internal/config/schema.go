@@ -169,7 +169,7 @@ func (p *parser) checkUpstreams(cfg *Config, metas []*upMeta) {
 
 // checkUserOAuth says what a user-oauth upstream needs besides its own block: a person must be known (auth), be
 // able to sign in on the connect page (auth.browser), their tokens sealed (auth.tokenKeys), and the links and
-// callbacks need the gateway's public URL.
+// callbacks need the gateway's public URL; the tokens go over https.
 func (p *parser) checkUserOAuth(cfg *Config, m *upMeta, u *Upstream) {
 	path := join(m.path, "auth")
 	switch {
@@ -182,6 +182,10 @@ func (p *parser) checkUserOAuth(cfg *Config, m *upMeta, u *Upstream) {
 	}
 	if cfg.PublicURL == "" {
 		p.errorf(m.node, path, "type: user-oauth needs publicURL: connect links and the authorization server's callback are under it")
+	}
+	// Each person's token goes to the upstream: connect.NewDiscovery refuses plain http off loopback too.
+	if pu, err := url.Parse(u.URL); err == nil && strings.EqualFold(pu.Scheme, "http") && !isLoopbackHost(pu.Hostname()) {
+		p.errorf(m.urlNode, join(m.path, "url"), "is plain http to a non-loopback host, and type: user-oauth sends each person's token there; use https (http only on a loopback host, for development)")
 	}
 	if u.Session == SessionShared {
 		p.errorf(m.node, join(m.path, "session"), "is shared, but type: user-oauth calls the upstream with each person's own token, which needs a session per client; remove session: shared")

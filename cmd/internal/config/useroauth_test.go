@@ -112,6 +112,16 @@ func TestParseUserOAuthInvalid(t *testing.T) {
 		in   string
 		want []string
 	}{
+		name: "plain http off loopback",
+		in: "publicURL: https://mcp.example.com\nauth: {issuer: https://login.example.com, browser: {clientId: a, clientSecret: b}, tokenKeys: \"k1:" + key + "\"}\n" +
+			"upstreams:\n  - name: gh\n    url: http://gh.example/mcp\n    auth: {type: user-oauth}\n" +
+			"  - name: local\n    url: http://127.0.0.1:9/mcp\n    auth: {type: user-oauth}\n",
+		want: []string{`c.yaml:5:10: upstreams[0].url: is plain http to a non-loopback host, and type: user-oauth sends each person's token there; use https (http only on a loopback host, for development)`},
+	}, struct {
+		name string
+		in   string
+		want []string
+	}{
 		name: "token keys: a key id twice",
 		in:   "auth: {issuer: https://login.example.com, audience: https://mcp.example.com/mcp, tokenKeys: \"k1:" + key + ",k1:" + key + "\"}\nupstreams: []\n",
 		want: []string{`c.yaml:1:93: auth.tokenKeys: key entry 2: id "k1" appears twice; write "k1:<base64 of 32 random bytes>", newest first, such as "${SWITCHBOARD_TOKEN_KEYS}"`},
