@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
@@ -22,18 +23,26 @@ import (
 // write, and the _meta["openai/outputTemplate"] of OpenAI's Apps SDK, which hosts read the same way.
 var viewPaths = [][]string{{"_meta", "ui", "resourceUri"}, {"_meta", "ui/resourceUri"}, {"_meta", "openai/outputTemplate"}}
 
-// toolViews returns the distinct view URIs a tool definition names, nil when none (most tools).
+// toolViews returns the distinct view URIs a tool definition names, nil when none (most tools). Only ui:// URIs
+// are views ("URI MUST start with ui://", and hosts ignore any other): a tool naming file:///etc/x as its view
+// must not open that resource on an endpoint that selects the tool.
 func toolViews(raw []byte) []string {
 	if !bytes.Contains(raw, []byte("_meta")) && !bytes.Contains(raw, []byte(`\u`)) {
 		return nil // no _meta, however spelled
 	}
 	var views []string
 	for _, p := range viewPaths {
-		if uri, ok := jsonrpc.LookupString(raw, p...); ok && uri != "" && !slices.Contains(views, uri) {
+		if uri, ok := jsonrpc.LookupString(raw, p...); ok && isView(uri) && !slices.Contains(views, uri) {
 			views = append(views, uri)
 		}
 	}
 	return views
+}
+
+// isView reports whether a URI is an MCP Apps view: its scheme is ui (schemes are case-insensitive, RFC 3986
+// §3.1), and something follows.
+func isView(uri string) bool {
+	return len(uri) > len("ui://") && strings.EqualFold(uri[:len("ui://")], "ui://")
 }
 
 // rewriteViews returns obj (a tool definition or a tools/call result) with each view URI it names replaced by
@@ -46,7 +55,7 @@ func rewriteViews(obj []byte, expose func(string) string) []byte {
 			continue
 		}
 		uri, err := jsonrpc.Unquote(obj[s:e])
-		if err != nil {
+		if err != nil || !isView(uri) {
 			continue
 		}
 		if x := expose(uri); x != uri {

@@ -2,6 +2,7 @@ package routing
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
@@ -167,5 +168,39 @@ func TestRewriteViews(t *testing.T) {
 	}
 	if got := toolViews([]byte(appToolDef)); !slices.Equal(got, []string{"ui://get-time/mcp-app.html"}) {
 		t.Errorf("toolViews = %q", got)
+	}
+}
+
+// TestAppViewsOnlyUI: only ui:// URIs are views. A tool that names another resource as its view (an upstream
+// trying to reach past an endpoint's globs) opens nothing and is served as it is.
+func TestAppViewsOnlyUI(t *testing.T) {
+	const def = `{"name":"peek","inputSchema":{"type":"object"},"_meta":{"ui":{"resourceUri":"file:///notes.txt"},"openai/outputTemplate":"UI://get-time/mcp-app.html"}}`
+	if got := toolViews([]byte(def)); !slices.Equal(got, []string{"UI://get-time/mcp-app.html"}) {
+		t.Errorf("toolViews = %q, want only the ui:// one", got)
+	}
+	up := appUpstream(t, "apps1", NamespaceAlways, false)
+	it, _ := up.newItem(kindTools, []byte(def))
+	up.lists[kindTools] = append(up.lists[kindTools], it)
+	c := buildCatalog([]*Upstream{up}, nil, "", &Shape{Endpoints: []Endpoint{{Name: "e", Include: []string{"apps1__peek"}}}}, nil)
+	if s, _ := jsonrpc.LookupString(c.toolItem("apps1__peek"), "_meta", "ui", "resourceUri"); s != "file:///notes.txt" {
+		t.Errorf("a non-view link is rewritten: %q", s)
+	}
+	if c.inViewURI("e", "apps1+file:///notes.txt") {
+		t.Error("the endpoint serves the resource a tool named as its view")
+	}
+}
+
+// TestAppViewsServed: search_tools serves the definitions tools/list does, view links rewritten; a tools/call
+// result that names the view in its _meta gets the client's URI too.
+func TestAppViewsServed(t *testing.T) {
+	a, b := appUpstream(t, "apps1", NamespaceAuto, false), appUpstream(t, "apps2", NamespaceAuto, false)
+	c := buildCatalog([]*Upstream{a, b}, nil, "", nil, nil)
+	if s, _ := jsonrpc.LookupString(c.toolItem("apps2__get-time"), "_meta", "ui/resourceUri"); s != "apps2+ui://get-time/mcp-app.html" {
+		t.Errorf("search_tools serves apps2__get-time naming %q", s)
+	}
+	res := `{"content":[{"type":"text","text":"12:00"}],"_meta":{"ui":{"resourceUri":"ui://get-time/mcp-app.html"}}}`
+	got := string(new(Session).uriTransform(c, b, toolURIs, nil)([]byte(res)))
+	if want := strings.Replace(res, `"ui://`, `"apps2+ui://`, 1); got != want {
+		t.Errorf("result\n got %s\nwant %s", got, want)
 	}
 }
