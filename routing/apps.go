@@ -85,7 +85,7 @@ type appTool struct {
 }
 
 // linkViews makes the views the listed tools name readable by the URIs clients will see, and rewrites each tool's
-// links to those URIs: once per snapshot, spliced into the definitions served (tools/list, search_tools). The
+// links to those URIs: once per snapshot, spliced into the definitions served (tools/list, search mode). The
 // pin hash stays the upstream's definition's (item.hash, taken when the list was fetched). It runs after the
 // resources are merged, so a view that is also listed takes the listed resource's route and name.
 func (c *catalog) linkViews(naming uriNaming, tools []appTool) {

@@ -190,13 +190,13 @@ func TestAppViewsOnlyUI(t *testing.T) {
 	}
 }
 
-// TestAppViewsServed: search_tools serves the definitions tools/list does, view links rewritten; a tools/call
-// result that names the view in its _meta gets the client's URI too.
+// TestAppViewsServed: the definitions search mode serves (toolItem: alwaysList, exposeFound, the hits' fields)
+// are the rewritten ones; a tools/call result that names the view in its _meta gets the client's URI too.
 func TestAppViewsServed(t *testing.T) {
 	a, b := appUpstream(t, "apps1", NamespaceAuto, false), appUpstream(t, "apps2", NamespaceAuto, false)
 	c := buildCatalog([]*Upstream{a, b}, nil, "", nil, nil)
 	if s, _ := jsonrpc.LookupString(c.toolItem("apps2__get-time"), "_meta", "ui/resourceUri"); s != "apps2+ui://get-time/mcp-app.html" {
-		t.Errorf("search_tools serves apps2__get-time naming %q", s)
+		t.Errorf("search mode serves apps2__get-time naming %q", s)
 	}
 	res := `{"content":[{"type":"text","text":"12:00"}],"_meta":{"ui":{"resourceUri":"ui://get-time/mcp-app.html"}}}`
 	got := string(new(Session).uriTransform(c, b, toolURIs, nil)([]byte(res)))

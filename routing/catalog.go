@@ -114,7 +114,7 @@ type catalog struct {
 	refs      [numKinds][]itemRef // what each item is, for policy
 	tools     map[string]target   // exposed tool name → upstream
 	prompts   map[string]target   // exposed prompt name → upstream
-	resources map[string]uriRoute // client-visible resource URI → upstream and its URI
+	resources map[string]uriRoute // client-visible resource URI → upstream (listed, or a view a tool names) and its URI
 	templates []templateRoute
 	// What resource namespacing made of this snapshot (resources.go): the mode; the upstream URIs and templates
 	// namespaced (auto mode: offered by more than one upstream, now or since); the upstreams with something

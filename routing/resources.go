@@ -15,8 +15,8 @@ import (
 // memory://knowledge-graph; server-everything over stdio and over HTTP offer the same demo:// documents and
 // templates). The client-visible URI then carries the upstream, "<namespace>+<uri>" as Envoy AI Gateway writes
 // it (memory+file:///x: the namespace joins the URI's scheme, so a URI stays a URI), and the gateway maps it back
-// wherever a URI travels: reads, subscriptions and their updates, templates, completion references, and the
-// resource links and embedded resources of results.
+// wherever a URI travels: reads, subscriptions and their updates, templates, completion references, the
+// resource links and embedded resources of results, and the MCP Apps views tools name (apps.go).
 
 // Namespacing says when resource URIs carry their upstream's namespace.
 type Namespacing uint8
