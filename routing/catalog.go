@@ -61,6 +61,8 @@ type item struct {
 	// it; both computed when the list is fetched.
 	hash   string
 	hidden []string
+	// views are the URIs of the MCP Apps views a tool names (apps.go), found when the list is fetched.
+	views []string
 }
 
 // itemRef says which upstream an item comes from and its name (or URI) there.
@@ -112,7 +114,7 @@ type catalog struct {
 	refs      [numKinds][]itemRef // what each item is, for policy
 	tools     map[string]target   // exposed tool name → upstream
 	prompts   map[string]target   // exposed prompt name → upstream
-	resources map[string]uriRoute // client-visible resource URI → upstream and its URI
+	resources map[string]uriRoute // client-visible resource URI → upstream (listed, or a view a tool names) and its URI
 	templates []templateRoute
 	// What resource namespacing made of this snapshot (resources.go): the mode; the upstream URIs and templates
 	// namespaced (auto mode: offered by more than one upstream, now or since); the upstreams with something
@@ -125,6 +127,9 @@ type catalog struct {
 	ambiguous   map[string][]string
 	conflicts   []string
 	headers     headerIndex // x-mcp-header bindings of the tools (headers.go)
+	// apps maps an exposed tool name to the client-visible URIs of the MCP Apps views it names (apps.go): the
+	// resources an endpoint that selects the tool serves with it.
+	apps map[string][]string
 	// views are the endpoints' parts of this snapshot, by endpoint name (endpoints.go); endpoints, the
 	// endpoints they were computed for, so that a snapshot answers consistently across a reload.
 	views     map[string]*view
@@ -167,6 +172,7 @@ func buildCatalogOf(ups []*Upstream, prev *catalog, listsOf func(*Upstream) [num
 	c.nsMode, c.nsURIs, c.nsTemplates = mode, naming.uris, naming.templates
 	owner := map[string]string{}
 	tmplOwner := map[string]*Upstream{}
+	var appTools []appTool
 	for ui, up := range ups {
 		// A drained upstream leaves the lists but keeps its names routable, so that a call to it gets an error
 		// that says it is drained rather than that it does not exist.
@@ -176,6 +182,7 @@ func buildCatalogOf(ups []*Upstream, prev *catalog, listsOf func(*Upstream) [num
 			for _, it := range lists[k] {
 				raw := it.raw
 				hide := drained
+				name := "" // a tool's or prompt's exposed name
 				switch k {
 				case kindTools, kindPrompts:
 					exposed := it.exposed
@@ -227,6 +234,7 @@ func buildCatalogOf(ups []*Upstream, prev *catalog, listsOf func(*Upstream) [num
 						t.presets = compactPresets(ov.Arguments)
 					}
 					m[exposed] = t
+					name = exposed
 				case kindResources:
 					exposed := it.id
 					if naming.resource(it.id) {
@@ -271,11 +279,15 @@ func buildCatalogOf(ups []*Upstream, prev *catalog, listsOf func(*Upstream) [num
 				if hide {
 					continue
 				}
+				if k == kindTools && len(it.views) > 0 {
+					appTools = append(appTools, appTool{pos: len(c.items[k]), up: up, name: name, views: it.views})
+				}
 				c.items[k] = append(c.items[k], raw)
 				c.refs[k] = append(c.refs[k], itemRef{up: up, name: it.id})
 			}
 		}
 	}
+	c.linkViews(naming, appTools) // before the index and the views: both read the definitions it rewrites
 	if shape.searching() {
 		c.index = buildIndex(c, prev)
 		for _, name := range []string{toolSearch, toolCall} {

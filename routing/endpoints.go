@@ -31,15 +31,17 @@ func (e *Endpoint) selects(name string) bool {
 			break
 		}
 	}
-	if !in {
-		return false
-	}
+	return in && !e.excludes(name)
+}
+
+// excludes reports whether one of the endpoint's exclude globs names a client-visible name or URI.
+func (e *Endpoint) excludes(name string) bool {
 	for _, g := range e.Exclude {
 		if globMatch(g, name) {
-			return false
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // globMatch is path.Match where '*' also crosses '/': resource URIs have slashes that a glob like
@@ -74,22 +76,37 @@ type view struct {
 }
 
 // newView selects an endpoint's part of a catalog.
+//
+// The MCP Apps views its tools name (catalog.apps) come with them, listed or not, unless its exclude globs name
+// them: a host reads a tool's view from the endpoint it called the tool on, and an endpoint that selects
+// "apps__*" means the apps, views included. Other resources of the tool's upstream stay out.
 func newView(e *Endpoint, c *catalog) *view {
 	v := &view{}
+	var views map[string]bool // the views of the selected tools
 	for k := listKind(0); k < numKinds; k++ {
 		v.names[k] = map[string]bool{}
 		h := fnv.New64a()
 		for i, raw := range c.items[k] {
 			id, _ := jsonrpc.LookupString(raw, k.idField())
-			if !e.selects(id) {
+			if !e.selects(id) && !(k == kindResources && views[id] && !e.excludes(id)) {
 				continue
 			}
 			v.index[k] = append(v.index[k], i)
 			v.names[k][id] = true
 			h.Write(raw)
 			h.Write([]byte{0})
+			if k == kindTools {
+				for _, uri := range c.apps[id] {
+					views = setTrue(views, uri)
+				}
+			}
 		}
 		v.hash[k] = h.Sum64()
+	}
+	for uri := range views {
+		if !e.excludes(uri) {
+			v.names[kindResources][uri] = true // unlisted views too: allowsURI lets them be read
+		}
 	}
 	// Routed names that the lists do not show (a drained upstream's) are selected by the globs alone.
 	for name := range c.tools {

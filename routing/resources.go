@@ -15,8 +15,8 @@ import (
 // memory://knowledge-graph; server-everything over stdio and over HTTP offer the same demo:// documents and
 // templates). The client-visible URI then carries the upstream, "<namespace>+<uri>" as Envoy AI Gateway writes
 // it (memory+file:///x: the namespace joins the URI's scheme, so a URI stays a URI), and the gateway maps it back
-// wherever a URI travels: reads, subscriptions and their updates, templates, completion references, and the
-// resource links and embedded resources of results.
+// wherever a URI travels: reads, subscriptions and their updates, templates, completion references, the
+// resource links and embedded resources of results, and the MCP Apps views tools name (apps.go).
 
 // Namespacing says when resource URIs carry their upstream's namespace.
 type Namespacing uint8
@@ -90,17 +90,29 @@ func nameURIs(mode Namespacing, ups []*Upstream, lists [][numKinds][]item, prev 
 	count := func(k listKind, sticky map[string]bool) map[string]bool {
 		owner := map[string]*Upstream{}
 		var out map[string]bool
+		offer := func(up *Upstream, id string) {
+			first, seen := owner[id]
+			switch {
+			case !seen:
+				owner[id] = up
+				if sticky[id] {
+					out = setTrue(out, id)
+				}
+			case first != up:
+				out = setTrue(out, id)
+			}
+		}
 		for i, up := range ups {
 			for _, it := range lists[i][k] {
-				first, seen := owner[it.id]
-				switch {
-				case !seen:
-					owner[it.id] = up
-					if sticky[it.id] {
-						out = setTrue(out, it.id)
-					}
-				case first != up:
-					out = setTrue(out, it.id)
+				offer(up, it.id)
+			}
+			if k != kindResources {
+				continue
+			}
+			// The views its tools name are resources it offers, listed or not (toolViews).
+			for _, it := range lists[i][kindTools] {
+				for _, uri := range it.views {
+					offer(up, uri)
 				}
 			}
 		}
@@ -259,7 +271,11 @@ func (s *Session) uriTransform(c *catalog, up *Upstream, places uriPlaces, inner
 		return inner
 	}
 	return func(res []byte) []byte {
-		res = rewriteURIs(res, places, func(uri string) string { return c.exposeURI(up, uri) })
+		expose := func(uri string) string { return c.exposeURI(up, uri) }
+		res = rewriteURIs(res, places, expose)
+		if places.array == toolURIs.array && mayNameView(res) {
+			res = rewriteViews(res, expose) // a result's _meta naming the tool's view (apps.go)
+		}
 		if inner != nil {
 			res = inner(res)
 		}

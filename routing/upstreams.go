@@ -396,6 +396,9 @@ func (up *Upstream) newItem(k listKind, raw []byte) (item, bool) {
 		}
 		hashItem(k, &it, up.r.log)
 	}
+	if k == kindTools {
+		it.views = toolViews(it.raw)
+	}
 	return it, true
 }
 

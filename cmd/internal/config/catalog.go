@@ -407,6 +407,10 @@ func (p *parser) checkEndpoints(cfg *Config, t *topLevel) {
 			if !isResourceGlob(g) && !scope.canMatch(g) && len(cfg.Upstreams) > 0 {
 				p.warnf(m.excludeNode.Content[j], index(join(m.path, "exclude"), j), "%q %s, so it has no effect", g, scope.noMatch(cfg, g))
 			}
+			// The endpoint serves the MCP Apps views (ui://) of the tools it selects, unless an exclude names them.
+			if strings.Contains(strings.ToLower(g), "ui://") {
+				p.warnf(m.excludeNode.Content[j], index(join(m.path, "exclude"), j), "%q leaves out MCP Apps views: a tool this endpoint selects that names such a ui:// view shows without it (hosts read the view from the endpoint); exclude the tool instead, or drop this glob to serve each selected tool's view", g)
+			}
 		}
 		if len(e.Include) == 0 {
 			continue

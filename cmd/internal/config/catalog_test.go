@@ -283,7 +283,7 @@ func TestParseCatalogInvalid(t *testing.T) {
 func TestCatalogWarnings(t *testing.T) {
 	in := "publicURL: https://mcp.example.com\nauth: {issuer: https://login.example.com}\n" +
 		"upstreams: [{name: files, command: fs}]\n" +
-		"endpoints:\n  - name: a\n    exclude: [\"nothing_*\"]\n    policy: []\n" +
+		"endpoints:\n  - name: a\n    exclude: [\"nothing_*\", \"ui://*\"]\n    policy: []\n" +
 		"overrides:\n  files/read:\n"
 	cfg, err := Parse("c.yaml", []byte(in), nil)
 	if err != nil {
@@ -291,6 +291,7 @@ func TestCatalogWarnings(t *testing.T) {
 	}
 	diffLines(t, "warnings", warningLines(cfg.Warnings), []string{
 		`c.yaml:6:15: endpoints[0].exclude[0]: "nothing_*" can match no tool or prompt name: clients see an upstream's items as <prefix><name>, and the prefixes are "files__" (files); to select resources, write the URI with its scheme, such as "file:///docs/*", so it has no effect`,
+		`c.yaml:6:28: endpoints[0].exclude[1]: "ui://*" leaves out MCP Apps views: a tool this endpoint selects that names such a ui:// view shows without it (hosts read the view from the endpoint); exclude the tool instead, or drop this glob to serve each selected tool's view`,
 		`c.yaml:7:13: endpoints[0].policy: is an empty list, which denies the endpoint to everyone; remove the key to apply only the global policy`,
 		`c.yaml:9:3: overrides["files/read"]: sets nothing, so it has no effect; give name, title, description, annotations or arguments`,
 	})
