@@ -72,6 +72,9 @@ type Options struct {
 	PagePaths []string
 	// Grants, when set, lets the admin API revoke per-user upstream grants.
 	Grants GrantRevoker
+	// ListCacheTTL is the ttlMs of a 2026-07-28 list's answer (tools, prompts, resources, templates), capped by
+	// the upstreams' own lists' ttlMs; zero: immediately stale.
+	ListCacheTTL time.Duration
 	// ServerCard, when set, serves the server cards (experimental, SEP-2127) at /.well-known/mcp/server-card and
 	// /.well-known/mcp/server-card/<endpoint> (servercard.go).
 	ServerCard *ServerCard
