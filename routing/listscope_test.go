@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/upstream"
@@ -80,4 +81,33 @@ func TestListCache(t *testing.T) {
 	if private, _, _ := s.ListCache(context.Background(), "prompts/list"); private {
 		t.Error("prompts/list in search mode is private; only tools/list is the caller's there")
 	}
+}
+
+// TestListCacheOwnLists: a session whose own upstream session lists something else than everyone's sees a list of
+// its own, which is private; the others' stay public, and so does its own once its list is everyone's again.
+func TestListCacheOwnLists(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		u := newChildUpstream(childBase)
+		r := startRouter(t, Options{}, UpstreamConfig{Name: "kid", Prefix: "kid__", Mode: PerClient, Transport: u, Kind: "stdio", IdleTimeout: time.Minute})
+		a, b := r.session(`{}`), r.session(`{}`)
+		ac, _ := childConn(t, r, a), childConn(t, r, b)
+		settle()
+		for _, st := range []struct {
+			what               string
+			tools              string
+			aPrivate, bPrivate bool
+		}{
+			{"a's child adds a tool", childMore, true, false},
+			{"a's child goes back to what everyone has", childBase, false, false},
+		} {
+			u.change(ac, st.tools)
+			settle()
+			if got, _, _ := a.ListCache(context.Background(), "tools/list"); got != st.aPrivate {
+				t.Errorf("%s: a's tools/list private %t, want %t", st.what, got, st.aPrivate)
+			}
+			if got, _, _ := b.ListCache(context.Background(), "tools/list"); got != st.bPrivate {
+				t.Errorf("%s: b's tools/list private %t, want %t", st.what, got, st.bPrivate)
+			}
+		}
+	})
 }
