@@ -31,6 +31,12 @@ const maxEndpoints = 1024
 // rs's audience, and refuses one for another endpoint (acceptsAudience).
 // Scopes, resource name and documentation are rs's.
 //
+// The last segment of MetadataPath is name, so that a server can serve the
+// metadata of every name an endpoint could have from the path alone: the
+// gateway does, for configured endpoints and others alike, so that an
+// unauthenticated caller cannot tell them apart (as the challenge of
+// /mcp/<name> does not).
+//
 // ForEndpoint returns nil when name is not an endpoint name
 // (^[a-z0-9][a-z0-9-]{0,31}$, what the configuration accepts), so that a name
 // can never inject into a path or URL; when rs is nil; and when rs is itself

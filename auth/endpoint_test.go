@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -58,8 +59,8 @@ func TestEndpointMetadata(t *testing.T) {
 			if got := e.Metadata().Resource; got != tc.resource {
 				t.Errorf("Metadata().Resource = %q, want %q", got, tc.resource)
 			}
-			if got := e.MetadataPath(); got != tc.path {
-				t.Errorf("MetadataPath() = %q, want %q", got, tc.path)
+			if got := e.MetadataPath(); got != tc.path || path.Base(got) != tc.endpoint {
+				t.Errorf("MetadataPath() = %q, want %q, ending in the name (the gateway serves every name's there)", got, tc.path)
 			}
 			if got := e.cfg.ResourceMetadataURL; got != tc.metadataURL {
 				t.Errorf("metadata URL = %q, want %q", got, tc.metadataURL)

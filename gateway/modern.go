@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/routing"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
@@ -225,8 +227,10 @@ func (s *Server) postModern(ctx context.Context, w http.ResponseWriter, r *http.
 	// The pooled session serves many clients whose ids may collide; it tells their calls apart by the stream each
 	// answer goes to, so the request goes on with the client's own id.
 	out := s.r.NewStream(1, 0)
-	sess.HandleRequest(ownPolicy(ctx, params), m, out)
-	s.respondModern(w, r, sess, out, m.ID(), m.Method())
+	pctx := ownPolicy(ctx, params)
+	before := s.listHint(pctx, sess, m.Method())
+	sess.HandleRequest(pctx, m, out)
+	s.respondModern(w, r, sess, out, m.ID(), m.Method(), func() cacheHint { return before.and(s.listHint(pctx, sess, m.Method())) })
 }
 
 // ownPolicy makes a stateless request judged by its own caller's policy: the pooled session may serve another
@@ -253,7 +257,7 @@ func (s *Server) discover(ctx context.Context, id []byte) []byte {
 	wctx, cancel := context.WithTimeout(ctx, s.opts.InitWait)
 	_ = s.r.WaitReady(wctx) // as for initialize: the first client sees the whole catalog
 	cancel()
-	return jsonrpc.AppendResult(nil, id, s.decorate(s.discoverResult(), "server/discover"))
+	return jsonrpc.AppendResult(nil, id, s.decorate(s.discoverResult(), "server/discover", cacheHint{}))
 }
 
 // discoverResult is the gateway's DiscoverResult: every version it speaks and the capabilities it can honour.
@@ -290,10 +294,47 @@ func cacheable(method string) bool {
 	return false
 }
 
+// cacheHint is what the caching fields of a list's answer say (listHint); the zero value, for everything else,
+// says ttlMs 0.
+type cacheHint struct {
+	// list: the answer is a list's, and private and ttl are known.
+	list    bool
+	private bool
+	ttl     time.Duration
+}
+
+// listHint is the caching a list request's answer may announce: listCacheTTL, never longer than the upstreams'
+// own lists say, "private" when the caller shaped the list (a policy, a person's own lists, search mode;
+// routing.Session.ListCache), else "public": the list is what everyone at the endpoint sees. Other methods get
+// the zero hint.
+func (s *Server) listHint(ctx context.Context, sess *routing.Session, method string) cacheHint {
+	switch method {
+	case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
+	default:
+		return cacheHint{}
+	}
+	private, upTTL, capped := sess.ListCache(ctx, method)
+	ttl := s.opts.ListCacheTTL
+	if capped {
+		ttl = min(ttl, upTTL)
+	}
+	return cacheHint{list: true, private: private, ttl: ttl}
+}
+
+// and is both hints: the answer is private if either says so, fresh for the shorter time. A list's hint is taken
+// before its request and after its answer, so that lists of its own the session gained or lost meanwhile count.
+func (h cacheHint) and(o cacheHint) cacheHint {
+	if !h.list || !o.list {
+		return cacheHint{}
+	}
+	return cacheHint{list: true, private: h.private || o.private, ttl: min(h.ttl, o.ttl)}
+}
+
 // decorate adds what a 2026-07-28 result carries: resultType, the caching fields, and the server's identity in
-// _meta. With auth on, every result is private: lists follow the caller's policy and upstream credentials may be
-// the caller's own, so a result must never be shared across principals.
-func (s *Server) decorate(result []byte, method string) []byte {
+// _meta. A list's caching is its hint's. Anything else is immediately stale (ttlMs 0) and, with auth on,
+// private: upstream credentials may be the caller's own, so such a result must never be shared across
+// principals.
+func (s *Server) decorate(result []byte, method string, hint cacheHint) []byte {
 	// One scan finds every member it touches, and one splice writes the answer: results can be large
 	// (resources/read), and this runs on every one.
 	sp, ok := jsonrpc.LookupMembers(result, "resultType", "inputRequests", "ttlMs", "cacheScope", "_meta")
@@ -318,14 +359,15 @@ func (s *Server) decorate(result []byte, method string) []byte {
 	}
 	if rt == "complete" && cacheable(method) {
 		if !ttl.Found {
-			add("ttlMs", []byte(`0`))
+			add("ttlMs", strconv.AppendInt(nil, hint.ttl.Milliseconds(), 10))
 		}
+		private := hint.private || !hint.list && s.opts.Auth != nil
 		switch {
-		case !scope.Found && s.opts.Auth != nil:
+		case !scope.Found && private:
 			add("cacheScope", []byte(`"private"`))
 		case !scope.Found:
 			add("cacheScope", []byte(`"public"`))
-		case s.opts.Auth != nil && string(result[scope.Start:scope.End]) != `"private"`:
+		case private && string(result[scope.Start:scope.End]) != `"private"`:
 			edits = append(edits, jsonrpc.Edit{Start: scope.Start, End: scope.End, With: []byte(`"private"`)})
 		}
 	}
@@ -350,9 +392,9 @@ func (s *Server) decorate(result []byte, method string) []byte {
 	return jsonrpc.Splice(make([]byte, 0, n), result, edits...)
 }
 
-// modernFinal turns routing's answer into the client's: the era's error codes and result fields, and the HTTP
-// status the error calls for.
-func (s *Server) modernFinal(msg, clientID []byte, method string) ([]byte, int) {
+// modernFinal turns routing's answer into the client's: the era's error codes and result fields (a list's
+// caching by hint), and the HTTP status the error calls for.
+func (s *Server) modernFinal(msg, clientID []byte, method string, hint cacheHint) ([]byte, int) {
 	m, err := jsonrpc.Parse(msg)
 	if err != nil {
 		return jsonrpc.AppendError(nil, clientID, protocol.CodeInternalError, "switchboard: malformed answer", nil), http.StatusOK
@@ -370,7 +412,7 @@ func (s *Server) modernFinal(msg, clientID []byte, method string) ([]byte, int) 
 		}
 		return msg, errorStatus(code) // routing answered with the client's id
 	}
-	return jsonrpc.AppendResult(nil, clientID, s.decorate(m.Result(), method)), http.StatusOK
+	return jsonrpc.AppendResult(nil, clientID, s.decorate(m.Result(), method, hint)), http.StatusOK
 }
 
 // errorStatus is the HTTP status of a 2026-07-28 error answered as JSON: "unknown method → 404", "missing
@@ -386,9 +428,9 @@ func errorStatus(code int) int {
 }
 
 // respondModern writes a stateless request's answer: JSON when the answer is all there is, else an SSE stream of
-// the notifications that relate to the request, then the answer. The stream is not resumable, and closing it
-// cancels the request.
-func (s *Server) respondModern(w http.ResponseWriter, r *http.Request, sess *routing.Session, out *routing.Stream, clientID []byte, method string) {
+// the notifications that relate to the request, then the answer, whose caching hint says. The stream is not
+// resumable, and closing it cancels the request.
+func (s *Server) respondModern(w http.ResponseWriter, r *http.Request, sess *routing.Session, out *routing.Stream, clientID []byte, method string, hint func() cacheHint) {
 	ctx := r.Context()
 	var sw *sseWriter
 	for {
@@ -406,7 +448,7 @@ func (s *Server) respondModern(w http.ResponseWriter, r *http.Request, sess *rou
 			return
 		}
 		if final {
-			answer, status := s.modernFinal(msg, clientID, method)
+			answer, status := s.modernFinal(msg, clientID, method, hint())
 			if sw == nil {
 				writeJSON(w, status, answer)
 				return
@@ -563,7 +605,7 @@ func (sub *subscription) next(ctx context.Context) (msg []byte, ok bool) {
 // ended is the result that ends the subscription gracefully: "this result is sent only when the server tears the
 // subscription down".
 func (sub *subscription) ended() []byte {
-	return jsonrpc.AppendResult(nil, sub.id, sub.s.decorate([]byte(`{}`), "subscriptions/listen"))
+	return jsonrpc.AppendResult(nil, sub.id, sub.s.decorate([]byte(`{}`), "subscriptions/listen", cacheHint{}))
 }
 
 // close ends the subscription: its session, and the upstream subscriptions it holds.

@@ -715,12 +715,13 @@ func TestModernRequestState(t *testing.T) {
 	}
 	rejected(t, modernDo(t, c, callElicit("again", "alpha__elicit", state2, answer), as("alice")), "again")
 
-	// With callers authenticated, a cacheable result is private.
+	// With callers authenticated but no policy, a list is what everyone sees (public, TestListCacheHints); a
+	// resource read may use the caller's own upstream credentials, so it is private.
 	lr := modernDo(t, c, modernBody(t, "list", "tools/list", nil, inputCaps), as("alice"))
 	if lr.status != http.StatusOK {
 		t.Fatalf("tools/list: HTTP %d: %s", lr.status, lr.body)
 	}
-	checkModernResult(t, lr.final(t).Result, true, "private")
+	checkModernResult(t, lr.final(t).Result, true, "public")
 }
 
 // ---------------------------------------------------------------------------------------------------------------

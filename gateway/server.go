@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +72,9 @@ type Options struct {
 	PagePaths []string
 	// Grants, when set, lets the admin API revoke per-user upstream grants.
 	Grants GrantRevoker
+	// ListCacheTTL is the ttlMs of a 2026-07-28 list's answer (tools, prompts, resources, templates), capped by
+	// the upstreams' own lists' ttlMs; zero: immediately stale.
+	ListCacheTTL time.Duration
 	// ServerCard, when set, serves the server cards (experimental, SEP-2127) at /.well-known/mcp/server-card and
 	// /.well-known/mcp/server-card/<endpoint> (servercard.go).
 	ServerCard *ServerCard
@@ -143,15 +147,15 @@ func New(r *routing.Router, opts Options) *Server {
 		mux.Method(http.MethodGet, opts.Auth.MetadataPath(), md)
 		mux.Method(http.MethodHead, opts.Auth.MetadataPath(), md)
 		mux.Method(http.MethodOptions, opts.Auth.MetadataPath(), md)
-		// Each endpoint's metadata, at the well-known path suffixed with the endpoint's own resource path, for
-		// the endpoints configured now (a reload may add or remove them).
+		// Each endpoint's metadata, at the well-known path suffixed with the endpoint's own resource path (the
+		// path's last segment is the name). Served for every name an endpoint could have, configured or not,
+		// naming the resource its path names: as /mcp/<name> challenges before it says whether the endpoint
+		// exists, its metadata must not say it either (the challenge's resource_metadata points here).
 		if opts.AuthFor != nil {
 			emd := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				for _, name := range s.r.EndpointNames() {
-					if a := opts.AuthFor(name); a != nil && a.MetadataPath() == r.URL.Path {
-						a.MetadataHandler().ServeHTTP(w, r)
-						return
-					}
+				if a := opts.AuthFor(path.Base(r.URL.Path)); a != nil && a.MetadataPath() == r.URL.Path {
+					a.MetadataHandler().ServeHTTP(w, r)
+					return
 				}
 				http.NotFound(w, r)
 			})

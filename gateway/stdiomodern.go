@@ -167,7 +167,9 @@ func (mod *stdioModern) serve(ctx context.Context, req *inflight, m jsonrpc.Mess
 	}
 	sess := s.r.PooledSession(params)
 	out := s.r.NewStream(1, 0)
-	sess.HandleRequest(ownPolicy(ctx, params), m, out)
+	pctx := ownPolicy(ctx, params)
+	before := s.listHint(pctx, sess, m.Method())
+	sess.HandleRequest(pctx, m, out)
 	for {
 		msg, final, ok := out.Next(ctx)
 		if ctx.Err() != nil {
@@ -181,7 +183,7 @@ func (mod *stdioModern) serve(ctx context.Context, req *inflight, m jsonrpc.Mess
 			return // the call ended without an answer (routing abandoned it)
 		}
 		if final {
-			answer, _ := s.modernFinal(msg, id, m.Method())
+			answer, _ := s.modernFinal(msg, id, m.Method(), before.and(s.listHint(pctx, sess, m.Method())))
 			mod.answer(req, answer)
 			return
 		}

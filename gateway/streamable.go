@@ -241,7 +241,17 @@ func (s *Server) startSession(ctx context.Context, m jsonrpc.Message) (sess *rou
 		Principal: who.Key, Allow: who.Allow, Context: who.Context, Endpoint: EndpointFrom(ctx),
 	})
 	s.log.Debug("session started", "protocolVersion", version, "endpoint", EndpointFrom(ctx))
-	return sess, jsonrpc.AppendResult(nil, m.ID(), initializeResult(version, s.r.Capabilities(), s.r.ServerInfo(), s.r.Instructions()))
+	return sess, jsonrpc.AppendResult(nil, m.ID(), initializeResult(version, capabilitiesFor(version, s.r.Capabilities()), s.r.ServerInfo(), s.r.Instructions()))
+}
+
+// capabilitiesFor is caps as a client at version may read them: the tasks capability only from 2025-11-25, the
+// revision that introduced it; an older client has no tasks/get or task-augmented calls to use it with.
+// (2026-07-28 replaced it by an extension, which server/discover announces instead: discoverResult.)
+func capabilitiesFor(version string, caps json.RawMessage) json.RawMessage {
+	if protocol.AtLeast(version, protocol.V20251125) {
+		return caps
+	}
+	return jsonrpc.DeleteMembers(caps, "tasks")
 }
 
 func initializeResult(version string, caps, info json.RawMessage, instructions string) []byte {

@@ -78,6 +78,10 @@ type Upstream struct {
 	main      *link
 	inflight  *atomic.Int64 // its requests in flight: the router's count for its name (inflightCounts)
 
+	// listTTL is the ttlMs its last list of each kind carried, plus one (0: none), for the gateway's own
+	// cache hints (listscope.go).
+	listTTL [numKinds]atomic.Int64
+
 	mu    sync.Mutex
 	lists [numKinds][]item
 	hello *upstream.ServerHello
@@ -343,6 +347,7 @@ func (up *Upstream) fetchFrom(ctx context.Context, l *link, k listKind) ([]item,
 		if err := json.Unmarshal(res, &all); err != nil {
 			return nil, fmt.Errorf("%s: malformed result: %w", k.method(), err)
 		}
+		up.noteListTTL(l, k, all["ttlMs"], cursor == "")
 		var next string
 		if v, ok := all["nextCursor"]; ok {
 			_ = json.Unmarshal(v, &next) // a null or odd cursor ends the list

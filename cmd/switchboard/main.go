@@ -221,6 +221,7 @@ func restartOnly(old, cur *config.Config) []string {
 		{"maxBodyBytes", old.MaxBodyBytes, cur.MaxBodyBytes}, {"pageSize", old.PageSize, cur.PageSize},
 		{"requestTimeout", old.RequestTimeout, cur.RequestTimeout}, {"maxRequestTimeout", old.MaxRequestTimeout, cur.MaxRequestTimeout},
 		{"sessionIdleTimeout", old.SessionIdleTimeout, cur.SessionIdleTimeout}, {"cursorSecret", old.CursorSecret, cur.CursorSecret},
+		{"listCacheTTL", old.ListCacheTTL, cur.ListCacheTTL},
 		{"log.format", old.Log.Format, cur.Log.Format}, {"auth", old.Auth, cur.Auth},
 		{"maxToolNameLength", old.MaxToolNameLength, cur.MaxToolNameLength}, {"clientHosts", old.ClientHosts, cur.ClientHosts},
 		{"search", old.Search, cur.Search}, {"serverCard", old.ServerCard, cur.ServerCard},
@@ -312,7 +313,7 @@ func stdio(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		log.Error("cannot start", "err", err)
 		return exitFailure
 	}
-	srv := gateway.New(r, gateway.Options{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log})
+	srv := gateway.New(r, gateway.Options{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, ListCacheTTL: cfg.ListCacheTTL})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	stopRouter := startRouter(r)

@@ -249,6 +249,7 @@ func (g *gatewayProcess) gatewayOptions(ctx context.Context, cfg *config.Config,
 		Propagator:   tel.Propagator,
 		Metrics:      tel.Metrics,
 		ServerCard:   serverCardOptions(cfg),
+		ListCacheTTL: cfg.ListCacheTTL,
 	}
 	if store != nil {
 		gopts.Ready, gopts.Events = store.Ping, store

@@ -2,6 +2,7 @@ package connect
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -79,6 +80,8 @@ type fakeAS struct {
 	revokeGate chan struct{}
 	// jwtAccess: access tokens cannot be revoked (unsupported_token_type), as at oidc-provider.
 	jwtAccess bool
+	// expiresIn is the access tokens' lifetime in seconds (3600 when 0).
+	expiresIn int
 
 	mu        sync.Mutex
 	n         int
@@ -211,7 +214,7 @@ func (f *fakeAS) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.n++
-	out := map[string]any{"access_token": fmt.Sprintf("at-%d-secretish", f.n), "token_type": "Bearer", "expires_in": 3600, "scope": "repo"}
+	out := map[string]any{"access_token": fmt.Sprintf("at-%d-secretish", f.n), "token_type": "Bearer", "expires_in": cmp.Or(f.expiresIn, 3600), "scope": "repo"}
 	if refreshOut != "" {
 		out["refresh_token"] = refreshOut
 	}

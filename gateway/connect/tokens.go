@@ -21,8 +21,13 @@ import (
 // Timings of a refresh.
 const (
 	// refreshWindow: a token expiring within it is refreshed before use, so
-	// that it does not expire on its way to the upstream.
+	// that it does not expire on its way to the upstream. It is the cap:
+	// a token that lives less than refreshShare times as long is refreshed
+	// in the last refreshShare-th of its life instead (a token issued for
+	// 30 s in its last 7.5 s), else a server that issues short tokens
+	// would see a refresh before every request.
 	refreshWindow = time.Minute
+	refreshShare  = 4
 	// lockTTL bounds the refresh lock of a crashed replica.
 	lockTTL = 30 * time.Second
 	// refreshTimeout bounds a refresh and the write of its result, well
@@ -72,9 +77,20 @@ func newGrant(tok *oauth2.Token, prev *grant) grant {
 	return g
 }
 
-// expiring reports whether g's access token expires within refreshWindow.
+// expiring reports whether g's access token expires within its window:
+// the last refreshShare-th of its lifetime (from Obtained to Expiry), at
+// most refreshWindow; refreshWindow when the lifetime is unknown.
 func (g grant) expiring(now time.Time) bool {
-	return !g.Expiry.IsZero() && g.Expiry.Sub(now) < refreshWindow
+	return !g.Expiry.IsZero() && g.Expiry.Sub(now) < g.window()
+}
+
+// window is how long before its expiry g's access token is refreshed.
+func (g grant) window() time.Duration {
+	life := g.Expiry.Sub(g.Obtained)
+	if g.Obtained.IsZero() || life <= 0 {
+		return refreshWindow
+	}
+	return min(refreshWindow, life/refreshShare)
 }
 
 // expired reports whether g's access token is past its expiry.
@@ -83,7 +99,7 @@ func (g grant) expired(now time.Time) bool {
 }
 
 // stale reports whether g must be refreshed before use: its access token is
-// the one the upstream rejected, or expires within refreshWindow.
+// the one the upstream rejected, or expires within its window.
 func (g grant) stale(now time.Time, rejected string) bool {
 	return g.AccessToken == rejected || g.expiring(now)
 }
@@ -188,7 +204,8 @@ func lockKey(principal, upstream string) string {
 }
 
 // Token returns principal's access token for upstream, refreshed first when
-// it expires within a minute and a refresh token exists. Of the callers
+// it expires within a minute (or within the last quarter of its lifetime,
+// when that is shorter) and a refresh token exists. Of the callers
 // that need the same refresh, on any replica, one refreshes (under the
 // store's lock) and the others wait for its result and read it, rather
 // than refresh twice: with refresh-token rotation a second refresh would

@@ -143,6 +143,74 @@ func TestToken(t *testing.T) {
 	}
 }
 
+// TestRefreshShortLived: a token is refreshed in the last quarter of its
+// lifetime, at most a minute before it expires, so that a server issuing
+// tokens for under a minute does not see a refresh before every request.
+func TestRefreshShortLived(t *testing.T) {
+	cases := []struct {
+		name          string
+		life, elapsed time.Duration
+		wantRefreshes int
+	}{
+		{"30s token, fresh", 30 * time.Second, 0, 0},
+		{"30s token, 22s old", 30 * time.Second, 22 * time.Second, 0},
+		{"30s token, 23s old", 30 * time.Second, 23 * time.Second, 1},
+		{"2s token, 1s old", 2 * time.Second, time.Second, 0},
+		{"2s token, 1.6s old", 2 * time.Second, 1600 * time.Millisecond, 1},
+		{"1h token, 58m old", time.Hour, 58 * time.Minute, 0},
+		{"1h token, 59m01s old", time.Hour, 59*time.Minute + time.Second, 1},
+		{"unknown lifetime, 30s left", 0, 0, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t)
+				e.as.addRefresh("rt-2-secretish")
+				g := grant{AccessToken: "at-1-secretish", RefreshToken: "rt-2-secretish", Obtained: time.Now(), Expiry: time.Now().Add(tc.life)}
+				if tc.life == 0 {
+					g.Obtained, g.Expiry = time.Time{}, time.Now().Add(30*time.Second)
+				}
+				e.putGrant(alice, g)
+				time.Sleep(tc.elapsed)
+				if _, err := e.tokens.Token(context.Background(), alice.Key(), "github"); err != nil {
+					t.Fatal(err)
+				}
+				if n, _ := e.as.counts(); n != tc.wantRefreshes {
+					t.Errorf("%d refreshes, want %d", n, tc.wantRefreshes)
+				}
+			})
+		})
+	}
+	// The reported case: the server issues 30 s tokens; requests in a
+	// burst, and every 5 s after, refresh once each time the token enters
+	// its last quarter, not on every request.
+	t.Run("30s tokens, a request every 5s", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t)
+			e.as.expiresIn = 30
+			e.as.addRefresh("rt-2-secretish")
+			e.putGrant(alice, grant{AccessToken: "at-1-secretish", RefreshToken: "rt-2-secretish", Obtained: time.Now(), Expiry: time.Now().Add(30 * time.Second)})
+			for range 4 {
+				if _, err := e.tokens.Token(context.Background(), alice.Key(), "github"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n, _ := e.as.counts(); n != 0 {
+				t.Fatalf("%d refreshes for a burst on a fresh 30s token, want 0", n)
+			}
+			for range 12 { // 60 s: the token is refreshed at 25 s and 50 s
+				time.Sleep(5 * time.Second)
+				if _, err := e.tokens.Token(context.Background(), alice.Key(), "github"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n, _ := e.as.counts(); n != 2 {
+				t.Errorf("%d refreshes in 60s of 30s tokens, want 2", n)
+			}
+		})
+	})
+}
+
 // TestRefreshRotatedStored: after a rotating refresh the stored grant holds
 // the new refresh token (the old one is dead at the AS) and the scope kept.
 func TestRefreshRotatedStored(t *testing.T) {

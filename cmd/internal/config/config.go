@@ -42,6 +42,10 @@ const (
 	DefaultMaxRequestTimeout = 10 * time.Minute
 	// DefaultSessionIdleTimeout ends client sessions left unused this long.
 	DefaultSessionIdleTimeout = 30 * time.Minute
+	// DefaultListCacheTTL is how long a 2026-07-28 client may keep a list
+	// (ttlMs), and MaxListCacheTTL the longest listCacheTTL accepted.
+	DefaultListCacheTTL = time.Minute
+	MaxListCacheTTL     = 24 * time.Hour
 	// DefaultMaxInstances caps the live stdio children of one per-client
 	// upstream, so many users cannot exhaust the node with processes.
 	DefaultMaxInstances = 100
@@ -88,6 +92,9 @@ type Config struct {
 	MaxRequestTimeout time.Duration
 	// SessionIdleTimeout ends a client session unused this long.
 	SessionIdleTimeout time.Duration
+	// ListCacheTTL is the ttlMs of a 2026-07-28 list result (capped by the
+	// upstreams' own); 0 makes every list immediately stale.
+	ListCacheTTL time.Duration
 	// CursorSecret is the HMAC key for pagination cursors. Nil means the
 	// gateway generates a random key at start, which only works with a single
 	// replica: every replica must share the key to accept each other's cursors.
@@ -266,6 +273,7 @@ func Default() *Config {
 		RequestTimeout:      DefaultRequestTimeout,
 		MaxRequestTimeout:   DefaultMaxRequestTimeout,
 		SessionIdleTimeout:  DefaultSessionIdleTimeout,
+		ListCacheTTL:        DefaultListCacheTTL,
 		Log:                 LogConfig{Level: slog.LevelInfo, Format: "text"},
 		Pinning:             Pinning{OnChange: PinWarn},
 		Tasks:               DefaultTasks(),

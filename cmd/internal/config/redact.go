@@ -454,6 +454,7 @@ func (c *Config) writeServer(w *lineWriter, secretLen int) {
 	line("requestTimeout: %s", c.RequestTimeout)
 	line("maxRequestTimeout: %s", c.MaxRequestTimeout)
 	line("sessionIdleTimeout: %s", c.SessionIdleTimeout)
+	line("listCacheTTL: %s", c.ListCacheTTL)
 	if secretLen > 0 {
 		line("cursorSecret: %s  # %d bytes", redactedValue, secretLen)
 	} else {

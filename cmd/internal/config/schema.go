@@ -14,7 +14,7 @@ import (
 // the package is mutable.
 func topLevelKeys() []string {
 	return []string{"listen", "publicURL", "replicaURL", "allowedOrigins", "allowedHosts", "maxBodyBytes", "pageSize",
-		"requestTimeout", "maxRequestTimeout", "sessionIdleTimeout", "cursorSecret", "log", "auth", "policy", "redis", "rateLimit",
+		"requestTimeout", "maxRequestTimeout", "sessionIdleTimeout", "listCacheTTL", "cursorSecret", "log", "auth", "policy", "redis", "rateLimit",
 		"maxToolNameLength", "clientHosts", "resourceNamespacing", "endpoints", "overrides", "pinning", "discovery", "alwaysList", "exposeFound", "search",
 		"serverCard", "tasks", "upstreams", "mcpServers", "servers"}
 }

@@ -66,6 +66,7 @@ func topLevelFields() []topField {
 		{key: "maxRequestTimeout", decode: durationInto(func(c *Config) *time.Duration { return &c.MaxRequestTimeout })},
 		{key: "sessionIdleTimeout", decode: durationInto(func(c *Config) *time.Duration { return &c.SessionIdleTimeout }),
 			after: (*parser).checkRequestTimeouts},
+		{key: "listCacheTTL", decode: (*parser).listCacheTTL},
 		{key: "cursorSecret", decode: (*parser).cursorSecret},
 		{key: "log", decode: func(p *parser, _ string, f pair, t *topLevel) { p.logConfig(f.val, &t.cfg.Log) }},
 		{key: "auth", decode: func(p *parser, _ string, f pair, t *topLevel) { p.authConfig(f.val, t.cfg) }},
@@ -243,6 +244,26 @@ func (p *parser) pageSize(key string, f pair, t *topLevel) {
 		p.errorf(resolve(f.val), key, "%d is out of range; it must be between 1 and %d", v, MaxPageSize)
 	default:
 		t.cfg.PageSize = int(v)
+	}
+}
+
+// listCacheTTL reads listCacheTTL: a duration up to MaxListCacheTTL, where 0
+// (with or without a unit) turns list caching off.
+func (p *parser) listCacheTTL(key string, f pair, t *topLevel) {
+	n := resolve(f.val)
+	if n.Kind == yaml.ScalarNode && n.Tag != "!!null" {
+		if d, err := time.ParseDuration(strings.TrimSpace(n.Value)); err == nil && d == 0 {
+			t.cfg.ListCacheTTL = 0 // "0", "0s": off
+			return
+		}
+	}
+	v, ok := p.duration(f.val, key, false)
+	switch {
+	case !ok:
+	case v > MaxListCacheTTL:
+		p.errorf(n, key, "%s is longer than %s; lists change, and a client should ask again at least daily", v, MaxListCacheTTL)
+	default:
+		t.cfg.ListCacheTTL = v
 	}
 }
 
