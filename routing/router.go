@@ -155,6 +155,7 @@ type Router struct {
 	sessions map[string]*Session
 	ready    bool
 	readyCh  chan struct{}
+	runSince time.Time // when Run started the upstreams: the start-up window counts from it (startwait.go)
 
 	// starting: Run has started the upstreams and some has not had its first try yet. Meanwhile a rebuild that
 	// no session would hear of waits: the lists are merged once, when the last first try ends (readyChanged),
@@ -241,7 +242,7 @@ func (r *Router) Run(ctx context.Context) {
 	defer stop()
 	ctx = r.ctx
 	r.mu.Lock()
-	r.running = true
+	r.running, r.runSince = true, time.Now()
 	r.starting.Store(true)
 	for _, up := range r.upstreams() {
 		up.start(ctx)
@@ -556,7 +557,7 @@ func (r *Router) Capabilities() json.RawMessage {
 		caps := up.caps
 		up.mu.Unlock()
 		if caps == nil {
-			unknown = true
+			unknown = true // not connected yet (server/discover is answered during start), or down
 			continue
 		}
 		if res, ok := caps["resources"]; ok {
@@ -572,7 +573,7 @@ func (r *Router) Capabilities() json.RawMessage {
 	tasks = tasks || r.tasks.enabled()
 	var b strings.Builder
 	b.WriteString(`{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"listChanged":true`)
-	if subscribe {
+	if subscribe || unknown {
 		b.WriteString(`,"subscribe":true`)
 	}
 	b.WriteString(`}`)
