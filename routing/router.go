@@ -149,6 +149,8 @@ type Router struct {
 	pins      pinBook    // pins of tool and prompt definitions (pins.go)
 	embed     embeddings // tool vectors for hybrid search (embed.go)
 	parks     parkTable  // upstream calls waiting for a 2026-07-28 client's input (mrtr.go)
+	// lateKick wakes followLate: a session could not be written to the store (replicas.go).
+	lateKick chan struct{}
 
 	mu       sync.Mutex
 	running  bool // Run has started the upstreams; reloads start new ones at once
@@ -203,6 +205,7 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 		r.tasks.self = "replica-" + newTaskID()[:16] // a name for the bus: tasks/update and tasks/cancel find it
 	}
 	r.embed.kick = make(chan struct{}, 1)
+	r.lateKick = make(chan struct{}, 1)
 	set, err := r.newSet(ups, nil)
 	if err != nil {
 		return nil, err
@@ -258,6 +261,7 @@ func (r *Router) Run(ctx context.Context) {
 	followers.Go(func() { r.followGrants(ctx) })
 	followers.Go(func() { r.followLists(ctx) })
 	followers.Go(func() { r.followTasks(ctx) })
+	followers.Go(func() { r.followLate(ctx) })
 	if r.opts.Replicas != nil && r.opts.Replica != "" {
 		followers.Go(func() { r.registerReplica(ctx) })
 	}
