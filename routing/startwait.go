@@ -15,8 +15,8 @@ import (
 // WaitStart holds a 2026-07-28 request that reads the catalog while the router starts, until every upstream has
 // had its first try (Ready): the first catalog a client sees then holds every upstream that is going to come up.
 // The hold is bounded by window, counted from the start (Run), so that an upstream slow to come up holds no
-// client for longer than that after the start, and it ends with ctx. The methods that do not read the catalog
-// (server/discover, subscriptions/listen, whose list changes tell of what comes later) are not held. It returns
+// client for longer than that after the start, and it ends with ctx. Every method is held but server/discover
+// (answered with what is known) and subscriptions/listen (its list changes tell of what comes later). It returns
 // ctx's error when ctx ended first.
 func (r *Router) WaitStart(ctx context.Context, method string, window time.Duration) error {
 	switch method {

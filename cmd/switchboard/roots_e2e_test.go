@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 roots are deprecated in 2026-07-28, but legacy clients declare them and servers such as server-filesystem work in them; that is what this test exercises.
+
 package main
 
 import (
