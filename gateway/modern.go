@@ -216,6 +216,7 @@ func (s *Server) postModern(ctx context.Context, w http.ResponseWriter, r *http.
 	if s.retryElsewhere(ctx, w, r, m) {
 		return
 	}
+	_ = s.r.WaitStart(ctx, m.Method(), s.opts.InitWait) // during start, until the catalog is whole (as initialize)
 	sess := s.r.PooledSession(params)
 	if m.MethodIs("tools/call") {
 		name, _ := jsonrpc.LookupString(m.Params(), "name")
@@ -252,11 +253,9 @@ func (s *Server) modernParams(ctx context.Context, meta modernMeta) routing.Sess
 	}
 }
 
-// discover answers server/discover: "Servers MUST implement server/discover".
+// discover answers server/discover: "Servers MUST implement server/discover". It is answered at once, during
+// start too (a client's probe gives up within a second); the requests that read the catalog wait (WaitStart).
 func (s *Server) discover(ctx context.Context, id []byte) []byte {
-	wctx, cancel := context.WithTimeout(ctx, s.opts.InitWait)
-	_ = s.r.WaitReady(wctx) // as for initialize: the first client sees the whole catalog
-	cancel()
 	return jsonrpc.AppendResult(nil, id, s.decorate(s.discoverResult(), "server/discover", cacheHint{}))
 }
 

@@ -162,7 +162,8 @@ func (mod *stdioModern) serve(ctx context.Context, req *inflight, m jsonrpc.Mess
 		mod.listen(ctx, req, m, params)
 		return
 	}
-	if ctx.Err() != nil {
+	// Held during start until the catalog holds every upstream that is coming up, as an initialize is.
+	if s.r.WaitStart(ctx, m.Method(), s.opts.InitWait) != nil || ctx.Err() != nil {
 		return // cancelled before it started
 	}
 	sess := s.r.PooledSession(params)

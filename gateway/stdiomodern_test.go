@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/routing"
+	"github.com/switchboard-mcp/switchboard/upstream"
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
@@ -424,5 +426,91 @@ func TestStdioModernInFlightBound(t *testing.T) {
 	c.send(strings.Replace(line(t, "echo.json"), `"call-1"`, `"after"`, 1))
 	if m, _ := c.answer(`"after"`); m.Error != nil || !strings.Contains(string(m.Result), `"hi"`) {
 		t.Fatalf("a request once a slot is free: %s %+v", m.Result, m.Error)
+	}
+}
+
+// gatedTransport connects to its upstream only once open is closed: an upstream slow to start.
+type gatedTransport struct {
+	upstream.Transport
+	open chan struct{}
+}
+
+func (g *gatedTransport) Connect(ctx context.Context) (upstream.Connection, error) {
+	select {
+	case <-g.open:
+		return g.Transport.Connect(ctx)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestModernStart (issue 31 item 7): a 2026-07-28 client that comes while an upstream is still starting gets its
+// server/discover answered at once, and its first tools/list, sent before that upstream is up, lists it: the
+// request is held until every upstream has had its first try, as a legacy client's initialize is. Over stdio and
+// over HTTP. InitWait is longer than the tests' guard, so a discover that waited for the start would fail it.
+func TestModernStart(t *testing.T) {
+	for _, front := range []string{"stdio", "http"} {
+		t.Run(front, func(t *testing.T) {
+			alpha, _ := httpUpstream(t, "alpha", routing.Shared, markerSink(t))
+			beta, _ := httpUpstream(t, "beta", routing.Shared, markerSink(t))
+			gate := &gatedTransport{Transport: beta.Transport, open: make(chan struct{})}
+			beta.Transport = gate
+			gopts := gateway.Options{InitWait: 2 * guard}
+			h := startGatewayNoWait(t, routing.Options{}, gopts, alpha, beta)
+			list := modernBodyLine(t, "first-list", "tools/list", nil)
+			discover := line(t, "discover.json")
+
+			var listed rpcMsg
+			switch front {
+			case "stdio":
+				c := startStdioWith(t, h.r, gopts)
+				c.send(list) // read before discover: its request is under way when discover is answered
+				c.send(discover)
+				m, before := c.answer(`"discover-1"`)
+				if m.Error != nil || len(before) > 0 {
+					t.Fatalf("discover answered %+v after %v; want its result first, with beta still starting", m.Error, before)
+				}
+				close(gate.open)
+				listed, _ = c.answer(`"first-list"`)
+			case "http":
+				c := h.raw(t)
+				req := c.post(strings.NewReader(list))
+				for k, v := range modernHeaders(t, list) {
+					req.Header.Set(k, v)
+				}
+				answered := make(chan *http.Response, 1)
+				failed := make(chan error, 1)
+				go func() {
+					resp, err := c.hc.Do(req)
+					if err != nil {
+						failed <- err
+						return
+					}
+					answered <- resp
+				}()
+				if m := modernDo(t, c, discover, nil).final(t); m.Error != nil {
+					t.Fatalf("discover answered %+v with beta still starting", m.Error)
+				}
+				close(gate.open)
+				select {
+				case resp := <-answered:
+					defer resp.Body.Close()
+					listed = readResp(t, resp).final(t)
+				case err := <-failed:
+					t.Fatalf("tools/list: %v", err)
+				}
+			}
+			var res mcp.ListToolsResult
+			if err := json.Unmarshal(listed.Result, &res); err != nil {
+				t.Fatalf("tools/list answered %s: %v", listed.Result, err)
+			}
+			var names []string
+			for _, tl := range res.Tools {
+				names = append(names, tl.Name)
+			}
+			if !slices.Contains(names, "alpha__echo") || !slices.Contains(names, "beta__echo") {
+				t.Errorf("the first tools/list, sent while beta was starting, lists %v; want both upstreams' tools", names)
+			}
+		})
 	}
 }

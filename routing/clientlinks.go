@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"time"
@@ -163,4 +164,42 @@ func (cl *clientLinks) snapshot() map[*Upstream]*link {
 		out[up] = l
 	}
 	return out
+}
+
+// warm starts, once the client has said it is initialized, its own sessions of the per-client upstreams known to
+// ask for roots (their catalog session asked, or a client's did), when the client declared roots and its view
+// shows one of their tools: such a server applies the roots it is given asynchronously (server-filesystem
+// resolves every root on the disk first), and a first call made as it starts would find them missing. Started
+// now, the session has the roots long before a client's first call in general; awaitRoots covers one that
+// calls at once. Upstreams the client cannot use get no process of its own.
+func (s *Session) warm() {
+	if s.caps.Roots == nil || s.era.modern() {
+		return
+	}
+	var ups []*Upstream
+	for _, up := range s.r.upstreams() {
+		if up.template() && up.asksRoots.Load() && !up.perUser() && !up.removed.Load() && s.links.peek(up) == nil {
+			ups = append(ups, up)
+		}
+	}
+	if len(ups) == 0 {
+		return
+	}
+	cat := s.catalog()
+	ctx := context.Background() // the session's own policy: no request's
+	for _, up := range ups {
+		shown := false
+		for name, t := range cat.tools {
+			if t.up == up && t.withheld == nil && cat.inView(s.params.Endpoint, kindTools, name) && s.allows(ctx, up, kindTools, t.name) {
+				shown = true
+				break
+			}
+		}
+		if !shown {
+			continue
+		}
+		if _, err := s.linkFor(up); err != nil {
+			s.r.log.Debug("per-client upstream session not started ahead of use", "upstream", up.cfg.Name, "err", err)
+		}
+	}
 }

@@ -90,13 +90,20 @@ func (s *Session) checkGrant(ctx context.Context, up *Upstream, m jsonrpc.Messag
 		replyError(out, id, protocol.CodeInvalidRequest, fmt.Sprintf("upstream %q is called with each person's own account, and this session has no signed-in person", name))
 		return m, false
 	}
+	answer, retried := ourInputResponse(m)
+	if _, _, stated := jsonrpc.Lookup(m.Params(), "requestState"); retried && stated {
+		// The gateway asked to connect without a requestState (the upstream never saw the first try), so the retry
+		// that answers it has none to echo: this one was not made from that answer. Refused at once, not held for
+		// the person to finish connecting.
+		replyError(out, id, protocol.CodeInvalidParams, fmt.Sprintf("requestState is not valid here: the gateway's request to connect %q carried none, so a retry answering it echoes none; retry with inputResponses and without requestState", name))
+		return m, false
+	}
 	ok, err := conn.Connected(ctx, principal, name)
 	if err != nil {
 		s.r.log.Warn("cannot check a per-user grant", "upstream", name, "session", s.logID(), "err", err)
 		replyError(out, id, protocol.CodeInternalError, fmt.Sprintf("the gateway cannot check your connection to %q now; retry shortly", name))
 		return m, false
 	}
-	answer, retried := ourInputResponse(m)
 	if !ok && retried {
 		var e struct{ Action string }
 		_ = json.Unmarshal(answer, &e)

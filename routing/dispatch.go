@@ -100,6 +100,8 @@ func (s *Session) HandleNotification(m jsonrpc.Message) {
 	switch m.Method() {
 	case "notifications/cancelled":
 		s.cancelCall(nil, m.Params())
+	case "notifications/initialized":
+		s.goWork(s.warm) // its per-client upstream sessions that ask for roots, ahead of the first call
 	case "notifications/roots/list_changed":
 		// Roots belong to the client: every per-client upstream session hears of the change.
 		for _, l := range s.links.all() {

@@ -95,12 +95,12 @@ func (r *Router) record(s *Session) state.SessionRecord {
 	}
 }
 
-// shareLate writes the records of the sessions started while the store could not be reached (storeCreate), with
-// what they hold now, so that the other replicas can serve them once it is back. The janitor calls it; it stops at
-// the first failure, since the store is then still away.
-func (r *Router) shareLate() {
+// shareLate writes the records of the sessions started while the store could not be reached (share), with what
+// they hold now, so that the other replicas can serve them once it is back. followLate and the janitor call it;
+// it stops at the first failure, since the store is then still away, and reports whether a session is left.
+func (r *Router) shareLate() (pending bool) {
 	if r.opts.Store == nil {
-		return
+		return false
 	}
 	for _, s := range r.allSessions() {
 		if s.record == nil || !s.record.unshared.Load() {
@@ -114,8 +114,40 @@ func (r *Router) shareLate() {
 			s.record.unshared.Store(false)
 			r.log.Info("session shared with the other replicas now that the store is back", "session", s.logID())
 		default:
-			return
+			return true
 		}
+	}
+	return false
+}
+
+// lateRetry is how often followLate tries the store again while a session waits to be written: another replica
+// answers 404 for the session until then, so the write follows the store's return within this, not within the
+// janitor's minute.
+const lateRetry = time.Second
+
+// followLate writes the sessions the store missed as soon as it is back: woken when one is missed, it tries every
+// lateRetry (one write while the store is still away) until none is left, until ctx ends.
+func (r *Router) followLate(ctx context.Context) {
+	if r.opts.Store == nil {
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.lateKick:
+		}
+		t := time.NewTicker(lateRetry)
+		for pending := true; pending; {
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+				pending = r.shareLate()
+			}
+		}
+		t.Stop()
 	}
 }
 
@@ -274,6 +306,10 @@ func (r *Router) share(s *Session) {
 	if err := r.opts.Store.Create(ctx, r.record(s)); err != nil {
 		r.log.Warn("session not shared with other replicas yet: the store failed; it is written when the store is back", "session", s.logID(), "err", err)
 		s.record.unshared.Store(true)
+		select {
+		case r.lateKick <- struct{}{}: // followLate writes it once the store is back
+		default:
+		}
 	}
 }
 

@@ -152,12 +152,15 @@ type Router struct {
 	pins      pinBook    // pins of tool and prompt definitions (pins.go)
 	embed     embeddings // tool vectors for hybrid search (embed.go)
 	parks     parkTable  // upstream calls waiting for a 2026-07-28 client's input (mrtr.go)
+	// lateKick wakes followLate: a session could not be written to the store (replicas.go).
+	lateKick chan struct{}
 
 	mu       sync.Mutex
 	running  bool // Run has started the upstreams; reloads start new ones at once
 	sessions map[string]*Session
 	ready    bool
 	readyCh  chan struct{}
+	runSince time.Time // when Run started the upstreams: the start-up window counts from it (startwait.go)
 
 	// starting: Run has started the upstreams and some has not had its first try yet. Meanwhile a rebuild that
 	// no session would hear of waits: the lists are merged once, when the last first try ends (readyChanged),
@@ -205,6 +208,7 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 		r.tasks.self = "replica-" + newTaskID()[:16] // a name for the bus: tasks/update and tasks/cancel find it
 	}
 	r.embed.kick = make(chan struct{}, 1)
+	r.lateKick = make(chan struct{}, 1)
 	set, err := r.newSet(ups, nil)
 	if err != nil {
 		return nil, err
@@ -244,7 +248,7 @@ func (r *Router) Run(ctx context.Context) {
 	defer stop()
 	ctx = r.ctx
 	r.mu.Lock()
-	r.running = true
+	r.running, r.runSince = true, time.Now()
 	r.starting.Store(true)
 	for _, up := range r.upstreams() {
 		up.start(ctx)
@@ -260,6 +264,7 @@ func (r *Router) Run(ctx context.Context) {
 	followers.Go(func() { r.followGrants(ctx) })
 	followers.Go(func() { r.followLists(ctx) })
 	followers.Go(func() { r.followTasks(ctx) })
+	followers.Go(func() { r.followLate(ctx) })
 	if r.opts.Replicas != nil && r.opts.Replica != "" {
 		followers.Go(func() { r.registerReplica(ctx) })
 	}
@@ -559,7 +564,7 @@ func (r *Router) Capabilities() json.RawMessage {
 		caps := up.caps
 		up.mu.Unlock()
 		if caps == nil {
-			unknown = true
+			unknown = true // not connected yet (server/discover is answered during start), or down
 			continue
 		}
 		if res, ok := caps["resources"]; ok {
@@ -575,7 +580,7 @@ func (r *Router) Capabilities() json.RawMessage {
 	tasks = tasks || r.tasks.enabled()
 	var b strings.Builder
 	b.WriteString(`{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"listChanged":true`)
-	if subscribe {
+	if subscribe || unknown {
 		b.WriteString(`,"subscribe":true`)
 	}
 	b.WriteString(`}`)

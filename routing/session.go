@@ -306,12 +306,27 @@ func (l *link) awaitRoots(ctx context.Context) {
 	case <-l.rootsAnswered:
 	case <-wait.C:
 		l.log.Debug("the client did not answer roots/list in time; calls go ahead")
+		return
+	case <-ctx.Done():
+		return
+	}
+	// The server applies the roots on its own time once it has them (server-filesystem resolves each on the disk
+	// first), and nothing tells when it is done: a call right behind the answer would still be refused.
+	settle := time.NewTimer(rootsSettle)
+	defer settle.Stop()
+	select {
+	case <-settle.C:
 	case <-ctx.Done():
 	}
 }
 
 // rootsAnswerWait bounds how long first calls wait for the upstream's roots/list and the client's answer.
 const rootsAnswerWait = 2 * time.Second
+
+// rootsSettle is how long first calls wait after the client's roots answer reached the upstream, for the server
+// to apply them. Sessions started when their client is initialized (warm) are past it by the first call, in
+// general.
+const rootsSettle = 250 * time.Millisecond
 
 func (s *Session) removeCall(c *call) {
 	s.mu.Lock()
