@@ -229,7 +229,7 @@ func (s *Session) hostTask(ctx context.Context, t target, m jsonrpc.Message, out
 	}
 	rctx := context.WithValue(WithAllow(context.WithoutCancel(ctx), *s.policy(ctx)), taskRunKey{}, true)
 	job := &taskJob{h: h, s: rs, ctx: rctx, id: callID, tool: name, up: t.up.cfg.Name, principal: s.params.Principal,
-		creator: s.id, modern: modern, ttl: h.capTTL(ttl), call: call}
+		endpoint: s.params.Endpoint, creator: s.id, modern: modern, ttl: h.capTTL(ttl), call: call}
 	window := time.Duration(0)
 	if modern {
 		window = h.window()
@@ -253,7 +253,7 @@ func (pc *pooledClient) hostTaskRetry(ctx context.Context, m jsonrpc.Message, ou
 	}
 	rctx := context.WithValue(WithAllow(context.WithoutCancel(ctx), *s.policy(ctx)), taskRunKey{}, true)
 	job := &taskJob{h: h, s: s, ctx: rctx, id: clone(m.ID()), tool: name, up: t.up.cfg.Name, principal: s.params.Principal,
-		creator: s.id, modern: true, ttl: h.ttl(), call: m}
+		endpoint: s.params.Endpoint, creator: s.id, modern: true, ttl: h.ttl(), call: m}
 	job.start(out, m.ID(), h.window(), func(ctx context.Context, o *Stream) { pc.resume(ctx, m, o, state) })
 	return true
 }
@@ -288,6 +288,7 @@ type taskJob struct {
 	id        []byte // the id of the call as sent through s
 	tool, up  string
 	principal string
+	endpoint  string // the endpoint the client called through: the task is bound to it too
 	creator   string // the client's session
 	modern    bool
 	ttl       time.Duration
@@ -403,7 +404,7 @@ func (j *taskJob) create(out *Stream, clientID []byte) bool {
 		era = "modern"
 	}
 	rec := state.TaskRecord{
-		ID: newTaskID(), Principal: j.principal, Session: j.creator, Upstream: j.up, Tool: j.tool, Owner: h.self, Era: era,
+		ID: newTaskID(), Principal: j.principal, Endpoint: j.endpoint, Session: j.creator, Upstream: j.up, Tool: j.tool, Owner: h.self, Era: era,
 		Status: state.TaskWorking, Created: now, Updated: now, TTL: j.ttl, PollInterval: h.poll(),
 	}
 	ctx, cancel := context.WithTimeout(h.r.ctx, 5*time.Second)
