@@ -58,6 +58,11 @@ type TaskOptions struct {
 	MaxRunning int
 	// MaxPerPrincipal bounds one caller's live tasks across replicas (zero: 100).
 	MaxPerPrincipal int
+	// MaxResultBytes bounds the bytes of the results (and errors) this replica's tasks keep, in all (zero:
+	// 64 MiB); MaxResultBytesPerPrincipal bounds one caller's (zero: 16 MiB; at most MaxResultBytes). See
+	// taskbudget.go.
+	MaxResultBytes             int64
+	MaxResultBytesPerPrincipal int64
 }
 
 // Task support of a tool, as execution.taskSupport says it.
@@ -84,6 +89,8 @@ type taskHost struct {
 	n    int // runs reserved (running, or deciding within their sync window)
 	wg   sync.WaitGroup
 	seq  atomic.Int64
+	// results accounts the bytes this replica's finished tasks keep (taskbudget.go).
+	results resultLedger
 }
 
 // taskRun is one task this replica runs.
@@ -407,6 +414,14 @@ func (j *taskJob) create(out *Stream, clientID []byte) bool {
 		ID: newTaskID(), Principal: j.principal, Endpoint: j.endpoint, Session: j.creator, Upstream: j.up, Tool: j.tool, Owner: h.self, Era: era,
 		Status: state.TaskWorking, Created: now, Updated: now, TTL: j.ttl, PollInterval: h.poll(),
 	}
+	if why := h.spent(j.principal, now); why != "" {
+		// Its result could not be kept: no task. A 2026-07-28 call goes on as an ordinary one.
+		h.r.log.Info("no task: the kept results' budget is spent", "tool", j.tool)
+		if !j.modern {
+			replyError(out, clientID, protocol.CodeUnavailable, why)
+		}
+		return false
+	}
 	ctx, cancel := context.WithTimeout(h.r.ctx, 5*time.Second)
 	defer cancel()
 	if err := h.store().CreateTask(ctx, rec, h.maxPerPrincipal()); err != nil {
@@ -661,22 +676,39 @@ func (j *taskJob) update(fn func(*state.TaskRecord)) {
 var errTaskEnded = errors.New("the task has ended")
 
 // finish records the task's end (unless it ended already: a cancellation wins over a late answer) and reports
-// true. A result too large to hold fails the task with an error that says so.
+// true. A result too large to hold, or past the kept results' budget (taskbudget.go), fails the task with an
+// error that says so.
 func (j *taskJob) finish(fn func(*state.TaskRecord)) bool {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(j.h.r.ctx), 5*time.Second)
+	h := j.h
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(h.r.ctx), 5*time.Second)
 	defer cancel()
 	write := func(fn func(*state.TaskRecord)) error {
-		return j.h.store().UpdateTask(ctx, j.taskID, func(rec *state.TaskRecord) error {
+		err := h.store().UpdateTask(ctx, j.taskID, func(rec *state.TaskRecord) error {
 			if state.TaskTerminal(rec.Status) {
 				return errTaskEnded
 			}
 			fn(rec)
 			rec.InputRequests, rec.InputResponses = nil, nil
 			rec.Updated = time.Now().UTC()
-			return nil
+			// Counted before it is written (again on a retry: the task's count is replaced, not added to).
+			now := time.Now()
+			return h.keep(rec.ID, rec.Principal, int64(len(rec.Result)+len(rec.Error)), rec.Created.Add(rec.TTL), now)
 		})
+		if err != nil {
+			h.unkeep(j.taskID)
+		}
+		return err
 	}
 	err := write(fn)
+	var over *errResultBudget
+	if errors.As(err, &over) {
+		h.r.log.Info("a task's result is not kept: past the budget", "task", j.taskID[:8], "tool", j.tool, "err", err)
+		msg := over.Error()
+		err = write(func(rec *state.TaskRecord) {
+			rec.Status, rec.Result, rec.StatusMessage = state.TaskFailed, nil, msg
+			rec.Error = errorObject(protocol.CodeInternalError, msg)
+		})
+	}
 	if errors.Is(err, state.ErrInvalid) {
 		err = write(func(rec *state.TaskRecord) {
 			rec.Status, rec.Result = state.TaskFailed, nil
