@@ -145,4 +145,5 @@ func TestModernTasksBoundToEndpoint(t *testing.T) {
 		t.Errorf("tasks/get at /mcp/team after the requests elsewhere: %s, want it still working", r.body)
 	}
 	modernDo(t, team, taskBody("x", "tasks/cancel", fmt.Sprintf(`"taskId":%q`, id), true), named)
+	waitMarker(t, markers, "cancel-bound") // the upstream's call has ended: its server can close
 }
