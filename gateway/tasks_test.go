@@ -106,3 +106,44 @@ func TestModernTasks(t *testing.T) {
 		})
 	}
 }
+
+// TestModernTasksBoundToEndpoint (issue 31, item 3) over HTTP: a task made through /mcp/team is an unknown task
+// (-32602, as for an id that never existed) at /mcp/ops and at /mcp, and its tasks/cancel there changes nothing.
+func TestModernTasksBoundToEndpoint(t *testing.T) {
+	markers := markerSink(t)
+	up, _ := httpUpstream(t, "alpha", routing.Shared, markers)
+	up.Tasks = "optional"
+	endpoints := []routing.Endpoint{{Name: "team", Include: []string{"alpha__*"}}, {Name: "ops", Include: []string{"alpha__*"}}}
+	h := startGateway(t, routing.Options{Tasks: routing.TaskOptions{Store: state.NewMemory(), SyncWindow: 50 * time.Millisecond},
+		Shape: routing.Shape{Endpoints: endpoints}}, gateway.Options{}, up)
+	at := func(path string) *rawClient { return &rawClient{t: t, url: h.url + path, hc: &http.Client{}} }
+	team := at("/team")
+	created := modernDo(t, team, taskBody("c", "tools/call", `"name":"alpha__slow","arguments":{"tag":"bound"}`, true), nil).final(t)
+	var task struct {
+		TaskID string `json:"taskId"`
+	}
+	if json.Unmarshal(created.Result, &task) != nil || task.TaskID == "" {
+		t.Fatalf("no task at /mcp/team: %s", created.Result)
+	}
+	id := task.TaskID
+	named := map[string]string{"Mcp-Name": id}
+	for _, where := range []string{"/ops", ""} {
+		c := at(where)
+		r := modernDo(t, c, taskBody("g", "tasks/get", fmt.Sprintf(`"taskId":%q`, id), true), named)
+		if m := r.final(t); r.status != http.StatusBadRequest || m.Error == nil || m.Error.Code != -32602 {
+			t.Errorf("tasks/get at /mcp%s: HTTP %d %s, want 400 and -32602", where, r.status, r.body)
+		}
+		if r := modernDo(t, c, taskBody("x", "tasks/cancel", fmt.Sprintf(`"taskId":%q`, id), true), named); r.status != http.StatusOK {
+			t.Errorf("tasks/cancel at /mcp%s: HTTP %d %s", where, r.status, r.body)
+		}
+	}
+	r := modernDo(t, team, taskBody("g", "tasks/get", fmt.Sprintf(`"taskId":%q`, id), true), named)
+	var got struct {
+		Status string `json:"status"`
+	}
+	if m := r.final(t); m.Error != nil || json.Unmarshal(m.Result, &got) != nil || got.Status != "working" {
+		t.Errorf("tasks/get at /mcp/team after the requests elsewhere: %s, want it still working", r.body)
+	}
+	modernDo(t, team, taskBody("x", "tasks/cancel", fmt.Sprintf(`"taskId":%q`, id), true), named)
+	waitMarker(t, markers, "cancel-bound") // the upstream's call has ended: its server can close
+}

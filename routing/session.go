@@ -220,10 +220,16 @@ func (s *Session) notify(msg []byte) {
 	s.standalone.Push(msg, ClassNotice)
 }
 
+// usesMain reports whether the session reaches up through the upstream's main session, shared by every client,
+// rather than through one of its own. A stateless upstream keeps nothing per client: every request carries the
+// client's capabilities.
+func (s *Session) usesMain(up *Upstream) bool {
+	return up.cfg.Mode == Shared || up.modern() && (s.era.modern() || !up.legacyLinks())
+}
+
 // linkFor returns the upstream session that serves this client for up, starting a per-client one on first use.
 func (s *Session) linkFor(up *Upstream) (*link, error) {
-	if up.cfg.Mode == Shared || up.modern() && (s.era.modern() || !up.legacyLinks()) {
-		// A stateless upstream keeps nothing per client: every request carries the client's capabilities.
+	if s.usesMain(up) {
 		return up.main, nil
 	}
 	if up.cfg.Kind == "http" && s.links.peek(up) == nil {

@@ -58,6 +58,11 @@ type TaskOptions struct {
 	MaxRunning int
 	// MaxPerPrincipal bounds one caller's live tasks across replicas (zero: 100).
 	MaxPerPrincipal int
+	// MaxResultBytes bounds the bytes of the results (and errors) this replica's tasks keep, in all (zero:
+	// 64 MiB); MaxResultBytesPerPrincipal bounds one caller's (zero: 16 MiB; at most MaxResultBytes). See
+	// taskbudget.go.
+	MaxResultBytes             int64
+	MaxResultBytesPerPrincipal int64
 }
 
 // Task support of a tool, as execution.taskSupport says it.
@@ -84,6 +89,8 @@ type taskHost struct {
 	n    int // runs reserved (running, or deciding within their sync window)
 	wg   sync.WaitGroup
 	seq  atomic.Int64
+	// results accounts the bytes this replica's finished tasks keep (taskbudget.go).
+	results resultLedger
 }
 
 // taskRun is one task this replica runs.
@@ -229,7 +236,7 @@ func (s *Session) hostTask(ctx context.Context, t target, m jsonrpc.Message, out
 	}
 	rctx := context.WithValue(WithAllow(context.WithoutCancel(ctx), *s.policy(ctx)), taskRunKey{}, true)
 	job := &taskJob{h: h, s: rs, ctx: rctx, id: callID, tool: name, up: t.up.cfg.Name, principal: s.params.Principal,
-		creator: s.id, modern: modern, ttl: h.capTTL(ttl), call: call}
+		endpoint: s.params.Endpoint, creator: s.id, modern: modern, ttl: h.capTTL(ttl), call: call}
 	window := time.Duration(0)
 	if modern {
 		window = h.window()
@@ -253,7 +260,7 @@ func (pc *pooledClient) hostTaskRetry(ctx context.Context, m jsonrpc.Message, ou
 	}
 	rctx := context.WithValue(WithAllow(context.WithoutCancel(ctx), *s.policy(ctx)), taskRunKey{}, true)
 	job := &taskJob{h: h, s: s, ctx: rctx, id: clone(m.ID()), tool: name, up: t.up.cfg.Name, principal: s.params.Principal,
-		creator: s.id, modern: true, ttl: h.ttl(), call: m}
+		endpoint: s.params.Endpoint, creator: s.id, modern: true, ttl: h.ttl(), call: m}
 	job.start(out, m.ID(), h.window(), func(ctx context.Context, o *Stream) { pc.resume(ctx, m, o, state) })
 	return true
 }
@@ -288,6 +295,7 @@ type taskJob struct {
 	id        []byte // the id of the call as sent through s
 	tool, up  string
 	principal string
+	endpoint  string // the endpoint the client called through: the task is bound to it too
 	creator   string // the client's session
 	modern    bool
 	ttl       time.Duration
@@ -403,8 +411,16 @@ func (j *taskJob) create(out *Stream, clientID []byte) bool {
 		era = "modern"
 	}
 	rec := state.TaskRecord{
-		ID: newTaskID(), Principal: j.principal, Session: j.creator, Upstream: j.up, Tool: j.tool, Owner: h.self, Era: era,
+		ID: newTaskID(), Principal: j.principal, Endpoint: j.endpoint, Session: j.creator, Upstream: j.up, Tool: j.tool, Owner: h.self, Era: era,
 		Status: state.TaskWorking, Created: now, Updated: now, TTL: j.ttl, PollInterval: h.poll(),
+	}
+	if why := h.spent(j.principal, now); why != "" {
+		// Its result could not be kept: no task. A 2026-07-28 call goes on as an ordinary one.
+		h.r.log.Info("no task: the kept results' budget is spent", "tool", j.tool)
+		if !j.modern {
+			replyError(out, clientID, protocol.CodeUnavailable, why)
+		}
+		return false
 	}
 	ctx, cancel := context.WithTimeout(h.r.ctx, 5*time.Second)
 	defer cancel()
@@ -523,7 +539,9 @@ func (j *taskJob) drain() bool {
 			}
 			return false
 		}
-		result := jsonrpc.DeleteMembers(clone(res), "resultType")
+		// Not cloned: the store keeps a copy of its own (Memory clones what it is given, Redis encodes it), and the
+		// message is not used again; one copy of a large result fewer on its way.
+		result := jsonrpc.DeleteMembers(res, "resultType")
 		return j.finish(func(rec *state.TaskRecord) {
 			rec.Status, rec.Result, rec.StatusMessage = state.TaskCompleted, result, ""
 		})
@@ -660,22 +678,39 @@ func (j *taskJob) update(fn func(*state.TaskRecord)) {
 var errTaskEnded = errors.New("the task has ended")
 
 // finish records the task's end (unless it ended already: a cancellation wins over a late answer) and reports
-// true. A result too large to hold fails the task with an error that says so.
+// true. A result too large to hold, or past the kept results' budget (taskbudget.go), fails the task with an
+// error that says so.
 func (j *taskJob) finish(fn func(*state.TaskRecord)) bool {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(j.h.r.ctx), 5*time.Second)
+	h := j.h
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(h.r.ctx), 5*time.Second)
 	defer cancel()
 	write := func(fn func(*state.TaskRecord)) error {
-		return j.h.store().UpdateTask(ctx, j.taskID, func(rec *state.TaskRecord) error {
+		err := h.store().UpdateTask(ctx, j.taskID, func(rec *state.TaskRecord) error {
 			if state.TaskTerminal(rec.Status) {
 				return errTaskEnded
 			}
 			fn(rec)
 			rec.InputRequests, rec.InputResponses = nil, nil
 			rec.Updated = time.Now().UTC()
-			return nil
+			// Counted before it is written (again on a retry: the task's count is replaced, not added to).
+			now := time.Now()
+			return h.keep(rec.ID, rec.Principal, int64(len(rec.Result)+len(rec.Error)), rec.Created.Add(rec.TTL), now)
 		})
+		if err != nil {
+			h.unkeep(j.taskID)
+		}
+		return err
 	}
 	err := write(fn)
+	var over *errResultBudget
+	if errors.As(err, &over) {
+		h.r.log.Info("a task's result is not kept: past the budget", "task", j.taskID[:8], "tool", j.tool, "err", err)
+		msg := over.Error()
+		err = write(func(rec *state.TaskRecord) {
+			rec.Status, rec.Result, rec.StatusMessage = state.TaskFailed, nil, msg
+			rec.Error = errorObject(protocol.CodeInternalError, msg)
+		})
+	}
 	if errors.Is(err, state.ErrInvalid) {
 		err = write(func(rec *state.TaskRecord) {
 			rec.Status, rec.Result = state.TaskFailed, nil

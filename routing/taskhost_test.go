@@ -111,11 +111,12 @@ const tasksCaps = `{"elicitation":{},"extensions":{"io.modelcontextprotocol/task
 
 // startTasks runs a router whose upstream "jobs" takes no tasks and is marked tasks: optional; its tool "plain"
 // is forbidden and "must" required.
-func startTasks(t *testing.T) (*testRouter, *jobUpstream, *state.Memory) {
+// edit, when given, changes the router's options first.
+func startTasks(t *testing.T, edit ...func(*Options)) (*testRouter, *jobUpstream, *state.Memory) {
 	t.Helper()
 	j := newJobUpstream()
 	store := state.NewMemory()
-	r := startRouter(t, Options{
+	opts := Options{
 		Tasks: TaskOptions{Store: store, SyncWindow: 100 * time.Millisecond, PollInterval: 50 * time.Millisecond},
 		Shape: Shape{Overrides: map[OverrideKey]Override{
 			{Upstream: "jobs", Kind: "tool", Name: "plain"}: {TaskSupport: taskForbidden},
@@ -123,7 +124,11 @@ func startTasks(t *testing.T) (*testRouter, *jobUpstream, *state.Memory) {
 			// A preset is set once, when the task's call is routed, not again on its way back through callNamed.
 			{Upstream: "jobs", Kind: "tool", Name: "slow"}: {Arguments: map[string]json.RawMessage{"mode": json.RawMessage(`"batch"`)}},
 		}},
-	}, UpstreamConfig{Name: "jobs", Prefix: "jobs__", Mode: Shared, Transport: j.ft, Kind: "stdio", Tasks: taskOptional})
+	}
+	for _, e := range edit {
+		e(&opts)
+	}
+	r := startRouter(t, opts, UpstreamConfig{Name: "jobs", Prefix: "jobs__", Mode: Shared, Transport: j.ft, Kind: "stdio", Tasks: taskOptional})
 	return r, j, store
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
@@ -16,8 +17,10 @@ import (
 // may mint the same id, and an id must not let one caller reach another's task ("when an auth context exists,
 // tasks MUST be bound to it"), so the client sees the upstream's id sealed: "sbtp1." and, under the key the
 // replicas share (as for requestState), the upstream's name and its id, authenticated together with the
-// caller's principal. Any replica opens it, no store is consulted, and another principal's copy does not open:
-// to them it is an unknown task.
+// caller's principal and the endpoint it called through (and so the resource its token was accepted for there).
+// Any replica opens it, no store is consulted, and it does not open for another principal, nor for the same one
+// at another endpoint: there it is an unknown task. (An id sealed before the endpoint was bound does not open
+// either: its task is unknown from then on.)
 
 const upstreamTaskPrefix = "sbtp1."
 
@@ -48,25 +51,33 @@ func (r *Router) upstreamTasks() bool {
 // or an upstream does.
 func (r *Router) OffersTasks() bool { return r.tasks.enabled() || r.upstreamTasks() }
 
-// sealUpstreamTask exposes an upstream's task id to principal.
-func (r *Router) sealUpstreamTask(principal, upstream, id string) string {
+// taskBinding is what a sealed task id is bound to: the principal (any bytes, so its length first) and the
+// endpoint.
+func taskBinding(principal, endpoint string) []byte {
+	b := strconv.AppendInt([]byte(upstreamTaskPrefix), int64(len(principal)), 10)
+	return append(append(append(b, ':'), principal...), endpoint...)
+}
+
+// sealUpstreamTask exposes an upstream's task id to principal at endpoint.
+func (r *Router) sealUpstreamTask(principal, endpoint, upstream, id string) string {
 	aead := r.stateAEAD
 	payload := upstream + "\x00" + id
 	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(payload)+aead.Overhead())
 	rand.Read(nonce)
-	sealed := aead.Seal(nonce, nonce, []byte(payload), []byte(upstreamTaskPrefix+principal))
+	sealed := aead.Seal(nonce, nonce, []byte(payload), taskBinding(principal, endpoint))
 	return upstreamTaskPrefix + base64.RawURLEncoding.EncodeToString(sealed)
 }
 
-// openUpstreamTask returns the upstream and the upstream's id of an exposed task id, if principal holds it.
-func (r *Router) openUpstreamTask(principal, exposed string) (upstream, id string, ok bool) {
+// openUpstreamTask returns the upstream and the upstream's id of an exposed task id, if principal holds it at
+// endpoint.
+func (r *Router) openUpstreamTask(principal, endpoint, exposed string) (upstream, id string, ok bool) {
 	sealed, err := base64.RawURLEncoding.Strict().DecodeString(strings.TrimPrefix(exposed, upstreamTaskPrefix))
 	aead := r.stateAEAD
 	if err != nil || len(sealed) < aead.NonceSize()+aead.Overhead() {
 		return "", "", false
 	}
 	nonce := sealed[:aead.NonceSize()]
-	raw, err := aead.Open(nil, nonce, sealed[aead.NonceSize():], []byte(upstreamTaskPrefix+principal))
+	raw, err := aead.Open(nil, nonce, sealed[aead.NonceSize():], taskBinding(principal, endpoint))
 	if err != nil {
 		return "", "", false
 	}
@@ -83,7 +94,7 @@ func (s *Session) exposeUpstreamTasks(up *Upstream, next func([]byte) []byte) fu
 	return func(res []byte) []byte {
 		if rt, _ := jsonrpc.LookupString(res, "resultType"); rt == "task" {
 			if id, ok := jsonrpc.LookupString(res, "taskId"); ok {
-				res = jsonrpc.SetMember(res, "taskId", jsonrpc.AppendQuote(nil, s.r.sealUpstreamTask(s.params.Principal, up.cfg.Name, id)))
+				res = jsonrpc.SetMember(res, "taskId", jsonrpc.AppendQuote(nil, s.r.sealUpstreamTask(s.params.Principal, s.params.Endpoint, up.cfg.Name, id)))
 			}
 		}
 		if next != nil {
@@ -96,7 +107,7 @@ func (s *Session) exposeUpstreamTasks(up *Upstream, next func([]byte) []byte) fu
 // upstreamTaskRequest routes tasks/get, tasks/update or tasks/cancel of an upstream's task to that upstream, with
 // its own id, and shows the answer with the exposed one.
 func (s *Session) upstreamTaskRequest(ctx context.Context, m jsonrpc.Message, out *Stream, exposed string) {
-	name, id, ok := s.r.openUpstreamTask(s.params.Principal, exposed)
+	name, id, ok := s.r.openUpstreamTask(s.params.Principal, s.params.Endpoint, exposed)
 	up := s.r.upstream(name)
 	if !ok || up == nil || !s.allowsUpstream(ctx, up) {
 		if m.MethodIs("tasks/get") {

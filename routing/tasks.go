@@ -13,8 +13,10 @@ import (
 
 // Tasks (2025-11-25, experimental). Task ids are minted by each upstream, so two upstreams can hand out the
 // same one: the gateway exposes "<upstream>:<id>" (an upstream name never holds ':'), translates it back on
-// tasks/get, tasks/result and tasks/cancel, and, on a shared upstream, lets a session see only the tasks it
-// created ("tasks MUST be bound to" the requestor's context).
+// tasks/get, tasks/result and tasks/cancel, and, where the session reaches the upstream through a session other
+// clients share (a shared upstream, or a stateless one), lets it see only the tasks it created ("tasks MUST be
+// bound to" the requestor's context). A session is opened at one endpoint and bound to its principal, so its
+// tasks are bound to both; through its own upstream session, the upstream knows no other client's.
 
 func exposeTask(up *Upstream) func(string) string {
 	return func(id string) string { return up.cfg.Name + ":" + id }
@@ -62,8 +64,8 @@ func (s *Session) taskCall(up *Upstream) (func([]byte) []byte, error) {
 	}, nil
 }
 
-// taskSet is the exposed ids of the tasks a session created, bounded: on a shared upstream, a session may use
-// only its own.
+// taskSet is the exposed ids of the tasks a session created, bounded: through an upstream session other clients
+// share, a session may use only its own.
 type taskSet struct {
 	mu  sync.Mutex
 	ids map[string]bool
@@ -94,7 +96,7 @@ func (s *Session) taskRequest(ctx context.Context, m jsonrpc.Message, out *Strea
 		return
 	}
 	up, id, ok := s.r.taskTarget(exposed)
-	if !ok || !s.allowsUpstream(ctx, up) || (up.cfg.Mode == Shared && !s.tasks.has(exposed)) {
+	if !ok || !s.allowsUpstream(ctx, up) || (s.usesMain(up) && !s.tasks.has(exposed)) {
 		replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("unknown task %q", exposed))
 		return
 	}
@@ -111,8 +113,8 @@ func (s *Session) taskRequest(ctx context.Context, m jsonrpc.Message, out *Strea
 	s.forwardWith(ctx, up, m, out, "", transform, jsonrpc.ParamEdit{Path: []string{"taskId"}, With: jsonrpc.AppendQuote(nil, id)})
 }
 
-// listTasks merges tasks/list across the upstreams this session has tasks with; on a shared upstream only the
-// session's own tasks are listed. The merged list is returned in one page.
+// listTasks merges tasks/list across the upstreams this session has tasks with; through an upstream session other
+// clients share, only the session's own tasks are listed. The merged list is returned in one page.
 func (s *Session) listTasks(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	ctx, cancel := context.WithTimeout(ctx, s.r.opts.RequestTimeout)
 	defer cancel()
@@ -127,10 +129,9 @@ func (s *Session) listTasks(ctx context.Context, m jsonrpc.Message, out *Stream)
 		n++
 	}
 	for _, up := range s.r.upstreams() {
-		var l *link
-		if up.cfg.Mode == Shared {
-			l = up.main
-		} else {
+		shared := s.usesMain(up)
+		l := up.main
+		if !shared {
 			l = s.links.peek(up)
 		}
 		if l == nil || !up.supportsTaskCalls() || !s.allowsUpstream(ctx, up) {
@@ -157,7 +158,7 @@ func (s *Session) listTasks(ctx context.Context, m jsonrpc.Message, out *Stream)
 			for _, t := range page.Tasks {
 				id, _ := jsonrpc.LookupString(t, "taskId")
 				exposed := exposeTask(up)(id)
-				if up.cfg.Mode == Shared && !s.tasks.has(exposed) {
+				if shared && !s.tasks.has(exposed) {
 					continue
 				}
 				if n > 0 {

@@ -67,14 +67,31 @@ func detailedTask(rec state.TaskRecord) []byte {
 // "<upstream>:<id>" (tasks.go), which a gateway-made id (base64url) never contains.
 func gatewayTaskID(id string) bool { return id != "" && !strings.Contains(id, ":") && len(id) <= 256 }
 
-// findTask returns the caller's task: another principal's task, an expired one and one that never existed are
-// the same unknown task (-32602), so an id says nothing about anybody else's work.
-func (s *Session) findTask(ctx context.Context, id string) (state.TaskRecord, error) {
+// holds reports whether a task is bound to the session's caller where the session is: the same principal, through
+// the same endpoint. An endpoint is a resource of its own (a token is accepted there for its resource or the
+// whole gateway's), with its own view and policy, so a task made through /mcp/team is nobody's at /mcp/ops, nor
+// at /mcp/fin, nor at the whole catalog, even for its own caller. A record an older replica wrote has no
+// endpoint: it is the whole catalog's, unknown at every endpoint.
+func (s *Session) holds(rec state.TaskRecord) bool {
+	return rec.Principal == s.params.Principal && rec.Endpoint == s.params.Endpoint
+}
+
+// refusedTask audits a request for a task that exists but is bound elsewhere: the caller is told it is unknown.
+func (s *Session) refusedTask(rec state.TaskRecord, method string) {
+	if up := s.r.upstream(rec.Upstream); up != nil {
+		s.auditDenied(up, method, rec.Tool)
+	}
+}
+
+// findTask returns the caller's task: a task bound to another principal or another endpoint, an expired one and
+// one that never existed are the same unknown task (-32602), so an id says nothing about anybody else's work.
+func (s *Session) findTask(ctx context.Context, id, method string) (state.TaskRecord, error) {
 	h := &s.r.tasks
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	rec, err := h.store().GetTask(ctx, id)
-	if err == nil && rec.Principal != s.params.Principal {
+	if err == nil && !s.holds(rec) {
+		s.refusedTask(rec, method)
 		err = state.ErrNotFound
 	}
 	if err == nil && !state.TaskTerminal(rec.Status) {
@@ -142,7 +159,7 @@ func (s *Session) modernTaskRequest(ctx context.Context, m jsonrpc.Message, out 
 	}
 	switch m.Method() {
 	case "tasks/get":
-		rec, err := s.findTask(ctx, taskID)
+		rec, err := s.findTask(ctx, taskID, m.Method())
 		if err != nil {
 			s.taskStoreError(out, id, taskID, err)
 			return
@@ -179,9 +196,13 @@ func (s *Session) answerTask(ctx context.Context, taskID string, responses map[s
 	h := &s.r.tasks
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	var rec state.TaskRecord
+	var rec, refused state.TaskRecord
 	err := h.store().UpdateTask(ctx, taskID, func(r *state.TaskRecord) error {
-		if r.Principal != s.params.Principal || r.Status != state.TaskInputRequired {
+		if !s.holds(*r) {
+			refused = *r
+			return state.ErrNotFound
+		}
+		if r.Status != state.TaskInputRequired {
 			return errTaskEnded
 		}
 		var asked, have map[string]json.RawMessage
@@ -208,6 +229,8 @@ func (s *Session) answerTask(ctx context.Context, taskID string, responses map[s
 	})
 	if err == nil {
 		h.wakeOwner(ctx, rec)
+	} else if refused.ID != "" {
+		s.refusedTask(refused, "tasks/update")
 	}
 }
 
@@ -217,9 +240,10 @@ func (s *Session) cancelTask(ctx context.Context, taskID string) (state.TaskReco
 	h := &s.r.tasks
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	var rec state.TaskRecord
+	var rec, refused state.TaskRecord
 	err := h.store().UpdateTask(ctx, taskID, func(r *state.TaskRecord) error {
-		if r.Principal != s.params.Principal {
+		if !s.holds(*r) {
+			refused = *r
 			return state.ErrNotFound
 		}
 		if state.TaskTerminal(r.Status) {
@@ -235,6 +259,8 @@ func (s *Session) cancelTask(ctx context.Context, taskID string) (state.TaskReco
 	})
 	if err == nil {
 		h.wakeOwner(ctx, rec)
+	} else if refused.ID != "" {
+		s.refusedTask(refused, "tasks/cancel")
 	}
 	return rec, err
 }
@@ -244,7 +270,7 @@ func (s *Session) legacyTaskRequest(ctx context.Context, m jsonrpc.Message, out 
 	id := m.ID()
 	switch m.Method() {
 	case "tasks/get":
-		rec, err := s.findTask(ctx, taskID)
+		rec, err := s.findTask(ctx, taskID, m.Method())
 		if err != nil {
 			s.taskStoreError(out, id, taskID, err)
 			return
@@ -277,7 +303,7 @@ func (s *Session) awaitTaskResult(ctx context.Context, id []byte, out *Stream, t
 	every := min(h.poll(), time.Second)
 	asked := map[string]bool{} // the input requests put to the client on this stream
 	for {
-		rec, err := s.findTask(wait, taskID)
+		rec, err := s.findTask(wait, taskID, "tasks/result")
 		if err != nil {
 			s.taskStoreError(out, id, taskID, err)
 			return
@@ -320,8 +346,8 @@ func (s *Session) awaitTaskResult(ctx context.Context, id []byte, out *Stream, t
 	}
 }
 
-// gatewayTasksPage is the caller's gateway-made tasks for tasks/list (2025-11-25): a task is bound to its caller,
-// so a caller's list is its own.
+// gatewayTasksPage is the caller's gateway-made tasks for tasks/list (2025-11-25): a task is bound to its caller
+// and its endpoint, so a caller's list is its own tasks made where the session is.
 func (s *Session) gatewayTasksPage(ctx context.Context) [][]byte {
 	h := &s.r.tasks
 	if !h.enabled() {
@@ -336,7 +362,7 @@ func (s *Session) gatewayTasksPage(ctx context.Context) [][]byte {
 	}
 	out := make([][]byte, 0, len(recs))
 	for _, rec := range recs {
-		if rec.UpstreamTask != "" || (s.params.Principal == "" && rec.Session != s.id) {
+		if rec.UpstreamTask != "" || !s.holds(rec) || (s.params.Principal == "" && rec.Session != s.id) {
 			continue
 		}
 		out = append(out, append(appendTaskFields([]byte{'{'}, rec, false), '}'))

@@ -673,7 +673,8 @@ func tasksOf(cfg *config.Config, store *state.Redis) routing.TaskOptions {
 		return routing.TaskOptions{}
 	}
 	t := cfg.Tasks
-	opts := routing.TaskOptions{TTL: t.TTL, PollInterval: t.PollInterval, SyncWindow: t.SyncWindow, MaxRunning: t.MaxRunning, MaxPerPrincipal: t.MaxPerPrincipal}
+	opts := routing.TaskOptions{TTL: t.TTL, PollInterval: t.PollInterval, SyncWindow: t.SyncWindow, MaxRunning: t.MaxRunning, MaxPerPrincipal: t.MaxPerPrincipal,
+		MaxResultBytes: t.MaxResultBytes, MaxResultBytesPerPrincipal: t.MaxResultBytesPerPrincipal}
 	if store != nil {
 		opts.Store = store
 	} else {

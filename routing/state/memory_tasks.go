@@ -162,7 +162,7 @@ func (m *Memory) UpdateTask(ctx context.Context, id string, fn func(*TaskRecord)
 		if err := fn(&rec); err != nil {
 			return err
 		}
-		rec.ID, rec.Principal, rec.Created, rec.TTL = cur.ID, cur.Principal, cur.Created, cur.TTL
+		rec.ID, rec.Principal, rec.Endpoint, rec.Created, rec.TTL = cur.ID, cur.Principal, cur.Endpoint, cur.Created, cur.TTL
 		if _, err := encodeTask(rec); err != nil {
 			return err
 		}

@@ -153,7 +153,7 @@ func (r *Redis) UpdateTask(ctx context.Context, id string, fn func(*TaskRecord) 
 		if err := fn(&rec); err != nil {
 			return fnError{err}
 		}
-		rec.ID, rec.Principal, rec.Created, rec.TTL = cur.ID, cur.Principal, cur.Created, cur.TTL
+		rec.ID, rec.Principal, rec.Endpoint, rec.Created, rec.TTL = cur.ID, cur.Principal, cur.Endpoint, cur.Created, cur.TTL
 		out, err := encodeTask(rec)
 		if err != nil {
 			return fnError{err}

@@ -41,6 +41,10 @@ type TaskRecord struct {
 	ID string `json:"id"`
 	// Principal is the caller the task is bound to ("" without auth): nobody else may see or touch it.
 	Principal string `json:"principal,omitempty"`
+	// Endpoint is the endpoint the task was made through ("" for the whole catalog): the task is bound to it as
+	// well, and so to the resource the caller's token was accepted for there (each endpoint is a resource of its
+	// own). A record written before the field existed has none, so it is the whole catalog's.
+	Endpoint string `json:"endpoint,omitempty"`
 	// Upstream and Tool name what runs: the upstream's configured name and the client-visible tool name.
 	Upstream string `json:"upstream,omitempty"`
 	Tool     string `json:"tool,omitempty"`
@@ -89,7 +93,7 @@ type TaskStore interface {
 	GetTask(ctx context.Context, id string) (TaskRecord, error)
 	// UpdateTask is an atomic read-modify-write: fn gets a copy of the current record and changes it in place;
 	// the result is stored unless fn returns an error, which UpdateTask returns as is. fn may run more than once
-	// (optimistic concurrency) and must not call the store. ID, Principal, Created and TTL cannot change, and
+	// (optimistic concurrency) and must not call the store. ID, Principal, Endpoint, Created and TTL cannot change, and
 	// the expiry stays where CreateTask put it. ErrNotFound if there is none; ErrInvalid past MaxTaskSize (or
 	// when fn leaves a RawMessage that is not JSON), and then nothing is stored.
 	UpdateTask(ctx context.Context, id string, fn func(*TaskRecord) error) error

@@ -78,6 +78,7 @@ func sampleTask(id, principal string, ttl time.Duration) TaskRecord {
 	return TaskRecord{
 		ID:              id,
 		Principal:       principal,
+		Endpoint:        "team",
 		Upstream:        "search",
 		Tool:            "search__find",
 		Owner:           "http://10.0.0.1:8080/mcp",
@@ -552,6 +553,7 @@ func testTaskUpdate(t *testing.T, newStore factory) {
 		// Ignored:
 		r.ID = "t2"
 		r.Principal = "mallory"
+		r.Endpoint = "ops"
 		r.Created = r.Created.Add(-time.Hour)
 		r.TTL = MaxTaskTTL
 		return nil

@@ -195,7 +195,8 @@ func (c *Config) writeTasks(w *lineWriter) {
 		return
 	}
 	t := c.Tasks
-	w.line("tasks: {ttl: %s, pollInterval: %s, syncWindow: %s, maxRunning: %d, maxPerPrincipal: %d}", t.TTL, t.PollInterval, t.SyncWindow, t.MaxRunning, t.MaxPerPrincipal)
+	w.line("tasks: {ttl: %s, pollInterval: %s, syncWindow: %s, maxRunning: %d, maxPerPrincipal: %d, maxResultBytes: %d, maxResultBytesPerPrincipal: %d}",
+		t.TTL, t.PollInterval, t.SyncWindow, t.MaxRunning, t.MaxPerPrincipal, t.MaxResultBytes, t.MaxResultBytesPerPrincipal)
 }
 
 func (c *Config) writeServerCard(w *lineWriter) {

@@ -26,15 +26,22 @@ type Tasks struct {
 	MaxRunning int
 	// MaxPerPrincipal bounds one caller's live tasks across replicas (100).
 	MaxPerPrincipal int
+	// MaxResultBytes bounds the bytes of the results one replica's tasks keep
+	// until their TTL (64 MiB); MaxResultBytesPerPrincipal bounds one
+	// caller's on a replica (16 MiB, or MaxResultBytes when that is less; at
+	// most MaxResultBytes).
+	MaxResultBytes             int64
+	MaxResultBytesPerPrincipal int64
 }
 
 // DefaultTasks is the tasks: block's defaults.
 func DefaultTasks() Tasks {
-	return Tasks{TTL: time.Hour, PollInterval: time.Second, SyncWindow: 500 * time.Millisecond, MaxRunning: 64, MaxPerPrincipal: 100}
+	return Tasks{TTL: time.Hour, PollInterval: time.Second, SyncWindow: 500 * time.Millisecond, MaxRunning: 64, MaxPerPrincipal: 100,
+		MaxResultBytes: 64 << 20, MaxResultBytesPerPrincipal: 16 << 20}
 }
 
 func tasksKeys() []string {
-	return []string{"ttl", "pollInterval", "syncWindow", "maxRunning", "maxPerPrincipal"}
+	return []string{"ttl", "pollInterval", "syncWindow", "maxRunning", "maxPerPrincipal", "maxResultBytes", "maxResultBytesPerPrincipal"}
 }
 
 // maxTaskTTL matches the task store's bound.
@@ -91,5 +98,30 @@ func (p *parser) tasks(key string, f pair, t *topLevel) {
 			}
 			*n.dst = int(v)
 		}
+	}
+	for _, n := range []struct {
+		key string
+		dst *int64
+	}{{"maxResultBytes", &tk.MaxResultBytes}, {"maxResultBytesPerPrincipal", &tk.MaxResultBytesPerPrincipal}} {
+		f, ok := o.get(n.key)
+		if !ok {
+			continue
+		}
+		path := join(key, n.key)
+		if v, ok := p.size(f.val, path); ok {
+			if v < 1<<20 || v > 64<<30 {
+				p.errorf(resolve(f.val), path, "must be between 1MiB and 64GiB, not %d bytes", v)
+				continue
+			}
+			*n.dst = v
+		}
+	}
+	if tk.MaxResultBytesPerPrincipal > tk.MaxResultBytes {
+		f, set := o.get("maxResultBytesPerPrincipal")
+		if !set { // the default is the replica's budget, when that is smaller
+			tk.MaxResultBytesPerPrincipal = tk.MaxResultBytes
+			return
+		}
+		p.errorf(resolve(f.val), join(key, "maxResultBytesPerPrincipal"), "must be at most tasks.maxResultBytes (%d bytes), not %d bytes: one caller cannot keep more than the replica", tk.MaxResultBytes, tk.MaxResultBytesPerPrincipal)
 	}
 }

@@ -21,11 +21,33 @@ func TestParseTasks(t *testing.T) {
 		{name: "defaults", in: ups, want: DefaultTasks(), upA: TaskOptional, print: []string{"tasks: optional"}},
 		{name: "forbidden is none", in: "upstreams: [{name: a, command: x, tasks: forbidden}]\n", want: DefaultTasks()},
 		{
-			name:  "every key",
-			in:    ups + "tasks: {ttl: 10m, pollInterval: 250ms, syncWindow: 100ms, maxRunning: 8, maxPerPrincipal: 3}\n",
-			want:  Tasks{TTL: 10 * time.Minute, PollInterval: 250 * time.Millisecond, SyncWindow: 100 * time.Millisecond, MaxRunning: 8, MaxPerPrincipal: 3},
+			name: "every key",
+			in:   ups + "tasks: {ttl: 10m, pollInterval: 250ms, syncWindow: 100ms, maxRunning: 8, maxPerPrincipal: 3}\n",
+			want: Tasks{TTL: 10 * time.Minute, PollInterval: 250 * time.Millisecond, SyncWindow: 100 * time.Millisecond, MaxRunning: 8, MaxPerPrincipal: 3,
+				MaxResultBytes: 64 << 20, MaxResultBytesPerPrincipal: 16 << 20},
 			upA:   TaskOptional,
-			print: []string{"tasks: {ttl: 10m0s, pollInterval: 250ms, syncWindow: 100ms, maxRunning: 8, maxPerPrincipal: 3}"},
+			print: []string{"tasks: {ttl: 10m0s, pollInterval: 250ms, syncWindow: 100ms, maxRunning: 8, maxPerPrincipal: 3, maxResultBytes: 67108864, maxResultBytesPerPrincipal: 16777216}"},
+		},
+		{
+			name: "result budgets",
+			in:   ups + "tasks: {maxResultBytes: 128MiB, maxResultBytesPerPrincipal: 8388608}\n",
+			want: func() Tasks {
+				tk := DefaultTasks()
+				tk.MaxResultBytes, tk.MaxResultBytesPerPrincipal = 128<<20, 8<<20
+				return tk
+			}(),
+			upA:   TaskOptional,
+			print: []string{"maxResultBytes: 134217728, maxResultBytesPerPrincipal: 8388608}"},
+		},
+		{
+			name: "a replica's budget below the caller's default",
+			in:   ups + "tasks: {maxResultBytes: 8MiB}\n",
+			want: func() Tasks {
+				tk := DefaultTasks()
+				tk.MaxResultBytes, tk.MaxResultBytesPerPrincipal = 8<<20, 8<<20
+				return tk
+			}(),
+			upA: TaskOptional,
 		},
 		{
 			name: "a tool override",
@@ -70,6 +92,9 @@ func TestParseTasksInvalid(t *testing.T) {
 		{"window too long", ups + "tasks: {syncWindow: 2m}\n", "tasks.syncWindow: must be between"},
 		{"max running", ups + "tasks: {maxRunning: 0}\n", "tasks.maxRunning: must be between 1 and 100000"},
 		{"stray key", ups + "tasks: {enabled: true}\n", "tasks are made for the tools"},
+		{"result budget too small", ups + "tasks: {maxResultBytes: 1KiB}\n", "tasks.maxResultBytes: must be between 1MiB and 64GiB"},
+		{"result budget not a size", ups + "tasks: {maxResultBytesPerPrincipal: lots}\n", `tasks.maxResultBytesPerPrincipal: "lots" is not a size`},
+		{"caller's budget past the replica's", ups + "tasks: {maxResultBytes: 8MiB, maxResultBytesPerPrincipal: 10MiB}\n", "tasks.maxResultBytesPerPrincipal: must be at most tasks.maxResultBytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("c.yaml", []byte(tc.in), envOf(nil))
