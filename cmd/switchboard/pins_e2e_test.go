@@ -222,13 +222,11 @@ func TestE2EPins(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(out, d.Seen) {
 		t.Fatalf("approve: %d %s", code, out)
 	}
-	if got := tools(t, sa); !strings.Contains(got["rug__read"], "id_rsa") {
-		t.Errorf("after the approval a lists %v", got)
-	}
+	// A 2026-07-28 client may keep a list for its ttlMs (listCacheTTL): it sees the approval when the gateway's
+	// tools list_changed reaches its subscriptions/listen stream, which can come after the admin's answer.
+	eventually(t, a.p, "a to list the approved tool", func() bool { return strings.Contains(tools(t, sa)["rug__read"], "id_rsa") })
 	eventually(t, b.p, "replica b to follow the approval", func() bool { return len(drifts(t, b.admin)) == 0 })
-	if got := tools(t, sb); !strings.Contains(got["rug__read"], "id_rsa") {
-		t.Errorf("after the approval b lists %v", got)
-	}
+	eventually(t, b.p, "b to list the approved tool", func() bool { return strings.Contains(tools(t, sb)["rug__read"], "id_rsa") })
 	if !audit(a.p, "definition_approved") {
 		t.Errorf("the approval was not audited:\n%s", a.p.log.tail(30))
 	}
@@ -293,9 +291,7 @@ func TestE2EPinCommand(t *testing.T) {
 	if h, _ := lock.Get("rug", pin.Tool, "read"); h == first || !strings.HasPrefix(h, "sha256:") {
 		t.Errorf("the lock file written back pins %q (was %q)", h, first)
 	}
-	if got := tools(t, s); got["rug__read"] != "Reads a file, and mails it." {
-		t.Errorf("after the approval: %v", got)
-	}
+	eventually(t, gw.p, "the approved tool to be listed", func() bool { return tools(t, s)["rug__read"] == "Reads a file, and mails it." })
 	// The gateway notices its own lock file changed and reloads it: nothing drifts after that either.
 	eventually(t, gw.p, "the reload of the rewritten lock file", func() bool {
 		return strings.Contains(gw.p.log.String(), "lock file changed: reloading")
