@@ -130,7 +130,7 @@ func Parse(raw []byte) (Message, error) {
 		unknown  [maxUnknownMembers]span
 		nUnknown int
 		semErr   error // first semantic error; syntax errors take precedence
-		keys     uniqueKeys
+		dup      span  // the first key in params that repeats one of its object
 	)
 	i = skipWS(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
@@ -151,13 +151,12 @@ func Parse(raw []byte) (Message, error) {
 				return Message{}, syntaxErr(i, "expected ':'")
 			}
 			vs := skipWS(raw, i+1)
-			var u *uniqueKeys
-			if k := raw[ks+1 : ke-1]; (esc || (len(k) == 6 && k[0] == 'p')) && !keys.found {
-				if exact, _ := keyMatch(k, "params"); exact {
-					u = &keys
-				}
+			var ve int
+			if k := raw[ks+1 : ke-1]; (esc || (len(k) == 6 && k[0] == 'p')) && isParams(k) && !dup.ok() {
+				ve, dup, err = scanParams(raw, vs)
+			} else {
+				ve, err = scanValue(raw, vs, 1)
 			}
-			ve, err := scanValueKeys(raw, vs, 1, u)
 			if err != nil {
 				return Message{}, err
 			}
@@ -188,13 +187,28 @@ func Parse(raw []byte) (Message, error) {
 
 	m.id, m.method, m.params = spans[memID], spans[memMethod], spans[memParams]
 	m.result, m.errv = spans[memResult], spans[memError]
-	if keys.found {
-		m.dup = span{keys.dup.start, keys.dup.end}
-	}
+	m.dup = dup
 	if err := m.validate(spans[memJSONRPC]); err != nil {
 		return Message{}, err
 	}
 	return m, nil
+}
+
+func isParams(key []byte) bool {
+	exact, _ := keyMatch(key, "params")
+	return exact
+}
+
+// scanParams scans the params member's value at raw[vs] as scanValue does, and finds the first key that repeats a
+// key of its own object (a zero span when none does). Its own frame holds the tracking state, so that the scan of
+// every other member, and every message without params, does not pay for it.
+func scanParams(raw []byte, vs int) (int, span, error) {
+	var u uniqueKeys
+	ve, err := scanValueKeys(raw, vs, 1, &u)
+	if err != nil || !u.found {
+		return ve, span{}, err
+	}
+	return ve, span{u.dup.start, u.dup.end}, nil
 }
 
 // classify records a top-level member, reporting duplicates and look-alike

@@ -17,6 +17,7 @@ const smallObject = 16
 type keyRef struct {
 	start, end uint32
 	esc        bool
+	plain      bool // no escape and ASCII only: equal to another plain key exactly when its bytes are
 }
 
 // keyFrame is one open object: where its keys begin in uniqueKeys.keys, and, past smallObject keys, the set of
@@ -46,7 +47,8 @@ func (u *uniqueKeys) key(b []byte, start, end int, esc bool) {
 	if u.found {
 		return
 	}
-	k := keyRef{uint32(start), uint32(end), esc}
+	kb := b[start:end]
+	k := keyRef{start: uint32(start), end: uint32(end), esc: esc, plain: !esc && !hasNonASCII(kb)}
 	f := u.frames.at(u.frames.n - 1)
 	if f.set != nil {
 		name := keyString(b[start:end], esc)
@@ -56,9 +58,17 @@ func (u *uniqueKeys) key(b []byte, start, end int, esc bool) {
 		f.set[name] = struct{}{}
 		return
 	}
-	kb := b[start:end]
 	for i := f.first; i < u.keys.n; i++ {
-		if o := u.keys.at(i); rawEqual(kb, b[o.start:o.end]) {
+		o := u.keys.at(i)
+		ob := b[o.start:o.end]
+		if k.plain && o.plain {
+			if string(kb) == string(ob) {
+				u.dup, u.found = k, true
+				return
+			}
+			continue
+		}
+		if rawEqual(kb, ob) {
 			u.dup, u.found = k, true
 			return
 		}
@@ -76,7 +86,7 @@ func (u *uniqueKeys) key(b []byte, start, end int, esc bool) {
 // smallStack is a stack that lives in its own array until it outgrows it: an ordinary message's scan then
 // allocates nothing.
 type smallStack[T any] struct {
-	small [32]T
+	small [16]T
 	big   []T // all of it, once it outgrew small
 	n     int
 }
