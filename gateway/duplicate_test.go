@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,30 +16,6 @@ func TestDuplicateMemberEveryFrontEnd(t *testing.T) {
 	const params = `{"name":"alpha__echo","arguments":{"text":"checked"},"\u0061rguments":{"text":"CLIENT-CHOSEN"}}`
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`
 	modernCall := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"checked"},"\u0061rguments":{"text":"CLIENT-CHOSEN"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-	// inBatch finds the answer to id 1 among a batch's answers, and checks that the other element (a ping, id 2)
-	// was answered: the refusal of one element loses nothing else.
-	inBatch := func(t *testing.T, body []byte) rpcMsg {
-		t.Helper()
-		var arr []rpcMsg
-		if err := json.Unmarshal(body, &arr); err != nil {
-			t.Fatalf("batch answer %s: %v", body, err)
-		}
-		var one rpcMsg
-		pinged := false
-		for _, m := range arr {
-			switch string(m.ID) {
-			case "1":
-				one = m
-			case "2":
-				pinged = m.Error == nil
-			}
-		}
-		if !pinged {
-			t.Errorf("batch answer %s: the ping was not answered", body)
-		}
-		return one
-	}
-
 	streamable := h.raw(t)
 	streamable.initialize("2025-11-25")
 	batch := h.raw(t)
@@ -60,7 +35,7 @@ func TestDuplicateMemberEveryFrontEnd(t *testing.T) {
 	}{
 		{"streamable HTTP", func(t *testing.T) rpcMsg { return decodeMsg(t, streamable.do(call, nil).body) }},
 		{"2025-03-26 batch element", func(t *testing.T) rpcMsg {
-			return inBatch(t, batch.do("["+call+`,{"jsonrpc":"2.0","id":2,"method":"ping"}]`, nil).body)
+			return batchElement(t, batch.do("["+call+`,{"jsonrpc":"2.0","id":2,"method":"ping"}]`, nil).body, "1")
 		}},
 		{"2026-07-28", func(t *testing.T) rpcMsg {
 			r := modernDo(t, modern, modernCall, nil)
@@ -81,7 +56,7 @@ func TestDuplicateMemberEveryFrontEnd(t *testing.T) {
 		}},
 		{"stdio batch element", func(t *testing.T) rpcMsg {
 			stdio.send("[" + call + `,{"jsonrpc":"2.0","id":2,"method":"ping"}]`)
-			return inBatch(t, []byte(stdio.next()))
+			return batchElement(t, []byte(stdio.next()), "1")
 		}},
 	} {
 		t.Run(fe.name, func(t *testing.T) {

@@ -990,3 +990,27 @@ func (c *legacyConn) post(body string, hdr map[string]string) rawResp {
 	defer resp.Body.Close()
 	return readResp(c.t, resp)
 }
+
+// batchElement finds the answer to the element with id among a batch's answers, and checks that the batch's other
+// element, a ping with id 2, was answered: refusing one element loses nothing else.
+func batchElement(t *testing.T, body []byte, id string) rpcMsg {
+	t.Helper()
+	var arr []rpcMsg
+	if err := json.Unmarshal(body, &arr); err != nil {
+		t.Fatalf("batch answer %s: %v", body, err)
+	}
+	var found rpcMsg
+	pinged := false
+	for _, m := range arr {
+		switch string(m.ID) {
+		case id:
+			found = m
+		case "2":
+			pinged = m.Error == nil
+		}
+	}
+	if !pinged {
+		t.Errorf("batch answer %s: the ping was not answered", body)
+	}
+	return found
+}

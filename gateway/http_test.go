@@ -247,29 +247,8 @@ func TestNonIntegerIDs(t *testing.T) {
 	call := func(id string) string {
 		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"id"}}}`
 	}
-	// batchAnswer finds the error answering the element with id null among a batch's answers, and checks that the
-	// valid element (id 2) was answered.
-	batchAnswer := func(t *testing.T, body []byte) rpcMsg {
-		t.Helper()
-		var arr []rpcMsg
-		if err := json.Unmarshal(body, &arr); err != nil {
-			t.Fatalf("batch answer %s: %v", body, err)
-		}
-		var bad rpcMsg
-		answered := false
-		for _, m := range arr {
-			switch string(m.ID) {
-			case "null":
-				bad = m
-			case "2":
-				answered = m.Error == nil
-			}
-		}
-		if !answered {
-			t.Errorf("batch answer %s: the valid element was not answered", body)
-		}
-		return bad
-	}
+	// batchAnswer finds the error answering the element with id null among a batch's answers.
+	batchAnswer := func(t *testing.T, body []byte) rpcMsg { return batchElement(t, body, "null") }
 
 	streamable := h.raw(t)
 	streamable.initialize("2025-11-25")
