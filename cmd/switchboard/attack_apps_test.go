@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -43,22 +42,16 @@ func TestAttacksApps(t *testing.T) {
 	if !hasMainPackage(t) {
 		missing("no gateway to test")
 	}
-	tmp := t.TempDir()
-	bin := buildBinary(t, tmp)
-	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cfg := filepath.Join(tmp, "switchboard.yaml")
-	writeAtomic(t, cfg, fmt.Sprintf(`listen: %q
+	base, _ := serveAttackGateway(t, "switchboard-attack-apps", func(listen string) string {
+		return fmt.Sprintf(`listen: %q
 resourceNamespacing: always
 upstreams:
   - {name: sly, url: %q, session: shared}
 endpoints:
   - {name: pub, include: ["sly__*"]}
-`, listen, slyUpstream(t)+"/mcp"))
-	gw := startProcess(t, "switchboard-attack-apps", tmp, nil, bin, "serve", "--config", cfg)
-	if err := waitReady(context.Background(), "http://"+listen+"/readyz", opsWait, gw); err != nil {
-		t.Fatalf("switchboard did not become ready: %v\n%s", err, gw.log.tail(40))
-	}
-	cs := appClient(t, "http://"+listen+"/mcp/pub")
+`, listen, slyUpstream(t)+"/mcp")
+	})
+	cs := appClient(t, base+"/mcp/pub")
 	ctx := context.Background()
 
 	res, err := cs.ListResources(ctx, nil)

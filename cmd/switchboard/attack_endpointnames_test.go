@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -32,22 +30,15 @@ func TestAttacksEndpointNames(t *testing.T) {
 	}))
 	t.Cleanup(is.Close)
 	issuer = is.URL
-	tmp := t.TempDir()
-	bin := buildBinary(t, tmp)
-	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	base := "http://" + listen
-	cfgPath := filepath.Join(tmp, "switchboard.yaml")
-	writeAtomic(t, cfgPath, fmt.Sprintf(`listen: %q
+	base, _ := serveAttackGateway(t, "switchboard-attack-endpoints", func(listen string) string {
+		return fmt.Sprintf(`listen: %q
 auth: {issuer: %q, audience: %q}
 upstreams:
   - {name: alpha, url: %q, session: shared}
 endpoints:
   - {name: team, include: ["alpha__*"]}
-`, listen, issuer, base+"/mcp", sdkUpstream(t, "alpha")+"/mcp"))
-	gw := startProcess(t, "switchboard-attack-endpoints", tmp, nil, bin, "serve", "--config", cfgPath)
-	if err := waitReady(context.Background(), base+"/readyz", opsWait, gw); err != nil {
-		t.Fatalf("switchboard did not become ready: %v\n%s", err, gw.log.tail(40))
-	}
+`, listen, issuer, "http://"+listen+"/mcp", sdkUpstream(t, "alpha")+"/mcp")
+	})
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"attacker","version":"1"}}}`
 	// seen is everything an anonymous caller gets for a name, the name replaced by NAME.
 	seen := func(name string) string {

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,20 +13,13 @@ import (
 // stays fresh (listCacheTTL) and that it is public when it is everyone's.
 func TestAttacksHints(t *testing.T) {
 	e2eGate(t)
-	tmp := t.TempDir()
-	bin := buildBinary(t, tmp)
-	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	base := "http://" + listen
-	cfgPath := filepath.Join(tmp, "switchboard.yaml")
-	writeAtomic(t, cfgPath, fmt.Sprintf(`listen: %q
+	base, _ := serveAttackGateway(t, "switchboard-attack-hints", func(listen string) string {
+		return fmt.Sprintf(`listen: %q
 listCacheTTL: 2m
 upstreams:
   - {name: alpha, url: %q, session: shared, protocol: legacy, tasks: optional}
-`, listen, sdkUpstream(t, "alpha")+"/mcp"))
-	gw := startProcess(t, "switchboard-attack-hints", tmp, nil, bin, "serve", "--config", cfgPath)
-	if err := waitReady(context.Background(), base+"/readyz", opsWait, gw); err != nil {
-		t.Fatalf("switchboard did not become ready: %v\n%s", err, gw.log.tail(40))
-	}
+`, listen, sdkUpstream(t, "alpha")+"/mcp")
+	})
 	for _, v := range []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"} {
 		t.Run("initialize "+v, func(t *testing.T) {
 			_, body := send(t, base, attack{body: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":` + strconv.Quote(v) +

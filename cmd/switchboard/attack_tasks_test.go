@@ -5,23 +5,17 @@ package main
 // nobody reads, kept past the byte budget.
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
 func TestAttacksTasks(t *testing.T) {
 	e2eGate(t)
-	tmp := t.TempDir()
-	bin := buildBinary(t, tmp)
-	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	base := "http://" + listen
-	cfgPath := filepath.Join(tmp, "switchboard.yaml")
-	writeAtomic(t, cfgPath, fmt.Sprintf(`listen: %q
+	base, gw := serveAttackGateway(t, "switchboard-attack-tasks", func(listen string) string {
+		return fmt.Sprintf(`listen: %q
 cursorSecret: "tasks-attack-cursor-secret-0123456789"
 tasks: {maxResultBytes: 2MiB, maxResultBytesPerPrincipal: 1MiB}
 upstreams:
@@ -29,11 +23,8 @@ upstreams:
 endpoints:
   - {name: team, include: ["alpha__*"]}
   - {name: ops, include: ["alpha__*"]}
-`, listen, sdkUpstream(t, "alpha")+"/mcp"))
-	gw := startProcess(t, "switchboard-attack-tasks", tmp, nil, bin, "serve", "--config", cfgPath)
-	if err := waitReady(context.Background(), base+"/readyz", opsWait, gw); err != nil {
-		t.Fatalf("switchboard did not become ready: %v\n%s", err, gw.log.tail(40))
-	}
+`, listen, sdkUpstream(t, "alpha")+"/mcp")
+	})
 	// rpc posts one request in a 2025-11-25 session at path and returns the answer.
 	rpc := func(t *testing.T, path, session, body string) (result, errObj json.RawMessage) {
 		t.Helper()

@@ -264,3 +264,21 @@ func initSessionVersion(t *testing.T, base, version string) string {
 	}
 	return id
 }
+
+// serveAttackGateway runs `switchboard serve` (built for the test) on the config config(listen) makes, listening
+// on a free loopback address, and returns once it is ready: the set-up the black-box attacks beside TestAttacks
+// share.
+func serveAttackGateway(t *testing.T, name string, config func(listen string) string) (base string, gw *process) {
+	t.Helper()
+	tmp := t.TempDir()
+	bin := buildBinary(t, tmp)
+	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cfgPath := filepath.Join(tmp, "switchboard.yaml")
+	writeAtomic(t, cfgPath, config(listen))
+	gw = startProcess(t, name, tmp, nil, bin, "serve", "--config", cfgPath)
+	base = "http://" + listen
+	if err := waitReady(context.Background(), base+"/readyz", opsWait, gw); err != nil {
+		t.Fatalf("switchboard did not become ready: %v\n%s", err, gw.log.tail(40))
+	}
+	return base, gw
+}
