@@ -5,8 +5,9 @@
 // gateway's sealed client registrations).
 //
 // Each concern is a small interface (SessionStore, EventLog, Bus, RateLimiter, ReplicaRegistry, PinStore,
-// GrantStore, RegistrationStore); Store is all of them. Two implementations satisfy every one of them and pass the same conformance
-// suite:
+// GrantStore, RegistrationStore, TaskStore); Store is all of them. Two implementations satisfy every one of them
+// and pass the same conformance suite, each made of one store per concern (memSessions, redisSessions, ...) that
+// it embeds:
 //
 //   - Memory (NewMemory): the single-replica default. Nothing to run, nothing shared.
 //   - Redis (NewRedis): go-redis v9 over a redis.UniversalClient, so a single node, Sentinel (failover) and

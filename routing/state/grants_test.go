@@ -1124,7 +1124,7 @@ func TestMemoryGrantSweeps(t *testing.T) {
 		if err := m.PutUpstreamList(ctx, "last", []byte("[]"), time.Second); err != nil {
 			t.Fatal(err)
 		}
-		g := &m.grants
+		g := m.memGrants
 		g.mu.Lock()
 		connects, locks, lists := len(g.connects), len(g.locks), len(g.lists)
 		g.mu.Unlock()

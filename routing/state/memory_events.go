@@ -3,8 +3,26 @@ package state
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 )
+
+// memEventLog is Memory's EventLog: each stream's log, at most maxLen events, kept ttl after its last Append or
+// Close, under one lock.
+type memEventLog struct {
+	maxLen int
+	ttl    time.Duration
+
+	mu        sync.Mutex
+	logs      map[logKey]*memLog
+	nextSweep time.Time
+}
+
+var _ EventLog = (*memEventLog)(nil)
+
+func newMemEventLog(maxLen int, ttl time.Duration) *memEventLog {
+	return &memEventLog{maxLen: maxLen, ttl: ttl, logs: map[logKey]*memLog{}}
+}
 
 type logKey struct {
 	session string
@@ -25,8 +43,8 @@ type memEvent struct {
 	data []byte
 }
 
-// log returns the live log of k, creating it when create is set (nil otherwise); m.evMu is held.
-func (m *Memory) log(k logKey, now time.Time, create bool) *memLog {
+// log returns the live log of k, creating it when create is set (nil otherwise); m.mu is held.
+func (m *memEventLog) log(k logKey, now time.Time, create bool) *memLog {
 	l := m.logs[k]
 	if l != nil && !now.Before(l.expires) {
 		close(l.wake)
@@ -34,7 +52,7 @@ func (m *Memory) log(k logKey, now time.Time, create bool) *memLog {
 		l = nil
 	}
 	if l == nil && create {
-		l = &memLog{wake: make(chan struct{}), expires: now.Add(m.opts.eventTTL)}
+		l = &memLog{wake: make(chan struct{}), expires: now.Add(m.ttl)}
 		m.logs[k] = l
 	}
 	return l
@@ -67,7 +85,7 @@ func withStreamIDs(stream int64, evs []Event) []Event {
 }
 
 // Append implements EventLog.
-func (m *Memory) Append(ctx context.Context, session string, stream int64, data []byte) (string, error) {
+func (m *memEventLog) Append(ctx context.Context, session string, stream int64, data []byte) (string, error) {
 	if err := checkStream(session, stream); err != nil {
 		return "", err
 	}
@@ -75,9 +93,9 @@ func (m *Memory) Append(ctx context.Context, session string, stream int64, data 
 		return "", err
 	}
 	now := time.Now()
-	m.evMu.Lock()
-	defer m.evMu.Unlock()
-	m.sweepLogs(now)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sweep(now)
 	l := m.log(logKey{session, stream}, now, true)
 	if l.closed {
 		return "", fmt.Errorf("%w: session %s stream %d", ErrClosed, session, stream)
@@ -87,19 +105,19 @@ func (m *Memory) Append(ctx context.Context, session string, stream int64, data 
 		p = l.last.next()
 	}
 	l.last = p
-	if len(l.events) >= m.opts.eventMaxLen {
-		n := copy(l.events, l.events[len(l.events)-m.opts.eventMaxLen+1:])
+	if len(l.events) >= m.maxLen {
+		n := copy(l.events, l.events[len(l.events)-m.maxLen+1:])
 		clear(l.events[n:])
 		l.events = l.events[:n]
 	}
 	l.events = append(l.events, memEvent{pos: p, data: append([]byte(nil), data...)})
-	l.expires = now.Add(m.opts.eventTTL)
+	l.expires = now.Add(m.ttl)
 	l.notify()
 	return FormatEventID(stream, p.String()), nil
 }
 
 // After implements EventLog.
-func (m *Memory) After(ctx context.Context, session string, stream int64, afterID string, max int) ([]Event, error) {
+func (m *memEventLog) After(ctx context.Context, session string, stream int64, afterID string, max int) ([]Event, error) {
 	if err := checkStream(session, stream); err != nil {
 		return nil, err
 	}
@@ -110,8 +128,8 @@ func (m *Memory) After(ctx context.Context, session string, stream int64, afterI
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	m.evMu.Lock()
-	defer m.evMu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	l := m.log(logKey{session, stream}, time.Now(), false)
 	if l == nil {
 		return nil, nil
@@ -121,7 +139,7 @@ func (m *Memory) After(ctx context.Context, session string, stream int64, afterI
 }
 
 // Tail implements EventLog.
-func (m *Memory) Tail(ctx context.Context, session string, stream int64, afterID string, block time.Duration) ([]Event, error) {
+func (m *memEventLog) Tail(ctx context.Context, session string, stream int64, afterID string, block time.Duration) ([]Event, error) {
 	if err := checkStream(session, stream); err != nil {
 		return nil, err
 	}
@@ -139,11 +157,11 @@ func (m *Memory) Tail(ctx context.Context, session string, stream int64, afterID
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		m.evMu.Lock()
+		m.mu.Lock()
 		l := m.log(logKey{session, stream}, time.Now(), true)
-		evs, end := l.after(p, from, m.opts.eventMaxLen)
+		evs, end := l.after(p, from, m.maxLen)
 		wake := l.wake
-		m.evMu.Unlock()
+		m.mu.Unlock()
 		switch {
 		case len(evs) > 0:
 			return withStreamIDs(stream, evs), nil
@@ -163,7 +181,7 @@ func (m *Memory) Tail(ctx context.Context, session string, stream int64, afterID
 }
 
 // Close implements EventLog.
-func (m *Memory) Close(ctx context.Context, session string, stream int64) error {
+func (m *memEventLog) Close(ctx context.Context, session string, stream int64) error {
 	if err := checkStream(session, stream); err != nil {
 		return err
 	}
@@ -171,21 +189,21 @@ func (m *Memory) Close(ctx context.Context, session string, stream int64) error 
 		return err
 	}
 	now := time.Now()
-	m.evMu.Lock()
-	defer m.evMu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	l := m.log(logKey{session, stream}, now, true)
 	l.closed = true
-	l.expires = now.Add(m.opts.eventTTL)
+	l.expires = now.Add(m.ttl)
 	l.notify()
 	return nil
 }
 
-// sweepLogs drops expired logs, at most once a TTL; m.evMu is held.
-func (m *Memory) sweepLogs(now time.Time) {
-	if now.Before(m.nextEvSweep) {
+// sweep drops expired logs, at most once a TTL; m.mu is held.
+func (m *memEventLog) sweep(now time.Time) {
+	if now.Before(m.nextSweep) {
 		return
 	}
-	m.nextEvSweep = now.Add(m.opts.eventTTL)
+	m.nextSweep = now.Add(m.ttl)
 	for k, l := range m.logs {
 		if !now.Before(l.expires) {
 			close(l.wake)

@@ -22,6 +22,8 @@ type memGrants struct {
 	nextSweep time.Time
 }
 
+var _ GrantStore = (*memGrants)(nil)
+
 type memConnect struct {
 	rec     ConnectRecord
 	expires time.Time
@@ -74,7 +76,7 @@ func (g *memGrants) sweep(now time.Time, force bool) {
 }
 
 // PutConnect implements GrantStore.
-func (m *Memory) PutConnect(ctx context.Context, id string, rec ConnectRecord, ttl time.Duration) error {
+func (g *memGrants) PutConnect(ctx context.Context, id string, rec ConnectRecord, ttl time.Duration) error {
 	if err := checkConnect(id, rec, ttl); err != nil {
 		return err
 	}
@@ -82,7 +84,6 @@ func (m *Memory) PutConnect(ctx context.Context, id string, rec ConnectRecord, t
 		return err
 	}
 	now := time.Now()
-	g := &m.grants
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.init()
@@ -105,7 +106,7 @@ func (m *Memory) PutConnect(ctx context.Context, id string, rec ConnectRecord, t
 }
 
 // TakeConnect implements GrantStore.
-func (m *Memory) TakeConnect(ctx context.Context, id string) (ConnectRecord, error) {
+func (g *memGrants) TakeConnect(ctx context.Context, id string) (ConnectRecord, error) {
 	if err := checkID("connect id", id); err != nil {
 		return ConnectRecord{}, err
 	}
@@ -113,7 +114,6 @@ func (m *Memory) TakeConnect(ctx context.Context, id string) (ConnectRecord, err
 		return ConnectRecord{}, err
 	}
 	now := time.Now()
-	g := &m.grants
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	c, ok := g.connects[id]
@@ -125,14 +125,13 @@ func (m *Memory) TakeConnect(ctx context.Context, id string) (ConnectRecord, err
 }
 
 // PutGrant implements GrantStore.
-func (m *Memory) PutGrant(ctx context.Context, principal, upstream string, sealed []byte) error {
+func (g *memGrants) PutGrant(ctx context.Context, principal, upstream string, sealed []byte) error {
 	if err := checkGrant(principal, upstream, sealed); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	g := &m.grants
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.init()
@@ -152,14 +151,13 @@ func (m *Memory) PutGrant(ctx context.Context, principal, upstream string, seale
 }
 
 // GetGrant implements GrantStore.
-func (m *Memory) GetGrant(ctx context.Context, principal, upstream string) ([]byte, error) {
+func (g *memGrants) GetGrant(ctx context.Context, principal, upstream string) ([]byte, error) {
 	if err := checkPrincipalUpstream(principal, upstream); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	g := &m.grants
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	sealed, ok := g.grants[upstream][principal]
@@ -170,14 +168,13 @@ func (m *Memory) GetGrant(ctx context.Context, principal, upstream string) ([]by
 }
 
 // DeleteGrant implements GrantStore. The upstream keeps its place among MaxUpstreams, as in Redis.
-func (m *Memory) DeleteGrant(ctx context.Context, principal, upstream string) error {
+func (g *memGrants) DeleteGrant(ctx context.Context, principal, upstream string) error {
 	if err := checkPrincipalUpstream(principal, upstream); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	g := &m.grants
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.grants[upstream], principal)
@@ -185,14 +182,13 @@ func (m *Memory) DeleteGrant(ctx context.Context, principal, upstream string) er
 }
 
 // DeleteUpstreamGrants implements GrantStore.
-func (m *Memory) DeleteUpstreamGrants(ctx context.Context, upstream string) (int, error) {
+func (g *memGrants) DeleteUpstreamGrants(ctx context.Context, upstream string) (int, error) {
 	if err := checkID("upstream", upstream); err != nil {
 		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	g := &m.grants
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n := len(g.grants[upstream])
@@ -201,14 +197,13 @@ func (m *Memory) DeleteUpstreamGrants(ctx context.Context, upstream string) (int
 }
 
 // Grants implements GrantStore.
-func (m *Memory) Grants(ctx context.Context, principal string) (map[string][]byte, error) {
+func (g *memGrants) Grants(ctx context.Context, principal string) (map[string][]byte, error) {
 	if err := checkID("principal", principal); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	g := &m.grants
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := map[string][]byte{}
@@ -222,14 +217,13 @@ func (m *Memory) Grants(ctx context.Context, principal string) (map[string][]byt
 
 // UpstreamGrants returns up to MaxListedGrants of upstream's grants, by principal, for an admin revoking the
 // upstream at its authorization server.
-func (m *Memory) UpstreamGrants(ctx context.Context, upstream string) (map[string][]byte, error) {
+func (g *memGrants) UpstreamGrants(ctx context.Context, upstream string) (map[string][]byte, error) {
 	if err := checkID("upstream", upstream); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	g := &m.grants
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := map[string][]byte{}
@@ -243,7 +237,7 @@ func (m *Memory) UpstreamGrants(ctx context.Context, upstream string) (map[strin
 }
 
 // TryLock implements GrantStore.
-func (m *Memory) TryLock(ctx context.Context, key string, ttl time.Duration) (func(), bool, error) {
+func (g *memGrants) TryLock(ctx context.Context, key string, ttl time.Duration) (func(), bool, error) {
 	if err := checkLock(key, ttl); err != nil {
 		return nil, false, err
 	}
@@ -251,7 +245,6 @@ func (m *Memory) TryLock(ctx context.Context, key string, ttl time.Duration) (fu
 		return nil, false, err
 	}
 	now := time.Now()
-	g := &m.grants
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.init()
@@ -277,7 +270,7 @@ func (m *Memory) TryLock(ctx context.Context, key string, ttl time.Duration) (fu
 }
 
 // PutUpstreamList implements GrantStore.
-func (m *Memory) PutUpstreamList(ctx context.Context, upstream string, list []byte, ttl time.Duration) error {
+func (g *memGrants) PutUpstreamList(ctx context.Context, upstream string, list []byte, ttl time.Duration) error {
 	if err := checkUpstreamList(upstream, list, ttl); err != nil {
 		return err
 	}
@@ -286,7 +279,6 @@ func (m *Memory) PutUpstreamList(ctx context.Context, upstream string, list []by
 	}
 	list = slices.Clone(list) // outside the lock: up to 4 MiB
 	now := time.Now()
-	g := &m.grants
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.init()
@@ -302,7 +294,7 @@ func (m *Memory) PutUpstreamList(ctx context.Context, upstream string, list []by
 }
 
 // GetUpstreamList implements GrantStore.
-func (m *Memory) GetUpstreamList(ctx context.Context, upstream string) ([]byte, error) {
+func (g *memGrants) GetUpstreamList(ctx context.Context, upstream string) ([]byte, error) {
 	if err := checkID("upstream", upstream); err != nil {
 		return nil, err
 	}
@@ -310,7 +302,6 @@ func (m *Memory) GetUpstreamList(ctx context.Context, upstream string) ([]byte, 
 		return nil, err
 	}
 	now := time.Now()
-	g := &m.grants
 	g.mu.Lock()
 	l, ok := g.lists[upstream]
 	if ok && !now.Before(l.expires) {

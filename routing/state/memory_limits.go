@@ -8,6 +8,21 @@ import (
 	"time"
 )
 
+// memLimiter is Memory's RateLimiter: token buckets and lease sets by key, under one lock.
+type memLimiter struct {
+	mu        sync.Mutex
+	buckets   map[string]*bucket
+	leases    map[string]map[uint64]time.Time
+	leaseSeq  uint64
+	nextSweep time.Time
+}
+
+var _ RateLimiter = (*memLimiter)(nil)
+
+func newMemLimiter() *memLimiter {
+	return &memLimiter{buckets: map[string]*bucket{}, leases: map[string]map[uint64]time.Time{}}
+}
+
 // bucket is a token bucket: tokens at ts.
 type bucket struct {
 	tokens float64
@@ -36,7 +51,7 @@ func checkLease(key string, limit int, ttl time.Duration) error {
 }
 
 // Allow implements RateLimiter.
-func (m *Memory) Allow(ctx context.Context, key string, rate float64, burst int) (bool, time.Duration, error) {
+func (m *memLimiter) Allow(ctx context.Context, key string, rate float64, burst int) (bool, time.Duration, error) {
 	if err := checkRate(key, rate, burst); err != nil {
 		return false, 0, err
 	}
@@ -44,9 +59,9 @@ func (m *Memory) Allow(ctx context.Context, key string, rate float64, burst int)
 		return false, 0, err
 	}
 	now := time.Now()
-	m.limMu.Lock()
-	defer m.limMu.Unlock()
-	m.sweepLimits(now)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sweep(now)
 	b := m.buckets[key]
 	if b == nil {
 		b = &bucket{tokens: float64(burst), ts: now}
@@ -67,7 +82,7 @@ func (m *Memory) Allow(ctx context.Context, key string, rate float64, burst int)
 }
 
 // Acquire implements RateLimiter.
-func (m *Memory) Acquire(ctx context.Context, key string, limit int, ttl time.Duration) (func(), bool, error) {
+func (m *memLimiter) Acquire(ctx context.Context, key string, limit int, ttl time.Duration) (func(), bool, error) {
 	if err := checkLease(key, limit, ttl); err != nil {
 		return nil, false, err
 	}
@@ -75,9 +90,9 @@ func (m *Memory) Acquire(ctx context.Context, key string, limit int, ttl time.Du
 		return nil, false, err
 	}
 	now := time.Now()
-	m.limMu.Lock()
-	defer m.limMu.Unlock()
-	m.sweepLimits(now)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sweep(now)
 	set := m.leases[key]
 	for id, exp := range set {
 		if !now.Before(exp) {
@@ -97,8 +112,8 @@ func (m *Memory) Acquire(ctx context.Context, key string, limit int, ttl time.Du
 	var once sync.Once
 	release := func() {
 		once.Do(func() {
-			m.limMu.Lock()
-			defer m.limMu.Unlock()
+			m.mu.Lock()
+			defer m.mu.Unlock()
 			if set := m.leases[key]; set != nil {
 				delete(set, id)
 				if len(set) == 0 {
@@ -110,15 +125,15 @@ func (m *Memory) Acquire(ctx context.Context, key string, limit int, ttl time.Du
 	return release, true, nil
 }
 
-// limitSweepEvery paces sweepLimits.
+// limitSweepEvery paces sweep.
 const limitSweepEvery = time.Minute
 
-// sweepLimits forgets full buckets and lapsed leases, at most once a minute; m.limMu is held.
-func (m *Memory) sweepLimits(now time.Time) {
-	if now.Before(m.nextLimSweep) {
+// sweep forgets full buckets and lapsed leases, at most once a minute; m.mu is held.
+func (m *memLimiter) sweep(now time.Time) {
+	if now.Before(m.nextSweep) {
 		return
 	}
-	m.nextLimSweep = now.Add(limitSweepEvery)
+	m.nextSweep = now.Add(limitSweepEvery)
 	for k, b := range m.buckets {
 		if now.Sub(b.ts) >= b.idle {
 			delete(m.buckets, k)

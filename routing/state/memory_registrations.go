@@ -14,15 +14,16 @@ type memRegistrations struct {
 	regs map[string]map[string][]byte
 }
 
+var _ RegistrationStore = (*memRegistrations)(nil)
+
 // PutRegistration implements RegistrationStore.
-func (m *Memory) PutRegistration(ctx context.Context, upstream, issuer string, sealed []byte) error {
+func (r *memRegistrations) PutRegistration(ctx context.Context, upstream, issuer string, sealed []byte) error {
 	if err := checkRegistration(upstream, issuer, sealed); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &m.registrations
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.regs == nil {
@@ -41,14 +42,13 @@ func (m *Memory) PutRegistration(ctx context.Context, upstream, issuer string, s
 }
 
 // GetRegistration implements RegistrationStore.
-func (m *Memory) GetRegistration(ctx context.Context, upstream, issuer string) ([]byte, error) {
+func (r *memRegistrations) GetRegistration(ctx context.Context, upstream, issuer string) ([]byte, error) {
 	if err := checkUpstreamIssuer(upstream, issuer); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	r := &m.registrations
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	sealed, ok := r.regs[upstream][issuer]
@@ -60,14 +60,13 @@ func (m *Memory) GetRegistration(ctx context.Context, upstream, issuer string) (
 
 // DeleteRegistration implements RegistrationStore. An upstream's last registration takes its map with it, as a
 // Redis hash goes with its last field.
-func (m *Memory) DeleteRegistration(ctx context.Context, upstream, issuer string) error {
+func (r *memRegistrations) DeleteRegistration(ctx context.Context, upstream, issuer string) error {
 	if err := checkUpstreamIssuer(upstream, issuer); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &m.registrations
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.regs[upstream], issuer)

@@ -17,6 +17,8 @@ type memTasks struct {
 	nextSweep   time.Time
 }
 
+var _ TaskStore = (*memTasks)(nil)
+
 type memTask struct {
 	// rec is never changed once stored, its slices included: readers copy the struct under the lock and clone it
 	// outside, and UpdateTask replaces it whole. A result may be MaxTaskSize bytes; the lock is not held to copy it.
@@ -70,7 +72,7 @@ func (g *memTasks) sweep(now time.Time) {
 }
 
 // CreateTask implements TaskStore. The record is encoded, to measure it, and copied before the lock is taken.
-func (m *Memory) CreateTask(ctx context.Context, rec TaskRecord, limit int) error {
+func (g *memTasks) CreateTask(ctx context.Context, rec TaskRecord, limit int) error {
 	now := time.Now()
 	if rec.Created.IsZero() {
 		rec.Created = now
@@ -85,7 +87,6 @@ func (m *Memory) CreateTask(ctx context.Context, rec TaskRecord, limit int) erro
 		return err
 	}
 	rec = rec.Clone()
-	g := &m.tasks
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.init()
@@ -113,14 +114,13 @@ func (m *Memory) CreateTask(ctx context.Context, rec TaskRecord, limit int) erro
 }
 
 // GetTask implements TaskStore.
-func (m *Memory) GetTask(ctx context.Context, id string) (TaskRecord, error) {
+func (g *memTasks) GetTask(ctx context.Context, id string) (TaskRecord, error) {
 	if err := checkTaskID(id); err != nil {
 		return TaskRecord{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return TaskRecord{}, err
 	}
-	g := &m.tasks
 	g.mu.Lock()
 	t := g.live(id, time.Now())
 	var rec TaskRecord
@@ -138,11 +138,10 @@ func (m *Memory) GetTask(ctx context.Context, id string) (TaskRecord, error) {
 // Memory's Update does: the record is encoded to measure it, which for a large result takes long enough to hold up
 // every other task's reads. So fn runs, and the record is encoded, outside the lock, and the result is stored only
 // if no other write came in between (again from the start otherwise).
-func (m *Memory) UpdateTask(ctx context.Context, id string, fn func(*TaskRecord) error) error {
+func (g *memTasks) UpdateTask(ctx context.Context, id string, fn func(*TaskRecord) error) error {
 	if err := checkTaskID(id); err != nil {
 		return err
 	}
-	g := &m.tasks
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -182,12 +181,11 @@ func (m *Memory) UpdateTask(ctx context.Context, id string, fn func(*TaskRecord)
 }
 
 // ListTasks implements TaskStore.
-func (m *Memory) ListTasks(ctx context.Context, principal string) ([]TaskRecord, error) {
+func (g *memTasks) ListTasks(ctx context.Context, principal string) ([]TaskRecord, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	now := time.Now()
-	g := &m.tasks
 	g.mu.Lock()
 	var out []TaskRecord
 	for id := range g.byPrincipal[principal] {

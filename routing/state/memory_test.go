@@ -64,15 +64,15 @@ func TestMemorySweeps(t *testing.T) {
 		if _, _, err := m.Allow(ctx, "last", 10, 1); err != nil {
 			t.Fatal(err)
 		}
-		m.mu.Lock()
+		m.memSessions.mu.Lock()
 		sessions := len(m.sessions)
-		m.mu.Unlock()
-		m.evMu.Lock()
+		m.memSessions.mu.Unlock()
+		m.memEventLog.mu.Lock()
 		logs := len(m.logs)
-		m.evMu.Unlock()
-		m.limMu.Lock()
+		m.memEventLog.mu.Unlock()
+		m.memLimiter.mu.Lock()
 		buckets, leases := len(m.buckets), len(m.leases)
-		m.limMu.Unlock()
+		m.memLimiter.mu.Unlock()
 		if sessions != 1 || logs != 1 || buckets != 1 || leases != 0 {
 			t.Errorf("after the sweep: %d sessions, %d logs, %d buckets, %d lease sets; want 1, 1, 1, 0",
 				sessions, logs, buckets, leases)

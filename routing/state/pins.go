@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // MaxPins bounds the pins a store keeps: a definition hash for every tool and prompt of every upstream, which is
@@ -40,64 +43,86 @@ func errPinsFull(key string, limit int) error {
 		ErrFull, limit, key)
 }
 
+// memPins is Memory's PinStore: at most max pins, under one lock.
+type memPins struct {
+	max int // MaxPins; smaller in tests
+
+	mu   sync.Mutex
+	pins map[string]string
+}
+
+// redisPins is Redis's PinStore: one hash of at most max fields.
+type redisPins struct {
+	c      redis.UniversalClient
+	prefix string
+	max    int // MaxPins; smaller in tests
+}
+
+var (
+	_ PinStore = (*memPins)(nil)
+	_ PinStore = (*redisPins)(nil)
+)
+
+func (r *redisPins) pinsKey() string { return r.prefix + "{pins}" }
+
 // PinIfAbsent implements PinStore. Memory's pins live as long as the process: a restart forgets them.
-func (m *Memory) PinIfAbsent(ctx context.Context, key, hash string) (string, error) {
+func (m *memPins) PinIfAbsent(ctx context.Context, key, hash string) (string, error) {
 	if err := checkPin(key, hash); err != nil {
 		return "", err
 	}
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	m.pinMu.Lock()
-	defer m.pinMu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if cur, ok := m.pins[key]; ok {
 		return cur, nil
 	}
-	if len(m.pins) >= m.opts.maxPins {
-		return "", errPinsFull(key, m.opts.maxPins)
+	if len(m.pins) >= m.max {
+		return "", errPinsFull(key, m.max)
 	}
 	m.pins[key] = hash
 	return hash, nil
 }
 
 // SetPin implements PinStore.
-func (m *Memory) SetPin(ctx context.Context, key, hash string) error {
+func (m *memPins) SetPin(ctx context.Context, key, hash string) error {
 	if err := checkPin(key, hash); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	m.pinMu.Lock()
-	defer m.pinMu.Unlock()
-	if _, ok := m.pins[key]; !ok && len(m.pins) >= m.opts.maxPins {
-		return errPinsFull(key, m.opts.maxPins)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.pins[key]; !ok && len(m.pins) >= m.max {
+		return errPinsFull(key, m.max)
 	}
 	m.pins[key] = hash
 	return nil
 }
 
 // DeletePin implements PinStore.
-func (m *Memory) DeletePin(ctx context.Context, key string) error {
+func (m *memPins) DeletePin(ctx context.Context, key string) error {
 	if err := checkPinKey(key); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	m.pinMu.Lock()
+	m.mu.Lock()
 	delete(m.pins, key)
-	m.pinMu.Unlock()
+	m.mu.Unlock()
 	return nil
 }
 
 // Pins implements PinStore: a copy, the caller's to change.
-func (m *Memory) Pins(ctx context.Context) (map[string]string, error) {
+func (m *memPins) Pins(ctx context.Context) (map[string]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	m.pinMu.Lock()
-	defer m.pinMu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	return maps.Clone(m.pins), nil
 }
 
@@ -105,11 +130,11 @@ func (m *Memory) Pins(ctx context.Context) (map[string]string, error) {
 // are one atomic step in Redis, so when replicas race to pin a key the first write wins and every other caller
 // gets it back. (HSETNX then HGET would be atomic enough for agreement, but not with the MaxPins bound, and would
 // take two round trips.)
-func (r *Redis) PinIfAbsent(ctx context.Context, key, hash string) (string, error) {
+func (r *redisPins) PinIfAbsent(ctx context.Context, key, hash string) (string, error) {
 	if err := checkPin(key, hash); err != nil {
 		return "", err
 	}
-	res, err := pinIfAbsent.Run(ctx, r.c, []string{r.pinsKey()}, key, hash, r.opts.maxPins).Result()
+	res, err := pinIfAbsent.Run(ctx, r.c, []string{r.pinsKey()}, key, hash, r.max).Result()
 	if err != nil {
 		return "", unavailable("pin", err)
 	}
@@ -118,29 +143,29 @@ func (r *Redis) PinIfAbsent(ctx context.Context, key, hash string) (string, erro
 		return v, nil
 	case int64:
 		if v == 0 {
-			return "", errPinsFull(key, r.opts.maxPins)
+			return "", errPinsFull(key, r.max)
 		}
 	}
 	return "", unavailable("pin", errBadReply)
 }
 
 // SetPin implements PinStore (HSET, in a script that counts new keys against MaxPins).
-func (r *Redis) SetPin(ctx context.Context, key, hash string) error {
+func (r *redisPins) SetPin(ctx context.Context, key, hash string) error {
 	if err := checkPin(key, hash); err != nil {
 		return err
 	}
-	n, err := setPin.Run(ctx, r.c, []string{r.pinsKey()}, key, hash, r.opts.maxPins).Int()
+	n, err := setPin.Run(ctx, r.c, []string{r.pinsKey()}, key, hash, r.max).Int()
 	if err != nil {
 		return unavailable("set pin", err)
 	}
 	if n == 0 {
-		return errPinsFull(key, r.opts.maxPins)
+		return errPinsFull(key, r.max)
 	}
 	return nil
 }
 
 // DeletePin implements PinStore (HDEL).
-func (r *Redis) DeletePin(ctx context.Context, key string) error {
+func (r *redisPins) DeletePin(ctx context.Context, key string) error {
 	if err := checkPinKey(key); err != nil {
 		return err
 	}
@@ -153,7 +178,7 @@ func (r *Redis) DeletePin(ctx context.Context, key string) error {
 // Pins implements PinStore with one HGETALL: at most MaxPins fields, in practice thousands (about 150 bytes each),
 // so one reply (at worst some 15 MB) is fine for a listing made at start, on reload or for the admin API; it is not
 // meant for every request.
-func (r *Redis) Pins(ctx context.Context) (map[string]string, error) {
+func (r *redisPins) Pins(ctx context.Context) (map[string]string, error) {
 	h, err := r.c.HGetAll(ctx, r.pinsKey()).Result()
 	if err != nil {
 		return nil, unavailable("list pins", err)

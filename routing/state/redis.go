@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -15,20 +13,24 @@ import (
 // fast when Redis is down (DialTimeout, DialerRetries, ReadTimeout, MaxRetries, ContextTimeoutEnabled; go-redis's
 // defaults retry dials for about a second a command): every method then returns an error wrapping ErrUnavailable. Each Tail in progress holds a pool connection for up to its block
 // time, and the bus holds one more connection, so size PoolSize for the streams a replica tails.
+//
+// It is one store per feature (redisSessions, redisEventLog, redisBus, redisLimiter, redisReplicas, redisPins,
+// redisGrants, redisRegistrations, redisTasks, and the vector cache), each holding the client, the prefix and the
+// options it needs; Redis embeds them, so their methods are Redis's. Only the bus runs anything: its reader, which
+// Shutdown ends and waits for.
 type Redis struct {
 	c      redis.UniversalClient
 	prefix string
-	opts   options
-	bus    *fanout
 
-	busMu    sync.Mutex // serializes SUBSCRIBE and UNSUBSCRIBE with the fanout's view of who is subscribed
-	ps       *redis.PubSub
-	stop     context.CancelFunc
-	readerWG sync.WaitGroup
-	closed   bool
-
-	confirmMu sync.Mutex
-	confirm   map[string][]chan struct{} // channel → who waits for Redis to confirm its SUBSCRIBE
+	*redisSessions
+	*redisEventLog
+	*redisBus
+	*redisLimiter
+	*redisReplicas
+	*redisPins
+	*redisGrants
+	*redisRegistrations
+	*redisTasks
 }
 
 // NewRedis returns a store on client whose keys and channels all start with prefix (DefaultPrefix when "").
@@ -38,7 +40,19 @@ func NewRedis(client redis.UniversalClient, prefix string, opts ...Option) *Redi
 		prefix = DefaultPrefix
 	}
 	o := buildOptions(opts)
-	return &Redis{c: client, prefix: prefix, opts: o, bus: newFanout(o.busBuffer), confirm: map[string][]chan struct{}{}}
+	return &Redis{
+		c:                  client,
+		prefix:             prefix,
+		redisSessions:      &redisSessions{c: client, prefix: prefix, ttl: o.sessionTTL},
+		redisEventLog:      &redisEventLog{c: client, prefix: prefix, maxLen: o.eventMaxLen, ttl: o.eventTTL},
+		redisBus:           newRedisBus(client, prefix, o.busBuffer),
+		redisLimiter:       &redisLimiter{c: client, prefix: prefix},
+		redisReplicas:      &redisReplicas{c: client, prefix: prefix},
+		redisPins:          &redisPins{c: client, prefix: prefix, max: o.maxPins},
+		redisGrants:        &redisGrants{c: client, prefix: prefix},
+		redisRegistrations: &redisRegistrations{c: client, prefix: prefix},
+		redisTasks:         &redisTasks{c: client, prefix: prefix},
+	}
 }
 
 // Ping implements Store.
@@ -50,36 +64,11 @@ func (r *Redis) Ping(ctx context.Context) error {
 }
 
 // Shutdown implements Store: it ends the bus's connection and reader and closes every subscription's channel.
-func (r *Redis) Shutdown() {
-	r.busMu.Lock()
-	r.closed = true
-	ps, stop := r.ps, r.stop
-	r.busMu.Unlock()
-	if ps != nil {
-		stop()
-		_ = ps.Close()
-		r.readerWG.Wait()
-	}
-	r.bus.shutdown()
-}
+func (r *Redis) Shutdown() { r.redisBus.shutdown() }
 
 // unavailable wraps a failure to use Redis.
 func unavailable(op string, err error) error {
 	return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
 }
-
-// Keys; see the package documentation. The {…} hash tag puts a session's keys in one Cluster slot.
-
-func (r *Redis) sessionKey(id string) string { return r.prefix + "session:{" + id + "}" }
-
-func (r *Redis) eventsKey(session string, stream int64) string {
-	return r.prefix + "events:{" + session + "}:" + strconv.FormatInt(stream, 10)
-}
-
-func (r *Redis) rateKey(key string) string   { return r.prefix + "rate:{" + key + "}" }
-func (r *Redis) leaseKey(key string) string  { return r.prefix + "lease:{" + key + "}" }
-func (r *Redis) busChannel(ch string) string { return r.prefix + "bus:" + ch }
-func (r *Redis) pinsKey() string             { return r.prefix + "{pins}" }
-func (r *Redis) busPrefix() string           { return r.prefix + "bus:" }
 
 var errBadReply = errors.New("unexpected reply")

@@ -16,8 +16,49 @@ import (
 // never blocks it. When the connection drops, the reader redials (with backoff) and go-redis subscribes the
 // channels again; messages published meanwhile are lost.
 
+// redisBus is Redis's Bus. Its reader goroutine starts with the first subscription and ends with shutdown, which
+// waits for it.
+type redisBus struct {
+	c      redis.UniversalClient
+	prefix string
+	f      *fanout
+
+	busMu    sync.Mutex // serializes SUBSCRIBE and UNSUBSCRIBE with the fanout's view of who is subscribed
+	ps       *redis.PubSub
+	stop     context.CancelFunc
+	readerWG sync.WaitGroup
+	closed   bool
+
+	confirmMu sync.Mutex
+	confirm   map[string][]chan struct{} // channel → who waits for Redis to confirm its SUBSCRIBE
+}
+
+var _ Bus = (*redisBus)(nil)
+
+func newRedisBus(c redis.UniversalClient, prefix string, buffer int) *redisBus {
+	return &redisBus{c: c, prefix: prefix, f: newFanout(buffer), confirm: map[string][]chan struct{}{}}
+}
+
+func (r *redisBus) busChannel(ch string) string { return r.prefix + "bus:" + ch }
+func (r *redisBus) busPrefix() string           { return r.prefix + "bus:" }
+
+// shutdown ends the bus's connection and reader, waits for the reader, and closes every subscription's channel;
+// Subscribe refuses from then on.
+func (r *redisBus) shutdown() {
+	r.busMu.Lock()
+	r.closed = true
+	ps, stop := r.ps, r.stop
+	r.busMu.Unlock()
+	if ps != nil {
+		stop()
+		_ = ps.Close()
+		r.readerWG.Wait()
+	}
+	r.f.shutdown()
+}
+
 // Publish implements Bus.
-func (r *Redis) Publish(ctx context.Context, channel string, msg []byte) error {
+func (r *redisBus) Publish(ctx context.Context, channel string, msg []byte) error {
 	if err := checkID("channel", channel); err != nil {
 		return err
 	}
@@ -28,7 +69,7 @@ func (r *Redis) Publish(ctx context.Context, channel string, msg []byte) error {
 }
 
 // Subscribe implements Bus.
-func (r *Redis) Subscribe(ctx context.Context, channel string) (<-chan []byte, func(), error) {
+func (r *redisBus) Subscribe(ctx context.Context, channel string) (<-chan []byte, func(), error) {
 	if err := checkID("channel", channel); err != nil {
 		return nil, nil, err
 	}
@@ -37,7 +78,7 @@ func (r *Redis) Subscribe(ctx context.Context, channel string) (<-chan []byte, f
 	if r.closed {
 		return nil, nil, errShutdown
 	}
-	sub, first := r.bus.add(channel)
+	sub, first := r.f.add(channel)
 	if sub == nil {
 		return nil, nil, errShutdown
 	}
@@ -56,7 +97,7 @@ func (r *Redis) Subscribe(ctx context.Context, channel string) (<-chan []byte, f
 			err = r.subscribeConfirmed(ctx, name)
 		}
 		if err != nil {
-			r.bus.remove(channel, sub)
+			r.f.remove(channel, sub)
 			if r.ps != nil {
 				_ = r.ps.Unsubscribe(context.WithoutCancel(ctx), name) // forget it: not resubscribed later
 			}
@@ -68,7 +109,7 @@ func (r *Redis) Subscribe(ctx context.Context, channel string) (<-chan []byte, f
 		once.Do(func() {
 			r.busMu.Lock()
 			defer r.busMu.Unlock()
-			if r.bus.remove(channel, sub) && r.ps != nil && !r.closed {
+			if r.f.remove(channel, sub) && r.ps != nil && !r.closed {
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 				defer cancel()
 				_ = r.ps.Unsubscribe(ctx, r.busChannel(channel)) // forgotten locally even when this fails
@@ -79,14 +120,14 @@ func (r *Redis) Subscribe(ctx context.Context, channel string) (<-chan []byte, f
 }
 
 // Dropped implements Bus.
-func (r *Redis) Dropped() uint64 { return r.bus.dropped.Load() }
+func (r *redisBus) Dropped() uint64 { return r.f.dropped.Load() }
 
 // startReader keeps ps and runs its reader; r.busMu is held.
-func (r *Redis) startReader(ps *redis.PubSub) {
+func (r *redisBus) startReader(ps *redis.PubSub) {
 	ctx, stop := context.WithCancel(context.Background())
 	r.ps, r.stop = ps, stop
 	r.readerWG.Add(1)
-	go func() { // owned by r: ends with Shutdown
+	go func() { // owned by r: ends with shutdown
 		defer r.readerWG.Done()
 		r.read(ctx, ps)
 	}()
@@ -96,7 +137,7 @@ func (r *Redis) startReader(ps *redis.PubSub) {
 const busHealthCheck = 30 * time.Second
 
 // read delivers messages until ctx ends, redialling with backoff while Redis is unreachable.
-func (r *Redis) read(ctx context.Context, ps *redis.PubSub) {
+func (r *redisBus) read(ctx context.Context, ps *redis.PubSub) {
 	prefix := r.busPrefix()
 	const minBackoff, maxBackoff = 50 * time.Millisecond, 2 * time.Second
 	backoff := minBackoff
@@ -119,7 +160,7 @@ func (r *Redis) read(ctx context.Context, ps *redis.PubSub) {
 		switch m := msg.(type) {
 		case *redis.Message:
 			if ch, ok := strings.CutPrefix(m.Channel, prefix); ok {
-				r.bus.deliver(ch, []byte(m.Payload))
+				r.f.deliver(ch, []byte(m.Payload))
 			}
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
@@ -134,7 +175,7 @@ const subscribeTimeout = 5 * time.Second
 
 // subscribeConfirmed subscribes the pub/sub connection to name and waits until Redis confirms it (the reader
 // sees the confirmation), so that a message published after Subscribe returns is delivered. r.busMu is held.
-func (r *Redis) subscribeConfirmed(ctx context.Context, name string) error {
+func (r *redisBus) subscribeConfirmed(ctx context.Context, name string) error {
 	done := make(chan struct{})
 	r.confirmMu.Lock()
 	r.confirm[name] = append(r.confirm[name], done)
@@ -174,7 +215,7 @@ func (r *Redis) subscribeConfirmed(ctx context.Context, name string) error {
 }
 
 // confirmed wakes whoever waits for the subscription to name.
-func (r *Redis) confirmed(name string) {
+func (r *redisBus) confirmed(name string) {
 	r.confirmMu.Lock()
 	defer r.confirmMu.Unlock()
 	for _, w := range r.confirm[name] {

@@ -5,18 +5,35 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
+// redisEventLog is Redis's EventLog: a stream per session and stream number, about maxLen entries long, kept ttl
+// after its last Append or Close.
+type redisEventLog struct {
+	c      redis.UniversalClient
+	prefix string
+	maxLen int
+	ttl    time.Duration
+}
+
+var _ EventLog = (*redisEventLog)(nil)
+
+// eventsKey carries the session's id as a hash tag, as its record's key does: one Cluster slot.
+func (r *redisEventLog) eventsKey(session string, stream int64) string {
+	return r.prefix + "events:{" + session + "}:" + strconv.FormatInt(stream, 10)
+}
+
 // Append implements EventLog.
-func (r *Redis) Append(ctx context.Context, session string, stream int64, data []byte) (string, error) {
+func (r *redisEventLog) Append(ctx context.Context, session string, stream int64, data []byte) (string, error) {
 	if err := checkStream(session, stream); err != nil {
 		return "", err
 	}
 	res, err := appendEvent.Run(ctx, r.c, []string{r.eventsKey(session, stream)},
-		data, r.opts.eventMaxLen, r.opts.eventTTL.Milliseconds()).Text()
+		data, r.maxLen, r.ttl.Milliseconds()).Text()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return "", fmt.Errorf("%w: session %s stream %d", ErrClosed, session, stream)
@@ -43,7 +60,7 @@ func entries(stream int64, msgs []redis.XMessage) (evs []Event, end bool) {
 }
 
 // After implements EventLog.
-func (r *Redis) After(ctx context.Context, session string, stream int64, afterID string, max int) ([]Event, error) {
+func (r *redisEventLog) After(ctx context.Context, session string, stream int64, afterID string, max int) ([]Event, error) {
 	if err := checkStream(session, stream); err != nil {
 		return nil, err
 	}
@@ -70,7 +87,7 @@ func (r *Redis) After(ctx context.Context, session string, stream int64, afterID
 }
 
 // Tail implements EventLog with XREAD BLOCK, which holds a pool connection while it waits.
-func (r *Redis) Tail(ctx context.Context, session string, stream int64, afterID string, block time.Duration) ([]Event, error) {
+func (r *redisEventLog) Tail(ctx context.Context, session string, stream int64, afterID string, block time.Duration) ([]Event, error) {
 	if err := checkStream(session, stream); err != nil {
 		return nil, err
 	}
@@ -86,7 +103,7 @@ func (r *Redis) Tail(ctx context.Context, session string, stream int64, afterID 
 	cut, block := clamped < block, clamped
 	args := &redis.XReadArgs{
 		Streams: []string{r.eventsKey(session, stream), start},
-		Count:   int64(r.opts.eventMaxLen),
+		Count:   int64(r.maxLen),
 		Block:   -1, // no BLOCK: return at once
 	}
 	if block > 0 {
@@ -113,12 +130,12 @@ func (r *Redis) Tail(ctx context.Context, session string, stream int64, afterID 
 }
 
 // Close implements EventLog.
-func (r *Redis) Close(ctx context.Context, session string, stream int64) error {
+func (r *redisEventLog) Close(ctx context.Context, session string, stream int64) error {
 	if err := checkStream(session, stream); err != nil {
 		return err
 	}
 	err := closeEvents.Run(ctx, r.c, []string{r.eventsKey(session, stream)},
-		r.opts.eventMaxLen, r.opts.eventTTL.Milliseconds()).Err()
+		r.maxLen, r.ttl.Milliseconds()).Err()
 	if err != nil {
 		return unavailable("close events", err)
 	}

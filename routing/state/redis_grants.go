@@ -13,14 +13,24 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// redisGrants is Redis's GrantStore, keyed as below.
+type redisGrants struct {
+	c      redis.UniversalClient
+	prefix string
+}
+
+var _ GrantStore = (*redisGrants)(nil)
+
 // Keys of the grant tables; see grants.go and the package documentation.
 
-func (r *Redis) connectKey(id string) string      { return r.prefix + "{connects}:" + id }
-func (r *Redis) connectsKey() string              { return r.prefix + "{connects}" }
-func (r *Redis) grantsKey(upstream string) string { return r.prefix + "grants:{" + upstream + "}" }
-func (r *Redis) grantUpstreamsKey() string        { return r.prefix + "{grant-upstreams}" }
-func (r *Redis) lockKey(key string) string        { return r.prefix + "lock:{" + key + "}" }
-func (r *Redis) upstreamListKey(upstream string) string {
+func (r *redisGrants) connectKey(id string) string { return r.prefix + "{connects}:" + id }
+func (r *redisGrants) connectsKey() string         { return r.prefix + "{connects}" }
+func (r *redisGrants) grantsKey(upstream string) string {
+	return r.prefix + "grants:{" + upstream + "}"
+}
+func (r *redisGrants) grantUpstreamsKey() string { return r.prefix + "{grant-upstreams}" }
+func (r *redisGrants) lockKey(key string) string { return r.prefix + "lock:{" + key + "}" }
+func (r *redisGrants) upstreamListKey(upstream string) string {
 	return r.prefix + "upstreamlist:{" + upstream + "}"
 }
 
@@ -31,7 +41,7 @@ const lockReleaseTimeout = 2 * time.Second
 // which share a hash tag: the existence check, the MaxConnects count and the write are one step. The record keeps
 // a random nonce of the call, so that a retry of the call (go-redis retries a command that timed out, though its
 // first run may have stored the record) succeeds rather than finding the id taken.
-func (r *Redis) PutConnect(ctx context.Context, id string, rec ConnectRecord, ttl time.Duration) error {
+func (r *redisGrants) PutConnect(ctx context.Context, id string, rec ConnectRecord, ttl time.Duration) error {
 	if err := checkConnect(id, rec, ttl); err != nil {
 		return err
 	}
@@ -60,7 +70,7 @@ func (r *Redis) PutConnect(ctx context.Context, id string, rec ConnectRecord, tt
 
 // TakeConnect implements GrantStore with one script (takeConnect): an HGET and a DEL in one step, so a link is
 // used once across every replica. A retry of a take that timed out finds nothing: the link fails, safely.
-func (r *Redis) TakeConnect(ctx context.Context, id string) (ConnectRecord, error) {
+func (r *redisGrants) TakeConnect(ctx context.Context, id string) (ConnectRecord, error) {
 	if err := checkID("connect id", id); err != nil {
 		return ConnectRecord{}, err
 	}
@@ -82,7 +92,7 @@ func (r *Redis) TakeConnect(ctx context.Context, id string) (ConnectRecord, erro
 // (addGrantUpstream, bounded by MaxUpstreams), write the grant (a bounded HSET: setPin, the same script as the
 // pins', bounded by MaxGrantsPerUpstream), and add the upstream again, in case a DeleteUpstreamGrants removed it
 // in between, so that the registry never lacks an upstream with a grant.
-func (r *Redis) PutGrant(ctx context.Context, principal, upstream string, sealed []byte) error {
+func (r *redisGrants) PutGrant(ctx context.Context, principal, upstream string, sealed []byte) error {
 	if err := checkGrant(principal, upstream, sealed); err != nil {
 		return err
 	}
@@ -108,7 +118,7 @@ func (r *Redis) PutGrant(ctx context.Context, principal, upstream string, sealed
 }
 
 // GetGrant implements GrantStore (HGET).
-func (r *Redis) GetGrant(ctx context.Context, principal, upstream string) ([]byte, error) {
+func (r *redisGrants) GetGrant(ctx context.Context, principal, upstream string) ([]byte, error) {
 	if err := checkPrincipalUpstream(principal, upstream); err != nil {
 		return nil, err
 	}
@@ -124,7 +134,7 @@ func (r *Redis) GetGrant(ctx context.Context, principal, upstream string) ([]byt
 
 // DeleteGrant implements GrantStore (HDEL). The upstream stays in the registry: removing it here could race with
 // another principal's PutGrant and hide that grant from Grants.
-func (r *Redis) DeleteGrant(ctx context.Context, principal, upstream string) error {
+func (r *redisGrants) DeleteGrant(ctx context.Context, principal, upstream string) error {
 	if err := checkPrincipalUpstream(principal, upstream); err != nil {
 		return err
 	}
@@ -136,7 +146,7 @@ func (r *Redis) DeleteGrant(ctx context.Context, principal, upstream string) err
 
 // DeleteUpstreamGrants implements GrantStore: the upstream leaves the registry, then its hash is unlinked
 // (deleteHash), in that order (see grants.go). When it fails part way, calling it again finishes the job.
-func (r *Redis) DeleteUpstreamGrants(ctx context.Context, upstream string) (int, error) {
+func (r *redisGrants) DeleteUpstreamGrants(ctx context.Context, upstream string) (int, error) {
 	if err := checkID("upstream", upstream); err != nil {
 		return 0, err
 	}
@@ -152,7 +162,7 @@ func (r *Redis) DeleteUpstreamGrants(ctx context.Context, upstream string) (int,
 
 // Grants implements GrantStore: the registry (SMEMBERS, at most MaxUpstreams names), then the principal's field of
 // each upstream's hash (HGET, pipelined by vectorChunk). Made for a page a person loads, not for every call.
-func (r *Redis) Grants(ctx context.Context, principal string) (map[string][]byte, error) {
+func (r *redisGrants) Grants(ctx context.Context, principal string) (map[string][]byte, error) {
 	if err := checkID("principal", principal); err != nil {
 		return nil, err
 	}
@@ -187,7 +197,7 @@ func (r *Redis) Grants(ctx context.Context, principal string) (map[string][]byte
 
 // UpstreamGrants returns up to MaxListedGrants of upstream's grants, by principal (HSCAN, so a large hash is read
 // in steps), for an admin revoking the upstream at its authorization server.
-func (r *Redis) UpstreamGrants(ctx context.Context, upstream string) (map[string][]byte, error) {
+func (r *redisGrants) UpstreamGrants(ctx context.Context, upstream string) (map[string][]byte, error) {
 	if err := checkID("upstream", upstream); err != nil {
 		return nil, err
 	}
@@ -209,7 +219,7 @@ func (r *Redis) UpstreamGrants(ctx context.Context, upstream string) (map[string
 
 // TryLock implements GrantStore with SET NX PX of a random token; unlock deletes the key only while it holds that
 // token (unlockToken), so a holder that outlived its ttl cannot release the next holder's lock.
-func (r *Redis) TryLock(ctx context.Context, key string, ttl time.Duration) (func(), bool, error) {
+func (r *redisGrants) TryLock(ctx context.Context, key string, ttl time.Duration) (func(), bool, error) {
 	if err := checkLock(key, ttl); err != nil {
 		return nil, false, err
 	}
@@ -234,7 +244,7 @@ func (r *Redis) TryLock(ctx context.Context, key string, ttl time.Duration) (fun
 }
 
 // PutUpstreamList implements GrantStore (SET PX).
-func (r *Redis) PutUpstreamList(ctx context.Context, upstream string, list []byte, ttl time.Duration) error {
+func (r *redisGrants) PutUpstreamList(ctx context.Context, upstream string, list []byte, ttl time.Duration) error {
 	if err := checkUpstreamList(upstream, list, ttl); err != nil {
 		return err
 	}
@@ -245,7 +255,7 @@ func (r *Redis) PutUpstreamList(ctx context.Context, upstream string, list []byt
 }
 
 // GetUpstreamList implements GrantStore (GET).
-func (r *Redis) GetUpstreamList(ctx context.Context, upstream string) ([]byte, error) {
+func (r *redisGrants) GetUpstreamList(ctx context.Context, upstream string) ([]byte, error) {
 	if err := checkID("upstream", upstream); err != nil {
 		return nil, err
 	}

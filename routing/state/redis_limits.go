@@ -6,10 +6,23 @@ import (
 	"encoding/hex"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
+// redisLimiter is Redis's RateLimiter: a token bucket hash and a lease sorted set per key, changed by scripts.
+type redisLimiter struct {
+	c      redis.UniversalClient
+	prefix string
+}
+
+var _ RateLimiter = (*redisLimiter)(nil)
+
+func (r *redisLimiter) rateKey(key string) string  { return r.prefix + "rate:{" + key + "}" }
+func (r *redisLimiter) leaseKey(key string) string { return r.prefix + "lease:{" + key + "}" }
+
 // Allow implements RateLimiter with a token bucket in a Lua script (server time, one round trip).
-func (r *Redis) Allow(ctx context.Context, key string, rate float64, burst int) (bool, time.Duration, error) {
+func (r *redisLimiter) Allow(ctx context.Context, key string, rate float64, burst int) (bool, time.Duration, error) {
 	if err := checkRate(key, rate, burst); err != nil {
 		return false, 0, err
 	}
@@ -30,7 +43,7 @@ func (r *Redis) Allow(ctx context.Context, key string, rate float64, burst int) 
 const leaseReleaseTimeout = 2 * time.Second
 
 // Acquire implements RateLimiter with a sorted set of leases scored by expiry, in a Lua script.
-func (r *Redis) Acquire(ctx context.Context, key string, limit int, ttl time.Duration) (func(), bool, error) {
+func (r *redisLimiter) Acquire(ctx context.Context, key string, limit int, ttl time.Duration) (func(), bool, error) {
 	if err := checkLease(key, limit, ttl); err != nil {
 		return nil, false, err
 	}

@@ -8,14 +8,22 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// redisRegistrations is Redis's RegistrationStore: a hash per upstream.
+type redisRegistrations struct {
+	c      redis.UniversalClient
+	prefix string
+}
+
+var _ RegistrationStore = (*redisRegistrations)(nil)
+
 // registrationsKey is upstream's hash of registrations; see registrations.go and the package documentation.
-func (r *Redis) registrationsKey(upstream string) string {
+func (r *redisRegistrations) registrationsKey(upstream string) string {
 	return r.prefix + "registrations:{" + upstream + "}"
 }
 
 // PutRegistration implements RegistrationStore with a bounded HSET (setPin, the script PutGrant and the pins use),
 // bounded by MaxRegistrationsPerUpstream.
-func (r *Redis) PutRegistration(ctx context.Context, upstream, issuer string, sealed []byte) error {
+func (r *redisRegistrations) PutRegistration(ctx context.Context, upstream, issuer string, sealed []byte) error {
 	if err := checkRegistration(upstream, issuer, sealed); err != nil {
 		return err
 	}
@@ -31,7 +39,7 @@ func (r *Redis) PutRegistration(ctx context.Context, upstream, issuer string, se
 }
 
 // GetRegistration implements RegistrationStore (HGET).
-func (r *Redis) GetRegistration(ctx context.Context, upstream, issuer string) ([]byte, error) {
+func (r *redisRegistrations) GetRegistration(ctx context.Context, upstream, issuer string) ([]byte, error) {
 	if err := checkUpstreamIssuer(upstream, issuer); err != nil {
 		return nil, err
 	}
@@ -46,7 +54,7 @@ func (r *Redis) GetRegistration(ctx context.Context, upstream, issuer string) ([
 }
 
 // DeleteRegistration implements RegistrationStore (HDEL).
-func (r *Redis) DeleteRegistration(ctx context.Context, upstream, issuer string) error {
+func (r *redisRegistrations) DeleteRegistration(ctx context.Context, upstream, issuer string) error {
 	if err := checkUpstreamIssuer(upstream, issuer); err != nil {
 		return err
 	}

@@ -12,11 +12,23 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// redisSessions is Redis's SessionStore: a hash per session that expires ttl after its last write.
+type redisSessions struct {
+	c      redis.UniversalClient
+	prefix string
+	ttl    time.Duration
+}
+
+var _ SessionStore = (*redisSessions)(nil)
+
+// sessionKey carries the session's id as a hash tag, so that its event logs' keys share its Cluster slot.
+func (r *redisSessions) sessionKey(id string) string { return r.prefix + "session:{" + id + "}" }
+
 // maxUpdateAttempts bounds Update's optimistic retries under contention.
 const maxUpdateAttempts = 1000
 
 // Create implements SessionStore.
-func (r *Redis) Create(ctx context.Context, rec SessionRecord) error {
+func (r *redisSessions) Create(ctx context.Context, rec SessionRecord) error {
 	if err := checkID("session id", rec.ID); err != nil {
 		return err
 	}
@@ -30,7 +42,7 @@ func (r *Redis) Create(ctx context.Context, rec SessionRecord) error {
 		return fmt.Errorf("state: session %s: %w", rec.ID, err)
 	}
 	n, err := createSession.Run(ctx, r.c, []string{r.sessionKey(rec.ID)},
-		data, now.UnixMilli(), r.opts.sessionTTL.Milliseconds()).Int()
+		data, now.UnixMilli(), r.ttl.Milliseconds()).Int()
 	if err != nil {
 		return unavailable("create session", err)
 	}
@@ -57,7 +69,7 @@ func decodeSession(id string, h map[string]string) (rec SessionRecord, ok bool, 
 }
 
 // Get implements SessionStore.
-func (r *Redis) Get(ctx context.Context, id string) (SessionRecord, error) {
+func (r *redisSessions) Get(ctx context.Context, id string) (SessionRecord, error) {
 	if err := checkID("session id", id); err != nil {
 		return SessionRecord{}, err
 	}
@@ -80,12 +92,12 @@ type fnError struct{ err error }
 
 func (e fnError) Error() string { return e.err.Error() }
 
-// watchUpdate runs the read-modify-write txf under WATCH of key, again from the read when another writer got in
+// watchUpdate runs the read-modify-write txf under WATCH of key, on c, again from the read when another writer got in
 // between: up to maxUpdateAttempts, backing off a little more as conflicts repeat, within ctx. An error txf's fn
 // returned (fnError) is returned as is; what and id name the record in errors.
-func (r *Redis) watchUpdate(ctx context.Context, what, id, key string, txf func(*redis.Tx) error) error {
+func watchUpdate(ctx context.Context, c redis.UniversalClient, what, id, key string, txf func(*redis.Tx) error) error {
 	for attempt := 1; ; attempt++ {
-		err := r.c.Watch(ctx, txf, key)
+		err := c.Watch(ctx, txf, key)
 		var fe fnError
 		switch {
 		case err == nil:
@@ -108,7 +120,7 @@ func (r *Redis) watchUpdate(ctx context.Context, what, id, key string, txf func(
 
 // Update implements SessionStore: WATCH the key, read it, run fn, and write it back in MULTI/EXEC, again from
 // the read when another writer got in between.
-func (r *Redis) Update(ctx context.Context, id string, fn func(*SessionRecord) error) error {
+func (r *redisSessions) Update(ctx context.Context, id string, fn func(*SessionRecord) error) error {
 	if err := checkID("session id", id); err != nil {
 		return err
 	}
@@ -136,21 +148,21 @@ func (r *Redis) Update(ctx context.Context, id string, fn func(*SessionRecord) e
 		}
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.HSet(ctx, key, "rec", data, "touched", now.UnixMilli())
-			p.PExpire(ctx, key, r.opts.sessionTTL)
+			p.PExpire(ctx, key, r.ttl)
 			return nil
 		})
 		return err
 	}
-	return r.watchUpdate(ctx, "session", id, key, txf)
+	return watchUpdate(ctx, r.c, "session", id, key, txf)
 }
 
 // Touch implements SessionStore.
-func (r *Redis) Touch(ctx context.Context, id string) error {
+func (r *redisSessions) Touch(ctx context.Context, id string) error {
 	if err := checkID("session id", id); err != nil {
 		return err
 	}
 	n, err := touchSession.Run(ctx, r.c, []string{r.sessionKey(id)},
-		r.opts.sessionTTL.Milliseconds(), time.Now().UnixMilli()).Int()
+		r.ttl.Milliseconds(), time.Now().UnixMilli()).Int()
 	if err != nil {
 		return unavailable("touch session", err)
 	}
@@ -161,7 +173,7 @@ func (r *Redis) Touch(ctx context.Context, id string) error {
 }
 
 // Delete implements SessionStore.
-func (r *Redis) Delete(ctx context.Context, id string) error {
+func (r *redisSessions) Delete(ctx context.Context, id string) error {
 	if err := checkID("session id", id); err != nil {
 		return err
 	}

@@ -36,9 +36,17 @@ import (
 // than keeping the TTL (KEEPTTL, or an HSET, which keeps it): a record that expired between UpdateTask's read and
 // its write, which WATCH does not catch before Redis 7, would otherwise come back with no expiry at all.
 
-func (r *Redis) taskKey(id string) string { return r.prefix + "task:{" + id + "}" }
+// redisTasks is Redis's TaskStore, keyed as above.
+type redisTasks struct {
+	c      redis.UniversalClient
+	prefix string
+}
 
-func (r *Redis) tasksKey(principal string) string {
+var _ TaskStore = (*redisTasks)(nil)
+
+func (r *redisTasks) taskKey(id string) string { return r.prefix + "task:{" + id + "}" }
+
+func (r *redisTasks) tasksKey(principal string) string {
 	sum := sha256.Sum256([]byte(principal))
 	return r.prefix + "tasks:{" + hex.EncodeToString(sum[:16]) + "}"
 }
@@ -49,7 +57,7 @@ const taskChunk = 16
 // CreateTask implements TaskStore in the two steps above. The record keeps a random nonce of the call, so that a
 // retry of the call (go-redis retries a command that timed out, though its first run may have stored the record)
 // succeeds rather than finding the id taken.
-func (r *Redis) CreateTask(ctx context.Context, rec TaskRecord, limit int) error {
+func (r *redisTasks) CreateTask(ctx context.Context, rec TaskRecord, limit int) error {
 	now := time.Now()
 	if rec.Created.IsZero() {
 		rec.Created = now
@@ -107,7 +115,7 @@ func decodeTask(id string, rec, principal any) (_ TaskRecord, ok bool, err error
 }
 
 // GetTask implements TaskStore (HMGET).
-func (r *Redis) GetTask(ctx context.Context, id string) (TaskRecord, error) {
+func (r *redisTasks) GetTask(ctx context.Context, id string) (TaskRecord, error) {
 	if err := checkTaskID(id); err != nil {
 		return TaskRecord{}, err
 	}
@@ -127,7 +135,7 @@ func (r *Redis) GetTask(ctx context.Context, id string) (TaskRecord, error) {
 
 // UpdateTask implements TaskStore as Update does sessions: WATCH the key, read it, run fn, and write it back in
 // MULTI/EXEC with its expiry as CreateTask set it, again from the read when another writer got in between.
-func (r *Redis) UpdateTask(ctx context.Context, id string, fn func(*TaskRecord) error) error {
+func (r *redisTasks) UpdateTask(ctx context.Context, id string, fn func(*TaskRecord) error) error {
 	if err := checkTaskID(id); err != nil {
 		return err
 	}
@@ -165,13 +173,13 @@ func (r *Redis) UpdateTask(ctx context.Context, id string, fn func(*TaskRecord) 
 		})
 		return err
 	}
-	return r.watchUpdate(ctx, "task", id, key, txf)
+	return watchUpdate(ctx, r.c, "task", id, key, txf)
 }
 
 // ListTasks implements TaskStore: the principal's index (listTasks, pruned first), then each record (HMGET,
 // pipelined by taskChunk). Ids without a record (a create in progress, or one that failed half way) are skipped,
 // as are records of another principal (an id another principal's create found taken, before it was taken back).
-func (r *Redis) ListTasks(ctx context.Context, principal string) ([]TaskRecord, error) {
+func (r *redisTasks) ListTasks(ctx context.Context, principal string) ([]TaskRecord, error) {
 	ids, err := listTasks.Run(ctx, r.c, []string{r.tasksKey(principal)}).StringSlice()
 	if err != nil {
 		return nil, unavailable("list tasks", err)

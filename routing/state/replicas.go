@@ -6,21 +6,39 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
+// memReplicas is Memory's ReplicaRegistry: each URL's expiry, under one lock.
+type memReplicas struct {
+	mu       sync.Mutex
+	replicas map[string]time.Time
+}
+
+// redisReplicas is Redis's ReplicaRegistry: a key per URL that expires with its registration.
+type redisReplicas struct {
+	c      redis.UniversalClient
+	prefix string
+}
+
+var (
+	_ ReplicaRegistry = (*memReplicas)(nil)
+	_ ReplicaRegistry = (*redisReplicas)(nil)
+)
+
 // RegisterReplica implements ReplicaRegistry.
-func (m *Memory) RegisterReplica(ctx context.Context, url string, ttl time.Duration) error {
+func (m *memReplicas) RegisterReplica(ctx context.Context, url string, ttl time.Duration) error {
 	if err := checkReplica(url, ttl); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	m.repMu.Lock()
-	defer m.repMu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	now := time.Now()
 	for u, exp := range m.replicas { // a handful of entries: sweeping on every registration is cheap
 		if !now.Before(exp) {
@@ -32,24 +50,24 @@ func (m *Memory) RegisterReplica(ctx context.Context, url string, ttl time.Durat
 }
 
 // ReplicaRegistered implements ReplicaRegistry.
-func (m *Memory) ReplicaRegistered(ctx context.Context, url string) (bool, error) {
+func (m *memReplicas) ReplicaRegistered(ctx context.Context, url string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	m.repMu.Lock()
-	defer m.repMu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	exp, ok := m.replicas[url]
 	return ok && time.Now().Before(exp), nil
 }
 
 // replicaKey names a registration: the URL is hashed, so a key's length and characters never depend on it.
-func (r *Redis) replicaKey(url string) string {
+func (r *redisReplicas) replicaKey(url string) string {
 	sum := sha256.Sum256([]byte(url))
 	return r.prefix + "replica:" + hex.EncodeToString(sum[:16])
 }
 
 // RegisterReplica implements ReplicaRegistry.
-func (r *Redis) RegisterReplica(ctx context.Context, url string, ttl time.Duration) error {
+func (r *redisReplicas) RegisterReplica(ctx context.Context, url string, ttl time.Duration) error {
 	if err := checkReplica(url, ttl); err != nil {
 		return err
 	}
@@ -61,7 +79,7 @@ func (r *Redis) RegisterReplica(ctx context.Context, url string, ttl time.Durati
 
 // ReplicaRegistered implements ReplicaRegistry. The stored URL is compared too, so a hash collision cannot vouch
 // for another address.
-func (r *Redis) ReplicaRegistered(ctx context.Context, url string) (bool, error) {
+func (r *redisReplicas) ReplicaRegistered(ctx context.Context, url string) (bool, error) {
 	v, err := r.c.Get(ctx, r.replicaKey(url)).Result()
 	if errors.Is(err, redis.Nil) {
 		return false, nil

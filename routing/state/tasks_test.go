@@ -918,7 +918,7 @@ func TestMemoryTaskSweeps(t *testing.T) {
 		if err := m.CreateTask(ctx, minimalTask("last", "p", time.Second), 0); err != nil {
 			t.Fatal(err)
 		}
-		g := &m.tasks
+		g := m.memTasks
 		g.mu.Lock()
 		tasks, principals := len(g.tasks), len(g.byPrincipal)
 		g.mu.Unlock()
