@@ -200,7 +200,11 @@ func (c *Console) catalogPage(w http.ResponseWriter, r *http.Request, s shell) {
 	}
 	v := catalogView{shell: s, Endpoints: eps, Counts: map[string]int{}}
 	ep := r.URL.Query().Get(paramEndpoint)
-	if ep == "" && len(eps) > 0 {
+	if ep == "" {
+		if len(eps) == 0 {
+			c.page(w, r, "catalog", v) // no endpoint: nothing to list or search
+			return
+		}
 		ep = eps[0]
 	}
 	v.Catalog, err = c.src.Catalog(ctx, ep)
