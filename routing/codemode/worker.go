@@ -99,14 +99,24 @@ func (w *worker) failure(err error) error {
 	w.stop()
 	text := w.stderr.String()
 	ws, _ := w.cmd.ProcessState.Sys().(syscall.WaitStatus)
-	if strings.Contains(text, "out of memory") || strings.Contains(text, "cannot allocate memory") ||
-		(!killedByUs && ws.Signaled() && ws.Signal() == syscall.SIGKILL) {
+	if memoryDeath(text) || (!killedByUs && ws.Signaled() && ws.Signal() == syscall.SIGKILL) {
 		return &LimitError{Limit: LimitMemory, Message: fmt.Sprintf("the script used more than the sandbox's %d MiB", w.memory>>20)}
 	}
 	if i := strings.LastIndex(text, "\n\n"); i > 0 {
 		text = text[:i]
 	}
 	return fmt.Errorf("codemode: the sandbox worker died (%w): %s", err, strings.TrimSpace(text))
+}
+
+// memoryDeath tells a Go runtime's fatal errors at the data bound: an allocation, or a thread's stack (which
+// the bound counts too), that the OS refused.
+func memoryDeath(stderr string) bool {
+	for _, s := range []string{"out of memory", "cannot allocate memory", "pthread_create failed", "failed to create new OS thread"} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // tail keeps the first bytes written to it: a Go runtime's fatal error comes first.
