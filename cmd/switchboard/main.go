@@ -89,6 +89,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return status(args[1:], stdout, stderr)
 	case "pin":
 		return pinCommand(args[1:], stdout, stderr)
+	case sandboxWorkerCommand:
+		return sandboxWorker(args[1:], stderr)
 	case "audit":
 		return auditCommand(args[1:], os.Stdin, stdout, stderr)
 	case "version", "--version", "-v":
