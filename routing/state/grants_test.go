@@ -68,7 +68,7 @@ func TestGrantsRedisServer(t *testing.T) {
 		return &harness{
 			Store:   newRedis(t, opts...),
 			ttl:     ttl,
-			advance: time.Sleep,
+			advance: wallSleep,
 			second:  func(t *testing.T, opts ...Option) Store { return newRedis(t, opts...) },
 			shared:  true,
 		}

@@ -20,7 +20,7 @@ func newMemoryHarness(t *testing.T, opts ...Option) *harness {
 	}
 	return &harness{
 		Store:     newMemory(t, opts...),
-		advance:   time.Sleep,
+		advance:   time.Sleep, // the bubble's clock: the memory suites run in synctest
 		ttl:       ttl,
 		awaitTail: func(*testing.T) func() { return synctest.Wait },
 		// A second Memory shares nothing with the first: it is what a restart leaves, an empty store.

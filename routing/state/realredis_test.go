@@ -182,7 +182,7 @@ func TestRedisServer(t *testing.T) {
 		return &harness{
 			Store:      newRedis(t, c, opts...),
 			ttl:        ttl,
-			advance:    time.Sleep,
+			advance:    wallSleep,
 			approxTrim: true,
 			awaitTail:  func(t *testing.T) func() { return func() { waitBlocked(t, c, name) } },
 			// Same prefix, another client (named apart, so that waitBlocked never takes its connections).

@@ -53,9 +53,13 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("not within %v: %s", d, what)
 		}
-		time.Sleep(10 * time.Millisecond)
+		wallSleep(10 * time.Millisecond)
 	}
 }
+
+// wallSleep waits on the real clock, the package's one wall-clock sleep: a real redis-server expires keys on its
+// own clock, which no synctest bubble moves, and eventually waits for another process.
+func wallSleep(d time.Duration) { time.Sleep(d) }
 
 // newMiniredisHarness runs the store against miniredis, whose clock (TIME, stream ids) is pinned and moved,
 // together with its TTLs, by advance.

@@ -66,7 +66,7 @@ func redisServerTaskHarness(t *testing.T, srv *redisServer, opts ...Option) *har
 	return &harness{
 		Store:   newRedis(t, opts...),
 		ttl:     ttl,
-		advance: time.Sleep,
+		advance: wallSleep,
 		second:  func(t *testing.T, opts ...Option) Store { return newRedis(t, opts...) },
 		shared:  true,
 	}

@@ -56,7 +56,7 @@ func newRedisServerFactory(srv *redisServer) factory {
 		return &harness{
 			Store:   newRedis(t, opts...),
 			ttl:     time.Second,
-			advance: time.Sleep,
+			advance: wallSleep,
 			second:  func(t *testing.T, opts ...Option) Store { return newRedis(t, opts...) },
 			shared:  true,
 		}
