@@ -86,7 +86,7 @@ type endpointMeta struct {
 
 // endpoints reads the endpoints: list; checkEndpoints checks it against the
 // upstreams and overrides.
-func (p *parser) endpoints(key string, f pair, t *topLevel) {
+func (p catalogSection) endpoints(key string, f pair, t *topLevel) {
 	n := resolve(f.val)
 	if n.Kind != yaml.SequenceNode {
 		p.errorf(n, key, "must be a list of endpoints (each item starts with \"- name:\"), not %s", kindName(n))
@@ -128,7 +128,7 @@ func (p *parser) endpoints(key string, f pair, t *topLevel) {
 		}
 		if f, ok := o.get("policy"); ok {
 			m.policyKey = f.key
-			if rules, lists, ok := p.policyRules(f.val, join(path, "policy")); ok {
+			if rules, lists, ok := (policySection{p.parser}).policyRules(f.val, join(path, "policy")); ok {
 				e.Policy, m.policyLists = rules, lists
 				if len(rules) == 0 && len(resolve(f.val).Content) == 0 {
 					p.warnf(resolve(f.val), join(path, "policy"), "is an empty list, which denies the endpoint to everyone; remove the key to apply only the global policy")
@@ -137,7 +137,7 @@ func (p *parser) endpoints(key string, f pair, t *topLevel) {
 		}
 		for _, k := range discoveryKeys() {
 			if f, ok := o.get(k); ok {
-				p.discoveryField(k, f, join(path, k), discoveryDst{&e.Discovery, &e.AlwaysList, &e.ExposeFound}, &m.discovery)
+				searchSection{p.parser}.discoveryField(k, f, join(path, k), discoveryDst{&e.Discovery, &e.AlwaysList, &e.ExposeFound}, &m.discovery)
 			}
 		}
 		t.cfg.Endpoints = append(t.cfg.Endpoints, e)
@@ -162,22 +162,6 @@ func checkEndpointName(v string) string {
 		return msg
 	}
 	return ""
-}
-
-// globList reads a list of globs. bad reports a malformed one (each gets its
-// error); vals is non-nil when n is a list.
-func (p *parser) globList(n *yaml.Node, path string) (vals []string, bad bool) {
-	vals, _, ok := p.stringList(n, path, false)
-	if !ok {
-		return vals, true
-	}
-	for i, g := range vals {
-		if msg := checkGlob(g); msg != "" {
-			p.errorf(resolve(n).Content[i], index(path, i), "%s", msg)
-			bad = true
-		}
-	}
-	return vals, bad
 }
 
 // checkGlob returns why g is not a glob the catalog can use, or "". The
@@ -382,7 +366,7 @@ func globAcceptsPrefix(toks []globTok, pre string) bool {
 
 // checkEndpoints checks the endpoints against the upstreams and overrides,
 // once all are known: an endpoint must be able to select something.
-func (p *parser) checkEndpoints(cfg *Config, t *topLevel) {
+func (p catalogSection) checkEndpoints(cfg *Config, t *topLevel) {
 	scope := newNameScope(cfg)
 	for i, e := range cfg.Endpoints {
 		m := t.endpoints[i]
@@ -390,7 +374,7 @@ func (p *parser) checkEndpoints(cfg *Config, t *topLevel) {
 			if cfg.Auth == nil {
 				p.errorf(m.policyKey, join(m.path, "policy"), "needs an auth block: rules match the claims of verified tokens, so without auth there is no one to match")
 			}
-			p.checkPolicyPatterns(cfg, join(m.path, "policy"), e.Policy, m.policyLists)
+			policySection{p.parser}.checkPolicyPatterns(cfg, join(m.path, "policy"), e.Policy, m.policyLists)
 		}
 		if m.badInclude || m.badExcl {
 			continue

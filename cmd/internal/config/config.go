@@ -306,7 +306,7 @@ func Parse(name string, data []byte, env func(string) (string, bool)) (*Config, 
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
-	p := &parser{file: name, env: env}
+	p := &parser{reporter: &reporter{file: name}, env: env}
 	root, err := decode(name, data)
 	if err != nil {
 		var se *syntaxError

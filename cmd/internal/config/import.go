@@ -25,7 +25,7 @@ func importHints() map[string]string {
 
 // importServers converts a mcpServers or servers mapping to upstreams,
 // sorted by name so the order does not depend on the file's key order.
-func (p *parser) importServers(n *yaml.Node, key string, cfg *Config) []*upMeta {
+func (p upstreamSection) importServers(n *yaml.Node, key string, cfg *Config) []*upMeta {
 	if isNull(n) {
 		return nil
 	}
@@ -73,7 +73,7 @@ func (p *parser) importServers(n *yaml.Node, key string, cfg *Config) []*upMeta 
 // checkType checks a client's "type" against what the entry configures. The
 // gateway needs no type (command means stdio, url means HTTP, and the HTTP
 // era is detected), but a contradiction is likely a mistake.
-func (p *parser) checkType(n *yaml.Node, path, v string, m *upMeta) {
+func (p upstreamSection) checkType(n *yaml.Node, path, v string, m *upMeta) {
 	switch v {
 	case "stdio":
 		if m.hasURL && !m.hasCommand {
@@ -86,4 +86,40 @@ func (p *parser) checkType(n *yaml.Node, path, v string, m *upMeta) {
 	default:
 		p.errorf(n, path, "%s", fmt.Sprintf("%q is not a transport type; use stdio, http, sse or streamable-http (or leave type out)", v))
 	}
+}
+
+// upstreams reads the upstreams list, or the mcpServers or servers mapping
+// (one of them), and returns where each upstream's settings are.
+func (p upstreamSection) upstreams(o *object, cfg *Config) []*upMeta {
+	var metas []*upMeta
+	up, hasUp := o.fields["upstreams"]
+	for _, key := range []string{"mcpServers", "servers"} {
+		f, ok := o.fields[key]
+		if !ok {
+			continue
+		}
+		if hasUp {
+			p.errorf(f.key, key, "upstreams is already set at %s; use either upstreams or %s, not both (move these servers into upstreams)", pos(up.key), key)
+			continue
+		}
+		if other, ok := o.fields["mcpServers"]; key == "servers" && ok {
+			p.errorf(f.key, key, "mcpServers is already set at %s; use one of mcpServers and servers", pos(other.key))
+			continue
+		}
+		metas = append(metas, p.importServers(f.val, key, cfg)...)
+	}
+	if !hasUp || isNull(up.val) {
+		return metas
+	}
+	n := resolve(up.val)
+	if n.Kind != yaml.SequenceNode {
+		p.errorf(n, "upstreams", "must be a list of upstreams (each item starts with \"- name:\"), not %s", kindName(n))
+		return metas
+	}
+	for i, item := range n.Content {
+		if m := p.upstream(item, index("upstreams", i), cfg); m != nil {
+			metas = append(metas, m)
+		}
+	}
+	return metas
 }

@@ -29,8 +29,8 @@ func DefaultClientHosts() []ClientHost {
 
 func clientHostKeys() []string { return []string{"name", "prefix", "maxLength"} }
 
-// maxToolNameLength reads maxToolNameLength.
-func (p *parser) maxToolNameLength(n *yaml.Node, cfg *Config) {
+// readMaxToolNameLength reads maxToolNameLength.
+func readMaxToolNameLength(p *parser, n *yaml.Node, cfg *Config) {
 	v, ok := p.integer(n, "maxToolNameLength")
 	if !ok {
 		return
@@ -42,8 +42,8 @@ func (p *parser) maxToolNameLength(n *yaml.Node, cfg *Config) {
 	cfg.MaxToolNameLength = int(v)
 }
 
-// clientHosts reads clientHosts: a list of {name, prefix, maxLength}. It returns each host's node.
-func (p *parser) clientHosts(n *yaml.Node, cfg *Config) (nodes []*yaml.Node) {
+// readClientHosts reads clientHosts: a list of {name, prefix, maxLength}. It returns each host's node.
+func readClientHosts(p *parser, n *yaml.Node, cfg *Config) (nodes []*yaml.Node) {
 	n = resolve(n)
 	if n.Kind != yaml.SequenceNode {
 		p.errorf(n, "clientHosts", "must be a list of {name, prefix, maxLength}, not %s", kindName(n))
@@ -85,7 +85,7 @@ func (p *parser) clientHosts(n *yaml.Node, cfg *Config) (nodes []*yaml.Node) {
 
 // warnNameBudget warns about the stated hosts that would reject names the budget allows, at the budget's line
 // when the file sets it, else at the host's.
-func (p *parser) warnNameBudget(cfg *Config, budget *yaml.Node, hosts []*yaml.Node) {
+func warnNameBudget(p *parser, cfg *Config, budget *yaml.Node, hosts []*yaml.Node) {
 	for i, h := range cfg.ClientHosts {
 		if n := len(h.Prefix) + cfg.MaxToolNameLength; n > h.MaxLength {
 			at, path := budget, "maxToolNameLength"
@@ -113,8 +113,8 @@ const (
 	NamespacingNever ResourceNamespacing = "never"
 )
 
-// resourceNamespacing reads resourceNamespacing.
-func (p *parser) resourceNamespacing(key string, f pair, t *topLevel) {
+// readResourceNamespacing reads resourceNamespacing.
+func readResourceNamespacing(p *parser, key string, f pair, t *topLevel) {
 	valid := []string{string(NamespacingAuto), string(NamespacingAlways), string(NamespacingNever)}
 	if v, ok := p.oneOf(f, key, "namespacing mode", valid,
 		"auto (namespace URIs two upstreams offer), always or never", "auto, always or never"); ok {

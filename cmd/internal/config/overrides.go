@@ -3,10 +3,8 @@ package config
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -70,7 +68,7 @@ type overrideMeta struct {
 
 // overrides reads the overrides: map; checkOverrides checks it against the
 // upstreams.
-func (p *parser) overrides(key string, f pair, t *topLevel) {
+func (p catalogSection) overrides(key string, f pair, t *topLevel) {
 	n := resolve(f.val)
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, key, "must be a mapping of \"<upstream>/<tool>\" (or \"<upstream>/prompts/<prompt>\") to settings, not %s", kindName(n))
@@ -185,7 +183,7 @@ func toolHints() []string {
 
 // annotations reads a tool's annotations: any JSON object, whose hints the
 // specification defines must be booleans and title a string.
-func (p *parser) annotations(n *yaml.Node, path string) json.RawMessage {
+func (p catalogSection) annotations(n *yaml.Node, path string) json.RawMessage {
 	n = resolve(n)
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, path, "must be a mapping (a JSON object), such as {readOnlyHint: true}, not %s", kindName(n))
@@ -215,7 +213,7 @@ func (p *parser) annotations(n *yaml.Node, path string) json.RawMessage {
 
 // presets reads a tool's argument presets: argument name to any JSON value,
 // with ${VAR} expanded in strings. raw holds the values as written.
-func (p *parser) presets(n *yaml.Node, path string) (vals, raw map[string]json.RawMessage) {
+func (p catalogSection) presets(n *yaml.Node, path string) (vals, raw map[string]json.RawMessage) {
 	n = resolve(n)
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, path, "must be a mapping of argument names to the values every call gets, such as {owner: acme}, not %s", kindName(n))
@@ -238,112 +236,9 @@ func (p *parser) presets(n *yaml.Node, path string) (vals, raw map[string]json.R
 	return vals, raw
 }
 
-// maxJSONDepth bounds the nesting of a JSON value in the file, and
-// maxJSONNodes its size once YAML aliases are expanded (an alias of an alias
-// of a list grows exponentially).
-const (
-	maxJSONDepth = 32
-	maxJSONNodes = 10000
-)
-
-// jsonValue converts a YAML value to JSON. With expandVars, ${VAR} is
-// expanded in strings, and raw is the value as written. Numbers keep their
-// text when it is JSON already; YAML's other spellings (0x1F, 1_000) are
-// converted; infinities and NaN, which JSON lacks, are refused.
-func (p *parser) jsonValue(n *yaml.Node, path string, expandVars bool, depth int) (val, raw json.RawMessage, ok bool) {
-	budget := maxJSONNodes
-	v, r, ok := p.jsonTree(n, path, expandVars, depth, &budget)
-	if !ok {
-		return nil, nil, false
-	}
-	val, err1 := json.Marshal(v)
-	raw, err2 := json.Marshal(r)
-	if err1 != nil || err2 != nil {
-		p.errorf(resolve(n), path, "cannot be written as JSON")
-		return nil, nil, false
-	}
-	return val, raw, true
-}
-
-func (p *parser) jsonTree(n *yaml.Node, path string, expandVars bool, depth int, budget *int) (val, raw any, ok bool) {
-	n = resolve(n)
-	*budget--
-	switch {
-	case *budget < 0:
-		if *budget == -1 {
-			p.errorf(n, path, "is too large: more than %d values once YAML aliases are expanded", maxJSONNodes)
-		}
-		return nil, nil, false
-	case depth > maxJSONDepth:
-		p.errorf(n, path, "is nested more than %d levels deep", maxJSONDepth)
-		return nil, nil, false
-	}
-	switch n.Kind {
-	case yaml.MappingNode:
-		vm, rm := map[string]any{}, map[string]any{}
-		ok = true
-		for _, f := range p.pairs(n, path) {
-			v, r, good := p.jsonTree(f.val, join(path, f.key.Value), expandVars, depth+1, budget)
-			vm[f.key.Value], rm[f.key.Value] = v, r
-			ok = ok && good
-		}
-		return vm, rm, ok
-	case yaml.SequenceNode:
-		vs, rs := []any{}, []any{}
-		ok = true
-		for i, it := range n.Content {
-			v, r, good := p.jsonTree(it, index(path, i), expandVars, depth+1, budget)
-			vs, rs = append(vs, v), append(rs, r)
-			ok = ok && good
-		}
-		return vs, rs, ok
-	case yaml.ScalarNode:
-	default:
-		return nil, nil, true
-	}
-	switch n.Tag {
-	case "!!null":
-		return nil, nil, true
-	case "!!bool":
-		b, err := strconv.ParseBool(strings.ToLower(n.Value))
-		return b, b, err == nil
-	case "!!int", "!!float":
-		if num, ok := jsonNumber(n.Value, n.Tag); ok {
-			return num, num, true
-		}
-		p.errorf(n, path, "%s is not a number JSON can hold (no infinity or NaN); quote it to pass a string", n.Value)
-		return nil, nil, false
-	}
-	if !expandVars {
-		return n.Value, n.Value, true
-	}
-	v, _, ok := p.expanded(n, path)
-	return v, n.Value, ok
-}
-
-// jsonNumber returns a YAML number as a JSON number.
-func jsonNumber(s, tag string) (json.Number, bool) {
-	if m := jsonNumberRE.FindString(s); m == s {
-		return json.Number(s), true
-	}
-	if tag == "!!int" {
-		if i, err := strconv.ParseInt(s, 0, 64); err == nil {
-			return json.Number(strconv.FormatInt(i, 10)), true
-		}
-		if u, err := strconv.ParseUint(s, 0, 64); err == nil {
-			return json.Number(strconv.FormatUint(u, 10)), true
-		}
-	}
-	f, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return "", false
-	}
-	return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), true
-}
-
 // checkOverrides checks the overrides against the upstreams once all are
 // known: the upstream exists, and the names given are valid and distinct.
-func (p *parser) checkOverrides(cfg *Config, t *topLevel) {
+func (p catalogSection) checkOverrides(cfg *Config, t *topLevel) {
 	ups := map[string]*Upstream{}
 	var names []string
 	for i := range cfg.Upstreams {

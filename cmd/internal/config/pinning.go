@@ -35,7 +35,7 @@ type Pinning struct {
 
 func pinningKeys() []string { return []string{"lockFile", "onChange", "stripInvisible"} }
 
-func (p *parser) pinning(key string, f pair, t *topLevel) {
+func readPinning(p *parser, key string, f pair, t *topLevel) {
 	o, ok := p.object(f.val, key, keySpec{known: pinningKeys(), hints: map[string]string{
 		"mode":   "did you mean \"onChange\" (block or warn)?",
 		"action": "did you mean \"onChange\" (block or warn)?",

@@ -30,7 +30,7 @@ func redisKeys() []string {
 	return []string{"url", "password", "tls", "keyPrefix", "sentinel", "cluster"}
 }
 
-func (p *parser) redisConfig(n *yaml.Node, cfg *Config) {
+func readRedisConfig(p *parser, n *yaml.Node, cfg *Config) {
 	o, ok := p.object(n, "redis", keySpec{known: redisKeys()})
 	if !ok {
 		return
@@ -107,7 +107,7 @@ type RateLimit struct {
 
 func rateLimitKeys() []string { return []string{"requestsPerSecond", "burst", "concurrentCalls"} }
 
-func (p *parser) rateLimitConfig(n *yaml.Node, cfg *Config) {
+func readRateLimitConfig(p *parser, n *yaml.Node, cfg *Config) {
 	o, ok := p.object(n, "rateLimit", keySpec{known: rateLimitKeys()})
 	if !ok {
 		return

@@ -93,7 +93,7 @@ type discoveryDst struct {
 
 // discoveryField reads key, one of discoveryKeys, at path: for an endpoint,
 // or for /mcp at the top level.
-func (p *parser) discoveryField(key string, f pair, path string, d discoveryDst, m *discoveryMeta) {
+func (p searchSection) discoveryField(key string, f pair, path string, d discoveryDst, m *discoveryMeta) {
 	switch key {
 	case "discovery":
 		m.modeNode = resolve(f.val)
@@ -122,13 +122,13 @@ func (p *parser) discoveryField(key string, f pair, path string, d discoveryDst,
 
 // topDiscovery reads discovery, alwaysList or exposeFound at the top level:
 // the settings of /mcp.
-func (p *parser) topDiscovery(key string, f pair, t *topLevel) {
+func topDiscovery(p *parser, key string, f pair, t *topLevel) {
 	c := t.cfg
-	p.discoveryField(key, f, key, discoveryDst{&c.Discovery, &c.AlwaysList, &c.ExposeFound}, &t.discovery)
+	searchSection{p}.discoveryField(key, f, key, discoveryDst{&c.Discovery, &c.AlwaysList, &c.ExposeFound}, &t.discovery)
 }
 
 // search reads the search: block.
-func (p *parser) search(key string, f pair, t *topLevel) {
+func (p searchSection) search(key string, f pair, t *topLevel) {
 	perEndpoint := "is set per endpoint, or at the top level for /mcp, not under search"
 	o, ok := p.object(f.val, key, keySpec{known: searchKeys(), hints: map[string]string{
 		"url":         "the embeddings API goes under embeddings, such as embeddings: {url: https://api.openai.com/v1, model: text-embedding-3-small}",
@@ -160,7 +160,7 @@ func (p *parser) search(key string, f pair, t *topLevel) {
 
 // embeddings reads search.embeddings. It returns a block even when a key is
 // wrong, so later checks know it was set.
-func (p *parser) embeddings(n *yaml.Node, path string) *Embeddings {
+func (p searchSection) embeddings(n *yaml.Node, path string) *Embeddings {
 	keyHint := "the key itself never goes in the file: put it in an environment variable and give the variable's name, such as apiKeyEnv: OPENAI_API_KEY"
 	urlHint := "did you mean \"url\" (an OpenAI-compatible base such as https://api.openai.com/v1, or the full .../embeddings URL)?"
 	e := &Embeddings{}
@@ -208,7 +208,7 @@ func (p *parser) embeddings(n *yaml.Node, path string) *Embeddings {
 // apiKeyEnv checks apiKeyEnv's value v, the name of an environment variable,
 // and reads the variable. Messages never quote v unless it is a valid name:
 // a key pasted in by mistake must not reach a log.
-func (p *parser) apiKeyEnv(n *yaml.Node, path, v string) (name, key string) {
+func (p searchSection) apiKeyEnv(n *yaml.Node, path, v string) (name, key string) {
 	if ref := envRefName(v); ref != "" {
 		p.errorf(n, path, "names the variable, not a reference to it: write apiKeyEnv: %s", ref)
 		return "", ""
@@ -248,7 +248,7 @@ func envRefName(v string) string {
 
 // checkSearch checks what involves the discovery settings of /mcp and of the
 // endpoints together with the search: block, once every key is read.
-func (p *parser) checkSearch(cfg *Config, t *topLevel) {
+func (p searchSection) checkSearch(cfg *Config, t *topLevel) {
 	p.checkDiscovery(&t.discovery, cfg.Discovery, cfg.ExposeFound,
 		"the top-level keys apply to /mcp only (an endpoint takes its own); set discovery: search at the top level")
 	searched, unsure := cfg.Discovery == DiscoverySearch, t.discovery.modeBad
@@ -268,7 +268,7 @@ func (p *parser) checkSearch(cfg *Config, t *topLevel) {
 
 // checkDiscovery warns about alwaysList and exposeFound where they have no
 // effect: without discovery: search. fix says how to give them one.
-func (p *parser) checkDiscovery(m *discoveryMeta, mode Discovery, expose bool, fix string) {
+func (p searchSection) checkDiscovery(m *discoveryMeta, mode Discovery, expose bool, fix string) {
 	if mode == DiscoverySearch || m.modeBad {
 		return
 	}

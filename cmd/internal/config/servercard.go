@@ -43,8 +43,8 @@ var cardNameRE = regexp.MustCompile(`^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$`)
 
 func serverCardKeys() []string { return []string{"name", "title", "description", "primitives"} }
 
-// serverCard reads serverCard: true, false, or a mapping of serverCardKeys.
-func (p *parser) serverCard(key string, f pair, t *topLevel) {
+// readServerCard reads serverCard: true, false, or a mapping of serverCardKeys.
+func readServerCard(p *parser, key string, f pair, t *topLevel) {
 	n := resolve(f.val)
 	if n.Kind == yaml.ScalarNode {
 		if on, ok := p.boolean(n, key); ok && on {
@@ -96,7 +96,7 @@ func (p *parser) serverCard(key string, f pair, t *topLevel) {
 
 // checkServerCard runs once publicURL and auth are known: the card's URLs are built from publicURL, and the
 // default name from its host.
-func (p *parser) checkServerCard(t *topLevel) {
+func checkServerCard(p *parser, t *topLevel) {
 	sc := t.cfg.ServerCard
 	if sc == nil {
 		return

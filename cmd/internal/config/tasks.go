@@ -47,8 +47,8 @@ func tasksKeys() []string {
 // maxTaskTTL matches the task store's bound.
 const maxTaskTTL = 7 * 24 * time.Hour
 
-// tasks reads the tasks: block.
-func (p *parser) tasks(key string, f pair, t *topLevel) {
+// readTasks reads the tasks: block.
+func readTasks(p *parser, key string, f pair, t *topLevel) {
 	o, ok := p.object(f.val, key, keySpec{known: tasksKeys(), hints: map[string]string{
 		"enabled": "tasks are made for the tools an upstream's tasks: or a tool's taskSupport override names; remove enabled",
 		"tools":   "mark tools with an upstream's tasks: optional, or overrides: {<upstream>/<tool>: {taskSupport: optional}}",

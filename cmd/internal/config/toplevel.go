@@ -55,43 +55,43 @@ type topField struct {
 // unknown keys are matched for a suggestion.
 func topLevelFields() []topField {
 	return []topField{
-		{key: "listen", decode: (*parser).listen},
-		{key: "publicURL", decode: (*parser).publicURL},
-		{key: "replicaURL", decode: (*parser).replicaURL},
+		{key: "listen", decode: readListen},
+		{key: "publicURL", decode: readPublicURL},
+		{key: "replicaURL", decode: readReplicaURL},
 		{key: "allowedOrigins", decode: lowercaseList(func(c *Config) *[]string { return &c.AllowedOrigins }, checkOrigin)},
 		{key: "allowedHosts", decode: lowercaseList(func(c *Config) *[]string { return &c.AllowedHosts }, checkHost)},
-		{key: "maxBodyBytes", decode: (*parser).maxBodyBytes},
-		{key: "pageSize", decode: (*parser).pageSize},
+		{key: "maxBodyBytes", decode: readMaxBodyBytes},
+		{key: "pageSize", decode: readPageSize},
 		{key: "requestTimeout", decode: durationInto(func(c *Config) *time.Duration { return &c.RequestTimeout })},
 		{key: "maxRequestTimeout", decode: durationInto(func(c *Config) *time.Duration { return &c.MaxRequestTimeout })},
 		{key: "sessionIdleTimeout", decode: durationInto(func(c *Config) *time.Duration { return &c.SessionIdleTimeout }),
-			after: (*parser).checkRequestTimeouts},
-		{key: "listCacheTTL", decode: (*parser).listCacheTTL},
-		{key: "cursorSecret", decode: (*parser).cursorSecret},
-		{key: "log", decode: func(p *parser, _ string, f pair, t *topLevel) { p.logConfig(f.val, &t.cfg.Log) }},
-		{key: "auth", decode: func(p *parser, _ string, f pair, t *topLevel) { p.authConfig(f.val, t.cfg) }},
-		{key: "rateLimit", decode: func(p *parser, _ string, f pair, t *topLevel) { p.rateLimitConfig(f.val, t.cfg) }},
+			after: checkRequestTimeouts},
+		{key: "listCacheTTL", decode: readListCacheTTL},
+		{key: "cursorSecret", decode: readCursorSecret},
+		{key: "log", decode: func(p *parser, _ string, f pair, t *topLevel) { readLogConfig(p, f.val, &t.cfg.Log) }},
+		{key: "auth", decode: func(p *parser, _ string, f pair, t *topLevel) { authSection{p}.authConfig(f.val, t.cfg) }},
+		{key: "rateLimit", decode: func(p *parser, _ string, f pair, t *topLevel) { readRateLimitConfig(p, f.val, t.cfg) }},
 		{key: "maxToolNameLength", decode: func(p *parser, _ string, f pair, t *topLevel) {
-			p.maxToolNameLength(f.val, t.cfg)
+			readMaxToolNameLength(p, f.val, t.cfg)
 			t.budgetNode = resolve(f.val)
 		}},
-		{key: "clientHosts", decode: func(p *parser, _ string, f pair, t *topLevel) { t.hostNodes = p.clientHosts(f.val, t.cfg) },
-			after: func(p *parser, t *topLevel) { p.warnNameBudget(t.cfg, t.budgetNode, t.hostNodes) }},
-		{key: "resourceNamespacing", decode: (*parser).resourceNamespacing},
-		{key: "redis", decode: (*parser).redis},
+		{key: "clientHosts", decode: func(p *parser, _ string, f pair, t *topLevel) { t.hostNodes = readClientHosts(p, f.val, t.cfg) },
+			after: func(p *parser, t *topLevel) { warnNameBudget(p, t.cfg, t.budgetNode, t.hostNodes) }},
+		{key: "resourceNamespacing", decode: readResourceNamespacing},
+		{key: "redis", decode: readRedis},
 		{key: "policy", decode: func(p *parser, _ string, f pair, t *topLevel) {
 			t.policyKey = f.key
-			t.policyLists = p.policy(f.val, t.cfg)
+			t.policyLists = policySection{p}.policy(f.val, t.cfg)
 		}},
-		{key: "endpoints", decode: (*parser).endpoints},
-		{key: "overrides", decode: (*parser).overrides},
-		{key: "pinning", decode: (*parser).pinning},
-		{key: "discovery", decode: (*parser).topDiscovery},
-		{key: "alwaysList", decode: (*parser).topDiscovery},
-		{key: "exposeFound", decode: (*parser).topDiscovery},
-		{key: "search", decode: (*parser).search},
-		{key: "serverCard", decode: (*parser).serverCard, after: (*parser).checkServerCard},
-		{key: "tasks", decode: (*parser).tasks},
+		{key: "endpoints", decode: func(p *parser, key string, f pair, t *topLevel) { catalogSection{p}.endpoints(key, f, t) }},
+		{key: "overrides", decode: func(p *parser, key string, f pair, t *topLevel) { catalogSection{p}.overrides(key, f, t) }},
+		{key: "pinning", decode: readPinning},
+		{key: "discovery", decode: topDiscovery},
+		{key: "alwaysList", decode: topDiscovery},
+		{key: "exposeFound", decode: topDiscovery},
+		{key: "search", decode: func(p *parser, key string, f pair, t *topLevel) { searchSection{p}.search(key, f, t) }},
+		{key: "serverCard", decode: readServerCard, after: checkServerCard},
+		{key: "tasks", decode: readTasks},
 	}
 }
 
@@ -112,13 +112,15 @@ func (p *parser) config(doc *yaml.Node) *Config {
 			fs.after(p, t)
 		}
 	}
-	p.checkUpstreams(cfg, p.upstreams(o, cfg))
+	ups := upstreamSection{p}
+	ups.checkUpstreams(cfg, ups.upstreams(o, cfg))
 	if t.policyKey != nil {
-		p.checkPolicy(cfg, t.policyLists, t.policyKey)
+		policySection{p}.checkPolicy(cfg, t.policyLists, t.policyKey)
 	}
-	p.checkOverrides(cfg, t)
-	p.checkEndpoints(cfg, t)
-	p.checkSearch(cfg, t)
+	cat := catalogSection{p}
+	cat.checkOverrides(cfg, t)
+	cat.checkEndpoints(cfg, t)
+	searchSection{p}.checkSearch(cfg, t)
 	return cfg
 }
 
@@ -143,43 +145,7 @@ func documentRoot(doc *yaml.Node) (root *yaml.Node, importForm bool) {
 	return root, importForm
 }
 
-// upstreams reads the upstreams list, or the mcpServers or servers mapping
-// (one of them), and returns where each upstream's settings are.
-func (p *parser) upstreams(o *object, cfg *Config) []*upMeta {
-	var metas []*upMeta
-	up, hasUp := o.fields["upstreams"]
-	for _, key := range []string{"mcpServers", "servers"} {
-		f, ok := o.fields[key]
-		if !ok {
-			continue
-		}
-		if hasUp {
-			p.errorf(f.key, key, "upstreams is already set at %s; use either upstreams or %s, not both (move these servers into upstreams)", pos(up.key), key)
-			continue
-		}
-		if other, ok := o.fields["mcpServers"]; key == "servers" && ok {
-			p.errorf(f.key, key, "mcpServers is already set at %s; use one of mcpServers and servers", pos(other.key))
-			continue
-		}
-		metas = append(metas, p.importServers(f.val, key, cfg)...)
-	}
-	if !hasUp || isNull(up.val) {
-		return metas
-	}
-	n := resolve(up.val)
-	if n.Kind != yaml.SequenceNode {
-		p.errorf(n, "upstreams", "must be a list of upstreams (each item starts with \"- name:\"), not %s", kindName(n))
-		return metas
-	}
-	for i, item := range n.Content {
-		if m := p.upstream(item, index("upstreams", i), cfg); m != nil {
-			metas = append(metas, m)
-		}
-	}
-	return metas
-}
-
-func (p *parser) listen(key string, f pair, t *topLevel) {
+func readListen(p *parser, key string, f pair, t *topLevel) {
 	if v, ok := p.scalar(f.val, key); ok {
 		if msg := checkListen(v); msg != "" {
 			p.errorf(resolve(f.val), key, "%s", msg+noExpandHint(v))
@@ -188,7 +154,7 @@ func (p *parser) listen(key string, f pair, t *topLevel) {
 	}
 }
 
-func (p *parser) publicURL(key string, f pair, t *topLevel) {
+func readPublicURL(p *parser, key string, f pair, t *topLevel) {
 	v, ok := p.scalar(f.val, key)
 	if !ok {
 		return
@@ -201,9 +167,9 @@ func (p *parser) publicURL(key string, f pair, t *topLevel) {
 	t.cfg.PublicURL = v
 }
 
-// replicaURL expands ${VAR}: the address is the pod's own, known only at run
+// readReplicaURL expands ${VAR}: the address is the pod's own, known only at run
 // time (Kubernetes' status.podIP).
-func (p *parser) replicaURL(key string, f pair, t *topLevel) {
+func readReplicaURL(p *parser, key string, f pair, t *topLevel) {
 	if v, _, ok := p.expanded(f.val, key); ok && v != "" {
 		if msg := checkHTTPURL(v, false); msg != "" {
 			p.errorf(resolve(f.val), key, "%s", msg)
@@ -230,13 +196,13 @@ func lowercaseList(dst func(*Config) *[]string, check func(string) string) func(
 	}
 }
 
-func (p *parser) maxBodyBytes(key string, f pair, t *topLevel) {
+func readMaxBodyBytes(p *parser, key string, f pair, t *topLevel) {
 	if v, ok := p.size(f.val, key); ok {
 		t.cfg.MaxBodyBytes = v
 	}
 }
 
-func (p *parser) pageSize(key string, f pair, t *topLevel) {
+func readPageSize(p *parser, key string, f pair, t *topLevel) {
 	v, ok := p.integer(f.val, key)
 	switch {
 	case !ok:
@@ -247,9 +213,9 @@ func (p *parser) pageSize(key string, f pair, t *topLevel) {
 	}
 }
 
-// listCacheTTL reads listCacheTTL: a duration up to MaxListCacheTTL, where 0
+// readListCacheTTL reads listCacheTTL: a duration up to MaxListCacheTTL, where 0
 // (with or without a unit) turns list caching off.
-func (p *parser) listCacheTTL(key string, f pair, t *topLevel) {
+func readListCacheTTL(p *parser, key string, f pair, t *topLevel) {
 	n := resolve(f.val)
 	if n.Kind == yaml.ScalarNode && n.Tag != "!!null" {
 		if d, err := time.ParseDuration(strings.TrimSpace(n.Value)); err == nil && d == 0 {
@@ -278,7 +244,7 @@ func durationInto(dst func(*Config) *time.Duration) func(*parser, string, pair, 
 
 // checkRequestTimeouts refuses a default timeout longer than the cap, at the
 // key that set it (requestTimeout if the file sets it).
-func (p *parser) checkRequestTimeouts(t *topLevel) {
+func checkRequestTimeouts(p *parser, t *topLevel) {
 	cfg := t.cfg
 	if cfg.RequestTimeout <= cfg.MaxRequestTimeout {
 		return
@@ -292,7 +258,7 @@ func (p *parser) checkRequestTimeouts(t *topLevel) {
 		cfg.RequestTimeout, cfg.MaxRequestTimeout)
 }
 
-func (p *parser) cursorSecret(key string, f pair, t *topLevel) {
+func readCursorSecret(p *parser, key string, f pair, t *topLevel) {
 	v, raw, ok := p.expanded(f.val, key)
 	if !ok || v == "" {
 		return
@@ -308,10 +274,10 @@ func (p *parser) cursorSecret(key string, f pair, t *topLevel) {
 	t.cfg.CursorSecret = []byte(v)
 }
 
-// redis reads the redis block; several replicas need one cursorSecret, read
+// readRedis reads the redis block; several replicas need one cursorSecret, read
 // before it.
-func (p *parser) redis(key string, f pair, t *topLevel) {
-	p.redisConfig(f.val, t.cfg)
+func readRedis(p *parser, key string, f pair, t *topLevel) {
+	readRedisConfig(p, f.val, t.cfg)
 	if t.cfg.CursorSecret == nil {
 		p.errorf(f.key, key, "several replicas need one cursorSecret (at least %d bytes, e.g. \"${SWITCHBOARD_CURSOR_SECRET}\"), or each rejects the others' pagination cursors", MinCursorSecretBytes)
 	}
