@@ -128,9 +128,77 @@ type TokenExchange struct {
 	Scopes   []string
 }
 
-func authKeys() []string {
-	return []string{"issuer", "audience", "scopes", "jwksURL", "algorithms", "clockSkew", "introspection",
-		"resourceName", "documentationURL", "browser", "tokenKeys"}
+func authFields() []field {
+	return []field{
+		{key: "issuer", typ: tString, doc: "The authorization server's issuer URL, exactly as in the tokens' iss; https, except on a loopback host (required)."},
+		{key: "audience", typ: tString, def: "publicURL + /mcp", doc: "The gateway's canonical MCP URL (RFC 8707 resource), which tokens must name in aud."},
+		{key: "scopes", typ: tStrings, doc: "Scopes every request's token must carry, announced in challenges and the metadata."},
+		{key: "jwksURL", typ: tString, doc: "Overrides the jwks_uri found by discovery."},
+		{key: "algorithms", typ: tStrings, enum: SupportedAlgorithms(), def: "every asymmetric one", doc: "The accepted JWS algorithms; HS* and none are never accepted."},
+		{key: "clockSkew", typ: tDuration, def: durationText(DefaultClockSkew), doc: fmt.Sprintf("The leeway on a token's exp and nbf, at most %s.", durationText(MaxClockSkew))},
+		{key: "introspection", typ: tBlock, sub: introspectionFields, doc: "Verifies opaque (non-JWT) tokens by RFC 7662. Unset: opaque tokens are refused."},
+		{key: "resourceName", typ: tString, doc: "resource_name of the protected-resource metadata."},
+		{key: "documentationURL", typ: tString, doc: "resource_documentation of the protected-resource metadata."},
+		{key: "browser", typ: tBlock, sub: browserFields,
+			doc: "The gateway's own OIDC client at the issuer, for the pages a person opens (connect links, /connections); user-oauth upstreams need it."},
+		{key: "tokenKeys", typ: tString, secret: true,
+			doc: "The keys that seal upstream tokens at rest, \"id:base64,...\" with the sealing key first; ${VAR} is expanded, such as \"${SWITCHBOARD_TOKEN_KEYS}\"."},
+	}
+}
+
+func introspectionFields() []field {
+	return []field{
+		{key: "url", typ: tString, doc: "The RFC 7662 introspection endpoint; ${VAR} is expanded (required)."},
+		{key: "clientId", typ: tString, doc: "The gateway's client at the endpoint (HTTP Basic); ${VAR} is expanded (required)."},
+		{key: "clientSecret", typ: tString, secret: true, doc: "Its secret, such as \"${CLIENT_SECRET}\" (required)."},
+		{key: "cacheTTL", typ: tDuration, def: durationText(DefaultIntrospectionCacheTTL),
+			doc: fmt.Sprintf("How long an answer is reused, capped by the token's exp, at most %s.", durationText(MaxIntrospectionCacheTTL))},
+	}
+}
+
+func browserFields() []field {
+	return []field{
+		{key: "clientId", typ: tString, doc: "The confidential client's id at the issuer; ${VAR} is expanded (required)."},
+		{key: "clientSecret", typ: tString, secret: true, doc: "Its secret, such as \"${BROWSER_CLIENT_SECRET}\" (required)."},
+		{key: "admins", typ: tBlock, sub: func() []field { return pick(policyMatchFields(), "sub") },
+			doc: "Who sees the gateway's status view on /connections, by the subject they sign in as. Unset: no one."},
+	}
+}
+
+// upstreamAuthFields are the keys of an upstream's auth: block: type:
+// user-oauth and its settings, or one of the gateway's own credentials.
+func upstreamAuthFields() []field {
+	return []field{
+		{key: "clientCredentials", typ: tBlock, sub: clientCredentialsFields, doc: "The gateway's own OAuth client credentials grant toward the upstream."},
+		{key: "tokenExchange", typ: tBlock, sub: tokenExchangeFields, doc: "RFC 8693 token exchange: each client's token is exchanged for one for the upstream."},
+		{key: "type", typ: tString, enum: []string{"user-oauth"}, doc: "user-oauth: each person's own grant at the upstream's authorization server, connected in-band."},
+		{key: "scopes", typ: tStrings, doc: "With type: user-oauth, the scopes asked for."},
+		{key: "clientId", typ: tString, doc: "With type: user-oauth, a pre-registered client (unset: the gateway registers itself)."},
+		{key: "clientSecret", typ: tString, secret: true, doc: "With type: user-oauth, the pre-registered client's secret (a public client has none)."},
+		{key: "resourceParameter", typ: tString, def: "send", enum: []string{"send", "omit"},
+			doc: "With type: user-oauth, omit leaves out the RFC 8707 resource parameter, for servers that reject it (Entra ID)."},
+	}
+}
+
+func clientCredentialsFields() []field {
+	return []field{
+		{key: "tokenURL", typ: tString, doc: "The token endpoint; ${VAR} is expanded (required)."},
+		{key: "clientId", typ: tString, doc: "The gateway's client; ${VAR} is expanded (required)."},
+		{key: "clientSecret", typ: tString, secret: true, doc: "Its secret, such as \"${CLIENT_SECRET}\" (required)."},
+		{key: "scopes", typ: tStrings, doc: "The scopes asked for."},
+		{key: "resource", typ: tString, def: "the upstream's url", doc: "The RFC 8707 resource indicator."},
+	}
+}
+
+func tokenExchangeFields() []field {
+	return []field{
+		{key: "tokenURL", typ: tString, doc: "The token endpoint; ${VAR} is expanded (required)."},
+		{key: "clientId", typ: tString, doc: "The gateway's client; ${VAR} is expanded (required)."},
+		{key: "clientSecret", typ: tString, secret: true, doc: "Its secret, such as \"${CLIENT_SECRET}\" (required)."},
+		{key: "audience", typ: tString, doc: "The optional audience parameter."},
+		{key: "resource", typ: tString, def: "the upstream's url", doc: "The resource parameter."},
+		{key: "scopes", typ: tStrings, doc: "The scopes asked for."},
+	}
 }
 
 // SupportedAlgorithms are the JWS algorithms auth.algorithms accepts.
@@ -165,7 +233,7 @@ func checkSecureURL(v string, expanded bool) string {
 }
 
 func (p authSection) authConfig(n *yaml.Node, cfg *Config) {
-	o, ok := p.object(n, "auth", keySpec{known: authKeys()})
+	o, ok := p.object(n, "auth", keySpec{known: keys(authFields())})
 	if !ok {
 		return
 	}
@@ -265,7 +333,7 @@ func (p authSection) authConfig(n *yaml.Node, cfg *Config) {
 
 func (p authSection) browser(n *yaml.Node) *Browser {
 	const path = "auth.browser"
-	o, ok := p.object(n, path, keySpec{known: []string{"clientId", "clientSecret", "admins"}})
+	o, ok := p.object(n, path, keySpec{known: keys(browserFields())})
 	if !ok {
 		return nil
 	}
@@ -340,7 +408,7 @@ func checkScope(v string) string {
 
 func (p authSection) introspection(n *yaml.Node) *Introspection {
 	const path = "auth.introspection"
-	o, ok := p.object(n, path, keySpec{known: []string{"url", "clientId", "clientSecret", "cacheTTL"}})
+	o, ok := p.object(n, path, keySpec{known: keys(introspectionFields())})
 	if !ok {
 		return nil
 	}
@@ -392,8 +460,7 @@ func (p authSection) clientCreds(o *object, path string) (id, secret string) {
 // upstreamAuth reads an upstream's auth block. hasAuthzHeader is the
 // position of a static Authorization header, which the block would replace.
 func (p authSection) upstreamAuth(n *yaml.Node, path, upstreamURL string) *UpstreamAuth {
-	o, ok := p.object(n, path, keySpec{known: []string{"clientCredentials", "tokenExchange", "type", "scopes", "clientId",
-		"clientSecret", "resourceParameter"}})
+	o, ok := p.object(n, path, keySpec{known: keys(upstreamAuthFields())})
 	if !ok {
 		return nil
 	}
@@ -431,7 +498,7 @@ func (p authSection) upstreamAuth(n *yaml.Node, path, upstreamURL string) *Upstr
 	}
 	if hasCC {
 		ccPath := join(path, "clientCredentials")
-		o2, ok := p.object(cc.val, ccPath, keySpec{known: []string{"tokenURL", "clientId", "clientSecret", "scopes", "resource"}})
+		o2, ok := p.object(cc.val, ccPath, keySpec{known: keys(clientCredentialsFields())})
 		if !ok {
 			return nil
 		}
@@ -448,7 +515,7 @@ func (p authSection) upstreamAuth(n *yaml.Node, path, upstreamURL string) *Upstr
 		return ua
 	}
 	tePath := join(path, "tokenExchange")
-	o2, ok := p.object(te.val, tePath, keySpec{known: []string{"tokenURL", "clientId", "clientSecret", "audience", "resource", "scopes"}})
+	o2, ok := p.object(te.val, tePath, keySpec{known: keys(tokenExchangeFields())})
 	if !ok {
 		return nil
 	}

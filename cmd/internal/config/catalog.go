@@ -50,8 +50,13 @@ func ReservedEndpointNames() []string { return []string{"sse", "message", "messa
 
 var endpointNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
 
-func endpointKeys() []string {
-	return []string{"name", "include", "exclude", "policy", "discovery", "alwaysList", "exposeFound"}
+func endpointFields() []field {
+	return append([]field{
+		{key: "name", typ: tString, doc: "Serves the endpoint at /mcp/<name>: ^[a-z0-9][a-z0-9-]{0,31}$, unique, not sse, message or messages (required)."},
+		{key: "include", typ: tStrings, doc: "Globs over the names clients see (tools, prompts, resource URIs) that the endpoint serves. Unset: everything."},
+		{key: "exclude", typ: tStrings, doc: "Globs that remove from what include selected."},
+		{key: "policy", typ: tBlockList, sub: policyRuleFields, doc: "Rules on top of the global policy, as the top level's; needs auth."},
+	}, discoveryFields("the endpoint's")...)
 }
 
 func endpointHints() map[string]string {
@@ -96,7 +101,7 @@ func (p catalogSection) endpoints(key string, f pair, t *topLevel) {
 	seen := map[string]*yaml.Node{}
 	for i, item := range n.Content {
 		path := index(key, i)
-		o, ok := p.object(item, path, keySpec{known: endpointKeys(), hints: endpointHints()})
+		o, ok := p.object(item, path, keySpec{known: keys(endpointFields()), hints: endpointHints()})
 		if !ok {
 			continue
 		}
@@ -135,7 +140,7 @@ func (p catalogSection) endpoints(key string, f pair, t *topLevel) {
 				}
 			}
 		}
-		for _, k := range discoveryKeys() {
+		for _, k := range keys(discoveryFields("")) {
 			if f, ok := o.get(k); ok {
 				searchSection{p.parser}.discoveryField(k, f, join(path, k), discoveryDst{&e.Discovery, &e.AlwaysList, &e.ExposeFound}, &m.discovery)
 			}

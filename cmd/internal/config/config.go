@@ -163,6 +163,9 @@ type Config struct {
 	// presetSources keeps the argument presets as written, before ${VAR}
 	// expansion, for String.
 	presetSources map[OverrideKey]map[string]json.RawMessage
+	// cursorSecretLen is, in a copy made by Redacted, the length of the
+	// cursorSecret it redacted, which String shows.
+	cursorSecretLen int
 }
 
 // LogConfig configures the gateway's log output.

@@ -8,13 +8,16 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// importKeys are the per-server keys of the mcpServers (Claude Desktop,
+// importFields are the per-server keys of the mcpServers (Claude Desktop,
 // Cursor) and servers (VS Code) forms, plus the gateway's own upstream keys so
 // such a file can say session: shared (or protocol: legacy) without being
-// rewritten.
-func importKeys() []string {
-	return []string{"command", "args", "env", "envPassthrough", "cwd", "url", "headers", "type", "disabled",
-		"session", "protocol", "prefix", "timeout", "maxInstances", "idleTimeout"}
+// rewritten. Timeouts there also take a number of seconds.
+func importFields() []field {
+	up := upstreamDocs()
+	return slices.Concat(pick(up, "command", "args", "env", "envPassthrough", "cwd", "url", "headers"),
+		[]field{{key: "type", typ: tString, enum: []string{"stdio", "http", "sse", "streamable-http", "streamableHttp"},
+			doc: "The client's transport type; the gateway needs none, and refuses one that contradicts command or url."}},
+		pick(up, "disabled", "session", "protocol", "prefix", "timeout", "maxInstances", "idleTimeout"))
 }
 
 func importHints() map[string]string {
@@ -49,7 +52,7 @@ func (p upstreamSection) importServers(n *yaml.Node, key string, cfg *Config) []
 		case name != orig:
 			p.warnf(e.key, path, "server name %q is used as upstream name %q (upstream names are lowercase letters, digits and '-'); its tools get that name as prefix unless prefix is set", orig, name)
 		}
-		o, ok := p.object(e.val, path, keySpec{known: importKeys(), hints: importHints(), lenient: true})
+		o, ok := p.object(e.val, path, keySpec{known: keys(importFields()), hints: importHints(), lenient: true})
 		if !ok {
 			continue
 		}

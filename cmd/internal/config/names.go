@@ -27,7 +27,13 @@ func DefaultClientHosts() []ClientHost {
 	return []ClientHost{{Name: "Claude Code", Prefix: "mcp__switchboard__", MaxLength: 64}}
 }
 
-func clientHostKeys() []string { return []string{"name", "prefix", "maxLength"} }
+func clientHostFields() []field {
+	return []field{
+		{key: "name", typ: tString, doc: "The host's name, for messages (default: its prefix)."},
+		{key: "prefix", typ: tString, doc: "What the host puts before a tool's name, such as mcp__switchboard__."},
+		{key: "maxLength", typ: tInt, doc: "The longest tool name the host accepts, its prefix included (required)."},
+	}
+}
 
 // readMaxToolNameLength reads maxToolNameLength.
 func readMaxToolNameLength(p *parser, n *yaml.Node, cfg *Config) {
@@ -52,7 +58,7 @@ func readClientHosts(p *parser, n *yaml.Node, cfg *Config) (nodes []*yaml.Node) 
 	cfg.ClientHosts = []ClientHost{}
 	for i, item := range n.Content {
 		path := index("clientHosts", i)
-		o, ok := p.object(item, path, keySpec{known: clientHostKeys()})
+		o, ok := p.object(item, path, keySpec{known: keys(clientHostFields())})
 		if !ok {
 			continue
 		}

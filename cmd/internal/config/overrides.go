@@ -50,8 +50,16 @@ type Override struct {
 	TaskSupport string
 }
 
-func overrideKeys() []string {
-	return []string{"name", "title", "description", "annotations", "arguments", "taskSupport"}
+func overrideFields() []field {
+	return []field{
+		{key: "name", typ: tString, doc: "The name clients see, ^[A-Za-z0-9_-]{1,64}$ within maxToolNameLength (unset: the namespaced name)."},
+		{key: "title", typ: tString, doc: "The tool's title (tools only)."},
+		{key: "description", typ: tString, doc: "Replaces the item's description."},
+		{key: "annotations", typ: tObject, doc: "Merged over the tool's own annotations, such as {readOnlyHint: true} (tools only)."},
+		{key: "arguments", typ: tObject, doc: "Presets (tools only): argument name to the value every call gets, hidden from the inputSchema; ${VAR} is expanded in strings."},
+		{key: "taskSupport", typ: tString, enum: []string{TaskForbidden, TaskOptional, TaskRequired},
+			doc: "How the gateway runs the tool as a task of its own when its upstream takes none (tools only; unset: the upstream's tasks:)."},
+	}
 }
 
 // strictNameRE is the tool-name form the big clients enforce.
@@ -84,7 +92,7 @@ func (p catalogSection) overrides(key string, f pair, t *topLevel) {
 		} else {
 			m.key, m.ok = k, true
 		}
-		o, ok := p.object(pr.val, path, keySpec{known: overrideKeys()})
+		o, ok := p.object(pr.val, path, keySpec{known: keys(overrideFields())})
 		if !ok {
 			continue
 		}

@@ -33,10 +33,17 @@ type Pinning struct {
 	StripInvisible bool
 }
 
-func pinningKeys() []string { return []string{"lockFile", "onChange", "stripInvisible"} }
+func pinningFields() []field {
+	return []field{
+		{key: "lockFile", typ: tString, doc: "The lock file `switchboard pin` writes, relative to the config file's directory; ${VAR} is expanded. Unset: trust on first use."},
+		{key: "onChange", typ: tString, def: string(PinWarn), enum: enumOf(PinBlock, PinWarn),
+			doc: "block withholds a changed or new tool until an admin approves it; warn serves it, and logs and audits the change."},
+		{key: "stripInvisible", typ: tBool, def: "false", doc: "Removes invisible and bidirectional-control characters from descriptions (they are always flagged)."},
+	}
+}
 
 func readPinning(p *parser, key string, f pair, t *topLevel) {
-	o, ok := p.object(f.val, key, keySpec{known: pinningKeys(), hints: map[string]string{
+	o, ok := p.object(f.val, key, keySpec{known: keys(pinningFields()), hints: map[string]string{
 		"mode":   "did you mean \"onChange\" (block or warn)?",
 		"action": "did you mean \"onChange\" (block or warn)?",
 	}})

@@ -37,6 +37,24 @@ type PolicyMatch struct {
 	Claims map[string][]any
 }
 
+func policyRuleFields() []field {
+	return []field{
+		{key: "name", typ: tString, def: "policy[i]", doc: "Labels the rule in logs."},
+		{key: "match", typ: tBlock, sub: policyMatchFields, doc: "The conditions, all of which must hold. Unset: every principal."},
+		{key: "allow", typ: tStrings, doc: "Patterns \"<upstream>\" or \"<upstream>/<item>\", with * and ?, the rule allows."},
+		{key: "deny", typ: tStrings, doc: "Patterns the rule denies; deny wins."},
+	}
+}
+
+func policyMatchFields() []field {
+	return []field{
+		{key: "sub", typ: tStrings, doc: "Accepted subjects (the sub claim); * and ? match."},
+		{key: "groups", typ: tStrings, doc: "Groups; the principal must be in one of them."},
+		{key: "scopes", typ: tStrings, doc: "Scopes; the token must carry one of them."},
+		{key: "claims", typ: tClaims, doc: "A claim name (dotted for nested claims) to a value or a list of accepted values: string, number or boolean."},
+	}
+}
+
 // policy reads the policy: list. Patterns are checked against the upstream
 // names afterwards, by checkPolicy.
 func (p policySection) policy(n *yaml.Node, cfg *Config) []*yaml.Node {
@@ -63,7 +81,7 @@ func (p policySection) policyRules(n *yaml.Node, path string) ([]PolicyRule, []*
 	var nodes []*yaml.Node
 	for i, item := range n.Content {
 		path := index(path, i)
-		o, ok := p.object(item, path, keySpec{known: []string{"name", "match", "allow", "deny"}})
+		o, ok := p.object(item, path, keySpec{known: keys(policyRuleFields())})
 		if !ok {
 			continue
 		}
@@ -95,7 +113,7 @@ func (p policySection) policyRules(n *yaml.Node, path string) ([]PolicyRule, []*
 
 func (p policySection) policyMatch(n *yaml.Node, path string) PolicyMatch {
 	var m PolicyMatch
-	o, ok := p.object(n, path, keySpec{known: []string{"sub", "groups", "scopes", "claims"}})
+	o, ok := p.object(n, path, keySpec{known: keys(policyMatchFields())})
 	if !ok {
 		return m
 	}

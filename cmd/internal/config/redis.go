@@ -26,12 +26,26 @@ type Redis struct {
 	ClusterAddrs   []string
 }
 
-func redisKeys() []string {
-	return []string{"url", "password", "tls", "keyPrefix", "sentinel", "cluster"}
+func redisFields() []field {
+	return []field{
+		{key: "url", typ: tString, doc: "redis://[user@]host:port[/db], or rediss:// for TLS; go-redis options as query parameters; ${VAR} is expanded (required)."},
+		{key: "password", typ: tString, secret: true, doc: "The password, such as \"${SWITCHBOARD_REDIS_PASSWORD}\"; it overrides one in the URL."},
+		{key: "tls", typ: tBool, def: "false", doc: "Forces TLS even for a redis:// URL."},
+		{key: "keyPrefix", typ: tString, def: "switchboard:", doc: "Prefixes every key, so several gateways can share one Redis."},
+		{key: "sentinel", typ: tBlock, sub: func() []field {
+			return []field{
+				{key: "masterName", typ: tString, doc: "The name of the master the sentinels watch."},
+				{key: "addrs", typ: tStrings, doc: "host:port of each sentinel."},
+			}
+		}, doc: "Redis Sentinel: the URL's password and database still apply, its host is ignored."},
+		{key: "cluster", typ: tBlock, sub: func() []field {
+			return []field{{key: "addrs", typ: tStrings, doc: "host:port of some cluster nodes."}}
+		}, doc: "Redis Cluster (not with sentinel)."},
+	}
 }
 
 func readRedisConfig(p *parser, n *yaml.Node, cfg *Config) {
-	o, ok := p.object(n, "redis", keySpec{known: redisKeys()})
+	o, ok := p.object(n, "redis", keySpec{known: keys(redisFields())})
 	if !ok {
 		return
 	}
@@ -60,7 +74,7 @@ func readRedisConfig(p *parser, n *yaml.Node, cfg *Config) {
 		}
 	}
 	if f, ok := o.get("sentinel"); ok {
-		if so, ok := p.object(f.val, "redis.sentinel", keySpec{known: []string{"masterName", "addrs"}}); ok {
+		if so, ok := p.object(f.val, "redis.sentinel", keySpec{known: keys(pick(redisFields(), "sentinel")[0].sub())}); ok {
 			if mf, ok := so.get("masterName"); ok {
 				r.SentinelMaster, _ = p.scalar(mf.val, "redis.sentinel.masterName")
 			}
@@ -73,7 +87,7 @@ func readRedisConfig(p *parser, n *yaml.Node, cfg *Config) {
 		}
 	}
 	if f, ok := o.get("cluster"); ok {
-		if co, ok := p.object(f.val, "redis.cluster", keySpec{known: []string{"addrs"}}); ok {
+		if co, ok := p.object(f.val, "redis.cluster", keySpec{known: keys(pick(redisFields(), "cluster")[0].sub())}); ok {
 			if af, ok := co.get("addrs"); ok {
 				r.ClusterAddrs, _, _ = p.stringList(af.val, "redis.cluster.addrs", true)
 			}
@@ -105,10 +119,16 @@ type RateLimit struct {
 	ConcurrentCalls int
 }
 
-func rateLimitKeys() []string { return []string{"requestsPerSecond", "burst", "concurrentCalls"} }
+func rateLimitFields() []field {
+	return []field{
+		{key: "requestsPerSecond", typ: tNumber, def: "0", doc: "The sustained rate of requests; 0 is no rate limit."},
+		{key: "burst", typ: tInt, doc: "How many requests may come at once (default: the rate, at least 1)."},
+		{key: "concurrentCalls", typ: tInt, def: "0", doc: "The requests in flight at once; 0 is no bound."},
+	}
+}
 
 func readRateLimitConfig(p *parser, n *yaml.Node, cfg *Config) {
-	o, ok := p.object(n, "rateLimit", keySpec{known: rateLimitKeys()})
+	o, ok := p.object(n, "rateLimit", keySpec{known: keys(rateLimitFields())})
 	if !ok {
 		return
 	}

@@ -9,20 +9,6 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// The key lists are functions rather than package variables so nothing in
-// the package is mutable.
-func topLevelKeys() []string {
-	return []string{"listen", "publicURL", "replicaURL", "allowedOrigins", "allowedHosts", "maxBodyBytes", "pageSize",
-		"requestTimeout", "maxRequestTimeout", "sessionIdleTimeout", "listCacheTTL", "cursorSecret", "log", "auth", "policy", "redis", "rateLimit",
-		"maxToolNameLength", "clientHosts", "resourceNamespacing", "endpoints", "overrides", "pinning", "discovery", "alwaysList", "exposeFound", "search",
-		"serverCard", "tasks", "upstreams", "mcpServers", "servers"}
-}
-
-func upstreamKeys() []string {
-	return []string{"name", "command", "args", "env", "envPassthrough", "cwd", "url", "headers", "session", "protocol", "prefix",
-		"timeout", "maxInstances", "idleTimeout", "disabled", "auth", "tasks"}
-}
-
 // upstreamHints explain keys that people bring from other tools.
 func upstreamHints() map[string]string {
 	transport := "the transport follows from command (a local program over stdio) or url (a remote server over HTTP); remove it"
@@ -63,8 +49,15 @@ type upMeta struct {
 	hasCommand, hasURL, headers bool
 }
 
+func logFields() []field {
+	return []field{
+		{key: "level", typ: tString, def: "info", enum: []string{"debug", "info", "warn", "warning", "error"}, doc: "The least level logged."},
+		{key: "format", typ: tString, def: "text", enum: []string{"text", "json"}, doc: "text (key=value) or json (one object a line)."},
+	}
+}
+
 func readLogConfig(p *parser, n *yaml.Node, lc *LogConfig) {
-	o, ok := p.object(n, "log", keySpec{known: []string{"level", "format"}})
+	o, ok := p.object(n, "log", keySpec{known: keys(logFields())})
 	if !ok {
 		return
 	}

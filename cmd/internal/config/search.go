@@ -68,11 +68,32 @@ type Embeddings struct {
 	APIKey string
 }
 
-func discoveryKeys() []string { return []string{"discovery", "alwaysList", "exposeFound"} }
+// discoveryFields are an endpoint's discovery keys (whose is "the
+// endpoint's"); the top level's, /mcp's, are in its own table.
+func discoveryFields(whose string) []field {
+	return []field{
+		{key: "discovery", typ: tString, def: string(DiscoveryList), enum: enumOf(DiscoveryList, DiscoverySearch),
+			doc: "How " + whose + " tools show: list (every tool) or search (the meta-tools search_tools and call_tool, and alwaysList's tools)."},
+		{key: "alwaysList", typ: tStrings, doc: "In search mode, globs over tool names that " + whose + " tools/list shows besides the meta-tools."},
+		{key: "exposeFound", typ: tBool, def: "false", doc: "In search mode, adds each tool search_tools finds to that session's tools/list."},
+	}
+}
 
-func searchKeys() []string { return []string{"embeddings", "timeout"} }
+func searchFields() []field {
+	return []field{
+		{key: "embeddings", typ: tBlock, sub: embeddingsFields, doc: "An OpenAI-compatible embeddings API: search is then hybrid, BM25 fused with the embeddings' ranking."},
+		{key: "timeout", typ: tDuration, def: durationText(DefaultSearchTimeout),
+			doc: fmt.Sprintf("Bounds one request to the embeddings API (%s to %s); past it, that search falls back to BM25.", durationText(MinSearchTimeout), durationText(MaxSearchTimeout))},
+	}
+}
 
-func embeddingsKeys() []string { return []string{"url", "model", "apiKeyEnv"} }
+func embeddingsFields() []field {
+	return []field{
+		{key: "url", typ: tString, doc: "An OpenAI-compatible API's base, such as https://api.openai.com/v1, or its .../embeddings endpoint (required)."},
+		{key: "model", typ: tString, doc: "The embedding model's name, such as text-embedding-3-small (required)."},
+		{key: "apiKeyEnv", typ: tString, doc: "The name of the environment variable holding the API key, never the key. Unset: no key is sent."},
+	}
+}
 
 // discoveryMeta is where the discovery settings of one endpoint, or of /mcp,
 // are.
@@ -130,7 +151,7 @@ func topDiscovery(p *parser, key string, f pair, t *topLevel) {
 // search reads the search: block.
 func (p searchSection) search(key string, f pair, t *topLevel) {
 	perEndpoint := "is set per endpoint, or at the top level for /mcp, not under search"
-	o, ok := p.object(f.val, key, keySpec{known: searchKeys(), hints: map[string]string{
+	o, ok := p.object(f.val, key, keySpec{known: keys(searchFields()), hints: map[string]string{
 		"url":         "the embeddings API goes under embeddings, such as embeddings: {url: https://api.openai.com/v1, model: text-embedding-3-small}",
 		"model":       "the embeddings model goes under embeddings, such as embeddings: {url: https://api.openai.com/v1, model: text-embedding-3-small}",
 		"discovery":   perEndpoint,
@@ -164,7 +185,7 @@ func (p searchSection) embeddings(n *yaml.Node, path string) *Embeddings {
 	keyHint := "the key itself never goes in the file: put it in an environment variable and give the variable's name, such as apiKeyEnv: OPENAI_API_KEY"
 	urlHint := "did you mean \"url\" (an OpenAI-compatible base such as https://api.openai.com/v1, or the full .../embeddings URL)?"
 	e := &Embeddings{}
-	o, ok := p.object(n, path, keySpec{known: embeddingsKeys(), hints: map[string]string{
+	o, ok := p.object(n, path, keySpec{known: keys(embeddingsFields()), hints: map[string]string{
 		"apiKey": keyHint, "key": keyHint, "token": keyHint,
 		"baseURL": urlHint, "baseUrl": urlHint, "endpoint": urlHint,
 	}})

@@ -41,7 +41,14 @@ const (
 // server name".
 var cardNameRE = regexp.MustCompile(`^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$`)
 
-func serverCardKeys() []string { return []string{"name", "title", "description", "primitives"} }
+func serverCardFields() []field {
+	return []field{
+		{key: "name", typ: tString, doc: "The card's reverse-DNS name with one slash, such as com.example.mcp/switchboard (default: from publicURL's host)."},
+		{key: "title", typ: tString, doc: fmt.Sprintf("The card's display name, at most %d characters.", maxCardText)},
+		{key: "description", typ: tString, doc: fmt.Sprintf("What the gateway serves, at most %d characters.", maxCardText)},
+		{key: "primitives", typ: tBool, def: "false", doc: "Lists the tools, prompts and resources in the cards (only without auth)."},
+	}
+}
 
 // readServerCard reads serverCard: true, false, or a mapping of serverCardKeys.
 func readServerCard(p *parser, key string, f pair, t *topLevel) {
@@ -53,7 +60,7 @@ func readServerCard(p *parser, key string, f pair, t *topLevel) {
 		}
 		return
 	}
-	o, ok := p.object(f.val, key, keySpec{known: serverCardKeys(), hints: map[string]string{
+	o, ok := p.object(f.val, key, keySpec{known: keys(serverCardFields()), hints: map[string]string{
 		"enabled": "the block itself turns the card on (serverCard: true for the defaults); remove enabled",
 		"url":     "the card's URLs follow from publicURL; remove url",
 		"tools":   "did you mean \"primitives\" (list the tools, prompts and resources; only without auth)?",

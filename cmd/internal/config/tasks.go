@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -40,8 +41,18 @@ func DefaultTasks() Tasks {
 		MaxResultBytes: 64 << 20, MaxResultBytesPerPrincipal: 16 << 20}
 }
 
-func tasksKeys() []string {
-	return []string{"ttl", "pollInterval", "syncWindow", "maxRunning", "maxPerPrincipal", "maxResultBytes", "maxResultBytesPerPrincipal"}
+func tasksFields() []field {
+	d := DefaultTasks()
+	return []field{
+		{key: "ttl", typ: tDuration, def: durationText(d.TTL), doc: "How long a task and its result are kept, 1s to 168h."},
+		{key: "pollInterval", typ: tDuration, def: durationText(d.PollInterval), doc: "The polling interval suggested to clients, 10ms to 1h."},
+		{key: "syncWindow", typ: tDuration, def: durationText(d.SyncWindow), doc: "How long a 2026-07-28 client's call runs before it becomes a task, 1ms to 1m."},
+		{key: "maxRunning", typ: tInt, def: fmt.Sprint(d.MaxRunning), doc: "The tasks one replica runs at once, 1 to 100000."},
+		{key: "maxPerPrincipal", typ: tInt, def: fmt.Sprint(d.MaxPerPrincipal), doc: "One caller's live tasks across replicas, 1 to 100000."},
+		{key: "maxResultBytes", typ: tSize, def: sizeText(d.MaxResultBytes), doc: "The bytes of results one replica's tasks keep, 1MiB to 64GiB."},
+		{key: "maxResultBytesPerPrincipal", typ: tSize, def: sizeText(d.MaxResultBytesPerPrincipal),
+			doc: "The bytes of results one caller's tasks keep on a replica, at most maxResultBytes (default: the less of 16MiB and maxResultBytes)."},
+	}
 }
 
 // maxTaskTTL matches the task store's bound.
@@ -49,7 +60,7 @@ const maxTaskTTL = 7 * 24 * time.Hour
 
 // readTasks reads the tasks: block.
 func readTasks(p *parser, key string, f pair, t *topLevel) {
-	o, ok := p.object(f.val, key, keySpec{known: tasksKeys(), hints: map[string]string{
+	o, ok := p.object(f.val, key, keySpec{known: keys(tasksFields()), hints: map[string]string{
 		"enabled": "tasks are made for the tools an upstream's tasks: or a tool's taskSupport override names; remove enabled",
 		"tools":   "mark tools with an upstream's tasks: optional, or overrides: {<upstream>/<tool>: {taskSupport: optional}}",
 	}})

@@ -42,9 +42,10 @@ func (b *upstreamBuild) misplaced(k upstreamKind) bool {
 	return false
 }
 
-// upstreamField is how one key of an upstream is read.
+// upstreamField is one key of an upstream: what it is (field) and how it is
+// read.
 type upstreamField struct {
-	key string
+	field
 	// nullOK reads the key even when its value is null (prefix gives null its
 	// own message).
 	nullOK bool
@@ -55,66 +56,100 @@ type upstreamField struct {
 	// skipWrongKind leaves a misplaced key unread (its value would need what
 	// this kind of upstream lacks).
 	skipWrongKind bool
-	decode        func(p upstreamSection, f pair, path string, b *upstreamBuild)
+	// decode reads the key (nil: name, which the two forms read their own
+	// way).
+	decode func(p upstreamSection, f pair, path string, b *upstreamBuild)
 	// after, when set, runs next whether or not the key is set.
 	after func(p upstreamSection, b *upstreamBuild)
 }
 
-// upstreamFields lists the keys of an upstream in the order they are read:
-// command and url first, as what the others may be depends on them, and auth
-// after headers, which it must not contradict. Problems at one position are
+// upstreamFields lists the keys of an upstream in the order they are read.
+// What the others may be depends on command and url, which upstreamFields
+// looks at first; auth comes after headers, which it must not contradict, and
+// url, which it defaults its resource to. Problems at one position are
 // reported in this order.
 func upstreamFields() []upstreamField {
+	stdio := func(key, wrong, doc string, typ valueType, secret bool, decode func(upstreamSection, pair, string, *upstreamBuild)) upstreamField {
+		return upstreamField{field: field{key: key, typ: typ, secret: secret, doc: doc + " (a command upstream)"}, only: stdioUpstream, wrongKind: wrong, decode: decode}
+	}
 	return []upstreamField{
-		{key: "command", decode: upstreamSection.upstreamCommand},
-		{key: "url", decode: upstreamSection.upstreamURL, after: upstreamSection.checkTransport},
-		{key: "args", only: stdioUpstream, wrongKind: "args only applies to a command (stdio) upstream; remove it",
-			decode: func(p upstreamSection, f pair, path string, b *upstreamBuild) {
+		{field: field{key: "name", typ: tString, doc: fmt.Sprintf("Identifies the upstream: [a-z0-9-]+, at most %d characters, unique (required).", MaxNameLen)}},
+		{field: field{key: "command", typ: tString, doc: "The program to run, over stdio; ${VAR} is expanded."}, decode: upstreamSection.upstreamCommand},
+		stdio("args", "args only applies to a command (stdio) upstream; remove it", "The program's arguments; ${VAR} is expanded.", tScalars, false,
+			func(p upstreamSection, f pair, path string, b *upstreamBuild) {
 				b.u.Args, b.src.args, _ = p.stringList(f.val, path, true)
-			}},
-		{key: "env", only: stdioUpstream, wrongKind: "env only applies to a command (stdio) upstream; for a remote server use headers",
-			decode: func(p upstreamSection, f pair, path string, b *upstreamBuild) {
+			}),
+		stdio("env", "env only applies to a command (stdio) upstream; for a remote server use headers",
+			"Variables set in the child's environment; ${VAR} is expanded.", tStringMap, true,
+			func(p upstreamSection, f pair, path string, b *upstreamBuild) {
 				b.u.Env = p.stringMap(f.val, path, checkEnvName)
-			}},
-		{key: "envPassthrough", only: stdioUpstream, wrongKind: "envPassthrough only applies to a command (stdio) upstream; remove it",
-			decode: upstreamSection.upstreamEnvPassthrough},
-		{key: "cwd", only: stdioUpstream, wrongKind: "cwd only applies to a command (stdio) upstream; remove it",
-			decode: func(p upstreamSection, f pair, path string, b *upstreamBuild) {
+			}),
+		stdio("envPassthrough", "envPassthrough only applies to a command (stdio) upstream; remove it",
+			"The gateway's variables the child inherits besides the minimal set; a trailing * matches a prefix.", tStrings, false,
+			upstreamSection.upstreamEnvPassthrough),
+		stdio("cwd", "cwd only applies to a command (stdio) upstream; remove it", "The child's working directory (default: the gateway's); ${VAR} is expanded.", tString, false,
+			func(p upstreamSection, f pair, path string, b *upstreamBuild) {
 				b.u.Cwd, b.src.cwd, _ = p.expanded(f.val, path)
+			}),
+		{field: field{key: "url", typ: tString, doc: "The remote server's MCP endpoint (streamable HTTP or HTTP+SSE, detected); ${VAR} is expanded."},
+			decode: upstreamSection.upstreamURL, after: upstreamSection.checkTransport},
+		{field: field{key: "headers", typ: tStringMap, secret: true,
+			doc: "Headers sent with every request (a url upstream); ${VAR} is expanded, and \"file:PATH\" reads the value from a file, again when it changes."},
+			only: httpUpstream, wrongKind: "headers only apply to a url (HTTP) upstream; for a command use env", decode: upstreamSection.upstreamHeaders},
+		{field: field{key: "session", typ: tString, def: string(SessionPerClient), enum: enumOf(SessionPerClient, SessionShared),
+			doc: "per-client gives each client its own upstream session; shared serves every client from one."}, decode: upstreamSection.upstreamSession},
+		{field: field{key: "protocol", typ: tString, def: string(ProtocolAuto), enum: enumOf(ProtocolAuto, ProtocolLegacy, ProtocolModern),
+			doc: "auto detects the upstream's era; legacy always uses initialize; modern requires the stateless " + modernVersion + " era."},
+			decode: upstreamSection.upstreamProtocol},
+		{field: field{key: "prefix", typ: tString, def: "<name>__",
+			doc: fmt.Sprintf("Put before the upstream's tool and prompt names; letters, digits, _ and -, at most %d characters; \"\" keeps the names.", MaxPrefixLen)},
+			nullOK: true, decode: upstreamSection.upstreamPrefix},
+		{field: field{key: "timeout", typ: tDuration, def: "requestTimeout", doc: "The timeout of a request to this upstream, at most maxRequestTimeout."},
+			decode: func(p upstreamSection, f pair, path string, b *upstreamBuild) {
+				b.m.timeoutNode = resolve(f.val)
+				b.u.Timeout, _ = p.duration(f.val, path, b.imported)
 			}},
-		{key: "headers", only: httpUpstream, wrongKind: "headers only apply to a url (HTTP) upstream; for a command use env",
-			decode: upstreamSection.upstreamHeaders},
-		{key: "session", decode: upstreamSection.upstreamSession},
-		{key: "protocol", decode: upstreamSection.upstreamProtocol},
-		{key: "prefix", nullOK: true, decode: upstreamSection.upstreamPrefix},
-		{key: "timeout", decode: func(p upstreamSection, f pair, path string, b *upstreamBuild) {
-			b.m.timeoutNode = resolve(f.val)
-			b.u.Timeout, _ = p.duration(f.val, path, b.imported)
-		}},
-		{key: "maxInstances", decode: upstreamSection.upstreamMaxInstances},
-		{key: "idleTimeout", decode: func(p upstreamSection, f pair, path string, b *upstreamBuild) {
-			b.m.idleNode = resolve(f.val)
-			b.u.IdleTimeout, _ = p.duration(f.val, path, b.imported)
-		}},
-		{key: "tasks", decode: func(p upstreamSection, f pair, path string, b *upstreamBuild) {
-			b.u.Tasks, _ = p.oneOf(f, path, "task support", []string{TaskForbidden, TaskOptional, TaskRequired},
-				"optional (a tool runs as a task the gateway holds when the client can take one and the call is slow), required (only as a task) or forbidden (never, the default)", "optional, required or forbidden")
-			if b.u.Tasks == TaskForbidden {
-				b.u.Tasks = ""
-			}
-		}},
-		{key: "disabled", decode: func(p upstreamSection, f pair, path string, b *upstreamBuild) {
-			b.u.Disabled, _ = p.boolean(f.val, path)
-		}},
-		{key: "auth", only: httpUpstream, skipWrongKind: true,
+		{field: field{key: "maxInstances", typ: tInt, def: fmt.Sprint(DefaultMaxInstances),
+			doc: "The live child processes of a per-client command upstream; 0 is no cap."}, decode: upstreamSection.upstreamMaxInstances},
+		{field: field{key: "idleTimeout", typ: tDuration, def: durationText(DefaultIdleTimeout), doc: "A per-client upstream session unused this long closes."},
+			decode: func(p upstreamSection, f pair, path string, b *upstreamBuild) {
+				b.m.idleNode = resolve(f.val)
+				b.u.IdleTimeout, _ = p.duration(f.val, path, b.imported)
+			}},
+		{field: field{key: "disabled", typ: tBool, def: "false", doc: "Validates the upstream but does not start it."},
+			decode: func(p upstreamSection, f pair, path string, b *upstreamBuild) {
+				b.u.Disabled, _ = p.boolean(f.val, path)
+			}},
+		{field: field{key: "auth", typ: tBlock, sub: upstreamAuthFields,
+			doc: "How the gateway authenticates to a url upstream: its own credentials, or each person's (type: user-oauth); never with the client's token."},
+			only: httpUpstream, skipWrongKind: true,
 			wrongKind: "auth only applies to a url (HTTP) upstream; a local program gets its credentials from env",
 			decode:    upstreamSection.upstreamAuthField},
+		{field: field{key: "tasks", typ: tString, def: TaskForbidden, enum: []string{TaskForbidden, TaskOptional, TaskRequired},
+			doc: "Runs the upstream's tools as tasks the gateway holds when the upstream takes none: optional, required or forbidden (a tool's override wins)."},
+			decode: func(p upstreamSection, f pair, path string, b *upstreamBuild) {
+				b.u.Tasks, _ = p.oneOf(f, path, "task support", []string{TaskForbidden, TaskOptional, TaskRequired},
+					"optional (a tool runs as a task the gateway holds when the client can take one and the call is slow), required (only as a task) or forbidden (never, the default)", "optional, required or forbidden")
+				if b.u.Tasks == TaskForbidden {
+					b.u.Tasks = ""
+				}
+			}},
 	}
+}
+
+// upstreamDocs returns the upstream table's fields.
+func upstreamDocs() []field {
+	uf := upstreamFields()
+	out := make([]field, len(uf))
+	for i, f := range uf {
+		out[i] = f.field
+	}
+	return out
 }
 
 // upstream reads one item of the upstreams list.
 func (p upstreamSection) upstream(n *yaml.Node, path string, cfg *Config) *upMeta {
-	o, ok := p.object(n, path, keySpec{known: upstreamKeys(), hints: upstreamHints()})
+	o, ok := p.object(n, path, keySpec{known: keys(upstreamDocs()), hints: upstreamHints()})
 	if !ok {
 		return nil
 	}
@@ -147,7 +182,17 @@ func (p upstreamSection) addUpstream(cfg *Config, u Upstream, src upstreamSource
 // mcpServers form. imported relaxes timeouts to accept bare seconds.
 func (p upstreamSection) upstreamFields(o *object, u *Upstream, m *upMeta, imported bool) upstreamSource {
 	b := &upstreamBuild{path: o.path, u: u, m: m, imported: imported}
+	// Whether a key applies depends on command and url, wherever they are.
+	if f, ok := o.get("command"); ok {
+		b.cmdNode = resolve(f.val)
+	}
+	if f, ok := o.get("url"); ok {
+		b.urlNode = resolve(f.val)
+	}
 	for _, fs := range upstreamFields() {
+		if fs.decode == nil {
+			continue
+		}
 		f, ok := o.get(fs.key)
 		if fs.nullOK {
 			f, ok = o.fields[fs.key]

@@ -1,0 +1,113 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// field is one key of the file as its section's table gives it. The tables
+// are the one place a key is written down: the known keys (and the
+// suggestions for typos) are their keys, and the key reference of
+// docs/configuration.md and the JSON Schema docs/config.schema.json are
+// generated from them (TestKeyReference and TestConfigSchema keep both
+// current).
+type field struct {
+	key string
+	// doc says what the key does, in a sentence or two.
+	doc string
+	// def is the default as the file would write it ("" when the key has
+	// none: unset means off, or the key is required).
+	def string
+	// secret marks a credential: String and Redacted never show its value
+	// (TestSecretsNeverShown sets each one).
+	secret bool
+	// typ is the value's type, enum its words when it takes a few.
+	typ  valueType
+	enum []string
+	// sub are the keys of a block (typ block, blockList, blockMap or
+	// boolOrBlock).
+	sub func() []field
+}
+
+// valueType is the type of a key's value, as the reference and the schema
+// describe it.
+type valueType int
+
+const (
+	tString valueType = iota
+	tInt
+	tNumber
+	tBool
+	tDuration
+	tSize
+	tStrings
+	tScalars // a list of strings, numbers or booleans (read as text)
+	tStringMap
+	tObject // any JSON object
+	tAny    // any JSON value
+	tClaims // claim name to a value or a list of values
+	tBlock
+	tBlockList
+	tBlockMap
+	tBoolOrBlock
+)
+
+// keys returns the keys of a table, in its order.
+func keys(fs []field) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.key
+	}
+	return out
+}
+
+// pick returns the fields of fs named by names, in that order: a form that
+// takes some of a section's keys (the mcpServers form takes an upstream's).
+func pick(fs []field, names ...string) []field {
+	out := make([]field, 0, len(names))
+	for _, n := range names {
+		i := slices.IndexFunc(fs, func(f field) bool { return f.key == n })
+		if i < 0 {
+			panic("config: no field " + n) // a table's mistake, caught by every test
+		}
+		out = append(out, fs[i])
+	}
+	return out
+}
+
+// enumOf returns the words of a string type's values.
+func enumOf[T ~string](vals ...T) []string {
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i] = string(v)
+	}
+	return out
+}
+
+// durationText writes a default duration as the file would: "60s", "10m",
+// "1h", "500ms".
+func durationText(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// sizeText writes a default size as the file would: "4MiB", "64MiB".
+func sizeText(n int64) string {
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d%s", n/u.size, u.name)
+		}
+	}
+	return fmt.Sprint(n)
+}
