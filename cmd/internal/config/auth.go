@@ -131,10 +131,10 @@ type TokenExchange struct {
 func authFields() []field {
 	return []field{
 		{key: "issuer", typ: tString, doc: "The authorization server's issuer URL, exactly as in the tokens' iss; https, except on a loopback host (required)."},
-		{key: "audience", typ: tString, def: "publicURL + /mcp", doc: "The gateway's canonical MCP URL (RFC 8707 resource), which tokens must name in aud."},
+		{key: "audience", typ: tString, def: "(publicURL + /mcp)", doc: "The gateway's canonical MCP URL (RFC 8707 resource), which tokens must name in aud."},
 		{key: "scopes", typ: tStrings, doc: "Scopes every request's token must carry, announced in challenges and the metadata."},
 		{key: "jwksURL", typ: tString, doc: "Overrides the jwks_uri found by discovery."},
-		{key: "algorithms", typ: tStrings, enum: SupportedAlgorithms(), def: "every asymmetric one", doc: "The accepted JWS algorithms; HS* and none are never accepted."},
+		{key: "algorithms", typ: tStrings, enum: SupportedAlgorithms(), def: "(every asymmetric one)", doc: "The accepted JWS algorithms; HS* and none are never accepted."},
 		{key: "clockSkew", typ: tDuration, def: durationText(DefaultClockSkew), doc: fmt.Sprintf("The leeway on a token's exp and nbf, at most %s.", durationText(MaxClockSkew))},
 		{key: "introspection", typ: tBlock, sub: introspectionFields, doc: "Verifies opaque (non-JWT) tokens by RFC 7662. Unset: opaque tokens are refused."},
 		{key: "resourceName", typ: tString, doc: "resource_name of the protected-resource metadata."},
@@ -186,7 +186,7 @@ func clientCredentialsFields() []field {
 		{key: "clientId", typ: tString, doc: "The gateway's client; ${VAR} is expanded (required)."},
 		{key: "clientSecret", typ: tString, secret: true, doc: "Its secret, such as \"${CLIENT_SECRET}\" (required)."},
 		{key: "scopes", typ: tStrings, doc: "The scopes asked for."},
-		{key: "resource", typ: tString, def: "the upstream's url", doc: "The RFC 8707 resource indicator."},
+		{key: "resource", typ: tString, def: "(the upstream's url)", doc: "The RFC 8707 resource indicator."},
 	}
 }
 
@@ -196,7 +196,7 @@ func tokenExchangeFields() []field {
 		{key: "clientId", typ: tString, doc: "The gateway's client; ${VAR} is expanded (required)."},
 		{key: "clientSecret", typ: tString, secret: true, doc: "Its secret, such as \"${CLIENT_SECRET}\" (required)."},
 		{key: "audience", typ: tString, doc: "The optional audience parameter."},
-		{key: "resource", typ: tString, def: "the upstream's url", doc: "The resource parameter."},
+		{key: "resource", typ: tString, def: "(the upstream's url)", doc: "The resource parameter."},
 		{key: "scopes", typ: tStrings, doc: "The scopes asked for."},
 	}
 }
@@ -340,7 +340,7 @@ func (p authSection) browser(n *yaml.Node) *Browser {
 	b := &Browser{}
 	b.ClientID, b.ClientSecret = p.clientCreds(o, path)
 	if f, ok := o.get("admins"); ok {
-		m := policySection{p.parser}.policyMatch(f.val, join(path, "admins"))
+		m := policySection(p).policyMatch(f.val, join(path, "admins"))
 		if len(m.Groups) > 0 || len(m.Scopes) > 0 || len(m.Claims) > 0 {
 			// A signed-in browser is known by its ID token's issuer and subject, not by an access token's claims.
 			p.errorf(resolve(f.val), join(path, "admins"), "matches sub only: the pages know a browser by the subject it signed in as")

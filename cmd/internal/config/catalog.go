@@ -133,7 +133,7 @@ func (p catalogSection) endpoints(key string, f pair, t *topLevel) {
 		}
 		if f, ok := o.get("policy"); ok {
 			m.policyKey = f.key
-			if rules, lists, ok := (policySection{p.parser}).policyRules(f.val, join(path, "policy")); ok {
+			if rules, lists, ok := policySection(p).policyRules(f.val, join(path, "policy")); ok {
 				e.Policy, m.policyLists = rules, lists
 				if len(rules) == 0 && len(resolve(f.val).Content) == 0 {
 					p.warnf(resolve(f.val), join(path, "policy"), "is an empty list, which denies the endpoint to everyone; remove the key to apply only the global policy")
@@ -142,7 +142,7 @@ func (p catalogSection) endpoints(key string, f pair, t *topLevel) {
 		}
 		for _, k := range keys(discoveryFields("")) {
 			if f, ok := o.get(k); ok {
-				searchSection{p.parser}.discoveryField(k, f, join(path, k), discoveryDst{&e.Discovery, &e.AlwaysList, &e.ExposeFound}, &m.discovery)
+				searchSection(p).discoveryField(k, f, join(path, k), discoveryDst{&e.Discovery, &e.AlwaysList, &e.ExposeFound}, &m.discovery)
 			}
 		}
 		t.cfg.Endpoints = append(t.cfg.Endpoints, e)
@@ -379,7 +379,7 @@ func (p catalogSection) checkEndpoints(cfg *Config, t *topLevel) {
 			if cfg.Auth == nil {
 				p.errorf(m.policyKey, join(m.path, "policy"), "needs an auth block: rules match the claims of verified tokens, so without auth there is no one to match")
 			}
-			policySection{p.parser}.checkPolicyPatterns(cfg, join(m.path, "policy"), e.Policy, m.policyLists)
+			policySection(p).checkPolicyPatterns(cfg, join(m.path, "policy"), e.Policy, m.policyLists)
 		}
 		if m.badInclude || m.badExcl {
 			continue

@@ -17,8 +17,9 @@ type field struct {
 	key string
 	// doc says what the key does, in a sentence or two.
 	doc string
-	// def is the default as the file would write it ("" when the key has
-	// none: unset means off, or the key is required).
+	// def is the default as the file would write it, or in parentheses a
+	// description of it ("(publicURL + /mcp)"); "" when the key has none:
+	// unset means off, or the key is required.
 	def string
 	// secret marks a credential: String and Redacted never show its value
 	// (TestSecretsNeverShown sets each one).
@@ -26,6 +27,8 @@ type field struct {
 	// typ is the value's type, enum its words when it takes a few.
 	typ  valueType
 	enum []string
+	// min and max bound an integer, when max is set.
+	min, max int
 	// sub are the keys of a block (typ block, blockList, blockMap or
 	// boolOrBlock).
 	sub func() []field
@@ -46,7 +49,6 @@ const (
 	tScalars // a list of strings, numbers or booleans (read as text)
 	tStringMap
 	tObject // any JSON object
-	tAny    // any JSON value
 	tClaims // claim name to a value or a list of values
 	tBlock
 	tBlockList

@@ -39,7 +39,7 @@ type PolicyMatch struct {
 
 func policyRuleFields() []field {
 	return []field{
-		{key: "name", typ: tString, def: "policy[i]", doc: "Labels the rule in logs."},
+		{key: "name", typ: tString, def: "(policy[i])", doc: "Labels the rule in logs."},
 		{key: "match", typ: tBlock, sub: policyMatchFields, doc: "The conditions, all of which must hold. Unset: every principal."},
 		{key: "allow", typ: tStrings, doc: "Patterns \"<upstream>\" or \"<upstream>/<item>\", with * and ?, the rule allows."},
 		{key: "deny", typ: tStrings, doc: "Patterns the rule denies; deny wins."},

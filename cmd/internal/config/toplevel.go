@@ -89,7 +89,7 @@ func topLevelFields() []topField {
 		{field: field{key: "maxBodyBytes", typ: tSize, def: sizeText(DefaultMaxBodyBytes),
 			doc: "The largest request body, in bytes or with a unit (KB, MB, GB, KiB, MiB, GiB)."},
 			decode: readMaxBodyBytes, show: 6, print: func(c *Config, w *lineWriter) { w.line("maxBodyBytes: %d", c.MaxBodyBytes) }},
-		{field: field{key: "pageSize", typ: tInt, def: fmt.Sprint(DefaultPageSize),
+		{field: field{key: "pageSize", typ: tInt, min: 1, max: MaxPageSize, def: fmt.Sprint(DefaultPageSize),
 			doc: fmt.Sprintf("Items per page of tools/list and the other lists, 1 to %d.", MaxPageSize)},
 			decode: readPageSize, show: 7, print: func(c *Config, w *lineWriter) { w.line("pageSize: %d", c.PageSize) }},
 		{field: field{key: "requestTimeout", typ: tDuration, def: durationText(DefaultRequestTimeout),
@@ -143,13 +143,13 @@ func topLevelFields() []topField {
 					dst.RateLimit = &rl
 				}
 			}},
-		{field: field{key: "maxToolNameLength", typ: tInt, def: fmt.Sprint(DefaultMaxToolNameLength),
+		{field: field{key: "maxToolNameLength", typ: tInt, min: MinToolNameLength, max: MaxToolNameLength, def: fmt.Sprint(DefaultMaxToolNameLength),
 			doc: fmt.Sprintf("The longest tool or prompt name shown (%d to %d); longer names are shortened with a hash.", MinToolNameLength, MaxToolNameLength)},
 			decode: func(p *parser, _ string, f pair, t *topLevel) {
 				readMaxToolNameLength(p, f.val, t.cfg)
 				t.budgetNode = resolve(f.val)
 			}},
-		{field: field{key: "clientHosts", typ: tBlockList, sub: clientHostFields, def: "Claude Code's",
+		{field: field{key: "clientHosts", typ: tBlockList, sub: clientHostFields, def: "(Claude Code's)",
 			doc: "The client hosts whose tool-name limits check and /readyz verify the names against."},
 			decode: func(p *parser, _ string, f pair, t *topLevel) { t.hostNodes = readClientHosts(p, f.val, t.cfg) },
 			after:  func(p *parser, t *topLevel) { warnNameBudget(p, t.cfg, t.budgetNode, t.hostNodes) },

@@ -70,24 +70,24 @@ type upstreamField struct {
 // reported in this order.
 func upstreamFields() []upstreamField {
 	stdio := func(key, wrong, doc string, typ valueType, secret bool, decode func(upstreamSection, pair, string, *upstreamBuild)) upstreamField {
-		return upstreamField{field: field{key: key, typ: typ, secret: secret, doc: doc + " (a command upstream)"}, only: stdioUpstream, wrongKind: wrong, decode: decode}
+		return upstreamField{field: field{key: key, typ: typ, secret: secret, doc: doc}, only: stdioUpstream, wrongKind: wrong, decode: decode}
 	}
 	return []upstreamField{
 		{field: field{key: "name", typ: tString, doc: fmt.Sprintf("Identifies the upstream: [a-z0-9-]+, at most %d characters, unique (required).", MaxNameLen)}},
 		{field: field{key: "command", typ: tString, doc: "The program to run, over stdio; ${VAR} is expanded."}, decode: upstreamSection.upstreamCommand},
-		stdio("args", "args only applies to a command (stdio) upstream; remove it", "The program's arguments; ${VAR} is expanded.", tScalars, false,
+		stdio("args", "args only applies to a command (stdio) upstream; remove it", "The program's arguments (a command upstream); ${VAR} is expanded.", tScalars, false,
 			func(p upstreamSection, f pair, path string, b *upstreamBuild) {
 				b.u.Args, b.src.args, _ = p.stringList(f.val, path, true)
 			}),
 		stdio("env", "env only applies to a command (stdio) upstream; for a remote server use headers",
-			"Variables set in the child's environment; ${VAR} is expanded.", tStringMap, true,
+			"Variables set in the child's environment (a command upstream); ${VAR} is expanded.", tStringMap, true,
 			func(p upstreamSection, f pair, path string, b *upstreamBuild) {
 				b.u.Env = p.stringMap(f.val, path, checkEnvName)
 			}),
 		stdio("envPassthrough", "envPassthrough only applies to a command (stdio) upstream; remove it",
-			"The gateway's variables the child inherits besides the minimal set; a trailing * matches a prefix.", tStrings, false,
+			"The gateway's variables the child (of a command upstream) inherits besides the minimal set; a trailing * matches a prefix.", tStrings, false,
 			upstreamSection.upstreamEnvPassthrough),
-		stdio("cwd", "cwd only applies to a command (stdio) upstream; remove it", "The child's working directory (default: the gateway's); ${VAR} is expanded.", tString, false,
+		stdio("cwd", "cwd only applies to a command (stdio) upstream; remove it", "The child's working directory (a command upstream; default: the gateway's); ${VAR} is expanded.", tString, false,
 			func(p upstreamSection, f pair, path string, b *upstreamBuild) {
 				b.u.Cwd, b.src.cwd, _ = p.expanded(f.val, path)
 			}),
@@ -104,12 +104,12 @@ func upstreamFields() []upstreamField {
 		{field: field{key: "prefix", typ: tString, def: "<name>__",
 			doc: fmt.Sprintf("Put before the upstream's tool and prompt names; letters, digits, _ and -, at most %d characters; \"\" keeps the names.", MaxPrefixLen)},
 			nullOK: true, decode: upstreamSection.upstreamPrefix},
-		{field: field{key: "timeout", typ: tDuration, def: "requestTimeout", doc: "The timeout of a request to this upstream, at most maxRequestTimeout."},
+		{field: field{key: "timeout", typ: tDuration, def: "(requestTimeout)", doc: "The timeout of a request to this upstream, at most maxRequestTimeout."},
 			decode: func(p upstreamSection, f pair, path string, b *upstreamBuild) {
 				b.m.timeoutNode = resolve(f.val)
 				b.u.Timeout, _ = p.duration(f.val, path, b.imported)
 			}},
-		{field: field{key: "maxInstances", typ: tInt, def: fmt.Sprint(DefaultMaxInstances),
+		{field: field{key: "maxInstances", typ: tInt, min: 0, max: 1 << 20, def: fmt.Sprint(DefaultMaxInstances),
 			doc: "The live child processes of a per-client command upstream; 0 is no cap."}, decode: upstreamSection.upstreamMaxInstances},
 		{field: field{key: "idleTimeout", typ: tDuration, def: durationText(DefaultIdleTimeout), doc: "A per-client upstream session unused this long closes."},
 			decode: func(p upstreamSection, f pair, path string, b *upstreamBuild) {
@@ -347,7 +347,7 @@ func (p upstreamSection) upstreamMaxInstances(f pair, path string, b *upstreamBu
 // upstreamAuthField reads the upstream's auth block, which replaces a static
 // Authorization header: both is an error.
 func (p upstreamSection) upstreamAuthField(f pair, path string, b *upstreamBuild) {
-	b.u.Auth = authSection{p.parser}.upstreamAuth(f.val, path, b.u.URL)
+	b.u.Auth = authSection(p).upstreamAuth(f.val, path, b.u.URL)
 	// With user-oauth a static Authorization header is the service credential the catalog lists with.
 	if b.u.Auth != nil && b.u.Auth.UserOAuth == nil && b.m.authzHeader != nil {
 		p.errorf(f.key, path, "headers (at %s) already set Authorization, which auth would replace; keep one", pos(b.m.authzHeader))
