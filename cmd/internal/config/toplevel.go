@@ -67,6 +67,11 @@ type topField struct {
 // position are reported in this order. The upstreams are read after the
 // table: they need every other setting.
 func topLevelFields() []topField {
+	return slices.Concat(serverFields(), accessFields(), catalogFields(), upstreamForms())
+}
+
+// serverFields are the server's own settings.
+func serverFields() []topField {
 	return []topField{
 		{field: field{key: "listen", typ: tString, def: DefaultListen,
 			doc: "The host:port the gateway listens on (/mcp, /healthz, /readyz); \":8080\" is every interface, which needs auth."},
@@ -120,6 +125,12 @@ func topLevelFields() []topField {
 			print: func(c *Config, w *lineWriter) {
 				w.line("log: {level: %s, format: %s}", strings.ToLower(c.Log.Level.String()), c.Log.Format)
 			}},
+	}
+}
+
+// accessFields say who may use what, and how much.
+func accessFields() []topField {
+	return []topField{
 		{field: field{key: "auth", typ: tBlock, sub: authFields,
 			doc: "Makes the gateway an OAuth 2.1 resource server: clients send a token of this issuer. Unset: clients are not authenticated."},
 			decode: func(p *parser, _ string, f pair, t *topLevel) { authSection{p}.authConfig(f.val, t.cfg) }, show: 15,
@@ -143,6 +154,12 @@ func topLevelFields() []topField {
 					dst.RateLimit = &rl
 				}
 			}},
+	}
+}
+
+// catalogFields shape the catalog clients see.
+func catalogFields() []topField {
+	return []topField{
 		{field: field{key: "maxToolNameLength", typ: tInt, min: MinToolNameLength, max: MaxToolNameLength, def: fmt.Sprint(DefaultMaxToolNameLength),
 			doc: fmt.Sprintf("The longest tool or prompt name shown (%d to %d); longer names are shortened with a hash.", MinToolNameLength, MaxToolNameLength)},
 			decode: func(p *parser, _ string, f pair, t *topLevel) {
@@ -203,6 +220,12 @@ func topLevelFields() []topField {
 		{field: field{key: "tasks", typ: tBlock, sub: tasksFields,
 			doc: "How the gateway holds the tasks it makes for tools whose upstreams take none."},
 			decode: readTasks, show: 26, print: (*Config).writeTasks},
+	}
+}
+
+// upstreamForms are the upstreams, in the main form and the two imported ones.
+func upstreamForms() []topField {
+	return []topField{
 		{field: field{key: "upstreams", typ: tBlockList, sub: upstreamDocs,
 			doc: "The MCP servers behind the gateway: each a local program (command) or a remote server (url)."},
 			show: 17, print: (*Config).writeUpstreams, redact: redactUpstreams},
