@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 // field is one key of the file as its section's table gives it. The tables
@@ -112,4 +114,38 @@ func sizeText(n int64) string {
 		}
 	}
 	return fmt.Sprint(n)
+}
+
+// blockField is a key of a block read into a T: the key's field, and how its
+// value is read. A block whose keys are read one by one is a table of them,
+// so a new key is one more entry.
+type blockField[T any] struct {
+	field
+	// read reads the key's value (set, and not null) at path into v.
+	read func(p *parser, f pair, path string, v *T)
+}
+
+// fieldsOf returns a block table's fields.
+func fieldsOf[T any](table []blockField[T]) []field {
+	out := make([]field, len(table))
+	for i, bf := range table {
+		out[i] = bf.field
+	}
+	return out
+}
+
+// readBlock reads the mapping n at path into v, key by key in the table's
+// order. It returns the mapping, for checks that involve several keys, and
+// false when n is not one.
+func readBlock[T any](p *parser, n *yaml.Node, path string, hints map[string]string, table []blockField[T], v *T) (*object, bool) {
+	o, ok := p.object(n, path, keySpec{known: keys(fieldsOf(table)), hints: hints})
+	if !ok {
+		return o, false
+	}
+	for _, bf := range table {
+		if f, ok := o.get(bf.key); ok {
+			bf.read(p, f, join(path, bf.key), v)
+		}
+	}
+	return o, true
 }

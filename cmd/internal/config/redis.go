@@ -119,44 +119,47 @@ type RateLimit struct {
 	ConcurrentCalls int
 }
 
-func rateLimitFields() []field {
-	return []field{
-		{key: "requestsPerSecond", typ: tNumber, def: "0", doc: "The sustained rate of requests; 0 is no rate limit."},
-		{key: "burst", typ: tInt, doc: "How many requests may come at once (default: the rate, at least 1)."},
-		{key: "concurrentCalls", typ: tInt, def: "0", doc: "The requests in flight at once; 0 is no bound."},
+func rateLimitFields() []field { return fieldsOf(rateLimitTable()) }
+
+// rateLimitTable is how the rateLimit: block's keys are read.
+func rateLimitTable() []blockField[RateLimit] {
+	return []blockField[RateLimit]{
+		{field: field{key: "requestsPerSecond", typ: tNumber, def: "0", doc: "The sustained rate of requests; 0 is no rate limit."},
+			read: func(p *parser, f pair, path string, rl *RateLimit) {
+				v, err := strconv.ParseFloat(resolve(f.val).Value, 64)
+				if err != nil || v < 0 {
+					p.errorf(resolve(f.val), path, "must be a number ≥ 0, not %q", resolve(f.val).Value)
+				}
+				rl.RequestsPerSecond = v
+			}},
+		{field: field{key: "burst", typ: tInt, doc: "How many requests may come at once (default: the rate, at least 1)."},
+			read: func(p *parser, f pair, path string, rl *RateLimit) {
+				if v, ok := p.integer(f.val, path); ok {
+					if v < 1 {
+						p.errorf(resolve(f.val), path, "must be at least 1")
+					}
+					rl.Burst = int(v)
+				}
+			}},
+		{field: field{key: "concurrentCalls", typ: tInt, def: "0", doc: "The requests in flight at once; 0 is no bound."},
+			read: func(p *parser, f pair, path string, rl *RateLimit) {
+				if v, ok := p.integer(f.val, path); ok {
+					if v < 0 {
+						p.errorf(resolve(f.val), path, "must be ≥ 0")
+					}
+					rl.ConcurrentCalls = int(v)
+				}
+			}},
 	}
 }
 
+// readRateLimitConfig reads the rateLimit: block.
 func readRateLimitConfig(p *parser, n *yaml.Node, cfg *Config) {
-	o, ok := p.object(n, "rateLimit", keySpec{known: keys(rateLimitFields())})
-	if !ok {
+	rl := &RateLimit{}
+	if _, ok := readBlock(p, n, "rateLimit", nil, rateLimitTable(), rl); !ok {
 		return
 	}
-	rl := &RateLimit{}
 	cfg.RateLimit = rl
-	if f, ok := o.get("requestsPerSecond"); ok {
-		v, err := strconv.ParseFloat(resolve(f.val).Value, 64)
-		if err != nil || v < 0 {
-			p.errorf(resolve(f.val), "rateLimit.requestsPerSecond", "must be a number ≥ 0, not %q", resolve(f.val).Value)
-		}
-		rl.RequestsPerSecond = v
-	}
-	if f, ok := o.get("burst"); ok {
-		if v, ok := p.integer(f.val, "rateLimit.burst"); ok {
-			if v < 1 {
-				p.errorf(resolve(f.val), "rateLimit.burst", "must be at least 1")
-			}
-			rl.Burst = int(v)
-		}
-	}
-	if f, ok := o.get("concurrentCalls"); ok {
-		if v, ok := p.integer(f.val, "rateLimit.concurrentCalls"); ok {
-			if v < 0 {
-				p.errorf(resolve(f.val), "rateLimit.concurrentCalls", "must be ≥ 0")
-			}
-			rl.ConcurrentCalls = int(v)
-		}
-	}
 	if rl.RequestsPerSecond > 0 && rl.Burst == 0 {
 		rl.Burst = max(1, int(rl.RequestsPerSecond))
 	}

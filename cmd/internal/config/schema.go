@@ -49,37 +49,33 @@ type upMeta struct {
 	hasCommand, hasURL, headers bool
 }
 
-func logFields() []field {
-	return []field{
-		{key: "level", typ: tString, def: "info", enum: []string{"debug", "info", "warn", "warning", "error"}, doc: "The least level logged."},
-		{key: "format", typ: tString, def: "text", enum: []string{"text", "json"}, doc: "text (key=value) or json (one object a line)."},
-	}
-}
+func logFields() []field { return fieldsOf(logTable()) }
 
-func readLogConfig(p *parser, n *yaml.Node, lc *LogConfig) {
-	o, ok := p.object(n, "log", keySpec{known: keys(logFields())})
-	if !ok {
-		return
-	}
-	if f, ok := o.get("level"); ok {
-		if v, ok := p.scalar(f.val, "log.level"); ok {
-			levels := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn,
-				"warning": slog.LevelWarn, "error": slog.LevelError}
-			if l, ok := levels[strings.ToLower(v)]; ok {
-				lc.Level = l
-			} else {
-				p.errorf(resolve(f.val), "log.level", "%q is not a log level; use debug, info, warn or error", v)
-			}
-		}
-	}
-	if f, ok := o.get("format"); ok {
-		if v, ok := p.scalar(f.val, "log.format"); ok {
-			if v == "text" || v == "json" {
-				lc.Format = v
-			} else {
-				p.errorf(resolve(f.val), "log.format", "%q is not a log format; use text or json", v)
-			}
-		}
+// logTable is how the log: block's keys are read.
+func logTable() []blockField[LogConfig] {
+	return []blockField[LogConfig]{
+		{field: field{key: "level", typ: tString, def: "info", enum: []string{"debug", "info", "warn", "warning", "error"}, doc: "The least level logged."},
+			read: func(p *parser, f pair, path string, lc *LogConfig) {
+				if v, ok := p.scalar(f.val, path); ok {
+					levels := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn,
+						"warning": slog.LevelWarn, "error": slog.LevelError}
+					if l, ok := levels[strings.ToLower(v)]; ok {
+						lc.Level = l
+					} else {
+						p.errorf(resolve(f.val), path, "%q is not a log level; use debug, info, warn or error", v)
+					}
+				}
+			}},
+		{field: field{key: "format", typ: tString, def: "text", enum: []string{"text", "json"}, doc: "text (key=value) or json (one object a line)."},
+			read: func(p *parser, f pair, path string, lc *LogConfig) {
+				if v, ok := p.scalar(f.val, path); ok {
+					if v == "text" || v == "json" {
+						lc.Format = v
+					} else {
+						p.errorf(resolve(f.val), path, "%q is not a log format; use text or json", v)
+					}
+				}
+			}},
 	}
 }
 

@@ -121,7 +121,9 @@ func serverFields() []topField {
 				}
 			}},
 		{field: field{key: "log", typ: tBlock, sub: logFields, doc: "The gateway's own log output."},
-			decode: func(p *parser, _ string, f pair, t *topLevel) { readLogConfig(p, f.val, &t.cfg.Log) }, show: 14,
+			decode: func(p *parser, key string, f pair, t *topLevel) {
+				readBlock(p, f.val, key, nil, logTable(), &t.cfg.Log)
+			}, show: 14,
 			print: func(c *Config, w *lineWriter) {
 				w.line("log: {level: %s, format: %s}", strings.ToLower(c.Log.Level.String()), c.Log.Format)
 			}},
