@@ -128,40 +128,219 @@ type TokenExchange struct {
 	Scopes   []string
 }
 
-func authFields() []field {
-	return []field{
-		{key: "issuer", typ: tString, doc: "The authorization server's issuer URL, exactly as in the tokens' iss; https, except on a loopback host (required)."},
-		{key: "audience", typ: tString, def: "(publicURL + /mcp)", doc: "The gateway's canonical MCP URL (RFC 8707 resource), which tokens must name in aud."},
-		{key: "scopes", typ: tStrings, doc: "Scopes every request's token must carry, announced in challenges and the metadata."},
-		{key: "jwksURL", typ: tString, doc: "Overrides the jwks_uri found by discovery."},
-		{key: "algorithms", typ: tStrings, enum: SupportedAlgorithms(), def: "(every asymmetric one)", doc: "The accepted JWS algorithms; HS* and none are never accepted."},
-		{key: "clockSkew", typ: tDuration, def: durationText(DefaultClockSkew), doc: fmt.Sprintf("The leeway on a token's exp and nbf, at most %s.", durationText(MaxClockSkew))},
-		{key: "introspection", typ: tBlock, sub: introspectionFields, doc: "Verifies opaque (non-JWT) tokens by RFC 7662. Unset: opaque tokens are refused."},
-		{key: "resourceName", typ: tString, doc: "resource_name of the protected-resource metadata."},
-		{key: "documentationURL", typ: tString, doc: "resource_documentation of the protected-resource metadata."},
-		{key: "browser", typ: tBlock, sub: browserFields,
+func authFields() []field { return fieldsOf(authTable("")) }
+
+// authTable is how the auth: block's keys are read; publicURL is the
+// top-level key's, which the audience is checked against.
+func authTable(publicURL string) []blockField[Auth] {
+	return []blockField[Auth]{
+		{field: field{key: "issuer", typ: tString, doc: "The authorization server's issuer URL, exactly as in the tokens' iss; https, except on a loopback host (required)."},
+			read: func(p *parser, f pair, path string, a *Auth) {
+				if v, ok := p.scalar(f.val, path); ok {
+					a.Issuer = v
+					if msg := checkSecureURL(v, false); msg != "" {
+						p.errorf(resolve(f.val), path, "%s", msg+noExpandHint(v))
+					} else if u, _ := url.Parse(v); u.RawQuery != "" {
+						p.errorf(resolve(f.val), path, "must not have a query")
+					}
+				}
+			}},
+		{field: field{key: "audience", typ: tString, def: "(publicURL + /mcp)", doc: "The gateway's canonical MCP URL (RFC 8707 resource), which tokens must name in aud."},
+			read: func(p *parser, f pair, path string, a *Auth) {
+				if v, ok := p.scalar(f.val, path); ok {
+					a.Audience = v
+					if msg := checkAudience(v); msg != "" {
+						p.errorf(resolve(f.val), path, "%s", msg+noExpandHint(v))
+					} else if publicURL != "" && !sameOrigin(v, publicURL) {
+						p.warnf(resolve(f.val), path, "is not on publicURL's origin (%s); the protected-resource metadata is announced on the audience's origin", publicURL)
+					}
+				}
+			}},
+		scopesField("Scopes every request's token must carry, announced in challenges and the metadata.", func(a *Auth) *[]string { return &a.Scopes }),
+		{field: field{key: "jwksURL", typ: tString, doc: "Overrides the jwks_uri found by discovery."},
+			read: func(p *parser, f pair, path string, a *Auth) {
+				if v, ok := p.scalar(f.val, path); ok && v != "" {
+					if msg := checkSecureURL(v, false); msg != "" {
+						p.errorf(resolve(f.val), path, "%s", msg)
+					}
+					a.JWKSURL = v
+				}
+			}},
+		{field: field{key: "algorithms", typ: tStrings, enum: SupportedAlgorithms(), def: "(every asymmetric one)", doc: "The accepted JWS algorithms; HS* and none are never accepted."},
+			read: func(p *parser, f pair, path string, a *Auth) {
+				vals, _, ok := p.stringList(f.val, path, false)
+				if !ok {
+					return
+				}
+				for i, v := range vals {
+					if !contains(SupportedAlgorithms(), v) {
+						msg := fmt.Sprintf("%q is not an accepted algorithm; use %s", v, strings.Join(SupportedAlgorithms(), ", "))
+						if strings.HasPrefix(strings.ToUpper(v), "HS") || strings.EqualFold(v, "none") {
+							msg = fmt.Sprintf("%q is refused: a resource server verifies with the issuer's public keys, so only asymmetric algorithms (%s) are safe", v, strings.Join(SupportedAlgorithms(), ", "))
+						}
+						p.errorf(resolve(f.val).Content[i], index(path, i), "%s", msg)
+						continue
+					}
+					a.Algorithms = append(a.Algorithms, v)
+				}
+			}},
+		{field: field{key: "clockSkew", typ: tDuration, def: durationText(DefaultClockSkew), doc: fmt.Sprintf("The leeway on a token's exp and nbf, at most %s.", durationText(MaxClockSkew))},
+			read: func(p *parser, f pair, path string, a *Auth) {
+				if d, ok := p.duration(f.val, path, false); ok {
+					if d > MaxClockSkew {
+						p.errorf(resolve(f.val), path, "%s is too long; at most %s, or expired tokens stay accepted", d, MaxClockSkew)
+					}
+					a.ClockSkew = d
+				}
+			}},
+		{field: field{key: "introspection", typ: tBlock, sub: introspectionFields, doc: "Verifies opaque (non-JWT) tokens by RFC 7662. Unset: opaque tokens are refused."},
+			read: func(p *parser, f pair, path string, a *Auth) {
+				a.Introspection = authSection{p}.introspection(f.val, path)
+			}},
+		{field: field{key: "resourceName", typ: tString, doc: "resource_name of the protected-resource metadata."},
+			read: func(p *parser, f pair, path string, a *Auth) { a.ResourceName, _ = p.scalar(f.val, path) }},
+		{field: field{key: "documentationURL", typ: tString, doc: "resource_documentation of the protected-resource metadata."},
+			read: func(p *parser, f pair, path string, a *Auth) {
+				if v, ok := p.scalar(f.val, path); ok {
+					if msg := checkHTTPURL(v, false); msg != "" {
+						p.errorf(resolve(f.val), path, "%s", msg)
+					}
+					a.DocumentationURL = v
+				}
+			}},
+		{field: field{key: "browser", typ: tBlock, sub: browserFields,
 			doc: "The gateway's own OIDC client at the issuer, for the pages a person opens (connect links, /connections); user-oauth upstreams need it."},
-		{key: "tokenKeys", typ: tString, secret: true,
+			read: func(p *parser, f pair, path string, a *Auth) { a.Browser = authSection{p}.browser(f.val, path) }},
+		{field: field{key: "tokenKeys", typ: tString, secret: true,
 			doc: "The keys that seal upstream tokens at rest, \"id:base64,...\" with the sealing key first; ${VAR} is expanded, such as \"${SWITCHBOARD_TOKEN_KEYS}\"."},
+			read: func(p *parser, f pair, path string, a *Auth) {
+				if v, raw, ok := p.expanded(f.val, path); ok {
+					if msg := checkTokenKeys(v); msg != "" {
+						if raw != v {
+							msg = "(after expanding variables) " + msg
+						}
+						p.errorf(resolve(f.val), path, "%s", msg)
+					}
+					a.TokenKeys = v
+				}
+			}},
 	}
 }
 
-func introspectionFields() []field {
-	return []field{
-		{key: "url", typ: tString, doc: "The RFC 7662 introspection endpoint; ${VAR} is expanded (required)."},
-		{key: "clientId", typ: tString, doc: "The gateway's client at the endpoint (HTTP Basic); ${VAR} is expanded (required)."},
-		{key: "clientSecret", typ: tString, secret: true, doc: "Its secret, such as \"${CLIENT_SECRET}\" (required)."},
-		{key: "cacheTTL", typ: tDuration, def: durationText(DefaultIntrospectionCacheTTL),
+func introspectionFields() []field { return fieldsOf(introspectionTable()) }
+
+func introspectionTable() []blockField[Introspection] {
+	return []blockField[Introspection]{
+		{field: field{key: "url", typ: tString, doc: "The RFC 7662 introspection endpoint; ${VAR} is expanded (required)."},
+			read: func(p *parser, f pair, path string, in *Introspection) {
+				if v, raw, ok := p.expanded(f.val, path); ok {
+					if msg := checkSecureURL(v, raw != v); msg != "" {
+						p.errorf(resolve(f.val), path, "%s", msg)
+					}
+					in.URL = v
+				}
+			}},
+		clientIDField("The gateway's client at the endpoint (HTTP Basic); ${VAR} is expanded (required).", func(in *Introspection) *string { return &in.ClientID }),
+		clientSecretField("Its secret, such as \"${CLIENT_SECRET}\" (required).", func(in *Introspection) *string { return &in.ClientSecret }),
+		{field: field{key: "cacheTTL", typ: tDuration, def: durationText(DefaultIntrospectionCacheTTL),
 			doc: fmt.Sprintf("How long an answer is reused, capped by the token's exp, at most %s.", durationText(MaxIntrospectionCacheTTL))},
+			read: func(p *parser, f pair, path string, in *Introspection) {
+				if d, ok := p.duration(f.val, path, false); ok {
+					if d > MaxIntrospectionCacheTTL {
+						p.errorf(resolve(f.val), path, "%s is too long; at most %s, since a revoked token stays accepted while cached", d, MaxIntrospectionCacheTTL)
+					}
+					in.CacheTTL = d
+				}
+			}},
 	}
 }
 
-func browserFields() []field {
-	return []field{
-		{key: "clientId", typ: tString, doc: "The confidential client's id at the issuer; ${VAR} is expanded (required)."},
-		{key: "clientSecret", typ: tString, secret: true, doc: "Its secret, such as \"${BROWSER_CLIENT_SECRET}\" (required)."},
-		{key: "admins", typ: tBlock, sub: func() []field { return pick(policyMatchFields(), "sub") },
+func browserFields() []field { return fieldsOf(browserTable()) }
+
+func browserTable() []blockField[Browser] {
+	return []blockField[Browser]{
+		clientIDField("The confidential client's id at the issuer; ${VAR} is expanded (required).", func(b *Browser) *string { return &b.ClientID }),
+		clientSecretField("Its secret, such as \"${BROWSER_CLIENT_SECRET}\" (required).", func(b *Browser) *string { return &b.ClientSecret }),
+		{field: field{key: "admins", typ: tBlock, sub: func() []field { return pick(policyMatchFields(), "sub") },
 			doc: "Who sees the gateway's status view on /connections, by the subject they sign in as. Unset: no one."},
+			read: func(p *parser, f pair, path string, b *Browser) {
+				m := policySection{p}.policyMatch(f.val, path)
+				if len(m.Groups) > 0 || len(m.Scopes) > 0 || len(m.Claims) > 0 {
+					// A signed-in browser is known by its ID token's issuer and subject, not by an access token's claims.
+					p.errorf(resolve(f.val), path, "matches sub only: the pages know a browser by the subject it signed in as")
+				}
+				b.Admins = &m
+			}},
+	}
+}
+
+// clientIDField is the clientId of an OAuth client block, with ${VAR}
+// expansion; requireClient reports it missing.
+func clientIDField[T any](doc string, dst func(*T) *string) blockField[T] {
+	return blockField[T]{field: field{key: "clientId", typ: tString, doc: doc},
+		read: func(p *parser, f pair, path string, v *T) {
+			id, _, _ := p.expanded(f.val, path)
+			if id == "" {
+				p.errorf(resolve(f.val), path, "is empty")
+			}
+			*dst(v) = id
+		}}
+}
+
+// clientSecretField is the clientSecret of an OAuth client block, with
+// ${VAR} expansion; requireClient reports it missing.
+func clientSecretField[T any](doc string, dst func(*T) *string) blockField[T] {
+	return blockField[T]{field: field{key: "clientSecret", typ: tString, secret: true, doc: doc},
+		read: func(p *parser, f pair, path string, v *T) {
+			secret, _, _ := p.expanded(f.val, path)
+			if secret == "" {
+				p.errorf(resolve(f.val), path, "is empty (check the variable it comes from)")
+			}
+			*dst(v) = secret
+		}}
+}
+
+// tokenURLField is the tokenURL of an upstream credential block, with ${VAR}
+// expansion; required.
+func tokenURLField[T any](dst func(*T) *string) blockField[T] {
+	return blockField[T]{field: field{key: "tokenURL", typ: tString, doc: "The token endpoint; ${VAR} is expanded (required)."},
+		read: func(p *parser, f pair, path string, v *T) {
+			u, raw, ok := p.expanded(f.val, path)
+			if ok {
+				if msg := checkSecureURL(u, raw != u); msg != "" {
+					p.errorf(resolve(f.val), path, "%s", msg)
+				}
+			}
+			*dst(v) = u
+		}}
+}
+
+// scopesField is a list of OAuth scope tokens.
+func scopesField[T any](doc string, dst func(*T) *[]string) blockField[T] {
+	return blockField[T]{field: field{key: "scopes", typ: tStrings, doc: doc},
+		read: func(p *parser, f pair, path string, v *T) { *dst(v) = authSection{p}.scopeList(f.val, path) }}
+}
+
+// resourceField is the RFC 8707 resource of an upstream credential block.
+func resourceField[T any](doc string, dst func(*T) *string) blockField[T] {
+	return blockField[T]{field: field{key: "resource", typ: tString, def: "(the upstream's url)", doc: doc},
+		read: func(p *parser, f pair, path string, v *T) { *dst(v) = authSection{p}.resourceURL(f.val, path) }}
+}
+
+// requireClient reports the missing keys of an OAuth client block, in order:
+// missing names those that must be set besides clientId and clientSecret,
+// each with its message.
+func requireClient(p *parser, o *object, path string, missing ...string) {
+	for i := 0; i+1 < len(missing); i += 2 {
+		if _, ok := o.get(missing[i]); !ok {
+			p.errorf(resolve(o.node), path, "%s", missing[i+1])
+		}
+	}
+	if _, ok := o.get("clientId"); !ok {
+		p.errorf(resolve(o.node), path, "missing clientId")
+	}
+	if _, ok := o.get("clientSecret"); !ok {
+		p.errorf(resolve(o.node), path, "missing clientSecret; take it from the environment, such as clientSecret: \"${CLIENT_SECRET}\"")
 	}
 }
 
@@ -180,24 +359,29 @@ func upstreamAuthFields() []field {
 	}
 }
 
-func clientCredentialsFields() []field {
-	return []field{
-		{key: "tokenURL", typ: tString, doc: "The token endpoint; ${VAR} is expanded (required)."},
-		{key: "clientId", typ: tString, doc: "The gateway's client; ${VAR} is expanded (required)."},
-		{key: "clientSecret", typ: tString, secret: true, doc: "Its secret, such as \"${CLIENT_SECRET}\" (required)."},
-		{key: "scopes", typ: tStrings, doc: "The scopes asked for."},
-		{key: "resource", typ: tString, def: "(the upstream's url)", doc: "The RFC 8707 resource indicator."},
+func clientCredentialsFields() []field { return fieldsOf(clientCredentialsTable()) }
+
+func clientCredentialsTable() []blockField[ClientCredentials] {
+	return []blockField[ClientCredentials]{
+		tokenURLField(func(c *ClientCredentials) *string { return &c.TokenURL }),
+		clientIDField("The gateway's client; ${VAR} is expanded (required).", func(c *ClientCredentials) *string { return &c.ClientID }),
+		clientSecretField("Its secret, such as \"${CLIENT_SECRET}\" (required).", func(c *ClientCredentials) *string { return &c.ClientSecret }),
+		scopesField("The scopes asked for.", func(c *ClientCredentials) *[]string { return &c.Scopes }),
+		resourceField("The RFC 8707 resource indicator.", func(c *ClientCredentials) *string { return &c.Resource }),
 	}
 }
 
-func tokenExchangeFields() []field {
-	return []field{
-		{key: "tokenURL", typ: tString, doc: "The token endpoint; ${VAR} is expanded (required)."},
-		{key: "clientId", typ: tString, doc: "The gateway's client; ${VAR} is expanded (required)."},
-		{key: "clientSecret", typ: tString, secret: true, doc: "Its secret, such as \"${CLIENT_SECRET}\" (required)."},
-		{key: "audience", typ: tString, doc: "The optional audience parameter."},
-		{key: "resource", typ: tString, def: "(the upstream's url)", doc: "The resource parameter."},
-		{key: "scopes", typ: tStrings, doc: "The scopes asked for."},
+func tokenExchangeFields() []field { return fieldsOf(tokenExchangeTable()) }
+
+func tokenExchangeTable() []blockField[TokenExchange] {
+	return []blockField[TokenExchange]{
+		tokenURLField(func(t *TokenExchange) *string { return &t.TokenURL }),
+		clientIDField("The gateway's client; ${VAR} is expanded (required).", func(t *TokenExchange) *string { return &t.ClientID }),
+		clientSecretField("Its secret, such as \"${CLIENT_SECRET}\" (required).", func(t *TokenExchange) *string { return &t.ClientSecret }),
+		{field: field{key: "audience", typ: tString, doc: "The optional audience parameter; ${VAR} is expanded."},
+			read: func(p *parser, f pair, path string, t *TokenExchange) { t.Audience, _, _ = p.expanded(f.val, path) }},
+		resourceField("The resource parameter.", func(t *TokenExchange) *string { return &t.Resource }),
+		scopesField("The scopes asked for.", func(t *TokenExchange) *[]string { return &t.Scopes }),
 	}
 }
 
@@ -232,34 +416,22 @@ func checkSecureURL(v string, expanded bool) string {
 	return ""
 }
 
+// authConfig reads the auth: block: its keys from the table, then what a
+// missing key means.
 func (p authSection) authConfig(n *yaml.Node, cfg *Config) {
-	o, ok := p.object(n, "auth", keySpec{known: keys(authFields())})
+	a := &Auth{ClockSkew: DefaultClockSkew}
+	o, ok := readBlock(p.parser, n, "auth", nil, authTable(cfg.PublicURL), a)
 	if !ok {
 		return
 	}
-	a := &Auth{ClockSkew: DefaultClockSkew}
 	cfg.Auth = a
-	f, ok := o.get("issuer")
-	if !ok {
+	if _, ok := o.get("issuer"); !ok {
 		p.errorf(resolve(o.node), "auth", "missing issuer; give the authorization server's issuer URL, such as https://login.example.com/realms/eng")
-	} else if v, ok := p.scalar(f.val, "auth.issuer"); ok {
-		a.Issuer = v
-		if msg := checkSecureURL(v, false); msg != "" {
-			p.errorf(resolve(f.val), "auth.issuer", "%s", msg+noExpandHint(v))
-		} else if u, _ := url.Parse(v); u.RawQuery != "" {
-			p.errorf(resolve(f.val), "auth.issuer", "must not have a query")
-		}
 	}
-	if f, ok := o.get("audience"); ok {
-		if v, ok := p.scalar(f.val, "auth.audience"); ok {
-			a.Audience = v
-			if msg := checkAudience(v); msg != "" {
-				p.errorf(resolve(f.val), "auth.audience", "%s", msg+noExpandHint(v))
-			} else if cfg.PublicURL != "" && !sameOrigin(v, cfg.PublicURL) {
-				p.warnf(resolve(f.val), "auth.audience", "is not on publicURL's origin (%s); the protected-resource metadata is announced on the audience's origin", cfg.PublicURL)
-			}
-		}
-	} else if cfg.PublicURL != "" {
+	if _, ok := o.get("audience"); ok {
+		return
+	}
+	if cfg.PublicURL != "" {
 		a.Audience = strings.TrimSuffix(cfg.PublicURL, "/") + "/mcp"
 		if msg := checkAudience(a.Audience); msg != "" {
 			p.errorf(resolve(o.node), "auth", "the audience defaults to publicURL + \"/mcp\" (%s), which %s; set auth.audience", a.Audience, msg)
@@ -267,86 +439,16 @@ func (p authSection) authConfig(n *yaml.Node, cfg *Config) {
 	} else {
 		p.errorf(resolve(o.node), "auth", "needs audience (the gateway's canonical MCP URL, such as https://mcp.example.com/mcp), or publicURL to derive it from")
 	}
-	if f, ok := o.get("scopes"); ok {
-		a.Scopes = p.scopeList(f.val, "auth.scopes")
-	}
-	if f, ok := o.get("jwksURL"); ok {
-		if v, ok := p.scalar(f.val, "auth.jwksURL"); ok && v != "" {
-			if msg := checkSecureURL(v, false); msg != "" {
-				p.errorf(resolve(f.val), "auth.jwksURL", "%s", msg)
-			}
-			a.JWKSURL = v
-		}
-	}
-	if f, ok := o.get("algorithms"); ok {
-		if vals, _, ok := p.stringList(f.val, "auth.algorithms", false); ok {
-			for i, v := range vals {
-				if !contains(SupportedAlgorithms(), v) {
-					msg := fmt.Sprintf("%q is not an accepted algorithm; use %s", v, strings.Join(SupportedAlgorithms(), ", "))
-					if strings.HasPrefix(strings.ToUpper(v), "HS") || strings.EqualFold(v, "none") {
-						msg = fmt.Sprintf("%q is refused: a resource server verifies with the issuer's public keys, so only asymmetric algorithms (%s) are safe", v, strings.Join(SupportedAlgorithms(), ", "))
-					}
-					p.errorf(resolve(f.val).Content[i], index("auth.algorithms", i), "%s", msg)
-					continue
-				}
-				a.Algorithms = append(a.Algorithms, v)
-			}
-		}
-	}
-	if f, ok := o.get("clockSkew"); ok {
-		if d, ok := p.duration(f.val, "auth.clockSkew", false); ok {
-			if d > MaxClockSkew {
-				p.errorf(resolve(f.val), "auth.clockSkew", "%s is too long; at most %s, or expired tokens stay accepted", d, MaxClockSkew)
-			}
-			a.ClockSkew = d
-		}
-	}
-	if f, ok := o.get("introspection"); ok {
-		a.Introspection = p.introspection(f.val)
-	}
-	if f, ok := o.get("resourceName"); ok {
-		a.ResourceName, _ = p.scalar(f.val, "auth.resourceName")
-	}
-	if f, ok := o.get("documentationURL"); ok {
-		if v, ok := p.scalar(f.val, "auth.documentationURL"); ok {
-			if msg := checkHTTPURL(v, false); msg != "" {
-				p.errorf(resolve(f.val), "auth.documentationURL", "%s", msg)
-			}
-			a.DocumentationURL = v
-		}
-	}
-	if f, ok := o.get("browser"); ok {
-		a.Browser = p.browser(f.val)
-	}
-	if f, ok := o.get("tokenKeys"); ok {
-		if v, raw, ok := p.expanded(f.val, "auth.tokenKeys"); ok {
-			if msg := checkTokenKeys(v); msg != "" {
-				if raw != v {
-					msg = "(after expanding variables) " + msg
-				}
-				p.errorf(resolve(f.val), "auth.tokenKeys", "%s", msg)
-			}
-			a.TokenKeys = v
-		}
-	}
 }
 
-func (p authSection) browser(n *yaml.Node) *Browser {
-	const path = "auth.browser"
-	o, ok := p.object(n, path, keySpec{known: keys(browserFields())})
+// browser reads auth.browser at path.
+func (p authSection) browser(n *yaml.Node, path string) *Browser {
+	b := &Browser{}
+	o, ok := readBlock(p.parser, n, path, nil, browserTable(), b)
 	if !ok {
 		return nil
 	}
-	b := &Browser{}
-	b.ClientID, b.ClientSecret = p.clientCreds(o, path)
-	if f, ok := o.get("admins"); ok {
-		m := policySection(p).policyMatch(f.val, join(path, "admins"))
-		if len(m.Groups) > 0 || len(m.Scopes) > 0 || len(m.Claims) > 0 {
-			// A signed-in browser is known by its ID token's issuer and subject, not by an access token's claims.
-			p.errorf(resolve(f.val), join(path, "admins"), "matches sub only: the pages know a browser by the subject it signed in as")
-		}
-		b.Admins = &m
-	}
+	requireClient(p.parser, o, path)
 	return b
 }
 
@@ -406,55 +508,15 @@ func checkScope(v string) string {
 	return ""
 }
 
-func (p authSection) introspection(n *yaml.Node) *Introspection {
-	const path = "auth.introspection"
-	o, ok := p.object(n, path, keySpec{known: keys(introspectionFields())})
+// introspection reads auth.introspection at path.
+func (p authSection) introspection(n *yaml.Node, path string) *Introspection {
+	in := &Introspection{CacheTTL: DefaultIntrospectionCacheTTL}
+	o, ok := readBlock(p.parser, n, path, nil, introspectionTable(), in)
 	if !ok {
 		return nil
 	}
-	in := &Introspection{CacheTTL: DefaultIntrospectionCacheTTL}
-	if f, ok := o.get("url"); ok {
-		if v, raw, ok := p.expanded(f.val, join(path, "url")); ok {
-			if msg := checkSecureURL(v, raw != v); msg != "" {
-				p.errorf(resolve(f.val), join(path, "url"), "%s", msg)
-			}
-			in.URL = v
-		}
-	} else {
-		p.errorf(resolve(o.node), path, "missing url; give the RFC 7662 introspection endpoint")
-	}
-	in.ClientID, in.ClientSecret = p.clientCreds(o, path)
-	if f, ok := o.get("cacheTTL"); ok {
-		if d, ok := p.duration(f.val, join(path, "cacheTTL"), false); ok {
-			if d > MaxIntrospectionCacheTTL {
-				p.errorf(resolve(f.val), join(path, "cacheTTL"), "%s is too long; at most %s, since a revoked token stays accepted while cached", d, MaxIntrospectionCacheTTL)
-			}
-			in.CacheTTL = d
-		}
-	}
+	requireClient(p.parser, o, path, "url", "missing url; give the RFC 7662 introspection endpoint")
 	return in
-}
-
-// clientCreds reads the required clientId and clientSecret of an OAuth
-// client block, with ${VAR} expansion.
-func (p authSection) clientCreds(o *object, path string) (id, secret string) {
-	if f, ok := o.get("clientId"); ok {
-		id, _, _ = p.expanded(f.val, join(path, "clientId"))
-		if id == "" {
-			p.errorf(resolve(f.val), join(path, "clientId"), "is empty")
-		}
-	} else {
-		p.errorf(resolve(o.node), path, "missing clientId")
-	}
-	if f, ok := o.get("clientSecret"); ok {
-		secret, _, _ = p.expanded(f.val, join(path, "clientSecret"))
-		if secret == "" {
-			p.errorf(resolve(f.val), join(path, "clientSecret"), "is empty (check the variable it comes from)")
-		}
-	} else {
-		p.errorf(resolve(o.node), path, "missing clientSecret; take it from the environment, such as clientSecret: \"${CLIENT_SECRET}\"")
-	}
-	return id, secret
 }
 
 // upstreamAuth reads an upstream's auth block. hasAuthzHeader is the
@@ -498,39 +560,22 @@ func (p authSection) upstreamAuth(n *yaml.Node, path, upstreamURL string) *Upstr
 	}
 	if hasCC {
 		ccPath := join(path, "clientCredentials")
-		o2, ok := p.object(cc.val, ccPath, keySpec{known: keys(clientCredentialsFields())})
+		c := &ClientCredentials{Resource: upstreamURL}
+		o2, ok := readBlock(p.parser, cc.val, ccPath, nil, clientCredentialsTable(), c)
 		if !ok {
 			return nil
 		}
-		c := &ClientCredentials{Resource: upstreamURL}
-		c.TokenURL = p.tokenURL(o2, ccPath)
-		c.ClientID, c.ClientSecret = p.clientCreds(o2, ccPath)
-		if f, ok := o2.get("scopes"); ok {
-			c.Scopes = p.scopeList(f.val, join(ccPath, "scopes"))
-		}
-		if f, ok := o2.get("resource"); ok {
-			c.Resource = p.resourceURL(f.val, join(ccPath, "resource"))
-		}
+		requireClient(p.parser, o2, ccPath, "tokenURL", "missing tokenURL; give the authorization server's token endpoint")
 		ua.ClientCredentials = c
 		return ua
 	}
 	tePath := join(path, "tokenExchange")
-	o2, ok := p.object(te.val, tePath, keySpec{known: keys(tokenExchangeFields())})
+	t := &TokenExchange{Resource: upstreamURL}
+	o2, ok := readBlock(p.parser, te.val, tePath, nil, tokenExchangeTable(), t)
 	if !ok {
 		return nil
 	}
-	t := &TokenExchange{Resource: upstreamURL}
-	t.TokenURL = p.tokenURL(o2, tePath)
-	t.ClientID, t.ClientSecret = p.clientCreds(o2, tePath)
-	if f, ok := o2.get("audience"); ok {
-		t.Audience, _, _ = p.expanded(f.val, join(tePath, "audience"))
-	}
-	if f, ok := o2.get("resource"); ok {
-		t.Resource = p.resourceURL(f.val, join(tePath, "resource"))
-	}
-	if f, ok := o2.get("scopes"); ok {
-		t.Scopes = p.scopeList(f.val, join(tePath, "scopes"))
-	}
+	requireClient(p.parser, o2, tePath, "tokenURL", "missing tokenURL; give the authorization server's token endpoint")
 	ua.TokenExchange = t
 	return ua
 }
@@ -567,21 +612,6 @@ func (p authSection) userOAuth(o *object, path string) *UserOAuth {
 		}
 	}
 	return u
-}
-
-func (p authSection) tokenURL(o *object, path string) string {
-	f, ok := o.get("tokenURL")
-	if !ok {
-		p.errorf(resolve(o.node), path, "missing tokenURL; give the authorization server's token endpoint")
-		return ""
-	}
-	v, raw, ok := p.expanded(f.val, join(path, "tokenURL"))
-	if ok {
-		if msg := checkSecureURL(v, raw != v); msg != "" {
-			p.errorf(resolve(f.val), join(path, "tokenURL"), "%s", msg)
-		}
-	}
-	return v
 }
 
 func (p authSection) resourceURL(n *yaml.Node, path string) string {
