@@ -37,21 +37,59 @@ type PolicyMatch struct {
 	Claims map[string][]any
 }
 
-func policyRuleFields() []field {
-	return []field{
-		{key: "name", typ: tString, def: "(policy[i])", doc: "Labels the rule in logs."},
-		{key: "match", typ: tBlock, sub: policyMatchFields, doc: "The conditions, all of which must hold. Unset: every principal."},
-		{key: "allow", typ: tStrings, doc: "Patterns \"<upstream>\" or \"<upstream>/<item>\", with * and ?, the rule allows."},
-		{key: "deny", typ: tStrings, doc: "Patterns the rule denies; deny wins."},
+func policyRuleFields() []field { return fieldsOf(policyRuleTable()) }
+
+// ruleBuild is one policy rule being read, with the nodes of its allow and
+// deny lists in order, for checkPolicyPatterns.
+type ruleBuild struct {
+	PolicyRule
+	lists []*yaml.Node
+}
+
+// policyRuleTable is how a policy rule's keys are read.
+func policyRuleTable() []blockField[ruleBuild] {
+	patterns := func(key, doc string, dst func(*ruleBuild) *[]string) blockField[ruleBuild] {
+		return blockField[ruleBuild]{field: field{key: key, typ: tStrings, doc: doc},
+			read: func(p *parser, f pair, path string, r *ruleBuild) {
+				if vals, _, ok := p.stringList(f.val, path, false); ok {
+					*dst(r) = vals
+					r.lists = append(r.lists, resolve(f.val))
+				}
+			}}
+	}
+	return []blockField[ruleBuild]{
+		{field: field{key: "name", typ: tString, def: "(policy[i])", doc: "Labels the rule in logs."},
+			read: func(p *parser, f pair, path string, r *ruleBuild) { r.Name, _ = p.scalar(f.val, path) }},
+		{field: field{key: "match", typ: tBlock, sub: policyMatchFields, doc: "The conditions, all of which must hold. Unset: every principal."},
+			read: func(p *parser, f pair, path string, r *ruleBuild) {
+				r.Match = policySection{p}.policyMatch(f.val, path)
+			}},
+		patterns("allow", "Patterns \"<upstream>\" or \"<upstream>/<item>\", with * and ?, the rule allows.", func(r *ruleBuild) *[]string { return &r.Allow }),
+		patterns("deny", "Patterns the rule denies; deny wins.", func(r *ruleBuild) *[]string { return &r.Deny }),
 	}
 }
 
-func policyMatchFields() []field {
-	return []field{
-		{key: "sub", typ: tStrings, doc: "Accepted subjects (the sub claim); * and ? match."},
-		{key: "groups", typ: tStrings, doc: "Groups; the principal must be in one of them."},
-		{key: "scopes", typ: tStrings, doc: "Scopes; the token must carry one of them."},
-		{key: "claims", typ: tClaims, doc: "A claim name (dotted for nested claims) to a value or a list of accepted values: string, number or boolean."},
+func policyMatchFields() []field { return fieldsOf(policyMatchTable()) }
+
+// policyMatchTable is how a rule's match: block is read.
+func policyMatchTable() []blockField[PolicyMatch] {
+	values := func(key, doc string, dst func(*PolicyMatch) *[]string) blockField[PolicyMatch] {
+		return blockField[PolicyMatch]{field: field{key: key, typ: tStrings, doc: doc},
+			read: func(p *parser, f pair, path string, m *PolicyMatch) {
+				if vals, _, ok := p.stringList(f.val, path, false); ok {
+					if len(vals) == 0 {
+						p.errorf(resolve(f.val), path, "is an empty list, which no principal matches; remove it or list values")
+					}
+					*dst(m) = vals
+				}
+			}}
+	}
+	return []blockField[PolicyMatch]{
+		values("sub", "Accepted subjects (the sub claim); * and ? match.", func(m *PolicyMatch) *[]string { return &m.Sub }),
+		values("groups", "Groups; the principal must be in one of them.", func(m *PolicyMatch) *[]string { return &m.Groups }),
+		values("scopes", "Scopes; the token must carry one of them.", func(m *PolicyMatch) *[]string { return &m.Scopes }),
+		{field: field{key: "claims", typ: tClaims, doc: "A claim name (dotted for nested claims) to a value or a list of accepted values: string, number or boolean."},
+			read: func(p *parser, f pair, path string, m *PolicyMatch) { m.Claims = policySection{p}.claims(f.val, path) }},
 	}
 }
 
@@ -81,89 +119,59 @@ func (p policySection) policyRules(n *yaml.Node, path string) ([]PolicyRule, []*
 	var nodes []*yaml.Node
 	for i, item := range n.Content {
 		path := index(path, i)
-		o, ok := p.object(item, path, keySpec{known: keys(policyRuleFields())})
-		if !ok {
+		var r ruleBuild
+		if _, ok := readBlock(p.parser, item, path, nil, policyRuleTable(), &r); !ok {
 			continue
 		}
-		var r PolicyRule
-		if f, ok := o.get("name"); ok {
-			r.Name, _ = p.scalar(f.val, join(path, "name"))
-		}
-		if f, ok := o.get("match"); ok {
-			r.Match = p.policyMatch(f.val, join(path, "match"))
-		}
-		for _, k := range []struct {
-			key string
-			dst *[]string
-		}{{"allow", &r.Allow}, {"deny", &r.Deny}} {
-			if f, ok := o.get(k.key); ok {
-				if vals, _, ok := p.stringList(f.val, join(path, k.key), false); ok {
-					*k.dst = vals
-					nodes = append(nodes, resolve(f.val))
-				}
-			}
-		}
+		nodes = append(nodes, r.lists...)
 		if len(r.Allow) == 0 && len(r.Deny) == 0 {
 			p.warnf(resolve(item), path, "has neither allow nor deny, so it has no effect")
 		}
-		rules = append(rules, r)
+		rules = append(rules, r.PolicyRule)
 	}
 	return rules, nodes, true
 }
 
 func (p policySection) policyMatch(n *yaml.Node, path string) PolicyMatch {
 	var m PolicyMatch
-	o, ok := p.object(n, path, keySpec{known: keys(policyMatchFields())})
-	if !ok {
-		return m
-	}
-	for _, k := range []struct {
-		key string
-		dst *[]string
-	}{{"sub", &m.Sub}, {"groups", &m.Groups}, {"scopes", &m.Scopes}} {
-		if f, ok := o.get(k.key); ok {
-			if vals, _, ok := p.stringList(f.val, join(path, k.key), false); ok {
-				if len(vals) == 0 {
-					p.errorf(resolve(f.val), join(path, k.key), "is an empty list, which no principal matches; remove it or list values")
-				}
-				*k.dst = vals
-			}
-		}
-	}
-	if f, ok := o.get("claims"); ok {
-		cn := resolve(f.val)
-		cpath := join(path, "claims")
-		if cn.Kind != yaml.MappingNode {
-			p.errorf(cn, cpath, "must be a mapping of claim names to values, not %s", kindName(cn))
-			return m
-		}
-		m.Claims = map[string][]any{}
-		for _, pr := range p.pairs(cn, cpath) {
-			kp := join(cpath, pr.key.Value)
-			if pr.key.Value == "" {
-				p.errorf(pr.key, kp, "claim name is empty")
-				continue
-			}
-			v := resolve(pr.val)
-			var items []*yaml.Node
-			if v.Kind == yaml.SequenceNode {
-				items = v.Content
-				if len(items) == 0 {
-					p.errorf(v, kp, "is an empty list, which no principal matches")
-				}
-			} else {
-				items = []*yaml.Node{v}
-			}
-			var vals []any
-			for _, it := range items {
-				if x, ok := p.claimValue(resolve(it), kp); ok {
-					vals = append(vals, x)
-				}
-			}
-			m.Claims[pr.key.Value] = vals
-		}
-	}
+	readBlock(p.parser, n, path, nil, policyMatchTable(), &m)
 	return m
+}
+
+// claims reads a match's claims: a claim name to a value, or a list of them.
+// It returns nil when n is no mapping.
+func (p policySection) claims(n *yaml.Node, cpath string) map[string][]any {
+	cn := resolve(n)
+	if cn.Kind != yaml.MappingNode {
+		p.errorf(cn, cpath, "must be a mapping of claim names to values, not %s", kindName(cn))
+		return nil
+	}
+	claims := map[string][]any{}
+	for _, pr := range p.pairs(cn, cpath) {
+		kp := join(cpath, pr.key.Value)
+		if pr.key.Value == "" {
+			p.errorf(pr.key, kp, "claim name is empty")
+			continue
+		}
+		v := resolve(pr.val)
+		var items []*yaml.Node
+		if v.Kind == yaml.SequenceNode {
+			items = v.Content
+			if len(items) == 0 {
+				p.errorf(v, kp, "is an empty list, which no principal matches")
+			}
+		} else {
+			items = []*yaml.Node{v}
+		}
+		var vals []any
+		for _, it := range items {
+			if x, ok := p.claimValue(resolve(it), kp); ok {
+				vals = append(vals, x)
+			}
+		}
+		claims[pr.key.Value] = vals
+	}
+	return claims
 }
 
 // claimValue converts a scalar to the type a JSON claim would have.
