@@ -27,11 +27,24 @@ func DefaultClientHosts() []ClientHost {
 	return []ClientHost{{Name: "Claude Code", Prefix: "mcp__switchboard__", MaxLength: 64}}
 }
 
-func clientHostFields() []field {
-	return []field{
-		{key: "name", typ: tString, doc: "The host's name, for messages (default: its prefix)."},
-		{key: "prefix", typ: tString, doc: "What the host puts before a tool's name, such as mcp__switchboard__."},
-		{key: "maxLength", typ: tInt, doc: "The longest tool name the host accepts, its prefix included (required)."},
+func clientHostFields() []field { return fieldsOf(clientHostTable()) }
+
+// clientHostTable is how a clientHosts item's keys are read.
+func clientHostTable() []blockField[ClientHost] {
+	return []blockField[ClientHost]{
+		{field: field{key: "name", typ: tString, doc: "The host's name, for messages (default: its prefix)."},
+			read: func(p *parser, f pair, path string, h *ClientHost) { h.Name, _ = p.scalar(f.val, path) }},
+		{field: field{key: "prefix", typ: tString, doc: "What the host puts before a tool's name, such as mcp__switchboard__."},
+			read: func(p *parser, f pair, path string, h *ClientHost) { h.Prefix, _ = p.scalar(f.val, path) }},
+		{field: field{key: "maxLength", typ: tInt, doc: "The longest tool name the host accepts, its prefix included (required)."},
+			read: func(p *parser, f pair, path string, h *ClientHost) {
+				if v, ok := p.integer(f.val, path); ok {
+					if v < 1 {
+						p.errorf(resolve(f.val), path, "must be at least 1")
+					}
+					h.MaxLength = int(v)
+				}
+			}},
 	}
 }
 
@@ -58,27 +71,14 @@ func readClientHosts(p *parser, n *yaml.Node, cfg *Config) (nodes []*yaml.Node) 
 	cfg.ClientHosts = []ClientHost{}
 	for i, item := range n.Content {
 		path := index("clientHosts", i)
-		o, ok := p.object(item, path, keySpec{known: keys(clientHostFields())})
+		h := ClientHost{}
+		o, ok := readBlock(p, item, path, nil, clientHostTable(), &h)
 		if !ok {
 			continue
 		}
-		h := ClientHost{}
-		if f, ok := o.get("name"); ok {
-			h.Name, _ = p.scalar(f.val, join(path, "name"))
-		}
-		if f, ok := o.get("prefix"); ok {
-			h.Prefix, _ = p.scalar(f.val, join(path, "prefix"))
-		}
-		f, ok := o.get("maxLength")
-		if !ok {
+		if _, ok := o.get("maxLength"); !ok {
 			p.errorf(resolve(item), path, "needs maxLength: the longest tool name the host accepts, its prefix included")
 			continue
-		}
-		if v, ok := p.integer(f.val, join(path, "maxLength")); ok {
-			if v < 1 {
-				p.errorf(resolve(f.val), join(path, "maxLength"), "must be at least 1")
-			}
-			h.MaxLength = int(v)
 		}
 		if h.Name == "" {
 			h.Name = h.Prefix
