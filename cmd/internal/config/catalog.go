@@ -50,13 +50,65 @@ func ReservedEndpointNames() []string { return []string{"sse", "message", "messa
 
 var endpointNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
 
-func endpointFields() []field {
-	return append([]field{
-		{key: "name", typ: tString, doc: "Serves the endpoint at /mcp/<name>: ^[a-z0-9][a-z0-9-]{0,31}$, unique, not sse, message or messages (required)."},
-		{key: "include", typ: tStrings, doc: "Globs over the names clients see (tools, prompts, resource URIs) that the endpoint serves. Unset: everything."},
-		{key: "exclude", typ: tStrings, doc: "Globs that remove from what include selected."},
-		{key: "policy", typ: tBlockList, sub: policyRuleFields, doc: "Rules on top of the global policy, as the top level's; needs auth."},
-	}, discoveryFields("the endpoint's")...)
+func endpointFields() []field { return fieldsOf(endpointTable()) }
+
+// endpointBuild is one endpoint being read: the endpoint, where its settings
+// are, and the names the earlier endpoints took.
+type endpointBuild struct {
+	e    Endpoint
+	m    *endpointMeta
+	seen map[string]*yaml.Node
+}
+
+// endpointTable is how an endpoint's keys are read.
+func endpointTable() []blockField[endpointBuild] {
+	table := []blockField[endpointBuild]{
+		{field: field{key: "name", typ: tString, doc: "Serves the endpoint at /mcp/<name>: ^[a-z0-9][a-z0-9-]{0,31}$, unique, not sse, message or messages (required)."},
+			read: func(p *parser, f pair, path string, b *endpointBuild) {
+				v, ok := p.scalar(f.val, path)
+				if !ok {
+					return
+				}
+				b.m.nameNode = resolve(f.val)
+				b.e.Name = v
+				if msg := checkEndpointName(v); msg != "" {
+					p.errorf(b.m.nameNode, path, "%s", msg)
+				} else if first, dup := b.seen[v]; dup {
+					p.errorf(b.m.nameNode, path, "duplicate endpoint name %q; the first is at %s; names must be unique", v, pos(first))
+				} else {
+					b.seen[v] = b.m.nameNode
+				}
+			}},
+		{field: field{key: "include", typ: tStrings, doc: "Globs over the names clients see (tools, prompts, resource URIs) that the endpoint serves. Unset: everything."},
+			read: func(p *parser, f pair, path string, b *endpointBuild) {
+				b.m.includeSet, b.m.includeNode = true, resolve(f.val)
+				b.e.Include, b.m.badInclude = p.globList(f.val, path)
+				if b.e.Include != nil && len(b.e.Include) == 0 {
+					p.errorf(b.m.includeNode, path, "is an empty list, which selects nothing; list globs such as \"files__*\", or remove include to select everything")
+				}
+			}},
+		{field: field{key: "exclude", typ: tStrings, doc: "Globs that remove from what include selected."},
+			read: func(p *parser, f pair, path string, b *endpointBuild) {
+				b.m.excluded, b.m.excludeNode = true, resolve(f.val)
+				b.e.Exclude, b.m.badExcl = p.globList(f.val, path)
+			}},
+		{field: field{key: "policy", typ: tBlockList, sub: policyRuleFields, doc: "Rules on top of the global policy, as the top level's; needs auth."},
+			read: func(p *parser, f pair, path string, b *endpointBuild) {
+				b.m.policyKey = f.key
+				if rules, lists, ok := (policySection{p}).policyRules(f.val, path); ok {
+					b.e.Policy, b.m.policyLists = rules, lists
+					if len(rules) == 0 && len(resolve(f.val).Content) == 0 {
+						p.warnf(resolve(f.val), path, "is an empty list, which denies the endpoint to everyone; remove the key to apply only the global policy")
+					}
+				}
+			}},
+	}
+	for _, d := range discoveryFields("the endpoint's") {
+		table = append(table, blockField[endpointBuild]{field: d, read: func(p *parser, f pair, path string, b *endpointBuild) {
+			searchSection{p}.discoveryField(d.key, f, path, discoveryDst{&b.e.Discovery, &b.e.AlwaysList, &b.e.ExposeFound}, &b.m.discovery)
+		}})
+	}
+	return table
 }
 
 func endpointHints() map[string]string {
@@ -101,50 +153,16 @@ func (p catalogSection) endpoints(key string, f pair, t *topLevel) {
 	seen := map[string]*yaml.Node{}
 	for i, item := range n.Content {
 		path := index(key, i)
-		o, ok := p.object(item, path, keySpec{known: keys(endpointFields()), hints: endpointHints()})
+		b := &endpointBuild{e: Endpoint{Discovery: DiscoveryList}, seen: seen,
+			m: &endpointMeta{path: path, node: resolve(item), discovery: discoveryMeta{path: path}}}
+		o, ok := readBlock(p.parser, item, path, endpointHints(), endpointTable(), b)
 		if !ok {
 			continue
 		}
-		m := &endpointMeta{path: path, node: resolve(item), discovery: discoveryMeta{path: path}}
-		e := Endpoint{Discovery: DiscoveryList}
-		if f, ok := o.get("name"); !ok {
-			p.errorf(m.node, path, "missing name; every endpoint needs one, such as name: research (it is served at /mcp/research)")
-		} else if v, ok := p.scalar(f.val, join(path, "name")); ok {
-			m.nameNode = resolve(f.val)
-			e.Name = v
-			if msg := checkEndpointName(v); msg != "" {
-				p.errorf(m.nameNode, join(path, "name"), "%s", msg)
-			} else if first, dup := seen[v]; dup {
-				p.errorf(m.nameNode, join(path, "name"), "duplicate endpoint name %q; the first is at %s; names must be unique", v, pos(first))
-			} else {
-				seen[v] = m.nameNode
-			}
+		if _, ok := o.get("name"); !ok {
+			p.errorf(b.m.node, path, "missing name; every endpoint needs one, such as name: research (it is served at /mcp/research)")
 		}
-		if f, ok := o.get("include"); ok {
-			m.includeSet, m.includeNode = true, resolve(f.val)
-			e.Include, m.badInclude = p.globList(f.val, join(path, "include"))
-			if e.Include != nil && len(e.Include) == 0 {
-				p.errorf(m.includeNode, join(path, "include"), "is an empty list, which selects nothing; list globs such as \"files__*\", or remove include to select everything")
-			}
-		}
-		if f, ok := o.get("exclude"); ok {
-			m.excluded, m.excludeNode = true, resolve(f.val)
-			e.Exclude, m.badExcl = p.globList(f.val, join(path, "exclude"))
-		}
-		if f, ok := o.get("policy"); ok {
-			m.policyKey = f.key
-			if rules, lists, ok := policySection(p).policyRules(f.val, join(path, "policy")); ok {
-				e.Policy, m.policyLists = rules, lists
-				if len(rules) == 0 && len(resolve(f.val).Content) == 0 {
-					p.warnf(resolve(f.val), join(path, "policy"), "is an empty list, which denies the endpoint to everyone; remove the key to apply only the global policy")
-				}
-			}
-		}
-		for _, k := range keys(discoveryFields("")) {
-			if f, ok := o.get(k); ok {
-				searchSection(p).discoveryField(k, f, join(path, k), discoveryDst{&e.Discovery, &e.AlwaysList, &e.ExposeFound}, &m.discovery)
-			}
-		}
+		e, m := b.e, b.m
 		t.cfg.Endpoints = append(t.cfg.Endpoints, e)
 		t.endpoints = append(t.endpoints, m)
 	}
