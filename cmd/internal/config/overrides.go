@@ -50,15 +50,51 @@ type Override struct {
 	TaskSupport string
 }
 
-func overrideFields() []field {
-	return []field{
-		{key: "name", typ: tString, doc: "The name clients see, ^[A-Za-z0-9_-]{1,64}$ within maxToolNameLength (unset: the namespaced name)."},
-		{key: "title", typ: tString, doc: "The tool's title (tools only)."},
-		{key: "description", typ: tString, doc: "Replaces the item's description."},
-		{key: "annotations", typ: tObject, doc: "Merged over the tool's own annotations, such as {readOnlyHint: true} (tools only)."},
-		{key: "arguments", typ: tObject, doc: "Presets (tools only): argument name to the value every call gets, hidden from the inputSchema; ${VAR} is expanded in strings."},
-		{key: "taskSupport", typ: tString, enum: []string{TaskForbidden, TaskOptional, TaskRequired},
+func overrideFields() []field { return fieldsOf(overrideTable()) }
+
+// overrideBuild is one override being read: the override, its presets as
+// written, and where its settings are.
+type overrideBuild struct {
+	Override
+	raw map[string]json.RawMessage
+	m   *overrideMeta
+}
+
+// overrideTable is how an override's keys are read.
+func overrideTable() []blockField[overrideBuild] {
+	text := func(key, doc string, dst func(*overrideBuild) *string) blockField[overrideBuild] {
+		return blockField[overrideBuild]{field: field{key: key, typ: tString, doc: doc},
+			read: func(p *parser, f pair, path string, b *overrideBuild) {
+				if v, ok := p.scalar(f.val, path); ok {
+					if strings.TrimSpace(v) == "" {
+						p.errorf(resolve(f.val), path, "is empty; remove it to keep the upstream's %s", key)
+					}
+					*dst(b) = v
+				}
+			}}
+	}
+	return []blockField[overrideBuild]{
+		{field: field{key: "name", typ: tString, doc: "The name clients see, ^[A-Za-z0-9_-]{1,64}$ within maxToolNameLength (unset: the namespaced name)."},
+			read: func(p *parser, f pair, path string, b *overrideBuild) {
+				b.m.nameNode = resolve(f.val)
+				b.Name, _ = p.scalar(f.val, path)
+			}},
+		text("title", "The tool's title (tools only).", func(b *overrideBuild) *string { return &b.Title }),
+		text("description", "Replaces the item's description.", func(b *overrideBuild) *string { return &b.Description }),
+		{field: field{key: "annotations", typ: tObject, doc: "Merged over the tool's own annotations, such as {readOnlyHint: true} (tools only)."},
+			read: func(p *parser, f pair, path string, b *overrideBuild) {
+				b.Annotations = catalogSection{p}.annotations(f.val, path)
+			}},
+		{field: field{key: "arguments", typ: tObject, doc: "Presets (tools only): argument name to the value every call gets, hidden from the inputSchema; ${VAR} is expanded in strings."},
+			read: func(p *parser, f pair, path string, b *overrideBuild) {
+				b.Arguments, b.raw = catalogSection{p}.presets(f.val, path)
+			}},
+		{field: field{key: "taskSupport", typ: tString, enum: []string{TaskForbidden, TaskOptional, TaskRequired},
 			doc: "How the gateway runs the tool as a task of its own when its upstream takes none (tools only; unset: the upstream's tasks:)."},
+			read: func(p *parser, f pair, path string, b *overrideBuild) {
+				b.TaskSupport, _ = p.oneOf(f, path, "task support", []string{TaskForbidden, TaskOptional, TaskRequired},
+					"forbidden (never a task), optional (a task when the client can take one and the call is slow) or required (only as a task)", "forbidden, optional or required")
+			}},
 	}
 }
 
@@ -92,39 +128,12 @@ func (p catalogSection) overrides(key string, f pair, t *topLevel) {
 		} else {
 			m.key, m.ok = k, true
 		}
-		o, ok := p.object(pr.val, path, keySpec{known: keys(overrideFields())})
+		b := &overrideBuild{m: m}
+		o, ok := readBlock(p.parser, pr.val, path, nil, overrideTable(), b)
 		if !ok {
 			continue
 		}
-		var ov Override
-		var raw map[string]json.RawMessage
-		if f, ok := o.get("name"); ok {
-			m.nameNode = resolve(f.val)
-			ov.Name, _ = p.scalar(f.val, join(path, "name"))
-		}
-		for _, s := range []struct {
-			key string
-			dst *string
-		}{{"title", &ov.Title}, {"description", &ov.Description}} {
-			if f, ok := o.get(s.key); ok {
-				if v, ok := p.scalar(f.val, join(path, s.key)); ok {
-					if strings.TrimSpace(v) == "" {
-						p.errorf(resolve(f.val), join(path, s.key), "is empty; remove it to keep the upstream's %s", s.key)
-					}
-					*s.dst = v
-				}
-			}
-		}
-		if f, ok := o.get("annotations"); ok {
-			ov.Annotations = p.annotations(f.val, join(path, "annotations"))
-		}
-		if f, ok := o.get("arguments"); ok {
-			ov.Arguments, raw = p.presets(f.val, join(path, "arguments"))
-		}
-		if f, ok := o.get("taskSupport"); ok {
-			ov.TaskSupport, _ = p.oneOf(f, join(path, "taskSupport"), "task support", []string{TaskForbidden, TaskOptional, TaskRequired},
-				"forbidden (never a task), optional (a task when the client can take one and the call is slow) or required (only as a task)", "forbidden, optional or required")
-		}
+		ov, raw := b.Override, b.raw
 		if m.ok && k.Kind == OverridePrompt {
 			for _, tk := range []string{"title", "annotations", "arguments", "taskSupport"} {
 				if f, ok := o.fields[tk]; ok {
