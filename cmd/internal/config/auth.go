@@ -347,15 +347,46 @@ func requireClient(p *parser, o *object, path string, missing ...string) {
 // upstreamAuthFields are the keys of an upstream's auth: block: type:
 // user-oauth and its settings, or one of the gateway's own credentials.
 func upstreamAuthFields() []field {
-	return []field{
+	return append([]field{
 		{key: "clientCredentials", typ: tBlock, sub: clientCredentialsFields, doc: "The gateway's own OAuth client credentials grant toward the upstream."},
 		{key: "tokenExchange", typ: tBlock, sub: tokenExchangeFields, doc: "RFC 8693 token exchange: each client's token is exchanged for one for the upstream."},
 		{key: "type", typ: tString, enum: []string{"user-oauth"}, doc: "user-oauth: each person's own grant at the upstream's authorization server, connected in-band."},
-		{key: "scopes", typ: tStrings, doc: "With type: user-oauth, the scopes asked for."},
-		{key: "clientId", typ: tString, doc: "With type: user-oauth, a pre-registered client (unset: the gateway registers itself)."},
-		{key: "clientSecret", typ: tString, secret: true, doc: "With type: user-oauth, the pre-registered client's secret (a public client has none)."},
-		{key: "resourceParameter", typ: tString, def: "send", enum: []string{"send", "omit"},
+	}, fieldsOf(userOAuthTable())...)
+}
+
+// userOAuthTable is how the keys of type: user-oauth are read.
+func userOAuthTable() []blockField[UserOAuth] {
+	return []blockField[UserOAuth]{
+		scopesField("With type: user-oauth, the scopes asked for.", func(u *UserOAuth) *[]string { return &u.Scopes }),
+		{field: field{key: "clientId", typ: tString, doc: "With type: user-oauth, a pre-registered client (unset: the gateway registers itself)."},
+			read: func(p *parser, f pair, path string, u *UserOAuth) {
+				u.ClientID, _, _ = p.expanded(f.val, path)
+				if u.ClientID == "" {
+					p.errorf(resolve(f.val), path, "is empty; remove it to let the gateway register itself")
+				}
+			}},
+		{field: field{key: "clientSecret", typ: tString, secret: true, doc: "With type: user-oauth, the pre-registered client's secret (a public client has none)."},
+			read: func(p *parser, f pair, path string, u *UserOAuth) {
+				u.ClientSecret, _, _ = p.expanded(f.val, path)
+				switch {
+				case u.ClientSecret == "":
+					p.errorf(resolve(f.val), path, "is empty (check the variable it comes from)")
+				case u.ClientID == "":
+					p.errorf(f.key, path, "needs clientId: the secret belongs to a pre-registered client")
+				}
+			}},
+		{field: field{key: "resourceParameter", typ: tString, def: "send", enum: []string{"send", "omit"},
 			doc: "With type: user-oauth, omit leaves out the RFC 8707 resource parameter, for servers that reject it (Entra ID)."},
+			read: func(p *parser, f pair, path string, u *UserOAuth) {
+				v, _ := p.scalar(f.val, path)
+				switch v {
+				case "send":
+				case "omit":
+					u.OmitResource = true
+				default:
+					p.errorf(resolve(f.val), path, "%q is not send or omit (omit for authorization servers that reject RFC 8707 resource, such as Entra ID)", v)
+				}
+			}},
 	}
 }
 
@@ -539,7 +570,8 @@ func (p authSection) upstreamAuth(n *yaml.Node, path, upstreamURL string) *Upstr
 				return nil
 			}
 		}
-		ua.UserOAuth = p.userOAuth(o, path)
+		ua.UserOAuth = &UserOAuth{}
+		readFields(p.parser, o, path, userOAuthTable(), ua.UserOAuth)
 		return ua
 	}
 	for _, k := range []string{"scopes", "clientId", "clientSecret", "resourceParameter"} {
@@ -578,40 +610,6 @@ func (p authSection) upstreamAuth(n *yaml.Node, path, upstreamURL string) *Upstr
 	requireClient(p.parser, o2, tePath, "tokenURL", "missing tokenURL; give the authorization server's token endpoint")
 	ua.TokenExchange = t
 	return ua
-}
-
-// userOAuth reads the settings of type: user-oauth.
-func (p authSection) userOAuth(o *object, path string) *UserOAuth {
-	u := &UserOAuth{}
-	if f, ok := o.get("scopes"); ok {
-		u.Scopes = p.scopeList(f.val, join(path, "scopes"))
-	}
-	if f, ok := o.get("clientId"); ok {
-		u.ClientID, _, _ = p.expanded(f.val, join(path, "clientId"))
-		if u.ClientID == "" {
-			p.errorf(resolve(f.val), join(path, "clientId"), "is empty; remove it to let the gateway register itself")
-		}
-	}
-	if f, ok := o.get("clientSecret"); ok {
-		u.ClientSecret, _, _ = p.expanded(f.val, join(path, "clientSecret"))
-		switch {
-		case u.ClientSecret == "":
-			p.errorf(resolve(f.val), join(path, "clientSecret"), "is empty (check the variable it comes from)")
-		case u.ClientID == "":
-			p.errorf(f.key, join(path, "clientSecret"), "needs clientId: the secret belongs to a pre-registered client")
-		}
-	}
-	if f, ok := o.get("resourceParameter"); ok {
-		v, _ := p.scalar(f.val, join(path, "resourceParameter"))
-		switch v {
-		case "send":
-		case "omit":
-			u.OmitResource = true
-		default:
-			p.errorf(resolve(f.val), join(path, "resourceParameter"), "%q is not send or omit (omit for authorization servers that reject RFC 8707 resource, such as Entra ID)", v)
-		}
-	}
-	return u
 }
 
 func (p authSection) resourceURL(n *yaml.Node, path string) string {

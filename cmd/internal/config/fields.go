@@ -142,10 +142,16 @@ func readBlock[T any](p *parser, n *yaml.Node, path string, hints map[string]str
 	if !ok {
 		return o, false
 	}
+	readFields(p, o, path, table, v)
+	return o, true
+}
+
+// readFields reads the keys of table that the mapping o at path sets into v,
+// in the table's order: for a block whose other keys say which table applies.
+func readFields[T any](p *parser, o *object, path string, table []blockField[T], v *T) {
 	for _, bf := range table {
 		if f, ok := o.get(bf.key); ok {
 			bf.read(p, f, join(path, bf.key), v)
 		}
 	}
-	return o, true
 }
