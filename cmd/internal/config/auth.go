@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -84,35 +83,6 @@ type Introspection struct {
 	CacheTTL time.Duration
 }
 
-// PolicyRule is one item of the policy: list. A rule applies to a principal
-// when every condition of Match holds; it then allows and denies upstreams
-// and items by pattern. See docs/auth.md.
-type PolicyRule struct {
-	// Name labels the rule in logs ("" = "policy[i]").
-	Name string
-	// Match holds the conditions; an empty Match applies to every principal.
-	Match PolicyMatch
-	// Allow and Deny are patterns "<upstream>" (the whole upstream) or
-	// "<upstream>/<item>", where both parts may use * and ?. Deny wins.
-	Allow, Deny []string
-}
-
-// PolicyMatch is the condition part of a rule. Every non-empty field must
-// hold; within one field, any listed value is enough. String values may use
-// the * and ? wildcards.
-type PolicyMatch struct {
-	// Sub lists accepted subjects (the sub claim).
-	Sub []string
-	// Groups lists groups; the principal must be in one of them.
-	Groups []string
-	// Scopes lists scopes; the token must carry one of them.
-	Scopes []string
-	// Claims maps a claim name (a dotted path reaches nested claims, such as
-	// realm_access.roles) to accepted values: string, bool or float64. A claim
-	// holding a list matches when one of its elements does.
-	Claims map[string][]any
-}
-
 // UpstreamAuth says how the gateway authenticates to a remote upstream
 // (never with the client's token). Exactly one field is set.
 type UpstreamAuth struct {
@@ -158,9 +128,292 @@ type TokenExchange struct {
 	Scopes   []string
 }
 
-func authKeys() []string {
-	return []string{"issuer", "audience", "scopes", "jwksURL", "algorithms", "clockSkew", "introspection",
-		"resourceName", "documentationURL", "browser", "tokenKeys"}
+func authFields() []field { return fieldsOf(authTable("")) }
+
+// authTable is how the auth: block's keys are read; publicURL is the
+// top-level key's, which the audience is checked against.
+func authTable(publicURL string) []blockField[Auth] {
+	return []blockField[Auth]{
+		{field: field{key: "issuer", typ: tString, doc: "The authorization server's issuer URL, exactly as in the tokens' iss; https, except on a loopback host (required)."},
+			read: func(p *parser, f pair, path string, a *Auth) {
+				if v, ok := p.scalar(f.val, path); ok {
+					a.Issuer = v
+					if msg := checkSecureURL(v, false); msg != "" {
+						p.errorf(resolve(f.val), path, "%s", msg+noExpandHint(v))
+					} else if u, _ := url.Parse(v); u.RawQuery != "" {
+						p.errorf(resolve(f.val), path, "must not have a query")
+					}
+				}
+			}},
+		{field: field{key: "audience", typ: tString, def: "(publicURL + /mcp)", doc: "The gateway's canonical MCP URL (RFC 8707 resource), which tokens must name in aud."},
+			read: func(p *parser, f pair, path string, a *Auth) {
+				if v, ok := p.scalar(f.val, path); ok {
+					a.Audience = v
+					if msg := checkAudience(v); msg != "" {
+						p.errorf(resolve(f.val), path, "%s", msg+noExpandHint(v))
+					} else if publicURL != "" && !sameOrigin(v, publicURL) {
+						p.warnf(resolve(f.val), path, "is not on publicURL's origin (%s); the protected-resource metadata is announced on the audience's origin", publicURL)
+					}
+				}
+			}},
+		scopesField("Scopes every request's token must carry, announced in challenges and the metadata.", func(a *Auth) *[]string { return &a.Scopes }),
+		{field: field{key: "jwksURL", typ: tString, doc: "Overrides the jwks_uri found by discovery."},
+			read: func(p *parser, f pair, path string, a *Auth) {
+				if v, ok := p.scalar(f.val, path); ok && v != "" {
+					if msg := checkSecureURL(v, false); msg != "" {
+						p.errorf(resolve(f.val), path, "%s", msg)
+					}
+					a.JWKSURL = v
+				}
+			}},
+		{field: field{key: "algorithms", typ: tStrings, enum: SupportedAlgorithms(), def: "(every asymmetric one)", doc: "The accepted JWS algorithms; HS* and none are never accepted."},
+			read: func(p *parser, f pair, path string, a *Auth) {
+				vals, _, ok := p.stringList(f.val, path, false)
+				if !ok {
+					return
+				}
+				for i, v := range vals {
+					if !contains(SupportedAlgorithms(), v) {
+						msg := fmt.Sprintf("%q is not an accepted algorithm; use %s", v, strings.Join(SupportedAlgorithms(), ", "))
+						if strings.HasPrefix(strings.ToUpper(v), "HS") || strings.EqualFold(v, "none") {
+							msg = fmt.Sprintf("%q is refused: a resource server verifies with the issuer's public keys, so only asymmetric algorithms (%s) are safe", v, strings.Join(SupportedAlgorithms(), ", "))
+						}
+						p.errorf(resolve(f.val).Content[i], index(path, i), "%s", msg)
+						continue
+					}
+					a.Algorithms = append(a.Algorithms, v)
+				}
+			}},
+		{field: field{key: "clockSkew", typ: tDuration, def: durationText(DefaultClockSkew), doc: fmt.Sprintf("The leeway on a token's exp and nbf, at most %s.", durationText(MaxClockSkew))},
+			read: func(p *parser, f pair, path string, a *Auth) {
+				if d, ok := p.duration(f.val, path, false); ok {
+					if d > MaxClockSkew {
+						p.errorf(resolve(f.val), path, "%s is too long; at most %s, or expired tokens stay accepted", d, MaxClockSkew)
+					}
+					a.ClockSkew = d
+				}
+			}},
+		{field: field{key: "introspection", typ: tBlock, sub: introspectionFields, doc: "Verifies opaque (non-JWT) tokens by RFC 7662. Unset: opaque tokens are refused."},
+			read: func(p *parser, f pair, path string, a *Auth) {
+				a.Introspection = authSection{p}.introspection(f.val, path)
+			}},
+		{field: field{key: "resourceName", typ: tString, doc: "resource_name of the protected-resource metadata."},
+			read: func(p *parser, f pair, path string, a *Auth) { a.ResourceName, _ = p.scalar(f.val, path) }},
+		{field: field{key: "documentationURL", typ: tString, doc: "resource_documentation of the protected-resource metadata."},
+			read: func(p *parser, f pair, path string, a *Auth) {
+				if v, ok := p.scalar(f.val, path); ok {
+					if msg := checkHTTPURL(v, false); msg != "" {
+						p.errorf(resolve(f.val), path, "%s", msg)
+					}
+					a.DocumentationURL = v
+				}
+			}},
+		{field: field{key: "browser", typ: tBlock, sub: browserFields,
+			doc: "The gateway's own OIDC client at the issuer, for the pages a person opens (connect links, /connections); user-oauth upstreams need it."},
+			read: func(p *parser, f pair, path string, a *Auth) { a.Browser = authSection{p}.browser(f.val, path) }},
+		{field: field{key: "tokenKeys", typ: tString, secret: true,
+			doc: "The keys that seal upstream tokens at rest, \"id:base64,...\" with the sealing key first; ${VAR} is expanded, such as \"${SWITCHBOARD_TOKEN_KEYS}\"."},
+			read: func(p *parser, f pair, path string, a *Auth) {
+				if v, raw, ok := p.expanded(f.val, path); ok {
+					if msg := checkTokenKeys(v); msg != "" {
+						if raw != v {
+							msg = "(after expanding variables) " + msg
+						}
+						p.errorf(resolve(f.val), path, "%s", msg)
+					}
+					a.TokenKeys = v
+				}
+			}},
+	}
+}
+
+func introspectionFields() []field { return fieldsOf(introspectionTable()) }
+
+func introspectionTable() []blockField[Introspection] {
+	return []blockField[Introspection]{
+		{field: field{key: "url", typ: tString, doc: "The RFC 7662 introspection endpoint; ${VAR} is expanded (required)."},
+			read: func(p *parser, f pair, path string, in *Introspection) {
+				if v, raw, ok := p.expanded(f.val, path); ok {
+					if msg := checkSecureURL(v, raw != v); msg != "" {
+						p.errorf(resolve(f.val), path, "%s", msg)
+					}
+					in.URL = v
+				}
+			}},
+		clientIDField("The gateway's client at the endpoint (HTTP Basic); ${VAR} is expanded (required).", func(in *Introspection) *string { return &in.ClientID }),
+		clientSecretField("Its secret, such as \"${CLIENT_SECRET}\" (required).", func(in *Introspection) *string { return &in.ClientSecret }),
+		{field: field{key: "cacheTTL", typ: tDuration, def: durationText(DefaultIntrospectionCacheTTL),
+			doc: fmt.Sprintf("How long an answer is reused, capped by the token's exp, at most %s.", durationText(MaxIntrospectionCacheTTL))},
+			read: func(p *parser, f pair, path string, in *Introspection) {
+				if d, ok := p.duration(f.val, path, false); ok {
+					if d > MaxIntrospectionCacheTTL {
+						p.errorf(resolve(f.val), path, "%s is too long; at most %s, since a revoked token stays accepted while cached", d, MaxIntrospectionCacheTTL)
+					}
+					in.CacheTTL = d
+				}
+			}},
+	}
+}
+
+func browserFields() []field { return fieldsOf(browserTable()) }
+
+func browserTable() []blockField[Browser] {
+	return []blockField[Browser]{
+		clientIDField("The confidential client's id at the issuer; ${VAR} is expanded (required).", func(b *Browser) *string { return &b.ClientID }),
+		clientSecretField("Its secret, such as \"${BROWSER_CLIENT_SECRET}\" (required).", func(b *Browser) *string { return &b.ClientSecret }),
+		{field: field{key: "admins", typ: tBlock, sub: func() []field { return pick(policyMatchFields(), "sub") },
+			doc: "Who sees the gateway's status view on /connections, by the subject they sign in as. Unset: no one."},
+			read: func(p *parser, f pair, path string, b *Browser) {
+				m := policySection{p}.policyMatch(f.val, path)
+				if len(m.Groups) > 0 || len(m.Scopes) > 0 || len(m.Claims) > 0 {
+					// A signed-in browser is known by its ID token's issuer and subject, not by an access token's claims.
+					p.errorf(resolve(f.val), path, "matches sub only: the pages know a browser by the subject it signed in as")
+				}
+				b.Admins = &m
+			}},
+	}
+}
+
+// clientIDField is the clientId of an OAuth client block, with ${VAR}
+// expansion; requireClient reports it missing.
+func clientIDField[T any](doc string, dst func(*T) *string) blockField[T] {
+	return blockField[T]{field: field{key: "clientId", typ: tString, doc: doc},
+		read: func(p *parser, f pair, path string, v *T) {
+			id, _, _ := p.expanded(f.val, path)
+			if id == "" {
+				p.errorf(resolve(f.val), path, "is empty")
+			}
+			*dst(v) = id
+		}}
+}
+
+// clientSecretField is the clientSecret of an OAuth client block, with
+// ${VAR} expansion; requireClient reports it missing.
+func clientSecretField[T any](doc string, dst func(*T) *string) blockField[T] {
+	return blockField[T]{field: field{key: "clientSecret", typ: tString, secret: true, doc: doc},
+		read: func(p *parser, f pair, path string, v *T) {
+			secret, _, _ := p.expanded(f.val, path)
+			if secret == "" {
+				p.errorf(resolve(f.val), path, "is empty (check the variable it comes from)")
+			}
+			*dst(v) = secret
+		}}
+}
+
+// tokenURLField is the tokenURL of an upstream credential block, with ${VAR}
+// expansion; required.
+func tokenURLField[T any](dst func(*T) *string) blockField[T] {
+	return blockField[T]{field: field{key: "tokenURL", typ: tString, doc: "The token endpoint; ${VAR} is expanded (required)."},
+		read: func(p *parser, f pair, path string, v *T) {
+			u, raw, ok := p.expanded(f.val, path)
+			if ok {
+				if msg := checkSecureURL(u, raw != u); msg != "" {
+					p.errorf(resolve(f.val), path, "%s", msg)
+				}
+			}
+			*dst(v) = u
+		}}
+}
+
+// scopesField is a list of OAuth scope tokens.
+func scopesField[T any](doc string, dst func(*T) *[]string) blockField[T] {
+	return blockField[T]{field: field{key: "scopes", typ: tStrings, doc: doc},
+		read: func(p *parser, f pair, path string, v *T) { *dst(v) = authSection{p}.scopeList(f.val, path) }}
+}
+
+// resourceField is the RFC 8707 resource of an upstream credential block.
+func resourceField[T any](doc string, dst func(*T) *string) blockField[T] {
+	return blockField[T]{field: field{key: "resource", typ: tString, def: "(the upstream's url)", doc: doc},
+		read: func(p *parser, f pair, path string, v *T) { *dst(v) = authSection{p}.resourceURL(f.val, path) }}
+}
+
+// requireClient reports the missing keys of an OAuth client block, in order:
+// missing names those that must be set besides clientId and clientSecret,
+// each with its message.
+func requireClient(p *parser, o *object, path string, missing ...string) {
+	for i := 0; i+1 < len(missing); i += 2 {
+		if _, ok := o.get(missing[i]); !ok {
+			p.errorf(resolve(o.node), path, "%s", missing[i+1])
+		}
+	}
+	if _, ok := o.get("clientId"); !ok {
+		p.errorf(resolve(o.node), path, "missing clientId")
+	}
+	if _, ok := o.get("clientSecret"); !ok {
+		p.errorf(resolve(o.node), path, "missing clientSecret; take it from the environment, such as clientSecret: \"${CLIENT_SECRET}\"")
+	}
+}
+
+// upstreamAuthFields are the keys of an upstream's auth: block: type:
+// user-oauth and its settings, or one of the gateway's own credentials.
+func upstreamAuthFields() []field {
+	return append([]field{
+		{key: "clientCredentials", typ: tBlock, sub: clientCredentialsFields, doc: "The gateway's own OAuth client credentials grant toward the upstream."},
+		{key: "tokenExchange", typ: tBlock, sub: tokenExchangeFields, doc: "RFC 8693 token exchange: each client's token is exchanged for one for the upstream."},
+		{key: "type", typ: tString, enum: []string{"user-oauth"}, doc: "user-oauth: each person's own grant at the upstream's authorization server, connected in-band."},
+	}, fieldsOf(userOAuthTable())...)
+}
+
+// userOAuthTable is how the keys of type: user-oauth are read.
+func userOAuthTable() []blockField[UserOAuth] {
+	return []blockField[UserOAuth]{
+		scopesField("With type: user-oauth, the scopes asked for.", func(u *UserOAuth) *[]string { return &u.Scopes }),
+		{field: field{key: "clientId", typ: tString, doc: "With type: user-oauth, a pre-registered client (unset: the gateway registers itself)."},
+			read: func(p *parser, f pair, path string, u *UserOAuth) {
+				u.ClientID, _, _ = p.expanded(f.val, path)
+				if u.ClientID == "" {
+					p.errorf(resolve(f.val), path, "is empty; remove it to let the gateway register itself")
+				}
+			}},
+		{field: field{key: "clientSecret", typ: tString, secret: true, doc: "With type: user-oauth, the pre-registered client's secret (a public client has none)."},
+			read: func(p *parser, f pair, path string, u *UserOAuth) {
+				u.ClientSecret, _, _ = p.expanded(f.val, path)
+				switch {
+				case u.ClientSecret == "":
+					p.errorf(resolve(f.val), path, "is empty (check the variable it comes from)")
+				case u.ClientID == "":
+					p.errorf(f.key, path, "needs clientId: the secret belongs to a pre-registered client")
+				}
+			}},
+		{field: field{key: "resourceParameter", typ: tString, def: "send", enum: []string{"send", "omit"},
+			doc: "With type: user-oauth, omit leaves out the RFC 8707 resource parameter, for servers that reject it (Entra ID)."},
+			read: func(p *parser, f pair, path string, u *UserOAuth) {
+				v, _ := p.scalar(f.val, path)
+				switch v {
+				case "send":
+				case "omit":
+					u.OmitResource = true
+				default:
+					p.errorf(resolve(f.val), path, "%q is not send or omit (omit for authorization servers that reject RFC 8707 resource, such as Entra ID)", v)
+				}
+			}},
+	}
+}
+
+func clientCredentialsFields() []field { return fieldsOf(clientCredentialsTable()) }
+
+func clientCredentialsTable() []blockField[ClientCredentials] {
+	return []blockField[ClientCredentials]{
+		tokenURLField(func(c *ClientCredentials) *string { return &c.TokenURL }),
+		clientIDField("The gateway's client; ${VAR} is expanded (required).", func(c *ClientCredentials) *string { return &c.ClientID }),
+		clientSecretField("Its secret, such as \"${CLIENT_SECRET}\" (required).", func(c *ClientCredentials) *string { return &c.ClientSecret }),
+		scopesField("The scopes asked for.", func(c *ClientCredentials) *[]string { return &c.Scopes }),
+		resourceField("The RFC 8707 resource indicator.", func(c *ClientCredentials) *string { return &c.Resource }),
+	}
+}
+
+func tokenExchangeFields() []field { return fieldsOf(tokenExchangeTable()) }
+
+func tokenExchangeTable() []blockField[TokenExchange] {
+	return []blockField[TokenExchange]{
+		tokenURLField(func(t *TokenExchange) *string { return &t.TokenURL }),
+		clientIDField("The gateway's client; ${VAR} is expanded (required).", func(t *TokenExchange) *string { return &t.ClientID }),
+		clientSecretField("Its secret, such as \"${CLIENT_SECRET}\" (required).", func(t *TokenExchange) *string { return &t.ClientSecret }),
+		{field: field{key: "audience", typ: tString, doc: "The optional audience parameter; ${VAR} is expanded."},
+			read: func(p *parser, f pair, path string, t *TokenExchange) { t.Audience, _, _ = p.expanded(f.val, path) }},
+		resourceField("The resource parameter.", func(t *TokenExchange) *string { return &t.Resource }),
+		scopesField("The scopes asked for.", func(t *TokenExchange) *[]string { return &t.Scopes }),
+	}
 }
 
 // SupportedAlgorithms are the JWS algorithms auth.algorithms accepts.
@@ -194,34 +447,22 @@ func checkSecureURL(v string, expanded bool) string {
 	return ""
 }
 
-func (p *parser) authConfig(n *yaml.Node, cfg *Config) {
-	o, ok := p.object(n, "auth", keySpec{known: authKeys()})
+// authConfig reads the auth: block: its keys from the table, then what a
+// missing key means.
+func (p authSection) authConfig(n *yaml.Node, cfg *Config) {
+	a := &Auth{ClockSkew: DefaultClockSkew}
+	o, ok := readBlock(p.parser, n, "auth", nil, authTable(cfg.PublicURL), a)
 	if !ok {
 		return
 	}
-	a := &Auth{ClockSkew: DefaultClockSkew}
 	cfg.Auth = a
-	f, ok := o.get("issuer")
-	if !ok {
+	if _, ok := o.get("issuer"); !ok {
 		p.errorf(resolve(o.node), "auth", "missing issuer; give the authorization server's issuer URL, such as https://login.example.com/realms/eng")
-	} else if v, ok := p.scalar(f.val, "auth.issuer"); ok {
-		a.Issuer = v
-		if msg := checkSecureURL(v, false); msg != "" {
-			p.errorf(resolve(f.val), "auth.issuer", "%s", msg+noExpandHint(v))
-		} else if u, _ := url.Parse(v); u.RawQuery != "" {
-			p.errorf(resolve(f.val), "auth.issuer", "must not have a query")
-		}
 	}
-	if f, ok := o.get("audience"); ok {
-		if v, ok := p.scalar(f.val, "auth.audience"); ok {
-			a.Audience = v
-			if msg := checkAudience(v); msg != "" {
-				p.errorf(resolve(f.val), "auth.audience", "%s", msg+noExpandHint(v))
-			} else if cfg.PublicURL != "" && !sameOrigin(v, cfg.PublicURL) {
-				p.warnf(resolve(f.val), "auth.audience", "is not on publicURL's origin (%s); the protected-resource metadata is announced on the audience's origin", cfg.PublicURL)
-			}
-		}
-	} else if cfg.PublicURL != "" {
+	if _, ok := o.get("audience"); ok {
+		return
+	}
+	if cfg.PublicURL != "" {
 		a.Audience = strings.TrimSuffix(cfg.PublicURL, "/") + "/mcp"
 		if msg := checkAudience(a.Audience); msg != "" {
 			p.errorf(resolve(o.node), "auth", "the audience defaults to publicURL + \"/mcp\" (%s), which %s; set auth.audience", a.Audience, msg)
@@ -229,86 +470,16 @@ func (p *parser) authConfig(n *yaml.Node, cfg *Config) {
 	} else {
 		p.errorf(resolve(o.node), "auth", "needs audience (the gateway's canonical MCP URL, such as https://mcp.example.com/mcp), or publicURL to derive it from")
 	}
-	if f, ok := o.get("scopes"); ok {
-		a.Scopes = p.scopeList(f.val, "auth.scopes")
-	}
-	if f, ok := o.get("jwksURL"); ok {
-		if v, ok := p.scalar(f.val, "auth.jwksURL"); ok && v != "" {
-			if msg := checkSecureURL(v, false); msg != "" {
-				p.errorf(resolve(f.val), "auth.jwksURL", "%s", msg)
-			}
-			a.JWKSURL = v
-		}
-	}
-	if f, ok := o.get("algorithms"); ok {
-		if vals, _, ok := p.stringList(f.val, "auth.algorithms", false); ok {
-			for i, v := range vals {
-				if !contains(SupportedAlgorithms(), v) {
-					msg := fmt.Sprintf("%q is not an accepted algorithm; use %s", v, strings.Join(SupportedAlgorithms(), ", "))
-					if strings.HasPrefix(strings.ToUpper(v), "HS") || strings.EqualFold(v, "none") {
-						msg = fmt.Sprintf("%q is refused: a resource server verifies with the issuer's public keys, so only asymmetric algorithms (%s) are safe", v, strings.Join(SupportedAlgorithms(), ", "))
-					}
-					p.errorf(resolve(f.val).Content[i], index("auth.algorithms", i), "%s", msg)
-					continue
-				}
-				a.Algorithms = append(a.Algorithms, v)
-			}
-		}
-	}
-	if f, ok := o.get("clockSkew"); ok {
-		if d, ok := p.duration(f.val, "auth.clockSkew", false); ok {
-			if d > MaxClockSkew {
-				p.errorf(resolve(f.val), "auth.clockSkew", "%s is too long; at most %s, or expired tokens stay accepted", d, MaxClockSkew)
-			}
-			a.ClockSkew = d
-		}
-	}
-	if f, ok := o.get("introspection"); ok {
-		a.Introspection = p.introspection(f.val)
-	}
-	if f, ok := o.get("resourceName"); ok {
-		a.ResourceName, _ = p.scalar(f.val, "auth.resourceName")
-	}
-	if f, ok := o.get("documentationURL"); ok {
-		if v, ok := p.scalar(f.val, "auth.documentationURL"); ok {
-			if msg := checkHTTPURL(v, false); msg != "" {
-				p.errorf(resolve(f.val), "auth.documentationURL", "%s", msg)
-			}
-			a.DocumentationURL = v
-		}
-	}
-	if f, ok := o.get("browser"); ok {
-		a.Browser = p.browser(f.val)
-	}
-	if f, ok := o.get("tokenKeys"); ok {
-		if v, raw, ok := p.expanded(f.val, "auth.tokenKeys"); ok {
-			if msg := checkTokenKeys(v); msg != "" {
-				if raw != v {
-					msg = "(after expanding variables) " + msg
-				}
-				p.errorf(resolve(f.val), "auth.tokenKeys", "%s", msg)
-			}
-			a.TokenKeys = v
-		}
-	}
 }
 
-func (p *parser) browser(n *yaml.Node) *Browser {
-	const path = "auth.browser"
-	o, ok := p.object(n, path, keySpec{known: []string{"clientId", "clientSecret", "admins"}})
+// browser reads auth.browser at path.
+func (p authSection) browser(n *yaml.Node, path string) *Browser {
+	b := &Browser{}
+	o, ok := readBlock(p.parser, n, path, nil, browserTable(), b)
 	if !ok {
 		return nil
 	}
-	b := &Browser{}
-	b.ClientID, b.ClientSecret = p.clientCreds(o, path)
-	if f, ok := o.get("admins"); ok {
-		m := p.policyMatch(f.val, join(path, "admins"))
-		if len(m.Groups) > 0 || len(m.Scopes) > 0 || len(m.Claims) > 0 {
-			// A signed-in browser is known by its ID token's issuer and subject, not by an access token's claims.
-			p.errorf(resolve(f.val), join(path, "admins"), "matches sub only: the pages know a browser by the subject it signed in as")
-		}
-		b.Admins = &m
-	}
+	requireClient(p.parser, o, path)
 	return b
 }
 
@@ -343,7 +514,7 @@ func sameOrigin(a, b string) bool {
 }
 
 // scopeList reads a list of OAuth scope tokens (RFC 6749 §3.3).
-func (p *parser) scopeList(n *yaml.Node, path string) []string {
+func (p authSection) scopeList(n *yaml.Node, path string) []string {
 	vals, _, ok := p.stringList(n, path, false)
 	if !ok {
 		return nil
@@ -368,62 +539,21 @@ func checkScope(v string) string {
 	return ""
 }
 
-func (p *parser) introspection(n *yaml.Node) *Introspection {
-	const path = "auth.introspection"
-	o, ok := p.object(n, path, keySpec{known: []string{"url", "clientId", "clientSecret", "cacheTTL"}})
+// introspection reads auth.introspection at path.
+func (p authSection) introspection(n *yaml.Node, path string) *Introspection {
+	in := &Introspection{CacheTTL: DefaultIntrospectionCacheTTL}
+	o, ok := readBlock(p.parser, n, path, nil, introspectionTable(), in)
 	if !ok {
 		return nil
 	}
-	in := &Introspection{CacheTTL: DefaultIntrospectionCacheTTL}
-	if f, ok := o.get("url"); ok {
-		if v, raw, ok := p.expanded(f.val, join(path, "url")); ok {
-			if msg := checkSecureURL(v, raw != v); msg != "" {
-				p.errorf(resolve(f.val), join(path, "url"), "%s", msg)
-			}
-			in.URL = v
-		}
-	} else {
-		p.errorf(resolve(o.node), path, "missing url; give the RFC 7662 introspection endpoint")
-	}
-	in.ClientID, in.ClientSecret = p.clientCreds(o, path)
-	if f, ok := o.get("cacheTTL"); ok {
-		if d, ok := p.duration(f.val, join(path, "cacheTTL"), false); ok {
-			if d > MaxIntrospectionCacheTTL {
-				p.errorf(resolve(f.val), join(path, "cacheTTL"), "%s is too long; at most %s, since a revoked token stays accepted while cached", d, MaxIntrospectionCacheTTL)
-			}
-			in.CacheTTL = d
-		}
-	}
+	requireClient(p.parser, o, path, "url", "missing url; give the RFC 7662 introspection endpoint")
 	return in
-}
-
-// clientCreds reads the required clientId and clientSecret of an OAuth
-// client block, with ${VAR} expansion.
-func (p *parser) clientCreds(o *object, path string) (id, secret string) {
-	if f, ok := o.get("clientId"); ok {
-		id, _, _ = p.expanded(f.val, join(path, "clientId"))
-		if id == "" {
-			p.errorf(resolve(f.val), join(path, "clientId"), "is empty")
-		}
-	} else {
-		p.errorf(resolve(o.node), path, "missing clientId")
-	}
-	if f, ok := o.get("clientSecret"); ok {
-		secret, _, _ = p.expanded(f.val, join(path, "clientSecret"))
-		if secret == "" {
-			p.errorf(resolve(f.val), join(path, "clientSecret"), "is empty (check the variable it comes from)")
-		}
-	} else {
-		p.errorf(resolve(o.node), path, "missing clientSecret; take it from the environment, such as clientSecret: \"${CLIENT_SECRET}\"")
-	}
-	return id, secret
 }
 
 // upstreamAuth reads an upstream's auth block. hasAuthzHeader is the
 // position of a static Authorization header, which the block would replace.
-func (p *parser) upstreamAuth(n *yaml.Node, path, upstreamURL string) *UpstreamAuth {
-	o, ok := p.object(n, path, keySpec{known: []string{"clientCredentials", "tokenExchange", "type", "scopes", "clientId",
-		"clientSecret", "resourceParameter"}})
+func (p authSection) upstreamAuth(n *yaml.Node, path, upstreamURL string) *UpstreamAuth {
+	o, ok := p.object(n, path, keySpec{known: keys(upstreamAuthFields())})
 	if !ok {
 		return nil
 	}
@@ -440,7 +570,8 @@ func (p *parser) upstreamAuth(n *yaml.Node, path, upstreamURL string) *UpstreamA
 				return nil
 			}
 		}
-		ua.UserOAuth = p.userOAuth(o, path)
+		ua.UserOAuth = &UserOAuth{}
+		readFields(p.parser, o, path, userOAuthTable(), ua.UserOAuth)
 		return ua
 	}
 	for _, k := range []string{"scopes", "clientId", "clientSecret", "resourceParameter"} {
@@ -461,93 +592,27 @@ func (p *parser) upstreamAuth(n *yaml.Node, path, upstreamURL string) *UpstreamA
 	}
 	if hasCC {
 		ccPath := join(path, "clientCredentials")
-		o2, ok := p.object(cc.val, ccPath, keySpec{known: []string{"tokenURL", "clientId", "clientSecret", "scopes", "resource"}})
+		c := &ClientCredentials{Resource: upstreamURL}
+		o2, ok := readBlock(p.parser, cc.val, ccPath, nil, clientCredentialsTable(), c)
 		if !ok {
 			return nil
 		}
-		c := &ClientCredentials{Resource: upstreamURL}
-		c.TokenURL = p.tokenURL(o2, ccPath)
-		c.ClientID, c.ClientSecret = p.clientCreds(o2, ccPath)
-		if f, ok := o2.get("scopes"); ok {
-			c.Scopes = p.scopeList(f.val, join(ccPath, "scopes"))
-		}
-		if f, ok := o2.get("resource"); ok {
-			c.Resource = p.resourceURL(f.val, join(ccPath, "resource"))
-		}
+		requireClient(p.parser, o2, ccPath, "tokenURL", "missing tokenURL; give the authorization server's token endpoint")
 		ua.ClientCredentials = c
 		return ua
 	}
 	tePath := join(path, "tokenExchange")
-	o2, ok := p.object(te.val, tePath, keySpec{known: []string{"tokenURL", "clientId", "clientSecret", "audience", "resource", "scopes"}})
+	t := &TokenExchange{Resource: upstreamURL}
+	o2, ok := readBlock(p.parser, te.val, tePath, nil, tokenExchangeTable(), t)
 	if !ok {
 		return nil
 	}
-	t := &TokenExchange{Resource: upstreamURL}
-	t.TokenURL = p.tokenURL(o2, tePath)
-	t.ClientID, t.ClientSecret = p.clientCreds(o2, tePath)
-	if f, ok := o2.get("audience"); ok {
-		t.Audience, _, _ = p.expanded(f.val, join(tePath, "audience"))
-	}
-	if f, ok := o2.get("resource"); ok {
-		t.Resource = p.resourceURL(f.val, join(tePath, "resource"))
-	}
-	if f, ok := o2.get("scopes"); ok {
-		t.Scopes = p.scopeList(f.val, join(tePath, "scopes"))
-	}
+	requireClient(p.parser, o2, tePath, "tokenURL", "missing tokenURL; give the authorization server's token endpoint")
 	ua.TokenExchange = t
 	return ua
 }
 
-// userOAuth reads the settings of type: user-oauth.
-func (p *parser) userOAuth(o *object, path string) *UserOAuth {
-	u := &UserOAuth{}
-	if f, ok := o.get("scopes"); ok {
-		u.Scopes = p.scopeList(f.val, join(path, "scopes"))
-	}
-	if f, ok := o.get("clientId"); ok {
-		u.ClientID, _, _ = p.expanded(f.val, join(path, "clientId"))
-		if u.ClientID == "" {
-			p.errorf(resolve(f.val), join(path, "clientId"), "is empty; remove it to let the gateway register itself")
-		}
-	}
-	if f, ok := o.get("clientSecret"); ok {
-		u.ClientSecret, _, _ = p.expanded(f.val, join(path, "clientSecret"))
-		switch {
-		case u.ClientSecret == "":
-			p.errorf(resolve(f.val), join(path, "clientSecret"), "is empty (check the variable it comes from)")
-		case u.ClientID == "":
-			p.errorf(f.key, join(path, "clientSecret"), "needs clientId: the secret belongs to a pre-registered client")
-		}
-	}
-	if f, ok := o.get("resourceParameter"); ok {
-		v, _ := p.scalar(f.val, join(path, "resourceParameter"))
-		switch v {
-		case "send":
-		case "omit":
-			u.OmitResource = true
-		default:
-			p.errorf(resolve(f.val), join(path, "resourceParameter"), "%q is not send or omit (omit for authorization servers that reject RFC 8707 resource, such as Entra ID)", v)
-		}
-	}
-	return u
-}
-
-func (p *parser) tokenURL(o *object, path string) string {
-	f, ok := o.get("tokenURL")
-	if !ok {
-		p.errorf(resolve(o.node), path, "missing tokenURL; give the authorization server's token endpoint")
-		return ""
-	}
-	v, raw, ok := p.expanded(f.val, join(path, "tokenURL"))
-	if ok {
-		if msg := checkSecureURL(v, raw != v); msg != "" {
-			p.errorf(resolve(f.val), join(path, "tokenURL"), "%s", msg)
-		}
-	}
-	return v
-}
-
-func (p *parser) resourceURL(n *yaml.Node, path string) string {
+func (p authSection) resourceURL(n *yaml.Node, path string) string {
 	v, raw, ok := p.expanded(n, path)
 	if ok {
 		if msg := checkHTTPURL(v, raw != v); msg != "" {
@@ -557,207 +622,4 @@ func (p *parser) resourceURL(n *yaml.Node, path string) string {
 		}
 	}
 	return v
-}
-
-// policy reads the policy: list. Patterns are checked against the upstream
-// names afterwards, by checkPolicy.
-func (p *parser) policy(n *yaml.Node, cfg *Config) []*yaml.Node {
-	rules, nodes, ok := p.policyRules(n, "policy")
-	if ok {
-		cfg.Policy = rules
-		if len(rules) == 0 && len(resolve(n).Content) == 0 {
-			p.warnf(resolve(n), "policy", "is an empty list, which denies every upstream to everyone; remove the key to allow all")
-		}
-	}
-	return nodes
-}
-
-// policyRules reads a list of policy rules at path: the top-level policy and
-// an endpoint's. It returns the rules (non-nil when n is a list) and the
-// allow and deny lists' nodes in order, for checkPolicyPatterns.
-func (p *parser) policyRules(n *yaml.Node, path string) ([]PolicyRule, []*yaml.Node, bool) {
-	n = resolve(n)
-	if n.Kind != yaml.SequenceNode {
-		p.errorf(n, path, "must be a list of rules (each item starts with \"- match:\" or \"- name:\"), not %s", kindName(n))
-		return nil, nil, false
-	}
-	rules := []PolicyRule{}
-	var nodes []*yaml.Node
-	for i, item := range n.Content {
-		path := index(path, i)
-		o, ok := p.object(item, path, keySpec{known: []string{"name", "match", "allow", "deny"}})
-		if !ok {
-			continue
-		}
-		var r PolicyRule
-		if f, ok := o.get("name"); ok {
-			r.Name, _ = p.scalar(f.val, join(path, "name"))
-		}
-		if f, ok := o.get("match"); ok {
-			r.Match = p.policyMatch(f.val, join(path, "match"))
-		}
-		for _, k := range []struct {
-			key string
-			dst *[]string
-		}{{"allow", &r.Allow}, {"deny", &r.Deny}} {
-			if f, ok := o.get(k.key); ok {
-				if vals, _, ok := p.stringList(f.val, join(path, k.key), false); ok {
-					*k.dst = vals
-					nodes = append(nodes, resolve(f.val))
-				}
-			}
-		}
-		if len(r.Allow) == 0 && len(r.Deny) == 0 {
-			p.warnf(resolve(item), path, "has neither allow nor deny, so it has no effect")
-		}
-		rules = append(rules, r)
-	}
-	return rules, nodes, true
-}
-
-func (p *parser) policyMatch(n *yaml.Node, path string) PolicyMatch {
-	var m PolicyMatch
-	o, ok := p.object(n, path, keySpec{known: []string{"sub", "groups", "scopes", "claims"}})
-	if !ok {
-		return m
-	}
-	for _, k := range []struct {
-		key string
-		dst *[]string
-	}{{"sub", &m.Sub}, {"groups", &m.Groups}, {"scopes", &m.Scopes}} {
-		if f, ok := o.get(k.key); ok {
-			if vals, _, ok := p.stringList(f.val, join(path, k.key), false); ok {
-				if len(vals) == 0 {
-					p.errorf(resolve(f.val), join(path, k.key), "is an empty list, which no principal matches; remove it or list values")
-				}
-				*k.dst = vals
-			}
-		}
-	}
-	if f, ok := o.get("claims"); ok {
-		cn := resolve(f.val)
-		cpath := join(path, "claims")
-		if cn.Kind != yaml.MappingNode {
-			p.errorf(cn, cpath, "must be a mapping of claim names to values, not %s", kindName(cn))
-			return m
-		}
-		m.Claims = map[string][]any{}
-		for _, pr := range p.pairs(cn, cpath) {
-			kp := join(cpath, pr.key.Value)
-			if pr.key.Value == "" {
-				p.errorf(pr.key, kp, "claim name is empty")
-				continue
-			}
-			v := resolve(pr.val)
-			var items []*yaml.Node
-			if v.Kind == yaml.SequenceNode {
-				items = v.Content
-				if len(items) == 0 {
-					p.errorf(v, kp, "is an empty list, which no principal matches")
-				}
-			} else {
-				items = []*yaml.Node{v}
-			}
-			var vals []any
-			for _, it := range items {
-				if x, ok := p.claimValue(resolve(it), kp); ok {
-					vals = append(vals, x)
-				}
-			}
-			m.Claims[pr.key.Value] = vals
-		}
-	}
-	return m
-}
-
-// claimValue converts a scalar to the type a JSON claim would have.
-func (p *parser) claimValue(n *yaml.Node, path string) (any, bool) {
-	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-		p.errorf(n, path, "must be a string, number or boolean, not %s", kindName(n))
-		return nil, false
-	}
-	switch n.Tag {
-	case "!!bool":
-		b, err := strconv.ParseBool(strings.ToLower(n.Value))
-		return b, err == nil
-	case "!!int", "!!float":
-		f, err := strconv.ParseFloat(n.Value, 64)
-		if err != nil {
-			if i, err2 := strconv.ParseInt(n.Value, 0, 64); err2 == nil {
-				return float64(i), true
-			}
-			p.errorf(n, path, "%s is not a number", n.Value)
-			return nil, false
-		}
-		return f, true
-	}
-	return n.Value, true
-}
-
-// checkPolicy checks every pattern against the upstreams, once all are known.
-func (p *parser) checkPolicy(cfg *Config, lists []*yaml.Node, policyKey *yaml.Node) {
-	if cfg.Policy == nil {
-		return
-	}
-	if cfg.Auth == nil {
-		p.errorf(policyKey, "policy", "needs an auth block: rules match the claims of verified tokens, so without auth there is no one to match")
-	}
-	p.checkPolicyPatterns(cfg, "policy", cfg.Policy, lists)
-}
-
-// checkPolicyPatterns checks the allow and deny patterns of rules (read at
-// path by policyRules, which returned lists) against the upstream names.
-func (p *parser) checkPolicyPatterns(cfg *Config, path string, rules []PolicyRule, lists []*yaml.Node) {
-	names := map[string]bool{}
-	for _, u := range cfg.Upstreams {
-		names[u.Name] = true
-	}
-	li := 0
-	for i, r := range rules {
-		for _, k := range []struct {
-			key  string
-			vals []string
-		}{{"allow", r.Allow}, {"deny", r.Deny}} {
-			if k.vals == nil {
-				continue
-			}
-			node := lists[li]
-			li++
-			for j, pat := range k.vals {
-				if msg := checkPattern(pat, names); msg != "" {
-					p.errorf(node.Content[j], index(join(index(path, i), k.key), j), "%s", msg)
-				}
-			}
-		}
-	}
-}
-
-// checkPattern returns why a policy pattern is invalid, or "".
-func checkPattern(pat string, names map[string]bool) string {
-	up, item, hasItem := strings.Cut(pat, "/")
-	switch {
-	case pat == "":
-		return "pattern is empty; write \"<upstream>\" or \"<upstream>/<tool glob>\""
-	case up == "":
-		return fmt.Sprintf("%q has no upstream before '/'; write \"<upstream>/<item>\" (use \"*/<item>\" for every upstream)", pat)
-	case hasItem && item == "":
-		return fmt.Sprintf("%q has nothing after '/'; write %q for the whole upstream, or %q for every item", pat, up, up+"/*")
-	}
-	for _, r := range up {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '*' || r == '?') {
-			return fmt.Sprintf("upstream part %q may only contain upstream-name characters (a-z, 0-9, '-') and the wildcards * and ?", up)
-		}
-	}
-	if !strings.ContainsAny(up, "*?") && !names[up] {
-		msg := fmt.Sprintf("no upstream is named %q", up)
-		known := make([]string, 0, len(names))
-		for n := range names {
-			known = append(known, n)
-		}
-		if s := suggest(up, known); s != "" {
-			msg += fmt.Sprintf("; did you mean %q?", s)
-		}
-		return msg
-	}
-	return ""
 }

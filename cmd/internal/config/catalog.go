@@ -50,8 +50,65 @@ func ReservedEndpointNames() []string { return []string{"sse", "message", "messa
 
 var endpointNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
 
-func endpointKeys() []string {
-	return []string{"name", "include", "exclude", "policy", "discovery", "alwaysList", "exposeFound"}
+func endpointFields() []field { return fieldsOf(endpointTable()) }
+
+// endpointBuild is one endpoint being read: the endpoint, where its settings
+// are, and the names the earlier endpoints took.
+type endpointBuild struct {
+	e    Endpoint
+	m    *endpointMeta
+	seen map[string]*yaml.Node
+}
+
+// endpointTable is how an endpoint's keys are read.
+func endpointTable() []blockField[endpointBuild] {
+	table := []blockField[endpointBuild]{
+		{field: field{key: "name", typ: tString, doc: "Serves the endpoint at /mcp/<name>: ^[a-z0-9][a-z0-9-]{0,31}$, unique, not sse, message or messages (required)."},
+			read: func(p *parser, f pair, path string, b *endpointBuild) {
+				v, ok := p.scalar(f.val, path)
+				if !ok {
+					return
+				}
+				b.m.nameNode = resolve(f.val)
+				b.e.Name = v
+				if msg := checkEndpointName(v); msg != "" {
+					p.errorf(b.m.nameNode, path, "%s", msg)
+				} else if first, dup := b.seen[v]; dup {
+					p.errorf(b.m.nameNode, path, "duplicate endpoint name %q; the first is at %s; names must be unique", v, pos(first))
+				} else {
+					b.seen[v] = b.m.nameNode
+				}
+			}},
+		{field: field{key: "include", typ: tStrings, doc: "Globs over the names clients see (tools, prompts, resource URIs) that the endpoint serves. Unset: everything."},
+			read: func(p *parser, f pair, path string, b *endpointBuild) {
+				b.m.includeSet, b.m.includeNode = true, resolve(f.val)
+				b.e.Include, b.m.badInclude = p.globList(f.val, path)
+				if b.e.Include != nil && len(b.e.Include) == 0 {
+					p.errorf(b.m.includeNode, path, "is an empty list, which selects nothing; list globs such as \"files__*\", or remove include to select everything")
+				}
+			}},
+		{field: field{key: "exclude", typ: tStrings, doc: "Globs that remove from what include selected."},
+			read: func(p *parser, f pair, path string, b *endpointBuild) {
+				b.m.excluded, b.m.excludeNode = true, resolve(f.val)
+				b.e.Exclude, b.m.badExcl = p.globList(f.val, path)
+			}},
+		{field: field{key: "policy", typ: tBlockList, sub: policyRuleFields, doc: "Rules on top of the global policy, as the top level's; needs auth."},
+			read: func(p *parser, f pair, path string, b *endpointBuild) {
+				b.m.policyKey = f.key
+				if rules, lists, ok := (policySection{p}).policyRules(f.val, path); ok {
+					b.e.Policy, b.m.policyLists = rules, lists
+					if len(rules) == 0 && len(resolve(f.val).Content) == 0 {
+						p.warnf(resolve(f.val), path, "is an empty list, which denies the endpoint to everyone; remove the key to apply only the global policy")
+					}
+				}
+			}},
+	}
+	for _, d := range discoveryFields("the endpoint's") {
+		table = append(table, blockField[endpointBuild]{field: d, read: func(p *parser, f pair, path string, b *endpointBuild) {
+			searchSection{p}.discoveryField(d.key, f, path, discoveryDst{&b.e.Discovery, &b.e.AlwaysList, &b.e.ExposeFound}, &b.m.discovery)
+		}})
+	}
+	return table
 }
 
 func endpointHints() map[string]string {
@@ -86,7 +143,7 @@ type endpointMeta struct {
 
 // endpoints reads the endpoints: list; checkEndpoints checks it against the
 // upstreams and overrides.
-func (p *parser) endpoints(key string, f pair, t *topLevel) {
+func (p catalogSection) endpoints(key string, f pair, t *topLevel) {
 	n := resolve(f.val)
 	if n.Kind != yaml.SequenceNode {
 		p.errorf(n, key, "must be a list of endpoints (each item starts with \"- name:\"), not %s", kindName(n))
@@ -96,50 +153,16 @@ func (p *parser) endpoints(key string, f pair, t *topLevel) {
 	seen := map[string]*yaml.Node{}
 	for i, item := range n.Content {
 		path := index(key, i)
-		o, ok := p.object(item, path, keySpec{known: endpointKeys(), hints: endpointHints()})
+		b := &endpointBuild{e: Endpoint{Discovery: DiscoveryList}, seen: seen,
+			m: &endpointMeta{path: path, node: resolve(item), discovery: discoveryMeta{path: path}}}
+		o, ok := readBlock(p.parser, item, path, endpointHints(), endpointTable(), b)
 		if !ok {
 			continue
 		}
-		m := &endpointMeta{path: path, node: resolve(item), discovery: discoveryMeta{path: path}}
-		e := Endpoint{Discovery: DiscoveryList}
-		if f, ok := o.get("name"); !ok {
-			p.errorf(m.node, path, "missing name; every endpoint needs one, such as name: research (it is served at /mcp/research)")
-		} else if v, ok := p.scalar(f.val, join(path, "name")); ok {
-			m.nameNode = resolve(f.val)
-			e.Name = v
-			if msg := checkEndpointName(v); msg != "" {
-				p.errorf(m.nameNode, join(path, "name"), "%s", msg)
-			} else if first, dup := seen[v]; dup {
-				p.errorf(m.nameNode, join(path, "name"), "duplicate endpoint name %q; the first is at %s; names must be unique", v, pos(first))
-			} else {
-				seen[v] = m.nameNode
-			}
+		if _, ok := o.get("name"); !ok {
+			p.errorf(b.m.node, path, "missing name; every endpoint needs one, such as name: research (it is served at /mcp/research)")
 		}
-		if f, ok := o.get("include"); ok {
-			m.includeSet, m.includeNode = true, resolve(f.val)
-			e.Include, m.badInclude = p.globList(f.val, join(path, "include"))
-			if e.Include != nil && len(e.Include) == 0 {
-				p.errorf(m.includeNode, join(path, "include"), "is an empty list, which selects nothing; list globs such as \"files__*\", or remove include to select everything")
-			}
-		}
-		if f, ok := o.get("exclude"); ok {
-			m.excluded, m.excludeNode = true, resolve(f.val)
-			e.Exclude, m.badExcl = p.globList(f.val, join(path, "exclude"))
-		}
-		if f, ok := o.get("policy"); ok {
-			m.policyKey = f.key
-			if rules, lists, ok := p.policyRules(f.val, join(path, "policy")); ok {
-				e.Policy, m.policyLists = rules, lists
-				if len(rules) == 0 && len(resolve(f.val).Content) == 0 {
-					p.warnf(resolve(f.val), join(path, "policy"), "is an empty list, which denies the endpoint to everyone; remove the key to apply only the global policy")
-				}
-			}
-		}
-		for _, k := range discoveryKeys() {
-			if f, ok := o.get(k); ok {
-				p.discoveryField(k, f, join(path, k), discoveryDst{&e.Discovery, &e.AlwaysList, &e.ExposeFound}, &m.discovery)
-			}
-		}
+		e, m := b.e, b.m
 		t.cfg.Endpoints = append(t.cfg.Endpoints, e)
 		t.endpoints = append(t.endpoints, m)
 	}
@@ -162,22 +185,6 @@ func checkEndpointName(v string) string {
 		return msg
 	}
 	return ""
-}
-
-// globList reads a list of globs. bad reports a malformed one (each gets its
-// error); vals is non-nil when n is a list.
-func (p *parser) globList(n *yaml.Node, path string) (vals []string, bad bool) {
-	vals, _, ok := p.stringList(n, path, false)
-	if !ok {
-		return vals, true
-	}
-	for i, g := range vals {
-		if msg := checkGlob(g); msg != "" {
-			p.errorf(resolve(n).Content[i], index(path, i), "%s", msg)
-			bad = true
-		}
-	}
-	return vals, bad
 }
 
 // checkGlob returns why g is not a glob the catalog can use, or "". The
@@ -382,7 +389,7 @@ func globAcceptsPrefix(toks []globTok, pre string) bool {
 
 // checkEndpoints checks the endpoints against the upstreams and overrides,
 // once all are known: an endpoint must be able to select something.
-func (p *parser) checkEndpoints(cfg *Config, t *topLevel) {
+func (p catalogSection) checkEndpoints(cfg *Config, t *topLevel) {
 	scope := newNameScope(cfg)
 	for i, e := range cfg.Endpoints {
 		m := t.endpoints[i]
@@ -390,7 +397,7 @@ func (p *parser) checkEndpoints(cfg *Config, t *topLevel) {
 			if cfg.Auth == nil {
 				p.errorf(m.policyKey, join(m.path, "policy"), "needs an auth block: rules match the claims of verified tokens, so without auth there is no one to match")
 			}
-			p.checkPolicyPatterns(cfg, join(m.path, "policy"), e.Policy, m.policyLists)
+			policySection(p).checkPolicyPatterns(cfg, join(m.path, "policy"), e.Policy, m.policyLists)
 		}
 		if m.badInclude || m.badExcl {
 			continue

@@ -163,6 +163,9 @@ type Config struct {
 	// presetSources keeps the argument presets as written, before ${VAR}
 	// expansion, for String.
 	presetSources map[OverrideKey]map[string]json.RawMessage
+	// cursorSecretLen is, in a copy made by Redacted, the length of the
+	// cursorSecret it redacted, which String shows.
+	cursorSecretLen int
 }
 
 // LogConfig configures the gateway's log output.
@@ -306,7 +309,7 @@ func Parse(name string, data []byte, env func(string) (string, bool)) (*Config, 
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
-	p := &parser{file: name, env: env}
+	p := &parser{reporter: &reporter{file: name}, env: env}
 	root, err := decode(name, data)
 	if err != nil {
 		var se *syntaxError

@@ -859,7 +859,7 @@ func TestOriginAndHostDefaults(t *testing.T) {
 }
 
 func TestSuggest(t *testing.T) {
-	known := topLevelKeys()
+	known := keys(topFields())
 	for in, want := range map[string]string{
 		"pagesize": "pageSize", "page_size": "pageSize", "upstream": "upstreams", "lisen": "listen",
 		"publicUrl": "publicURL", "cursor_secret": "cursorSecret", "zzz": "", "allowedOrigin": "allowedOrigins",

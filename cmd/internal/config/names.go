@@ -27,10 +27,29 @@ func DefaultClientHosts() []ClientHost {
 	return []ClientHost{{Name: "Claude Code", Prefix: "mcp__switchboard__", MaxLength: 64}}
 }
 
-func clientHostKeys() []string { return []string{"name", "prefix", "maxLength"} }
+func clientHostFields() []field { return fieldsOf(clientHostTable()) }
 
-// maxToolNameLength reads maxToolNameLength.
-func (p *parser) maxToolNameLength(n *yaml.Node, cfg *Config) {
+// clientHostTable is how a clientHosts item's keys are read.
+func clientHostTable() []blockField[ClientHost] {
+	return []blockField[ClientHost]{
+		{field: field{key: "name", typ: tString, doc: "The host's name, for messages (default: its prefix)."},
+			read: func(p *parser, f pair, path string, h *ClientHost) { h.Name, _ = p.scalar(f.val, path) }},
+		{field: field{key: "prefix", typ: tString, doc: "What the host puts before a tool's name, such as mcp__switchboard__."},
+			read: func(p *parser, f pair, path string, h *ClientHost) { h.Prefix, _ = p.scalar(f.val, path) }},
+		{field: field{key: "maxLength", typ: tInt, doc: "The longest tool name the host accepts, its prefix included (required)."},
+			read: func(p *parser, f pair, path string, h *ClientHost) {
+				if v, ok := p.integer(f.val, path); ok {
+					if v < 1 {
+						p.errorf(resolve(f.val), path, "must be at least 1")
+					}
+					h.MaxLength = int(v)
+				}
+			}},
+	}
+}
+
+// readMaxToolNameLength reads maxToolNameLength.
+func readMaxToolNameLength(p *parser, n *yaml.Node, cfg *Config) {
 	v, ok := p.integer(n, "maxToolNameLength")
 	if !ok {
 		return
@@ -42,8 +61,8 @@ func (p *parser) maxToolNameLength(n *yaml.Node, cfg *Config) {
 	cfg.MaxToolNameLength = int(v)
 }
 
-// clientHosts reads clientHosts: a list of {name, prefix, maxLength}. It returns each host's node.
-func (p *parser) clientHosts(n *yaml.Node, cfg *Config) (nodes []*yaml.Node) {
+// readClientHosts reads clientHosts: a list of {name, prefix, maxLength}. It returns each host's node.
+func readClientHosts(p *parser, n *yaml.Node, cfg *Config) (nodes []*yaml.Node) {
 	n = resolve(n)
 	if n.Kind != yaml.SequenceNode {
 		p.errorf(n, "clientHosts", "must be a list of {name, prefix, maxLength}, not %s", kindName(n))
@@ -52,27 +71,14 @@ func (p *parser) clientHosts(n *yaml.Node, cfg *Config) (nodes []*yaml.Node) {
 	cfg.ClientHosts = []ClientHost{}
 	for i, item := range n.Content {
 		path := index("clientHosts", i)
-		o, ok := p.object(item, path, keySpec{known: clientHostKeys()})
+		h := ClientHost{}
+		o, ok := readBlock(p, item, path, nil, clientHostTable(), &h)
 		if !ok {
 			continue
 		}
-		h := ClientHost{}
-		if f, ok := o.get("name"); ok {
-			h.Name, _ = p.scalar(f.val, join(path, "name"))
-		}
-		if f, ok := o.get("prefix"); ok {
-			h.Prefix, _ = p.scalar(f.val, join(path, "prefix"))
-		}
-		f, ok := o.get("maxLength")
-		if !ok {
+		if _, ok := o.get("maxLength"); !ok {
 			p.errorf(resolve(item), path, "needs maxLength: the longest tool name the host accepts, its prefix included")
 			continue
-		}
-		if v, ok := p.integer(f.val, join(path, "maxLength")); ok {
-			if v < 1 {
-				p.errorf(resolve(f.val), join(path, "maxLength"), "must be at least 1")
-			}
-			h.MaxLength = int(v)
 		}
 		if h.Name == "" {
 			h.Name = h.Prefix
@@ -85,7 +91,7 @@ func (p *parser) clientHosts(n *yaml.Node, cfg *Config) (nodes []*yaml.Node) {
 
 // warnNameBudget warns about the stated hosts that would reject names the budget allows, at the budget's line
 // when the file sets it, else at the host's.
-func (p *parser) warnNameBudget(cfg *Config, budget *yaml.Node, hosts []*yaml.Node) {
+func warnNameBudget(p *parser, cfg *Config, budget *yaml.Node, hosts []*yaml.Node) {
 	for i, h := range cfg.ClientHosts {
 		if n := len(h.Prefix) + cfg.MaxToolNameLength; n > h.MaxLength {
 			at, path := budget, "maxToolNameLength"
@@ -113,8 +119,8 @@ const (
 	NamespacingNever ResourceNamespacing = "never"
 )
 
-// resourceNamespacing reads resourceNamespacing.
-func (p *parser) resourceNamespacing(key string, f pair, t *topLevel) {
+// readResourceNamespacing reads resourceNamespacing.
+func readResourceNamespacing(p *parser, key string, f pair, t *topLevel) {
 	valid := []string{string(NamespacingAuto), string(NamespacingAlways), string(NamespacingNever)}
 	if v, ok := p.oneOf(f, key, "namespacing mode", valid,
 		"auto (namespace URIs two upstreams offer), always or never", "auto, always or never"); ok {

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,33 +15,24 @@ import (
 // parser walks the node tree, converting values and collecting problems. It
 // lives for one Parse call.
 type parser struct {
-	file     string
-	env      func(string) (string, bool)
-	list     []Problem
-	warnings []Problem
+	*reporter
+	env func(string) (string, bool)
 }
 
-func (p *parser) problems() *Problems {
-	sortProblems(p.list)
-	sortProblems(p.warnings)
-	return &Problems{List: p.list, Warnings: p.warnings}
-}
-
-func (p *parser) at(n *yaml.Node, path, msg string) Problem {
-	pr := Problem{File: p.file, Path: path, Message: msg}
-	if n != nil {
-		pr.Line, pr.Col = n.Line, n.Column
-	}
-	return pr
-}
-
-func (p *parser) errorf(n *yaml.Node, path, format string, args ...any) {
-	p.list = append(p.list, p.at(n, path, fmt.Sprintf(format, args...)))
-}
-
-func (p *parser) warnf(n *yaml.Node, path, format string, args ...any) {
-	p.warnings = append(p.warnings, p.at(n, path, fmt.Sprintf(format, args...)))
-}
+// The sections of the file each read their part with the parser's value
+// readers: their own types keep the parser small.
+type (
+	// authSection reads the auth: block and an upstream's auth:.
+	authSection struct{ *parser }
+	// policySection reads policy rules, the top level's and an endpoint's.
+	policySection struct{ *parser }
+	// upstreamSection reads the upstreams, in either form.
+	upstreamSection struct{ *parser }
+	// catalogSection reads the endpoints and overrides.
+	catalogSection struct{ *parser }
+	// searchSection reads the discovery settings and the search: block.
+	searchSection struct{ *parser }
+)
 
 // pos formats a node's position for messages that point at a second place.
 func pos(n *yaml.Node) string { return fmt.Sprintf("%d:%d", n.Line, n.Column) }
@@ -423,3 +416,141 @@ func describe(n *yaml.Node) string {
 	}
 	return kindName(n)
 }
+
+// oneOf reads a scalar that must be one of valid. A wrong value is refused
+// with the choices explained (use), or with the closest choice when it looks
+// like a typo (the choices named in short).
+func (p *parser) oneOf(f pair, path, what string, valid []string, use, short string) (string, bool) {
+	v, ok := p.scalar(f.val, path)
+	if !ok {
+		return "", false
+	}
+	if contains(valid, v) {
+		return v, true
+	}
+	msg := fmt.Sprintf("%q is not a %s; use %s", v, what, use)
+	if s := suggest(v, valid); s != "" {
+		msg = fmt.Sprintf("%q is not a %s; did you mean %q? (%s)", v, what, s, short)
+	}
+	p.errorf(resolve(f.val), path, "%s", msg)
+	return "", false
+}
+
+// jsonValue converts a YAML value to JSON. With expandVars, ${VAR} is
+// expanded in strings, and raw is the value as written. Numbers keep their
+// text when it is JSON already; YAML's other spellings (0x1F, 1_000) are
+// converted; infinities and NaN, which JSON lacks, are refused.
+func (p *parser) jsonValue(n *yaml.Node, path string, expandVars bool, depth int) (val, raw json.RawMessage, ok bool) {
+	budget := maxJSONNodes
+	v, r, ok := p.jsonTree(n, path, expandVars, depth, &budget)
+	if !ok {
+		return nil, nil, false
+	}
+	val, err1 := json.Marshal(v)
+	raw, err2 := json.Marshal(r)
+	if err1 != nil || err2 != nil {
+		p.errorf(resolve(n), path, "cannot be written as JSON")
+		return nil, nil, false
+	}
+	return val, raw, true
+}
+
+func (p *parser) jsonTree(n *yaml.Node, path string, expandVars bool, depth int, budget *int) (val, raw any, ok bool) {
+	n = resolve(n)
+	*budget--
+	switch {
+	case *budget < 0:
+		if *budget == -1 {
+			p.errorf(n, path, "is too large: more than %d values once YAML aliases are expanded", maxJSONNodes)
+		}
+		return nil, nil, false
+	case depth > maxJSONDepth:
+		p.errorf(n, path, "is nested more than %d levels deep", maxJSONDepth)
+		return nil, nil, false
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		vm, rm := map[string]any{}, map[string]any{}
+		ok = true
+		for _, f := range p.pairs(n, path) {
+			v, r, good := p.jsonTree(f.val, join(path, f.key.Value), expandVars, depth+1, budget)
+			vm[f.key.Value], rm[f.key.Value] = v, r
+			ok = ok && good
+		}
+		return vm, rm, ok
+	case yaml.SequenceNode:
+		vs, rs := []any{}, []any{}
+		ok = true
+		for i, it := range n.Content {
+			v, r, good := p.jsonTree(it, index(path, i), expandVars, depth+1, budget)
+			vs, rs = append(vs, v), append(rs, r)
+			ok = ok && good
+		}
+		return vs, rs, ok
+	case yaml.ScalarNode:
+	default:
+		return nil, nil, true
+	}
+	switch n.Tag {
+	case "!!null":
+		return nil, nil, true
+	case "!!bool":
+		b, err := strconv.ParseBool(strings.ToLower(n.Value))
+		return b, b, err == nil
+	case "!!int", "!!float":
+		if num, ok := jsonNumber(n.Value, n.Tag); ok {
+			return num, num, true
+		}
+		p.errorf(n, path, "%s is not a number JSON can hold (no infinity or NaN); quote it to pass a string", n.Value)
+		return nil, nil, false
+	}
+	if !expandVars {
+		return n.Value, n.Value, true
+	}
+	v, _, ok := p.expanded(n, path)
+	return v, n.Value, ok
+}
+
+// jsonNumber returns a YAML number as a JSON number.
+func jsonNumber(s, tag string) (json.Number, bool) {
+	if m := jsonNumberRE.FindString(s); m == s {
+		return json.Number(s), true
+	}
+	if tag == "!!int" {
+		if i, err := strconv.ParseInt(s, 0, 64); err == nil {
+			return json.Number(strconv.FormatInt(i, 10)), true
+		}
+		if u, err := strconv.ParseUint(s, 0, 64); err == nil {
+			return json.Number(strconv.FormatUint(u, 10)), true
+		}
+	}
+	f, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return "", false
+	}
+	return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), true
+}
+
+// globList reads a list of globs. bad reports a malformed one (each gets its
+// error); vals is non-nil when n is a list.
+func (p *parser) globList(n *yaml.Node, path string) (vals []string, bad bool) {
+	vals, _, ok := p.stringList(n, path, false)
+	if !ok {
+		return vals, true
+	}
+	for i, g := range vals {
+		if msg := checkGlob(g); msg != "" {
+			p.errorf(resolve(n).Content[i], index(path, i), "%s", msg)
+			bad = true
+		}
+	}
+	return vals, bad
+}
+
+// maxJSONDepth bounds the nesting of a JSON value in the file, and
+// maxJSONNodes its size once YAML aliases are expanded (an alias of an alias
+// of a list grows exponentially).
+const (
+	maxJSONDepth = 32
+	maxJSONNodes = 10000
+)

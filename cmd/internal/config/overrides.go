@@ -3,10 +3,8 @@ package config
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -52,8 +50,52 @@ type Override struct {
 	TaskSupport string
 }
 
-func overrideKeys() []string {
-	return []string{"name", "title", "description", "annotations", "arguments", "taskSupport"}
+func overrideFields() []field { return fieldsOf(overrideTable()) }
+
+// overrideBuild is one override being read: the override, its presets as
+// written, and where its settings are.
+type overrideBuild struct {
+	Override
+	raw map[string]json.RawMessage
+	m   *overrideMeta
+}
+
+// overrideTable is how an override's keys are read.
+func overrideTable() []blockField[overrideBuild] {
+	text := func(key, doc string, dst func(*overrideBuild) *string) blockField[overrideBuild] {
+		return blockField[overrideBuild]{field: field{key: key, typ: tString, doc: doc},
+			read: func(p *parser, f pair, path string, b *overrideBuild) {
+				if v, ok := p.scalar(f.val, path); ok {
+					if strings.TrimSpace(v) == "" {
+						p.errorf(resolve(f.val), path, "is empty; remove it to keep the upstream's %s", key)
+					}
+					*dst(b) = v
+				}
+			}}
+	}
+	return []blockField[overrideBuild]{
+		{field: field{key: "name", typ: tString, doc: "The name clients see, ^[A-Za-z0-9_-]{1,64}$ within maxToolNameLength (unset: the namespaced name)."},
+			read: func(p *parser, f pair, path string, b *overrideBuild) {
+				b.m.nameNode = resolve(f.val)
+				b.Name, _ = p.scalar(f.val, path)
+			}},
+		text("title", "The tool's title (tools only).", func(b *overrideBuild) *string { return &b.Title }),
+		text("description", "Replaces the item's description.", func(b *overrideBuild) *string { return &b.Description }),
+		{field: field{key: "annotations", typ: tObject, doc: "Merged over the tool's own annotations, such as {readOnlyHint: true} (tools only)."},
+			read: func(p *parser, f pair, path string, b *overrideBuild) {
+				b.Annotations = catalogSection{p}.annotations(f.val, path)
+			}},
+		{field: field{key: "arguments", typ: tObject, doc: "Presets (tools only): argument name to the value every call gets, hidden from the inputSchema; ${VAR} is expanded in strings."},
+			read: func(p *parser, f pair, path string, b *overrideBuild) {
+				b.Arguments, b.raw = catalogSection{p}.presets(f.val, path)
+			}},
+		{field: field{key: "taskSupport", typ: tString, enum: []string{TaskForbidden, TaskOptional, TaskRequired},
+			doc: "How the gateway runs the tool as a task of its own when its upstream takes none (tools only; unset: the upstream's tasks:)."},
+			read: func(p *parser, f pair, path string, b *overrideBuild) {
+				b.TaskSupport, _ = p.oneOf(f, path, "task support", []string{TaskForbidden, TaskOptional, TaskRequired},
+					"forbidden (never a task), optional (a task when the client can take one and the call is slow) or required (only as a task)", "forbidden, optional or required")
+			}},
+	}
 }
 
 // strictNameRE is the tool-name form the big clients enforce.
@@ -70,7 +112,7 @@ type overrideMeta struct {
 
 // overrides reads the overrides: map; checkOverrides checks it against the
 // upstreams.
-func (p *parser) overrides(key string, f pair, t *topLevel) {
+func (p catalogSection) overrides(key string, f pair, t *topLevel) {
 	n := resolve(f.val)
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, key, "must be a mapping of \"<upstream>/<tool>\" (or \"<upstream>/prompts/<prompt>\") to settings, not %s", kindName(n))
@@ -86,39 +128,12 @@ func (p *parser) overrides(key string, f pair, t *topLevel) {
 		} else {
 			m.key, m.ok = k, true
 		}
-		o, ok := p.object(pr.val, path, keySpec{known: overrideKeys()})
+		b := &overrideBuild{m: m}
+		o, ok := readBlock(p.parser, pr.val, path, nil, overrideTable(), b)
 		if !ok {
 			continue
 		}
-		var ov Override
-		var raw map[string]json.RawMessage
-		if f, ok := o.get("name"); ok {
-			m.nameNode = resolve(f.val)
-			ov.Name, _ = p.scalar(f.val, join(path, "name"))
-		}
-		for _, s := range []struct {
-			key string
-			dst *string
-		}{{"title", &ov.Title}, {"description", &ov.Description}} {
-			if f, ok := o.get(s.key); ok {
-				if v, ok := p.scalar(f.val, join(path, s.key)); ok {
-					if strings.TrimSpace(v) == "" {
-						p.errorf(resolve(f.val), join(path, s.key), "is empty; remove it to keep the upstream's %s", s.key)
-					}
-					*s.dst = v
-				}
-			}
-		}
-		if f, ok := o.get("annotations"); ok {
-			ov.Annotations = p.annotations(f.val, join(path, "annotations"))
-		}
-		if f, ok := o.get("arguments"); ok {
-			ov.Arguments, raw = p.presets(f.val, join(path, "arguments"))
-		}
-		if f, ok := o.get("taskSupport"); ok {
-			ov.TaskSupport, _ = p.oneOf(f, join(path, "taskSupport"), "task support", []string{TaskForbidden, TaskOptional, TaskRequired},
-				"forbidden (never a task), optional (a task when the client can take one and the call is slow) or required (only as a task)", "forbidden, optional or required")
-		}
+		ov, raw := b.Override, b.raw
 		if m.ok && k.Kind == OverridePrompt {
 			for _, tk := range []string{"title", "annotations", "arguments", "taskSupport"} {
 				if f, ok := o.fields[tk]; ok {
@@ -185,7 +200,7 @@ func toolHints() []string {
 
 // annotations reads a tool's annotations: any JSON object, whose hints the
 // specification defines must be booleans and title a string.
-func (p *parser) annotations(n *yaml.Node, path string) json.RawMessage {
+func (p catalogSection) annotations(n *yaml.Node, path string) json.RawMessage {
 	n = resolve(n)
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, path, "must be a mapping (a JSON object), such as {readOnlyHint: true}, not %s", kindName(n))
@@ -215,7 +230,7 @@ func (p *parser) annotations(n *yaml.Node, path string) json.RawMessage {
 
 // presets reads a tool's argument presets: argument name to any JSON value,
 // with ${VAR} expanded in strings. raw holds the values as written.
-func (p *parser) presets(n *yaml.Node, path string) (vals, raw map[string]json.RawMessage) {
+func (p catalogSection) presets(n *yaml.Node, path string) (vals, raw map[string]json.RawMessage) {
 	n = resolve(n)
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, path, "must be a mapping of argument names to the values every call gets, such as {owner: acme}, not %s", kindName(n))
@@ -238,112 +253,9 @@ func (p *parser) presets(n *yaml.Node, path string) (vals, raw map[string]json.R
 	return vals, raw
 }
 
-// maxJSONDepth bounds the nesting of a JSON value in the file, and
-// maxJSONNodes its size once YAML aliases are expanded (an alias of an alias
-// of a list grows exponentially).
-const (
-	maxJSONDepth = 32
-	maxJSONNodes = 10000
-)
-
-// jsonValue converts a YAML value to JSON. With expandVars, ${VAR} is
-// expanded in strings, and raw is the value as written. Numbers keep their
-// text when it is JSON already; YAML's other spellings (0x1F, 1_000) are
-// converted; infinities and NaN, which JSON lacks, are refused.
-func (p *parser) jsonValue(n *yaml.Node, path string, expandVars bool, depth int) (val, raw json.RawMessage, ok bool) {
-	budget := maxJSONNodes
-	v, r, ok := p.jsonTree(n, path, expandVars, depth, &budget)
-	if !ok {
-		return nil, nil, false
-	}
-	val, err1 := json.Marshal(v)
-	raw, err2 := json.Marshal(r)
-	if err1 != nil || err2 != nil {
-		p.errorf(resolve(n), path, "cannot be written as JSON")
-		return nil, nil, false
-	}
-	return val, raw, true
-}
-
-func (p *parser) jsonTree(n *yaml.Node, path string, expandVars bool, depth int, budget *int) (val, raw any, ok bool) {
-	n = resolve(n)
-	*budget--
-	switch {
-	case *budget < 0:
-		if *budget == -1 {
-			p.errorf(n, path, "is too large: more than %d values once YAML aliases are expanded", maxJSONNodes)
-		}
-		return nil, nil, false
-	case depth > maxJSONDepth:
-		p.errorf(n, path, "is nested more than %d levels deep", maxJSONDepth)
-		return nil, nil, false
-	}
-	switch n.Kind {
-	case yaml.MappingNode:
-		vm, rm := map[string]any{}, map[string]any{}
-		ok = true
-		for _, f := range p.pairs(n, path) {
-			v, r, good := p.jsonTree(f.val, join(path, f.key.Value), expandVars, depth+1, budget)
-			vm[f.key.Value], rm[f.key.Value] = v, r
-			ok = ok && good
-		}
-		return vm, rm, ok
-	case yaml.SequenceNode:
-		vs, rs := []any{}, []any{}
-		ok = true
-		for i, it := range n.Content {
-			v, r, good := p.jsonTree(it, index(path, i), expandVars, depth+1, budget)
-			vs, rs = append(vs, v), append(rs, r)
-			ok = ok && good
-		}
-		return vs, rs, ok
-	case yaml.ScalarNode:
-	default:
-		return nil, nil, true
-	}
-	switch n.Tag {
-	case "!!null":
-		return nil, nil, true
-	case "!!bool":
-		b, err := strconv.ParseBool(strings.ToLower(n.Value))
-		return b, b, err == nil
-	case "!!int", "!!float":
-		if num, ok := jsonNumber(n.Value, n.Tag); ok {
-			return num, num, true
-		}
-		p.errorf(n, path, "%s is not a number JSON can hold (no infinity or NaN); quote it to pass a string", n.Value)
-		return nil, nil, false
-	}
-	if !expandVars {
-		return n.Value, n.Value, true
-	}
-	v, _, ok := p.expanded(n, path)
-	return v, n.Value, ok
-}
-
-// jsonNumber returns a YAML number as a JSON number.
-func jsonNumber(s, tag string) (json.Number, bool) {
-	if m := jsonNumberRE.FindString(s); m == s {
-		return json.Number(s), true
-	}
-	if tag == "!!int" {
-		if i, err := strconv.ParseInt(s, 0, 64); err == nil {
-			return json.Number(strconv.FormatInt(i, 10)), true
-		}
-		if u, err := strconv.ParseUint(s, 0, 64); err == nil {
-			return json.Number(strconv.FormatUint(u, 10)), true
-		}
-	}
-	f, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return "", false
-	}
-	return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), true
-}
-
 // checkOverrides checks the overrides against the upstreams once all are
 // known: the upstream exists, and the names given are valid and distinct.
-func (p *parser) checkOverrides(cfg *Config, t *topLevel) {
+func (p catalogSection) checkOverrides(cfg *Config, t *topLevel) {
 	ups := map[string]*Upstream{}
 	var names []string
 	for i := range cfg.Upstreams {

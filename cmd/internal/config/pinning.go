@@ -33,39 +33,45 @@ type Pinning struct {
 	StripInvisible bool
 }
 
-func pinningKeys() []string { return []string{"lockFile", "onChange", "stripInvisible"} }
+func pinningFields() []field { return fieldsOf(pinningTable()) }
 
-func (p *parser) pinning(key string, f pair, t *topLevel) {
-	o, ok := p.object(f.val, key, keySpec{known: pinningKeys(), hints: map[string]string{
+// pinningTable is how the pinning: block's keys are read.
+func pinningTable() []blockField[Pinning] {
+	return []blockField[Pinning]{
+		{field: field{key: "lockFile", typ: tString,
+			doc: "The lock file `switchboard pin` writes, relative to the config file's directory; ${VAR} is expanded. Unset: trust on first use."},
+			read: func(p *parser, f pair, path string, pn *Pinning) {
+				v, _, ok := p.expanded(f.val, path)
+				switch {
+				case !ok:
+				case strings.TrimSpace(v) == "":
+					p.errorf(resolve(f.val), path, "is empty; give the file `switchboard pin` writes, such as pins.lock, or remove the key to trust each definition on first use")
+				case strings.HasSuffix(v, "/") || strings.HasSuffix(v, string(filepath.Separator)):
+					p.errorf(resolve(f.val), path, "%q names a directory; give a file, such as %q", v, filepath.Join(v, "pins.lock"))
+				default:
+					pn.LockFile = resolveFile(p.file, v)
+				}
+			}},
+		{field: field{key: "onChange", typ: tString, def: string(PinWarn), enum: enumOf(PinBlock, PinWarn),
+			doc: "block withholds a changed or new tool until an admin approves it; warn serves it, and logs and audits the change."},
+			read: func(p *parser, f pair, path string, pn *Pinning) {
+				if v, ok := p.oneOf(f, path, "pinning action", []string{string(PinBlock), string(PinWarn)},
+					"block (withhold a changed tool until an admin approves it) or warn (serve it, and log and audit the change)", "block or warn"); ok {
+					pn.OnChange = PinAction(v)
+				}
+			}},
+		{field: field{key: "stripInvisible", typ: tBool, def: "false",
+			doc: "Removes invisible and bidirectional-control characters from descriptions (they are always flagged)."},
+			read: func(p *parser, f pair, path string, pn *Pinning) { pn.StripInvisible, _ = p.boolean(f.val, path) }},
+	}
+}
+
+// readPinning reads the pinning: block.
+func readPinning(p *parser, key string, f pair, t *topLevel) {
+	readBlock(p, f.val, key, map[string]string{
 		"mode":   "did you mean \"onChange\" (block or warn)?",
 		"action": "did you mean \"onChange\" (block or warn)?",
-	}})
-	if !ok {
-		return
-	}
-	pn := &t.cfg.Pinning
-	if f, ok := o.get("lockFile"); ok {
-		path := join(key, "lockFile")
-		if v, _, ok := p.expanded(f.val, path); ok {
-			switch {
-			case strings.TrimSpace(v) == "":
-				p.errorf(resolve(f.val), path, "is empty; give the file `switchboard pin` writes, such as pins.lock, or remove the key to trust each definition on first use")
-			case strings.HasSuffix(v, "/") || strings.HasSuffix(v, string(filepath.Separator)):
-				p.errorf(resolve(f.val), path, "%q names a directory; give a file, such as %q", v, filepath.Join(v, "pins.lock"))
-			default:
-				pn.LockFile = resolveFile(p.file, v)
-			}
-		}
-	}
-	if f, ok := o.get("onChange"); ok {
-		if v, ok := p.oneOf(f, join(key, "onChange"), "pinning action", []string{string(PinBlock), string(PinWarn)},
-			"block (withhold a changed tool until an admin approves it) or warn (serve it, and log and audit the change)", "block or warn"); ok {
-			pn.OnChange = PinAction(v)
-		}
-	}
-	if f, ok := o.get("stripInvisible"); ok {
-		pn.StripInvisible, _ = p.boolean(f.val, join(key, "stripInvisible"))
-	}
+	}, pinningTable(), &t.cfg.Pinning)
 }
 
 // resolveFile resolves a path written in the config file against the file's

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 )
 
 // Problem is one thing wrong (or worth a warning) in a configuration file,
@@ -61,10 +63,39 @@ func (p *Problems) Error() string {
 	return strings.Join(lines, "\n")
 }
 
+// reporter collects the problems of one Parse call, each with its position.
+type reporter struct {
+	file     string
+	list     []Problem
+	warnings []Problem
+}
+
 // sortProblems orders problems by position so the report reads top to
 // bottom; the sort is stable so problems at one position keep their order.
 func sortProblems(ps []Problem) {
 	slices.SortStableFunc(ps, func(a, b Problem) int {
 		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
 	})
+}
+
+func (p *reporter) problems() *Problems {
+	sortProblems(p.list)
+	sortProblems(p.warnings)
+	return &Problems{List: p.list, Warnings: p.warnings}
+}
+
+func (p *reporter) at(n *yaml.Node, path, msg string) Problem {
+	pr := Problem{File: p.file, Path: path, Message: msg}
+	if n != nil {
+		pr.Line, pr.Col = n.Line, n.Column
+	}
+	return pr
+}
+
+func (p *reporter) errorf(n *yaml.Node, path, format string, args ...any) {
+	p.list = append(p.list, p.at(n, path, fmt.Sprintf(format, args...)))
+}
+
+func (p *reporter) warnf(n *yaml.Node, path, format string, args ...any) {
+	p.warnings = append(p.warnings, p.at(n, path, fmt.Sprintf(format, args...)))
 }

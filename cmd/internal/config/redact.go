@@ -1,98 +1,127 @@
 package config
 
 import (
-	"fmt"
 	"maps"
 	"net/url"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 )
 
 // redactedValue replaces secret values in printed configurations.
 const redactedValue = "<redacted>"
 
-// Redacted returns a deep copy safe to print or log: header and env values
-// become "<redacted>", a set cursorSecret and the embeddings API key become
-// "<redacted>", passwords in URLs are masked, and command, args, cwd and url
-// show the text written in the file (with its ${VAR} references) instead of
-// the expanded values, which may hold secrets. The copy is for display only;
-// do not run upstreams from it.
+// Redacted returns a deep copy safe to print or log: each top-level key's
+// table entry redacts its part. Header and env values become "<redacted>", as
+// do every secret (a set cursorSecret, the auth, upstream auth and Redis
+// secrets, the embeddings API key), passwords in URLs are masked, and command,
+// args, cwd and url show the text written in the file (with its ${VAR}
+// references) instead of the expanded values, which may hold secrets. The copy
+// is for display only; do not run upstreams from it.
 func (c *Config) Redacted() *Config {
 	r := *c
-	r.AllowedOrigins = slices.Clone(c.AllowedOrigins)
-	r.AllowedHosts = slices.Clone(c.AllowedHosts)
 	r.Warnings = slices.Clone(c.Warnings)
-	r.PublicURL = redactURL(c.PublicURL)
-	r.sources = nil
-	if len(c.CursorSecret) > 0 {
-		r.CursorSecret = []byte(redactedValue)
+	r.sources, r.presetSources = nil, nil
+	for _, f := range topLevelFields() {
+		if f.redact != nil {
+			f.redact(&r, c)
+		}
 	}
-	if c.Auth != nil {
-		a := *c.Auth
-		a.Scopes = slices.Clone(c.Auth.Scopes)
-		a.Algorithms = slices.Clone(c.Auth.Algorithms)
-		if c.Auth.Introspection != nil {
-			in := *c.Auth.Introspection
-			in.URL = redactURL(in.URL)
-			in.ClientSecret = redactedValue
-			a.Introspection = &in
-		}
-		if b := c.Auth.Browser; b != nil {
-			rb := *b
-			rb.ClientSecret = redactedValue
-			a.Browser = &rb
-		}
-		if a.TokenKeys != "" {
-			a.TokenKeys = redactedValue
-		}
-		r.Auth = &a
+	return &r
+}
+
+// redactAuth copies the auth: block with its secrets redacted.
+func redactAuth(dst, src *Config) {
+	if src.Auth == nil {
+		return
 	}
-	r.Policy = clonePolicy(c.Policy)
-	r.AlwaysList = slices.Clone(c.AlwaysList)
-	if em := c.Search.Embeddings; em != nil {
+	a := *src.Auth
+	a.Scopes = slices.Clone(src.Auth.Scopes)
+	a.Algorithms = slices.Clone(src.Auth.Algorithms)
+	if src.Auth.Introspection != nil {
+		in := *src.Auth.Introspection
+		in.URL = redactURL(in.URL)
+		in.ClientSecret = redactedValue
+		a.Introspection = &in
+	}
+	if b := src.Auth.Browser; b != nil {
+		rb := *b
+		rb.ClientSecret = redactedValue
+		a.Browser = &rb
+	}
+	if a.TokenKeys != "" {
+		a.TokenKeys = redactedValue
+	}
+	dst.Auth = &a
+}
+
+// redactRedis copies the redis: block with its password, and one in its URL,
+// redacted.
+func redactRedis(dst, src *Config) {
+	if src.Redis == nil {
+		return
+	}
+	r := *src.Redis
+	r.URL = redactURL(r.URL)
+	if r.Password != "" {
+		r.Password = redactedValue
+	}
+	r.SentinelAddrs, r.ClusterAddrs = slices.Clone(r.SentinelAddrs), slices.Clone(r.ClusterAddrs)
+	dst.Redis = &r
+}
+
+// redactSearch copies the search: block with the embeddings API key
+// redacted.
+func redactSearch(dst, src *Config) {
+	if em := src.Search.Embeddings; em != nil {
 		e := *em
 		e.URL = redactURL(e.URL)
 		if e.APIKey != "" {
 			e.APIKey = redactedValue
 		}
-		r.Search.Embeddings = &e
+		dst.Search.Embeddings = &e
 	}
-	r.presetSources = nil
-	if c.ServerCard != nil {
-		sc := *c.ServerCard
-		r.ServerCard = &sc
+}
+
+func redactEndpoints(dst, src *Config) {
+	if src.Endpoints == nil {
+		return
 	}
-	if c.Endpoints != nil {
-		r.Endpoints = make([]Endpoint, len(c.Endpoints))
-		for i, e := range c.Endpoints {
-			e.Include, e.Exclude, e.Policy, e.AlwaysList = slices.Clone(e.Include), slices.Clone(e.Exclude), clonePolicy(e.Policy), slices.Clone(e.AlwaysList)
-			r.Endpoints[i] = e
+	dst.Endpoints = make([]Endpoint, len(src.Endpoints))
+	for i, e := range src.Endpoints {
+		e.Include, e.Exclude, e.Policy, e.AlwaysList = slices.Clone(e.Include), slices.Clone(e.Exclude), clonePolicy(e.Policy), slices.Clone(e.AlwaysList)
+		dst.Endpoints[i] = e
+	}
+}
+
+// redactOverrides copies the overrides with their presets as written: a
+// value taken from ${VAR} may be a credential, and shows as its reference.
+func redactOverrides(dst, src *Config) {
+	if src.Overrides == nil {
+		return
+	}
+	dst.Overrides = make(map[OverrideKey]Override, len(src.Overrides))
+	for k, o := range src.Overrides {
+		o.Annotations = slices.Clone(o.Annotations)
+		if raw, ok := src.presetSources[k]; ok {
+			o.Arguments = maps.Clone(raw)
+		} else {
+			o.Arguments = maps.Clone(o.Arguments)
 		}
+		dst.Overrides[k] = o
 	}
-	if c.Overrides != nil {
-		r.Overrides = make(map[OverrideKey]Override, len(c.Overrides))
-		for k, o := range c.Overrides {
-			o.Annotations = slices.Clone(o.Annotations)
-			// Presets show as written: a value taken from ${VAR} may be a
-			// credential, and shows as its reference.
-			if src, ok := c.presetSources[k]; ok {
-				o.Arguments = maps.Clone(src)
-			} else {
-				o.Arguments = maps.Clone(o.Arguments)
-			}
-			r.Overrides[k] = o
-		}
-	}
-	r.Upstreams = make([]Upstream, len(c.Upstreams))
-	for i, u := range c.Upstreams {
+}
+
+// redactUpstreams copies the upstreams with their strings as written, env and
+// header values and auth secrets redacted.
+func redactUpstreams(dst, src *Config) {
+	dst.Upstreams = make([]Upstream, len(src.Upstreams))
+	for i, u := range src.Upstreams {
 		ru := u
 		ru.Args = slices.Clone(u.Args)
-		if src, ok := c.sources[u.Name]; ok {
-			ru.Command, ru.Cwd, ru.URL = src.command, src.cwd, src.url
-			if src.args != nil {
-				ru.Args = slices.Clone(src.args)
+		ru.EnvPassthrough = slices.Clone(u.EnvPassthrough)
+		if s, ok := src.sources[u.Name]; ok {
+			ru.Command, ru.Cwd, ru.URL = s.command, s.cwd, s.url
+			if s.args != nil {
+				ru.Args = slices.Clone(s.args)
 			}
 		}
 		ru.URL = redactURL(ru.URL)
@@ -100,9 +129,8 @@ func (c *Config) Redacted() *Config {
 		ru.Headers = redactMap(u.Headers)
 		ru.HeaderFiles = maps.Clone(u.HeaderFiles)
 		ru.Auth = redactUpstreamAuth(u.Auth)
-		r.Upstreams[i] = ru
+		dst.Upstreams[i] = ru
 	}
-	return &r
 }
 
 // clonePolicy copies rules deeply enough that the copy shares no list.
@@ -169,447 +197,4 @@ func redactURL(s string) string {
 		return u.Redacted()
 	}
 	return s
-}
-
-// String renders the configuration in the file's own key names, with secrets
-// redacted as by Redacted, for `switchboard check` and startup logs.
-func (c *Config) String() string {
-	r := c.Redacted()
-	w := &lineWriter{}
-	r.writeServer(w, len(c.CursorSecret))
-	r.writeAuth(w)
-	r.writePolicy(w)
-	r.writeUpstreams(w)
-	r.writeEndpoints(w)
-	r.writeOverrides(w)
-	r.writePinning(w)
-	r.writeDiscovery(w)
-	r.writeSearch(w)
-	r.writeServerCard(w)
-	r.writeTasks(w)
-	return w.String()
-}
-
-func (c *Config) writeTasks(w *lineWriter) {
-	if c.Tasks == DefaultTasks() {
-		return
-	}
-	t := c.Tasks
-	w.line("tasks: {ttl: %s, pollInterval: %s, syncWindow: %s, maxRunning: %d, maxPerPrincipal: %d, maxResultBytes: %d, maxResultBytesPerPrincipal: %d}",
-		t.TTL, t.PollInterval, t.SyncWindow, t.MaxRunning, t.MaxPerPrincipal, t.MaxResultBytes, t.MaxResultBytesPerPrincipal)
-}
-
-func (c *Config) writeServerCard(w *lineWriter) {
-	sc := c.ServerCard
-	if sc == nil {
-		return
-	}
-	w.line("serverCard:  # experimental: /.well-known/mcp/server-card[/<endpoint>]")
-	w.line("  name: %s", strconv.Quote(sc.Name))
-	if sc.Title != "" {
-		w.line("  title: %s", strconv.Quote(sc.Title))
-	}
-	if sc.Description != "" {
-		w.line("  description: %s", strconv.Quote(sc.Description))
-	}
-	w.line("  primitives: %t", sc.Primitives)
-}
-
-// Summary is one line on what the configuration serves, for `switchboard
-// check`: "3 upstreams (1 disabled), /mcp in search mode, 2 endpoints
-// (/mcp/research, /mcp/ops; search: /mcp/ops), hybrid search (model
-// text-embedding-3-small), 4 overrides (1 with argument presets), pins from
-// pins.lock (changes blocked)". Search mode, of /mcp or of an endpoint, is
-// mentioned where it is used; pinning when it is not the default (trust on
-// first use, changes served with a warning).
-func (c *Config) Summary() string {
-	parts := []string{plural(len(c.Upstreams), "upstream")}
-	if d := countFunc(c.Upstreams, func(u Upstream) bool { return u.Disabled }); d > 0 {
-		parts[0] += fmt.Sprintf(" (%d disabled)", d)
-	}
-	if c.Discovery == DiscoverySearch {
-		parts = append(parts, "/mcp in search mode")
-	}
-	if len(c.Endpoints) > 0 {
-		var paths, searched []string
-		for _, e := range c.Endpoints {
-			paths = append(paths, "/mcp/"+e.Name)
-			if e.Discovery == DiscoverySearch {
-				searched = append(searched, "/mcp/"+e.Name)
-			}
-		}
-		s := strings.Join(paths, ", ")
-		if len(searched) > 0 {
-			s += "; search: " + strings.Join(searched, ", ")
-		}
-		parts = append(parts, plural(len(c.Endpoints), "endpoint")+" ("+s+")")
-	}
-	if em := c.Search.Embeddings; em != nil {
-		parts = append(parts, "hybrid search (model "+em.Model+")")
-	}
-	if len(c.Overrides) > 0 {
-		s := plural(len(c.Overrides), "override")
-		var presets int
-		for _, o := range c.Overrides {
-			if len(o.Arguments) > 0 {
-				presets++
-			}
-		}
-		if presets > 0 {
-			s += fmt.Sprintf(" (%d with argument presets)", presets)
-		}
-		parts = append(parts, s)
-	}
-	if pn := c.Pinning; pn != (Pinning{OnChange: PinWarn}) {
-		s := "pins trusted on first use"
-		if pn.LockFile != "" {
-			s = "pins from " + filepath.Base(pn.LockFile)
-		}
-		if pn.OnChange == PinBlock {
-			s += " (changes blocked)"
-		} else {
-			s += " (changes served with a warning)"
-		}
-		if pn.StripInvisible {
-			s += ", invisible characters stripped"
-		}
-		parts = append(parts, s)
-	}
-	return strings.Join(parts, ", ")
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
-}
-
-func countFunc[T any](s []T, f func(T) bool) int {
-	n := 0
-	for _, x := range s {
-		if f(x) {
-			n++
-		}
-	}
-	return n
-}
-
-func (c *Config) writeEndpoints(w *lineWriter) {
-	if c.Endpoints == nil {
-		return
-	}
-	w.line("endpoints:")
-	for _, e := range c.Endpoints {
-		w.line("  - name: %s  # /mcp/%s", e.Name, e.Name)
-		if e.Include != nil {
-			w.line("    include: %s", list(e.Include))
-		} else {
-			w.line("    include: []  # everything")
-		}
-		if len(e.Exclude) > 0 {
-			w.line("    exclude: %s", list(e.Exclude))
-		}
-		if e.Discovery == DiscoverySearch {
-			w.line("    discovery: search  # tools/list: search_tools, call_tool and alwaysList")
-		}
-		if e.AlwaysList != nil {
-			w.line("    alwaysList: %s", list(e.AlwaysList))
-		}
-		if e.ExposeFound {
-			w.line("    exposeFound: true")
-		}
-		if e.Policy != nil {
-			w.line("    policy:  # %d rules, on top of the global policy", len(e.Policy))
-			writeRules(w, "    ", e.Policy)
-		}
-	}
-}
-
-// writeDiscovery writes /mcp's discovery settings, when they are not the
-// default (list every tool).
-func (c *Config) writeDiscovery(w *lineWriter) {
-	if c.Discovery == DiscoverySearch {
-		w.line("discovery: search  # /mcp; tools/list: search_tools, call_tool and alwaysList")
-	} else if c.AlwaysList != nil || c.ExposeFound {
-		w.line("discovery: %s  # /mcp", c.Discovery)
-	}
-	if c.AlwaysList != nil {
-		w.line("alwaysList: %s", list(c.AlwaysList))
-	}
-	if c.ExposeFound {
-		w.line("exposeFound: true")
-	}
-}
-
-// writeSearch writes the search: block when search mode is used somewhere or
-// the block is not the default. The API key is never written: only the name
-// of its variable.
-func (c *Config) writeSearch(w *lineWriter) {
-	used := c.Discovery == DiscoverySearch || slices.ContainsFunc(c.Endpoints, func(e Endpoint) bool { return e.Discovery == DiscoverySearch })
-	s := c.Search
-	if !used && s.Embeddings == nil && s.Timeout == DefaultSearchTimeout {
-		return
-	}
-	em := s.Embeddings
-	if em == nil {
-		w.line("search: {timeout: %s}  # BM25 only: no embeddings", s.Timeout)
-		return
-	}
-	w.line("search:")
-	key := ""
-	if em.APIKeyEnv != "" {
-		key = ", apiKeyEnv: " + em.APIKeyEnv
-	}
-	w.line("  embeddings: {url: %s, model: %s%s}  # hybrid: BM25 and embeddings", strconv.Quote(em.URL), strconv.Quote(em.Model), key)
-	w.line("  timeout: %s", s.Timeout)
-}
-
-func (c *Config) writeOverrides(w *lineWriter) {
-	if c.Overrides == nil {
-		return
-	}
-	keys := slices.SortedFunc(maps.Keys(c.Overrides), func(a, b OverrideKey) int {
-		return strings.Compare(a.String(), b.String())
-	})
-	w.line("overrides:")
-	for _, k := range keys {
-		o := c.Overrides[k]
-		w.line("  %s:", strconv.Quote(k.String()))
-		if o.Name != "" {
-			w.line("    name: %s", strconv.Quote(o.Name))
-		}
-		if o.Title != "" {
-			w.line("    title: %s", strconv.Quote(o.Title))
-		}
-		if o.Description != "" {
-			w.line("    description: %s", strconv.Quote(o.Description))
-		}
-		if len(o.Annotations) > 0 {
-			w.line("    annotations: %s", o.Annotations)
-		}
-		if len(o.Arguments) > 0 {
-			parts := make([]string, 0, len(o.Arguments))
-			for _, a := range slices.Sorted(maps.Keys(o.Arguments)) {
-				parts = append(parts, strconv.Quote(a)+": "+string(o.Arguments[a]))
-			}
-			w.line("    arguments: {%s}", strings.Join(parts, ", "))
-		}
-		if o.TaskSupport != "" {
-			w.line("    taskSupport: %s", o.TaskSupport)
-		}
-	}
-}
-
-func (c *Config) writePinning(w *lineWriter) {
-	pn := c.Pinning
-	if pn == (Pinning{OnChange: PinWarn}) {
-		return // the block is absent: nothing is pinned (pins are not enforced by this version yet)
-	}
-	if pn.LockFile == "" {
-		w.line("pinning: {onChange: %s, stripInvisible: %t}", pn.OnChange, pn.StripInvisible)
-		return
-	}
-	w.line("pinning: {lockFile: %s, onChange: %s, stripInvisible: %t}", strconv.Quote(pn.LockFile), pn.OnChange, pn.StripInvisible)
-}
-
-// lineWriter collects the lines of String.
-type lineWriter struct{ strings.Builder }
-
-func (w *lineWriter) line(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
-
-// writeServer writes the server's settings; secretLen is the length of the
-// cursor secret before redaction.
-func (c *Config) writeServer(w *lineWriter, secretLen int) {
-	line := w.line
-	if c.File != "" {
-		line("# %s", c.File)
-	}
-	loop := IsLoopback(c.Listen)
-	line("listen: %s", c.Listen)
-	if c.ReplicaURL != "" {
-		line("replicaURL: %s", c.ReplicaURL)
-	}
-	if c.PublicURL != "" {
-		line("publicURL: %s", c.PublicURL)
-	}
-	switch {
-	case len(c.AllowedOrigins) > 0:
-		line("allowedOrigins: %s", list(c.AllowedOrigins))
-	case loop:
-		line("allowedOrigins: []  # default: loopback origins, and publicURL's")
-	default:
-		line("allowedOrigins: []  # default: only publicURL's origin, if set")
-	}
-	switch {
-	case len(c.AllowedHosts) > 0:
-		line("allowedHosts: %s", list(c.AllowedHosts))
-	case loop:
-		line("allowedHosts: []  # default: localhost, 127.0.0.1, [::1] and publicURL's host")
-	default:
-		line("allowedHosts: []  # default: any host")
-	}
-	line("maxBodyBytes: %d", c.MaxBodyBytes)
-	line("pageSize: %d", c.PageSize)
-	line("resourceNamespacing: %s", c.ResourceNamespacing)
-	line("requestTimeout: %s", c.RequestTimeout)
-	line("maxRequestTimeout: %s", c.MaxRequestTimeout)
-	line("sessionIdleTimeout: %s", c.SessionIdleTimeout)
-	line("listCacheTTL: %s", c.ListCacheTTL)
-	if secretLen > 0 {
-		line("cursorSecret: %s  # %d bytes", redactedValue, secretLen)
-	} else {
-		line("cursorSecret: \"\"  # generated at start; single replica only")
-	}
-	line("log: {level: %s, format: %s}", strings.ToLower(c.Log.Level.String()), c.Log.Format)
-}
-
-func (c *Config) writeAuth(w *lineWriter) {
-	line := w.line
-	a := c.Auth
-	if a == nil {
-		line("auth: none  # clients are not authenticated")
-		return
-	}
-	line("auth:")
-	line("  issuer: %s", strconv.Quote(a.Issuer))
-	line("  audience: %s", strconv.Quote(a.Audience))
-	if len(a.Scopes) > 0 {
-		line("  scopes: %s", list(a.Scopes))
-	}
-	if a.JWKSURL != "" {
-		line("  jwksURL: %s", strconv.Quote(a.JWKSURL))
-	}
-	if len(a.Algorithms) > 0 {
-		line("  algorithms: %s", list(a.Algorithms))
-	} else {
-		line("  algorithms: []  # default: %s", strings.Join(SupportedAlgorithms(), ", "))
-	}
-	line("  clockSkew: %s", a.ClockSkew)
-	if in := a.Introspection; in != nil {
-		line("  introspection: {url: %s, clientId: %s, clientSecret: %s, cacheTTL: %s}",
-			strconv.Quote(in.URL), strconv.Quote(in.ClientID), redactedValue, in.CacheTTL)
-	}
-	if b := a.Browser; b != nil {
-		line("  browser: {clientId: %s, clientSecret: %s}", strconv.Quote(b.ClientID), redactedValue)
-	}
-	if a.TokenKeys != "" {
-		line("  tokenKeys: %s", redactedValue)
-	}
-}
-
-func (c *Config) writePolicy(w *lineWriter) {
-	line := w.line
-	if c.Policy == nil {
-		return
-	}
-	line("policy:  # %d rules; deny wins, default deny", len(c.Policy))
-	writeRules(w, "", c.Policy)
-}
-
-// writeRules writes policy rules, each line after indent.
-func writeRules(w *lineWriter, indent string, rules []PolicyRule) {
-	for i, pr := range rules {
-		name := pr.Name
-		if name == "" {
-			name = fmt.Sprintf("policy[%d]", i)
-		}
-		w.line("%s  - name: %s", indent, strconv.Quote(name))
-		if len(pr.Allow) > 0 {
-			w.line("%s    allow: %s", indent, list(pr.Allow))
-		}
-		if len(pr.Deny) > 0 {
-			w.line("%s    deny: %s", indent, list(pr.Deny))
-		}
-	}
-}
-
-func (c *Config) writeUpstreams(w *lineWriter) {
-	if len(c.Upstreams) == 0 {
-		w.line("upstreams: []")
-		return
-	}
-	w.line("upstreams:")
-	for _, u := range c.Upstreams {
-		u.write(w)
-	}
-}
-
-func (u Upstream) write(w *lineWriter) {
-	line := w.line
-	line("  - name: %s  # %s", u.Name, u.Transport())
-	if u.Command != "" {
-		line("    command: %s", strconv.Quote(u.Command))
-	}
-	if len(u.Args) > 0 {
-		line("    args: %s", list(u.Args))
-	}
-	if u.Cwd != "" {
-		line("    cwd: %s", strconv.Quote(u.Cwd))
-	}
-	if len(u.Env) > 0 {
-		line("    env: %s", keysOnly(u.Env))
-	}
-	if u.URL != "" {
-		line("    url: %s", strconv.Quote(u.URL))
-	}
-	if len(u.Headers) > 0 {
-		line("    headers: %s", keysOnly(u.Headers))
-	}
-	for _, k := range slices.Sorted(maps.Keys(u.HeaderFiles)) {
-		line("    headers.%s: %s", k, strconv.Quote(FileRefPrefix+u.HeaderFiles[k]))
-	}
-	if ua := u.Auth; ua != nil && ua.ClientCredentials != nil {
-		c := ua.ClientCredentials
-		line("    auth: {clientCredentials: {tokenURL: %s, clientId: %s, clientSecret: %s, resource: %s}}",
-			strconv.Quote(c.TokenURL), strconv.Quote(c.ClientID), redactedValue, strconv.Quote(c.Resource))
-	} else if ua != nil && ua.TokenExchange != nil {
-		t := ua.TokenExchange
-		line("    auth: {tokenExchange: {tokenURL: %s, clientId: %s, clientSecret: %s, resource: %s}}",
-			strconv.Quote(t.TokenURL), strconv.Quote(t.ClientID), redactedValue, strconv.Quote(t.Resource))
-	} else if ua != nil && ua.UserOAuth != nil {
-		uo := ua.UserOAuth
-		client := "registered by the gateway"
-		if uo.ClientID != "" {
-			client = strconv.Quote(uo.ClientID)
-		}
-		resource := "send"
-		if uo.OmitResource {
-			resource = "omit"
-		}
-		line("    auth: {type: user-oauth, scopes: %s, clientId: %s, resourceParameter: %s}", list(uo.Scopes), client, resource)
-	}
-	line("    session: %s", u.Session)
-	line("    protocol: %s", u.Protocol)
-	line("    prefix: %s", strconv.Quote(u.Prefix))
-	line("    timeout: %s", u.Timeout)
-	if u.Transport() == "stdio" && u.Session == SessionPerClient {
-		line("    maxInstances: %d", u.MaxInstances)
-	}
-	if u.Session == SessionPerClient {
-		line("    idleTimeout: %s", u.IdleTimeout)
-	}
-	if u.Tasks != "" {
-		line("    tasks: %s", u.Tasks)
-	}
-	if u.Disabled {
-		line("    disabled: true")
-	}
-}
-
-func list(vals []string) string {
-	q := make([]string, len(vals))
-	for i, v := range vals {
-		q[i] = strconv.Quote(v)
-	}
-	return "[" + strings.Join(q, ", ") + "]"
-}
-
-// keysOnly prints a redacted map with sorted keys for stable output.
-func keysOnly(m map[string]string) string {
-	parts := make([]string, 0, len(m))
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, strconv.Quote(k)+": "+strconv.Quote(m[k]))
-	}
-	return "{" + strings.Join(parts, ", ") + "}"
 }

@@ -26,72 +26,97 @@ type Redis struct {
 	ClusterAddrs   []string
 }
 
-func redisKeys() []string {
-	return []string{"url", "password", "tls", "keyPrefix", "sentinel", "cluster"}
+func redisFields() []field { return fieldsOf(redisTable()) }
+
+// redisTable is how the redis: block's keys are read.
+func redisTable() []blockField[Redis] {
+	return []blockField[Redis]{
+		{field: field{key: "url", typ: tString, doc: "redis://[user@]host:port[/db], or rediss:// for TLS; go-redis options as query parameters; ${VAR} is expanded (required)."},
+			read: func(p *parser, f pair, path string, r *Redis) {
+				v, raw, ok := p.expanded(f.val, path)
+				if !ok {
+					return
+				}
+				r.URL = v
+				u, err := url.Parse(v)
+				switch {
+				case err != nil || u.Host == "":
+					p.errorf(resolve(f.val), path, "%q is not a Redis URL; use redis://host:port[/db] or rediss://host:port[/db]", raw)
+				case u.Scheme != "redis" && u.Scheme != "rediss":
+					p.errorf(resolve(f.val), path, "scheme %q is not redis or rediss", u.Scheme)
+				}
+			}},
+		{field: field{key: "password", typ: tString, secret: true, doc: "The password, such as \"${SWITCHBOARD_REDIS_PASSWORD}\"; it overrides one in the URL."},
+			read: func(p *parser, f pair, path string, r *Redis) {
+				if v, _, ok := p.expanded(f.val, path); ok {
+					r.Password = v
+				}
+			}},
+		{field: field{key: "tls", typ: tBool, def: "false", doc: "Forces TLS even for a redis:// URL."},
+			read: func(p *parser, f pair, path string, r *Redis) {
+				if v, ok := p.boolean(f.val, path); ok {
+					r.TLS = v
+				}
+			}},
+		{field: field{key: "keyPrefix", typ: tString, def: "switchboard:", doc: "Prefixes every key, so several gateways can share one Redis."},
+			read: func(p *parser, f pair, path string, r *Redis) {
+				if v, ok := p.scalar(f.val, path); ok {
+					if strings.ContainsAny(v, " {}") {
+						p.errorf(resolve(f.val), path, "must not contain spaces or braces")
+					}
+					r.KeyPrefix = v
+				}
+			}},
+		{field: field{key: "sentinel", typ: tBlock, sub: func() []field { return fieldsOf(sentinelTable()) },
+			doc: "Redis Sentinel: the URL's password and database still apply, its host is ignored."},
+			read: func(p *parser, f pair, path string, r *Redis) {
+				if _, ok := readBlock(p, f.val, path, nil, sentinelTable(), r); ok && (r.SentinelMaster == "" || len(r.SentinelAddrs) == 0) {
+					p.errorf(resolve(f.val), path, "needs masterName and addrs (host:port of each sentinel)")
+				}
+			}},
+		{field: field{key: "cluster", typ: tBlock, sub: func() []field { return fieldsOf(clusterTable()) }, doc: "Redis Cluster (not with sentinel)."},
+			read: func(p *parser, f pair, path string, r *Redis) {
+				if _, ok := readBlock(p, f.val, path, nil, clusterTable(), r); !ok {
+					return
+				}
+				if len(r.ClusterAddrs) == 0 {
+					p.errorf(resolve(f.val), path, "needs addrs (host:port of some cluster nodes)")
+				}
+				if r.SentinelMaster != "" {
+					p.errorf(resolve(f.val), path, "cannot be combined with redis.sentinel; choose one")
+				}
+			}},
+	}
 }
 
-func (p *parser) redisConfig(n *yaml.Node, cfg *Config) {
-	o, ok := p.object(n, "redis", keySpec{known: redisKeys()})
+func sentinelTable() []blockField[Redis] {
+	return []blockField[Redis]{
+		{field: field{key: "masterName", typ: tString, doc: "The name of the master the sentinels watch."},
+			read: func(p *parser, f pair, path string, r *Redis) { r.SentinelMaster, _ = p.scalar(f.val, path) }},
+		{field: field{key: "addrs", typ: tStrings, doc: "host:port of each sentinel; ${VAR} is expanded."},
+			read: func(p *parser, f pair, path string, r *Redis) {
+				r.SentinelAddrs, _, _ = p.stringList(f.val, path, true)
+			}},
+	}
+}
+
+func clusterTable() []blockField[Redis] {
+	return []blockField[Redis]{
+		{field: field{key: "addrs", typ: tStrings, doc: "host:port of some cluster nodes; ${VAR} is expanded."},
+			read: func(p *parser, f pair, path string, r *Redis) { r.ClusterAddrs, _, _ = p.stringList(f.val, path, true) }},
+	}
+}
+
+// readRedisConfig reads the redis: block.
+func readRedisConfig(p *parser, n *yaml.Node, cfg *Config) {
+	r := &Redis{KeyPrefix: "switchboard:"}
+	o, ok := readBlock(p, n, "redis", nil, redisTable(), r)
 	if !ok {
 		return
 	}
-	r := &Redis{KeyPrefix: "switchboard:"}
 	cfg.Redis = r
-	if f, ok := o.get("url"); !ok {
+	if _, ok := o.get("url"); !ok {
 		p.errorf(resolve(o.node), "redis", "missing url, such as redis://redis:6379/0 (or rediss:// for TLS)")
-	} else if v, raw, ok := p.expanded(f.val, "redis.url"); ok {
-		r.URL = v
-		u, err := url.Parse(v)
-		switch {
-		case err != nil || u.Host == "":
-			p.errorf(resolve(f.val), "redis.url", "%q is not a Redis URL; use redis://host:port[/db] or rediss://host:port[/db]", raw)
-		case u.Scheme != "redis" && u.Scheme != "rediss":
-			p.errorf(resolve(f.val), "redis.url", "scheme %q is not redis or rediss", u.Scheme)
-		}
-	}
-	if f, ok := o.get("password"); ok {
-		if v, _, ok := p.expanded(f.val, "redis.password"); ok {
-			r.Password = v
-		}
-	}
-	if f, ok := o.get("tls"); ok {
-		if v, ok := p.boolean(f.val, "redis.tls"); ok {
-			r.TLS = v
-		}
-	}
-	if f, ok := o.get("sentinel"); ok {
-		if so, ok := p.object(f.val, "redis.sentinel", keySpec{known: []string{"masterName", "addrs"}}); ok {
-			if mf, ok := so.get("masterName"); ok {
-				r.SentinelMaster, _ = p.scalar(mf.val, "redis.sentinel.masterName")
-			}
-			if af, ok := so.get("addrs"); ok {
-				r.SentinelAddrs, _, _ = p.stringList(af.val, "redis.sentinel.addrs", true)
-			}
-			if r.SentinelMaster == "" || len(r.SentinelAddrs) == 0 {
-				p.errorf(resolve(f.val), "redis.sentinel", "needs masterName and addrs (host:port of each sentinel)")
-			}
-		}
-	}
-	if f, ok := o.get("cluster"); ok {
-		if co, ok := p.object(f.val, "redis.cluster", keySpec{known: []string{"addrs"}}); ok {
-			if af, ok := co.get("addrs"); ok {
-				r.ClusterAddrs, _, _ = p.stringList(af.val, "redis.cluster.addrs", true)
-			}
-			if len(r.ClusterAddrs) == 0 {
-				p.errorf(resolve(f.val), "redis.cluster", "needs addrs (host:port of some cluster nodes)")
-			}
-			if r.SentinelMaster != "" {
-				p.errorf(resolve(f.val), "redis.cluster", "cannot be combined with redis.sentinel; choose one")
-			}
-		}
-	}
-	if f, ok := o.get("keyPrefix"); ok {
-		if v, ok := p.scalar(f.val, "redis.keyPrefix"); ok {
-			if strings.ContainsAny(v, " {}") {
-				p.errorf(resolve(f.val), "redis.keyPrefix", "must not contain spaces or braces")
-			}
-			r.KeyPrefix = v
-		}
 	}
 }
 
@@ -105,38 +130,47 @@ type RateLimit struct {
 	ConcurrentCalls int
 }
 
-func rateLimitKeys() []string { return []string{"requestsPerSecond", "burst", "concurrentCalls"} }
+func rateLimitFields() []field { return fieldsOf(rateLimitTable()) }
 
-func (p *parser) rateLimitConfig(n *yaml.Node, cfg *Config) {
-	o, ok := p.object(n, "rateLimit", keySpec{known: rateLimitKeys()})
-	if !ok {
+// rateLimitTable is how the rateLimit: block's keys are read.
+func rateLimitTable() []blockField[RateLimit] {
+	return []blockField[RateLimit]{
+		{field: field{key: "requestsPerSecond", typ: tNumber, def: "0", doc: "The sustained rate of requests; 0 is no rate limit."},
+			read: func(p *parser, f pair, path string, rl *RateLimit) {
+				v, err := strconv.ParseFloat(resolve(f.val).Value, 64)
+				if err != nil || v < 0 {
+					p.errorf(resolve(f.val), path, "must be a number ≥ 0, not %q", resolve(f.val).Value)
+				}
+				rl.RequestsPerSecond = v
+			}},
+		{field: field{key: "burst", typ: tInt, doc: "How many requests may come at once (default: the rate, at least 1)."},
+			read: func(p *parser, f pair, path string, rl *RateLimit) {
+				if v, ok := p.integer(f.val, path); ok {
+					if v < 1 {
+						p.errorf(resolve(f.val), path, "must be at least 1")
+					}
+					rl.Burst = int(v)
+				}
+			}},
+		{field: field{key: "concurrentCalls", typ: tInt, def: "0", doc: "The requests in flight at once; 0 is no bound."},
+			read: func(p *parser, f pair, path string, rl *RateLimit) {
+				if v, ok := p.integer(f.val, path); ok {
+					if v < 0 {
+						p.errorf(resolve(f.val), path, "must be ≥ 0")
+					}
+					rl.ConcurrentCalls = int(v)
+				}
+			}},
+	}
+}
+
+// readRateLimitConfig reads the rateLimit: block.
+func readRateLimitConfig(p *parser, n *yaml.Node, cfg *Config) {
+	rl := &RateLimit{}
+	if _, ok := readBlock(p, n, "rateLimit", nil, rateLimitTable(), rl); !ok {
 		return
 	}
-	rl := &RateLimit{}
 	cfg.RateLimit = rl
-	if f, ok := o.get("requestsPerSecond"); ok {
-		v, err := strconv.ParseFloat(resolve(f.val).Value, 64)
-		if err != nil || v < 0 {
-			p.errorf(resolve(f.val), "rateLimit.requestsPerSecond", "must be a number ≥ 0, not %q", resolve(f.val).Value)
-		}
-		rl.RequestsPerSecond = v
-	}
-	if f, ok := o.get("burst"); ok {
-		if v, ok := p.integer(f.val, "rateLimit.burst"); ok {
-			if v < 1 {
-				p.errorf(resolve(f.val), "rateLimit.burst", "must be at least 1")
-			}
-			rl.Burst = int(v)
-		}
-	}
-	if f, ok := o.get("concurrentCalls"); ok {
-		if v, ok := p.integer(f.val, "rateLimit.concurrentCalls"); ok {
-			if v < 0 {
-				p.errorf(resolve(f.val), "rateLimit.concurrentCalls", "must be ≥ 0")
-			}
-			rl.ConcurrentCalls = int(v)
-		}
-	}
 	if rl.RequestsPerSecond > 0 && rl.Burst == 0 {
 		rl.Burst = max(1, int(rl.RequestsPerSecond))
 	}

@@ -68,11 +68,81 @@ type Embeddings struct {
 	APIKey string
 }
 
-func discoveryKeys() []string { return []string{"discovery", "alwaysList", "exposeFound"} }
+// discoveryFields are an endpoint's discovery keys (whose is "the
+// endpoint's"); the top level's, /mcp's, are in its own table.
+func discoveryFields(whose string) []field {
+	return []field{
+		{key: "discovery", typ: tString, def: string(DiscoveryList), enum: enumOf(DiscoveryList, DiscoverySearch),
+			doc: "How " + whose + " tools show: list (every tool) or search (the meta-tools search_tools and call_tool, and alwaysList's tools)."},
+		{key: "alwaysList", typ: tStrings, doc: "In search mode, globs over tool names that " + whose + " tools/list shows besides the meta-tools."},
+		{key: "exposeFound", typ: tBool, def: "false", doc: "In search mode, adds each tool search_tools finds to that session's tools/list."},
+	}
+}
 
-func searchKeys() []string { return []string{"embeddings", "timeout"} }
+func searchFields() []field { return fieldsOf(searchTable()) }
 
-func embeddingsKeys() []string { return []string{"url", "model", "apiKeyEnv"} }
+// searchTable is how the search: block's keys are read.
+func searchTable() []blockField[Search] {
+	return []blockField[Search]{
+		{field: field{key: "embeddings", typ: tBlock, sub: embeddingsFields, doc: "An OpenAI-compatible embeddings API: search is then hybrid, BM25 fused with the embeddings' ranking."},
+			read: func(p *parser, f pair, path string, s *Search) {
+				s.Embeddings = searchSection{p}.embeddings(f.val, path)
+			}},
+		{field: field{key: "timeout", typ: tDuration, def: durationText(DefaultSearchTimeout),
+			doc: fmt.Sprintf("Bounds one request to the embeddings API (%s to %s); past it, that search falls back to BM25.", durationText(MinSearchTimeout), durationText(MaxSearchTimeout))},
+			read: func(p *parser, f pair, path string, s *Search) {
+				if d, ok := p.duration(f.val, path, false); ok {
+					if d < MinSearchTimeout || d > MaxSearchTimeout {
+						p.errorf(resolve(f.val), path, "%s is out of range; it must be between %s and %s", d, MinSearchTimeout, MaxSearchTimeout)
+					} else {
+						s.Timeout = d
+					}
+				}
+			}},
+	}
+}
+
+func embeddingsFields() []field { return fieldsOf(embeddingsTable()) }
+
+// embeddingsBuild is search.embeddings being read, with where its url and
+// apiKeyEnv are (nil when unset or unusable).
+type embeddingsBuild struct {
+	Embeddings
+	urlNode, keyNode *yaml.Node
+}
+
+// embeddingsTable is how search.embeddings' keys are read.
+func embeddingsTable() []blockField[embeddingsBuild] {
+	return []blockField[embeddingsBuild]{
+		{field: field{key: "url", typ: tString, doc: "An OpenAI-compatible API's base, such as https://api.openai.com/v1, or its .../embeddings endpoint (required)."},
+			read: func(p *parser, f pair, path string, e *embeddingsBuild) {
+				if v, ok := p.scalar(f.val, path); ok {
+					e.urlNode = resolve(f.val)
+					if msg := checkHTTPURLLike(v, false, "https://api.openai.com/v1"); msg != "" {
+						p.errorf(e.urlNode, path, "%s", msg+noExpandHint(v))
+					} else {
+						e.URL = v
+					}
+				}
+			}},
+		{field: field{key: "model", typ: tString, doc: "The embedding model's name, such as text-embedding-3-small (required)."},
+			read: func(p *parser, f pair, path string, e *embeddingsBuild) {
+				if v, ok := p.scalar(f.val, path); ok {
+					if strings.TrimSpace(v) == "" {
+						p.errorf(resolve(f.val), path, "is empty; give the embedding model's name, such as text-embedding-3-small")
+					}
+					e.Model = v
+				}
+			}},
+		{field: field{key: "apiKeyEnv", typ: tString, doc: "The name of the environment variable holding the API key, never the key. Unset: no key is sent."},
+			read: func(p *parser, f pair, path string, e *embeddingsBuild) {
+				if v, ok := p.scalar(f.val, path); ok {
+					e.keyNode = resolve(f.val)
+					e.APIKeyEnv, e.APIKey = searchSection{p}.apiKeyEnv(e.keyNode, path, v)
+				}
+			}},
+	}
+}
 
 // discoveryMeta is where the discovery settings of one endpoint, or of /mcp,
 // are.
@@ -93,7 +163,7 @@ type discoveryDst struct {
 
 // discoveryField reads key, one of discoveryKeys, at path: for an endpoint,
 // or for /mcp at the top level.
-func (p *parser) discoveryField(key string, f pair, path string, d discoveryDst, m *discoveryMeta) {
+func (p searchSection) discoveryField(key string, f pair, path string, d discoveryDst, m *discoveryMeta) {
 	switch key {
 	case "discovery":
 		m.modeNode = resolve(f.val)
@@ -122,93 +192,63 @@ func (p *parser) discoveryField(key string, f pair, path string, d discoveryDst,
 
 // topDiscovery reads discovery, alwaysList or exposeFound at the top level:
 // the settings of /mcp.
-func (p *parser) topDiscovery(key string, f pair, t *topLevel) {
+func topDiscovery(p *parser, key string, f pair, t *topLevel) {
 	c := t.cfg
-	p.discoveryField(key, f, key, discoveryDst{&c.Discovery, &c.AlwaysList, &c.ExposeFound}, &t.discovery)
+	searchSection{p}.discoveryField(key, f, key, discoveryDst{&c.Discovery, &c.AlwaysList, &c.ExposeFound}, &t.discovery)
 }
 
 // search reads the search: block.
-func (p *parser) search(key string, f pair, t *topLevel) {
+func (p searchSection) search(key string, f pair, t *topLevel) {
 	perEndpoint := "is set per endpoint, or at the top level for /mcp, not under search"
-	o, ok := p.object(f.val, key, keySpec{known: searchKeys(), hints: map[string]string{
+	o, ok := readBlock(p.parser, f.val, key, map[string]string{
 		"url":         "the embeddings API goes under embeddings, such as embeddings: {url: https://api.openai.com/v1, model: text-embedding-3-small}",
 		"model":       "the embeddings model goes under embeddings, such as embeddings: {url: https://api.openai.com/v1, model: text-embedding-3-small}",
 		"discovery":   perEndpoint,
 		"alwaysList":  perEndpoint,
 		"exposeFound": perEndpoint,
-	}})
+	}, searchTable(), &t.cfg.Search)
 	if !ok {
 		return
 	}
-	s := &t.cfg.Search
 	if f, ok := o.get("embeddings"); ok {
 		t.embeddingsKey = f.key
-		s.Embeddings = p.embeddings(f.val, join(key, "embeddings"))
 	}
 	if f, ok := o.get("timeout"); ok {
-		path := join(key, "timeout")
 		t.searchTimeoutKey = f.key
-		if d, ok := p.duration(f.val, path, false); ok {
-			if d < MinSearchTimeout || d > MaxSearchTimeout {
-				p.errorf(resolve(f.val), path, "%s is out of range; it must be between %s and %s", d, MinSearchTimeout, MaxSearchTimeout)
-			} else {
-				s.Timeout = d
-			}
-		}
 	}
 }
 
 // embeddings reads search.embeddings. It returns a block even when a key is
 // wrong, so later checks know it was set.
-func (p *parser) embeddings(n *yaml.Node, path string) *Embeddings {
+func (p searchSection) embeddings(n *yaml.Node, path string) *Embeddings {
 	keyHint := "the key itself never goes in the file: put it in an environment variable and give the variable's name, such as apiKeyEnv: OPENAI_API_KEY"
 	urlHint := "did you mean \"url\" (an OpenAI-compatible base such as https://api.openai.com/v1, or the full .../embeddings URL)?"
-	e := &Embeddings{}
-	o, ok := p.object(n, path, keySpec{known: embeddingsKeys(), hints: map[string]string{
+	var e embeddingsBuild
+	o, ok := readBlock(p.parser, n, path, map[string]string{
 		"apiKey": keyHint, "key": keyHint, "token": keyHint,
 		"baseURL": urlHint, "baseUrl": urlHint, "endpoint": urlHint,
-	}})
+	}, embeddingsTable(), &e)
 	if !ok {
-		return e
+		return &e.Embeddings
 	}
-	var urlNode, keyNode *yaml.Node
-	if f, ok := o.get("url"); !ok {
+	if _, ok := o.get("url"); !ok {
 		p.errorf(resolve(n), path, "missing url: the OpenAI-compatible embeddings API, such as https://api.openai.com/v1 (or its full .../embeddings URL)")
-	} else if v, ok := p.scalar(f.val, join(path, "url")); ok {
-		urlNode = resolve(f.val)
-		if msg := checkHTTPURLLike(v, false, "https://api.openai.com/v1"); msg != "" {
-			p.errorf(urlNode, join(path, "url"), "%s", msg+noExpandHint(v))
-		} else {
-			e.URL = v
-		}
 	}
-	if f, ok := o.get("model"); !ok {
+	if _, ok := o.get("model"); !ok {
 		p.errorf(resolve(n), path, "missing model: the embedding model's name, such as text-embedding-3-small")
-	} else if v, ok := p.scalar(f.val, join(path, "model")); ok {
-		if strings.TrimSpace(v) == "" {
-			p.errorf(resolve(f.val), join(path, "model"), "is empty; give the embedding model's name, such as text-embedding-3-small")
-		}
-		e.Model = v
 	}
-	if f, ok := o.get("apiKeyEnv"); ok {
-		kp := join(path, "apiKeyEnv")
-		if v, ok := p.scalar(f.val, kp); ok {
-			keyNode = resolve(f.val)
-			e.APIKeyEnv, e.APIKey = p.apiKeyEnv(keyNode, kp, v)
-		}
-	}
-	if keyNode != nil && e.URL != "" && strings.HasPrefix(strings.ToLower(e.URL), "http://") {
+	if e.keyNode != nil && e.URL != "" && strings.HasPrefix(strings.ToLower(e.URL), "http://") {
 		if u, err := url.Parse(e.URL); err == nil && !isLoopbackHost(u.Hostname()) {
-			p.warnf(urlNode, join(path, "url"), "the API key is sent over plain http to a non-loopback host, unencrypted; use https")
+			p.warnf(e.urlNode, join(path, "url"), "the API key is sent over plain http to a non-loopback host, unencrypted; use https")
 		}
 	}
-	return e
+	return &e.Embeddings
 }
 
 // apiKeyEnv checks apiKeyEnv's value v, the name of an environment variable,
 // and reads the variable. Messages never quote v unless it is a valid name:
 // a key pasted in by mistake must not reach a log.
-func (p *parser) apiKeyEnv(n *yaml.Node, path, v string) (name, key string) {
+func (p searchSection) apiKeyEnv(n *yaml.Node, path, v string) (name, key string) {
 	if ref := envRefName(v); ref != "" {
 		p.errorf(n, path, "names the variable, not a reference to it: write apiKeyEnv: %s", ref)
 		return "", ""
@@ -248,7 +288,7 @@ func envRefName(v string) string {
 
 // checkSearch checks what involves the discovery settings of /mcp and of the
 // endpoints together with the search: block, once every key is read.
-func (p *parser) checkSearch(cfg *Config, t *topLevel) {
+func (p searchSection) checkSearch(cfg *Config, t *topLevel) {
 	p.checkDiscovery(&t.discovery, cfg.Discovery, cfg.ExposeFound,
 		"the top-level keys apply to /mcp only (an endpoint takes its own); set discovery: search at the top level")
 	searched, unsure := cfg.Discovery == DiscoverySearch, t.discovery.modeBad
@@ -268,7 +308,7 @@ func (p *parser) checkSearch(cfg *Config, t *topLevel) {
 
 // checkDiscovery warns about alwaysList and exposeFound where they have no
 // effect: without discovery: search. fix says how to give them one.
-func (p *parser) checkDiscovery(m *discoveryMeta, mode Discovery, expose bool, fix string) {
+func (p searchSection) checkDiscovery(m *discoveryMeta, mode Discovery, expose bool, fix string) {
 	if mode == DiscoverySearch || m.modeBad {
 		return
 	}

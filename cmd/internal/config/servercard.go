@@ -41,10 +41,40 @@ const (
 // server name".
 var cardNameRE = regexp.MustCompile(`^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$`)
 
-func serverCardKeys() []string { return []string{"name", "title", "description", "primitives"} }
+func serverCardFields() []field { return fieldsOf(serverCardTable()) }
 
-// serverCard reads serverCard: true, false, or a mapping of serverCardKeys.
-func (p *parser) serverCard(key string, f pair, t *topLevel) {
+// serverCardTable is how the serverCard: block's keys are read.
+func serverCardTable() []blockField[ServerCard] {
+	text := func(key, doc string, dst func(*ServerCard) *string) blockField[ServerCard] {
+		return blockField[ServerCard]{field: field{key: key, typ: tString, doc: fmt.Sprintf("%s, at most %d characters.", doc, maxCardText)},
+			read: func(p *parser, f pair, path string, sc *ServerCard) {
+				if v, ok := p.scalar(f.val, path); ok {
+					if n := len([]rune(v)); n == 0 || n > maxCardText {
+						p.errorf(resolve(f.val), path, "must be 1 to %d characters, not %d", maxCardText, n)
+					}
+					*dst(sc) = v
+				}
+			}}
+	}
+	return []blockField[ServerCard]{
+		{field: field{key: "name", typ: tString, doc: "The card's reverse-DNS name with one slash, such as com.example.mcp/switchboard (default: from publicURL's host)."},
+			read: func(p *parser, f pair, path string, sc *ServerCard) {
+				if v, ok := p.scalar(f.val, path); ok {
+					if msg := checkCardName(v); msg != "" {
+						p.errorf(resolve(f.val), path, "%s", msg)
+					}
+					sc.Name = v
+				}
+			}},
+		text("title", "The card's display name", func(sc *ServerCard) *string { return &sc.Title }),
+		text("description", "What the gateway serves", func(sc *ServerCard) *string { return &sc.Description }),
+		{field: field{key: "primitives", typ: tBool, def: "false", doc: "Lists the tools, prompts and resources in the cards (only without auth)."},
+			read: func(p *parser, f pair, path string, sc *ServerCard) { sc.Primitives, _ = p.boolean(f.val, path) }},
+	}
+}
+
+// readServerCard reads serverCard: true, false, or a mapping of serverCardKeys.
+func readServerCard(p *parser, key string, f pair, t *topLevel) {
 	n := resolve(f.val)
 	if n.Kind == yaml.ScalarNode {
 		if on, ok := p.boolean(n, key); ok && on {
@@ -53,50 +83,24 @@ func (p *parser) serverCard(key string, f pair, t *topLevel) {
 		}
 		return
 	}
-	o, ok := p.object(f.val, key, keySpec{known: serverCardKeys(), hints: map[string]string{
+	sc := &ServerCard{}
+	o, ok := readBlock(p, f.val, key, map[string]string{
 		"enabled": "the block itself turns the card on (serverCard: true for the defaults); remove enabled",
 		"url":     "the card's URLs follow from publicURL; remove url",
 		"tools":   "did you mean \"primitives\" (list the tools, prompts and resources; only without auth)?",
-	}})
+	}, serverCardTable(), sc)
 	if !ok {
 		return
 	}
-	sc := &ServerCard{}
 	t.cfg.ServerCard, t.serverCardKey = sc, f.key
-	if f, ok := o.get("name"); ok {
-		path := join(key, "name")
-		if v, ok := p.scalar(f.val, path); ok {
-			if msg := checkCardName(v); msg != "" {
-				p.errorf(resolve(f.val), path, "%s", msg)
-			}
-			sc.Name = v
-		}
-	}
-	for _, k := range []struct {
-		key string
-		dst *string
-	}{{"title", &sc.Title}, {"description", &sc.Description}} {
-		f, ok := o.get(k.key)
-		if !ok {
-			continue
-		}
-		path := join(key, k.key)
-		if v, ok := p.scalar(f.val, path); ok {
-			if n := len([]rune(v)); n == 0 || n > maxCardText {
-				p.errorf(resolve(f.val), path, "must be 1 to %d characters, not %d", maxCardText, n)
-			}
-			*k.dst = v
-		}
-	}
 	if f, ok := o.get("primitives"); ok {
-		sc.Primitives, _ = p.boolean(f.val, join(key, "primitives"))
 		t.serverCardPrimitives = f.key
 	}
 }
 
 // checkServerCard runs once publicURL and auth are known: the card's URLs are built from publicURL, and the
 // default name from its host.
-func (p *parser) checkServerCard(t *topLevel) {
+func checkServerCard(p *parser, t *topLevel) {
 	sc := t.cfg.ServerCard
 	if sc == nil {
 		return

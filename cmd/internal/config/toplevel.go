@@ -1,7 +1,9 @@
 package config
 
 import (
+	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,62 +38,222 @@ type topLevel struct {
 	serverCardKey, serverCardPrimitives *yaml.Node
 }
 
-// topField is how one top-level key is read.
+// topField is one top-level key: what it is (field), how it is read, and how
+// String and Redacted show it.
 type topField struct {
-	key string
+	field
 	// decode reads the key's value; it is called only when the key is set to
-	// something other than null.
+	// something other than null (nil: the key is read after the table, as
+	// the upstreams are).
 	decode func(p *parser, key string, f pair, t *topLevel)
 	// after, when set, runs next whether or not the key is set: a check that
 	// involves this key and earlier ones.
 	after func(p *parser, t *topLevel)
+	// print writes the key's lines of String from a redacted copy (nil: String
+	// leaves the key out); show orders them, which follows the reading of the
+	// summary rather than the table: the server's settings, then auth, policy,
+	// upstreams and the catalog.
+	print func(c *Config, w *lineWriter)
+	show  int
+	// redact makes dst's value of the key (a copy of src's) safe to print and
+	// shared with nothing of src's (nil: the copy is both already).
+	redact func(dst, src *Config)
 }
 
-// topLevelFields lists the top-level keys in the order they are read. The
-// order matters: a field may use what an earlier one set (auth derives its
-// audience from publicURL, redis needs cursorSecret), and problems at one
-// position are reported in this order. The upstreams come last, outside the
-// table: they need every other setting. topLevelKeys keeps the order in which
-// unknown keys are matched for a suggestion.
+// topLevelFields lists the top-level keys in the order they are read, which
+// is also the order of the reference and of the suggestions for unknown keys.
+// The order matters: a field may use what an earlier one set (auth derives
+// its audience from publicURL, redis needs cursorSecret), and problems at one
+// position are reported in this order. The upstreams are read after the
+// table: they need every other setting.
 func topLevelFields() []topField {
+	return slices.Concat(serverFields(), accessFields(), catalogFields(), upstreamForms())
+}
+
+// serverFields are the server's own settings.
+func serverFields() []topField {
 	return []topField{
-		{key: "listen", decode: (*parser).listen},
-		{key: "publicURL", decode: (*parser).publicURL},
-		{key: "replicaURL", decode: (*parser).replicaURL},
-		{key: "allowedOrigins", decode: lowercaseList(func(c *Config) *[]string { return &c.AllowedOrigins }, checkOrigin)},
-		{key: "allowedHosts", decode: lowercaseList(func(c *Config) *[]string { return &c.AllowedHosts }, checkHost)},
-		{key: "maxBodyBytes", decode: (*parser).maxBodyBytes},
-		{key: "pageSize", decode: (*parser).pageSize},
-		{key: "requestTimeout", decode: durationInto(func(c *Config) *time.Duration { return &c.RequestTimeout })},
-		{key: "maxRequestTimeout", decode: durationInto(func(c *Config) *time.Duration { return &c.MaxRequestTimeout })},
-		{key: "sessionIdleTimeout", decode: durationInto(func(c *Config) *time.Duration { return &c.SessionIdleTimeout }),
-			after: (*parser).checkRequestTimeouts},
-		{key: "listCacheTTL", decode: (*parser).listCacheTTL},
-		{key: "cursorSecret", decode: (*parser).cursorSecret},
-		{key: "log", decode: func(p *parser, _ string, f pair, t *topLevel) { p.logConfig(f.val, &t.cfg.Log) }},
-		{key: "auth", decode: func(p *parser, _ string, f pair, t *topLevel) { p.authConfig(f.val, t.cfg) }},
-		{key: "rateLimit", decode: func(p *parser, _ string, f pair, t *topLevel) { p.rateLimitConfig(f.val, t.cfg) }},
-		{key: "maxToolNameLength", decode: func(p *parser, _ string, f pair, t *topLevel) {
-			p.maxToolNameLength(f.val, t.cfg)
-			t.budgetNode = resolve(f.val)
-		}},
-		{key: "clientHosts", decode: func(p *parser, _ string, f pair, t *topLevel) { t.hostNodes = p.clientHosts(f.val, t.cfg) },
-			after: func(p *parser, t *topLevel) { p.warnNameBudget(t.cfg, t.budgetNode, t.hostNodes) }},
-		{key: "resourceNamespacing", decode: (*parser).resourceNamespacing},
-		{key: "redis", decode: (*parser).redis},
-		{key: "policy", decode: func(p *parser, _ string, f pair, t *topLevel) {
-			t.policyKey = f.key
-			t.policyLists = p.policy(f.val, t.cfg)
-		}},
-		{key: "endpoints", decode: (*parser).endpoints},
-		{key: "overrides", decode: (*parser).overrides},
-		{key: "pinning", decode: (*parser).pinning},
-		{key: "discovery", decode: (*parser).topDiscovery},
-		{key: "alwaysList", decode: (*parser).topDiscovery},
-		{key: "exposeFound", decode: (*parser).topDiscovery},
-		{key: "search", decode: (*parser).search},
-		{key: "serverCard", decode: (*parser).serverCard, after: (*parser).checkServerCard},
-		{key: "tasks", decode: (*parser).tasks},
+		{field: field{key: "listen", typ: tString, def: DefaultListen,
+			doc: "The host:port the gateway listens on (/mcp, /healthz, /readyz); \":8080\" is every interface, which needs auth."},
+			decode: readListen, show: 1, print: func(c *Config, w *lineWriter) { w.line("listen: %s", c.Listen) }},
+		{field: field{key: "publicURL", typ: tString,
+			doc: "The gateway's canonical external URL, such as https://mcp.example.com: the OAuth audience's base, and an accepted origin and host."},
+			decode: readPublicURL, show: 3, print: printIfSet("publicURL", func(c *Config) string { return c.PublicURL }),
+			redact: func(dst, src *Config) { dst.PublicURL = redactURL(src.PublicURL) }},
+		{field: field{key: "replicaURL", typ: tString,
+			doc: "This replica's MCP endpoint as the other replicas reach it, such as http://${POD_IP}:8080/mcp; ${VAR} is expanded."},
+			decode: readReplicaURL, show: 2, print: printIfSet("replicaURL", func(c *Config) string { return c.ReplicaURL })},
+		{field: field{key: "allowedOrigins", typ: tStrings,
+			doc: "The browser Origin values accepted (scheme://host[:port]); unset: loopback origins on a loopback listen, and publicURL's origin."},
+			decode: lowercaseList(func(c *Config) *[]string { return &c.AllowedOrigins }, checkOrigin), show: 4, print: (*Config).writeOrigins,
+			redact: func(dst, src *Config) { dst.AllowedOrigins = slices.Clone(src.AllowedOrigins) }},
+		{field: field{key: "allowedHosts", typ: tStrings,
+			doc: "The Host header values accepted (a host, or host:port); unset: localhost and publicURL's host on a loopback listen, else any."},
+			decode: lowercaseList(func(c *Config) *[]string { return &c.AllowedHosts }, checkHost), show: 5, print: (*Config).writeHosts,
+			redact: func(dst, src *Config) { dst.AllowedHosts = slices.Clone(src.AllowedHosts) }},
+		{field: field{key: "maxBodyBytes", typ: tSize, def: sizeText(DefaultMaxBodyBytes),
+			doc: "The largest request body, in bytes or with a unit (KB, MB, GB, KiB, MiB, GiB)."},
+			decode: readMaxBodyBytes, show: 6, print: func(c *Config, w *lineWriter) { w.line("maxBodyBytes: %d", c.MaxBodyBytes) }},
+		{field: field{key: "pageSize", typ: tInt, min: 1, max: MaxPageSize, def: fmt.Sprint(DefaultPageSize),
+			doc: fmt.Sprintf("Items per page of tools/list and the other lists, 1 to %d.", MaxPageSize)},
+			decode: readPageSize, show: 7, print: func(c *Config, w *lineWriter) { w.line("pageSize: %d", c.PageSize) }},
+		{field: field{key: "requestTimeout", typ: tDuration, def: durationText(DefaultRequestTimeout),
+			doc: "The default timeout of a request to an upstream; progress notifications reset it."},
+			decode: durationInto(func(c *Config) *time.Duration { return &c.RequestTimeout }), show: 9,
+			print: func(c *Config, w *lineWriter) { w.line("requestTimeout: %s", c.RequestTimeout) }},
+		{field: field{key: "maxRequestTimeout", typ: tDuration, def: durationText(DefaultMaxRequestTimeout),
+			doc: "The cap on a request, even one that keeps reporting progress."},
+			decode: durationInto(func(c *Config) *time.Duration { return &c.MaxRequestTimeout }), show: 10,
+			print: func(c *Config, w *lineWriter) { w.line("maxRequestTimeout: %s", c.MaxRequestTimeout) }},
+		{field: field{key: "sessionIdleTimeout", typ: tDuration, def: durationText(DefaultSessionIdleTimeout),
+			doc: "A client session unused this long ends."},
+			decode: durationInto(func(c *Config) *time.Duration { return &c.SessionIdleTimeout }), after: checkRequestTimeouts, show: 11,
+			print: func(c *Config, w *lineWriter) { w.line("sessionIdleTimeout: %s", c.SessionIdleTimeout) }},
+		{field: field{key: "listCacheTTL", typ: tDuration, def: durationText(DefaultListCacheTTL),
+			doc: fmt.Sprintf("How long a 2026-07-28 client may keep a list (ttlMs), at most %s; 0 makes lists immediately stale.", durationText(MaxListCacheTTL))},
+			decode: readListCacheTTL, show: 12, print: func(c *Config, w *lineWriter) { w.line("listCacheTTL: %s", c.ListCacheTTL) }},
+		{field: field{key: "cursorSecret", typ: tString, secret: true,
+			doc: fmt.Sprintf("The HMAC key of pagination cursors, at least %d bytes, shared by every replica; ${VAR} is expanded. Unset: a random key at start (one replica only).", MinCursorSecretBytes)},
+			decode: readCursorSecret, show: 13, print: (*Config).writeCursorSecret,
+			redact: func(dst, src *Config) {
+				if dst.cursorSecretLen = len(src.CursorSecret); dst.cursorSecretLen > 0 {
+					dst.CursorSecret = []byte(redactedValue)
+				}
+			}},
+		{field: field{key: "log", typ: tBlock, sub: logFields, doc: "The gateway's own log output."},
+			decode: func(p *parser, key string, f pair, t *topLevel) {
+				readBlock(p, f.val, key, nil, logTable(), &t.cfg.Log)
+			}, show: 14,
+			print: func(c *Config, w *lineWriter) {
+				w.line("log: {level: %s, format: %s}", strings.ToLower(c.Log.Level.String()), c.Log.Format)
+			}},
+	}
+}
+
+// accessFields say who may use what, and how much.
+func accessFields() []topField {
+	return []topField{
+		{field: field{key: "auth", typ: tBlock, sub: authFields,
+			doc: "Makes the gateway an OAuth 2.1 resource server: clients send a token of this issuer. Unset: clients are not authenticated."},
+			decode: func(p *parser, _ string, f pair, t *topLevel) { authSection{p}.authConfig(f.val, t.cfg) }, show: 15,
+			print: (*Config).writeAuth, redact: redactAuth},
+		{field: field{key: "policy", typ: tBlockList, sub: policyRuleFields,
+			doc: "Who may use which upstreams and items, as rules in order (deny wins, default deny). Unset: everyone may use everything; needs auth."},
+			decode: func(p *parser, _ string, f pair, t *topLevel) {
+				t.policyKey = f.key
+				t.policyLists = policySection{p}.policy(f.val, t.cfg)
+			}, show: 16, print: (*Config).writePolicy,
+			redact: func(dst, src *Config) { dst.Policy = clonePolicy(src.Policy) }},
+		{field: field{key: "redis", typ: tBlock, sub: redisFields,
+			doc: "Shared state, so several replicas serve the same sessions (needs cursorSecret). Unset: one replica, state in memory."},
+			decode: readRedis, redact: redactRedis},
+		{field: field{key: "rateLimit", typ: tBlock, sub: rateLimitFields,
+			doc: "Limits what one principal (without auth, one client address) may ask, across replicas with redis. Unset: no limit."},
+			decode: func(p *parser, _ string, f pair, t *topLevel) { readRateLimitConfig(p, f.val, t.cfg) },
+			redact: func(dst, src *Config) {
+				if src.RateLimit != nil {
+					rl := *src.RateLimit
+					dst.RateLimit = &rl
+				}
+			}},
+	}
+}
+
+// catalogFields shape the catalog clients see.
+func catalogFields() []topField {
+	return []topField{
+		{field: field{key: "maxToolNameLength", typ: tInt, min: MinToolNameLength, max: MaxToolNameLength, def: fmt.Sprint(DefaultMaxToolNameLength),
+			doc: fmt.Sprintf("The longest tool or prompt name shown (%d to %d); longer names are shortened with a hash.", MinToolNameLength, MaxToolNameLength)},
+			decode: func(p *parser, _ string, f pair, t *topLevel) {
+				readMaxToolNameLength(p, f.val, t.cfg)
+				t.budgetNode = resolve(f.val)
+			}},
+		{field: field{key: "clientHosts", typ: tBlockList, sub: clientHostFields, def: "(Claude Code's)",
+			doc: "The client hosts whose tool-name limits check and /readyz verify the names against."},
+			decode: func(p *parser, _ string, f pair, t *topLevel) { t.hostNodes = readClientHosts(p, f.val, t.cfg) },
+			after:  func(p *parser, t *topLevel) { warnNameBudget(p, t.cfg, t.budgetNode, t.hostNodes) },
+			redact: func(dst, src *Config) { dst.ClientHosts = slices.Clone(src.ClientHosts) }},
+		{field: field{key: "resourceNamespacing", typ: tString, def: string(NamespacingAuto),
+			enum: enumOf(NamespacingAuto, NamespacingAlways, NamespacingNever),
+			doc:  "When resource URIs carry their upstream's name (<upstream>+<uri>): auto (a URI two upstreams offer), always or never."},
+			decode: readResourceNamespacing, show: 8,
+			print: func(c *Config, w *lineWriter) { w.line("resourceNamespacing: %s", c.ResourceNamespacing) }},
+		{field: field{key: "endpoints", typ: tBlockList, sub: endpointFields,
+			doc: "Named parts of the catalog, each served at /mcp/<name>. Unset: /mcp serves everything."},
+			decode: func(p *parser, key string, f pair, t *topLevel) { catalogSection{p}.endpoints(key, f, t) },
+			show:   18, print: (*Config).writeEndpoints, redact: redactEndpoints},
+		{field: field{key: "overrides", typ: tBlockMap, sub: overrideFields,
+			doc: "How clients see single tools and prompts, keyed \"<upstream>/<tool>\" or \"<upstream>/prompts/<prompt>\"."},
+			decode: func(p *parser, key string, f pair, t *topLevel) { catalogSection{p}.overrides(key, f, t) },
+			show:   19, print: (*Config).writeOverrides, redact: redactOverrides},
+		{field: field{key: "pinning", typ: tBlock, sub: pinningFields,
+			doc: "The pins of tool definitions. Unset: each definition is trusted on first use, and a change is served with a warning."},
+			decode: readPinning, show: 20, print: (*Config).writePinning},
+		{field: field{key: "discovery", typ: tString, def: string(DiscoveryList), enum: enumOf(DiscoveryList, DiscoverySearch),
+			doc: "How /mcp shows its tools: list (every tool) or search (the meta-tools search_tools and call_tool, and alwaysList's tools)."},
+			decode: topDiscovery, show: 21, print: (*Config).writeDiscovery},
+		{field: field{key: "alwaysList", typ: tStrings,
+			doc: "In search mode, globs over tool names that /mcp's tools/list shows besides the meta-tools."},
+			decode: topDiscovery, show: 22, print: func(c *Config, w *lineWriter) {
+				if c.AlwaysList != nil {
+					w.line("alwaysList: %s", list(c.AlwaysList))
+				}
+			}, redact: func(dst, src *Config) { dst.AlwaysList = slices.Clone(src.AlwaysList) }},
+		{field: field{key: "exposeFound", typ: tBool, def: "false",
+			doc: "In search mode, adds each tool search_tools finds to that session's tools/list of /mcp."},
+			decode: topDiscovery, show: 23, print: func(c *Config, w *lineWriter) {
+				if c.ExposeFound {
+					w.line("exposeFound: true")
+				}
+			}},
+		{field: field{key: "search", typ: tBlock, sub: searchFields,
+			doc: "How the tool-search index of search mode ranks. Unset: BM25 alone, no network."},
+			decode: func(p *parser, key string, f pair, t *topLevel) { searchSection{p}.search(key, f, t) },
+			show:   24, print: (*Config).writeSearch, redact: redactSearch},
+		{field: field{key: "serverCard", typ: tBoolOrBlock, sub: serverCardFields,
+			doc: "Serves the server cards (experimental, SEP-2127) at /.well-known/mcp/server-card[/<endpoint>]; true for the defaults."},
+			decode: readServerCard, after: checkServerCard, show: 25, print: (*Config).writeServerCard,
+			redact: func(dst, src *Config) {
+				if src.ServerCard != nil {
+					sc := *src.ServerCard
+					dst.ServerCard = &sc
+				}
+			}},
+		{field: field{key: "tasks", typ: tBlock, sub: tasksFields,
+			doc: "How the gateway holds the tasks it makes for tools whose upstreams take none."},
+			decode: readTasks, show: 26, print: (*Config).writeTasks},
+	}
+}
+
+// upstreamForms are the upstreams, in the main form and the two imported ones.
+func upstreamForms() []topField {
+	return []topField{
+		{field: field{key: "upstreams", typ: tBlockList, sub: upstreamDocs,
+			doc: "The MCP servers behind the gateway: each a local program (command) or a remote server (url)."},
+			show: 17, print: (*Config).writeUpstreams, redact: redactUpstreams},
+		{field: field{key: "mcpServers", typ: tBlockMap, sub: importFields,
+			doc: "The upstreams in Claude Desktop's and Cursor's form, keyed by server name; instead of upstreams."}},
+		{field: field{key: "servers", typ: tBlockMap, sub: importFields,
+			doc: "The upstreams in VS Code's form (mcp.json), keyed by server name; instead of upstreams."}},
+	}
+}
+
+// topFields returns the top-level table's fields.
+func topFields() []field {
+	tf := topLevelFields()
+	out := make([]field, len(tf))
+	for i, f := range tf {
+		out[i] = f.field
+	}
+	return out
+}
+
+// printIfSet prints a string key's line when it is set.
+func printIfSet(key string, get func(*Config) string) func(*Config, *lineWriter) {
+	return func(c *Config, w *lineWriter) {
+		if v := get(c); v != "" {
+			w.line("%s: %s", key, v)
+		}
 	}
 }
 
@@ -99,26 +261,29 @@ func topLevelFields() []topField {
 func (p *parser) config(doc *yaml.Node) *Config {
 	cfg := Default()
 	root, importForm := documentRoot(doc)
-	o, ok := p.object(root, "", keySpec{known: topLevelKeys(), lenient: importForm})
+	fields := topLevelFields()
+	o, ok := p.object(root, "", keySpec{known: keys(topFields()), lenient: importForm})
 	if !ok {
 		return cfg
 	}
 	t := &topLevel{o: o, cfg: cfg}
-	for _, fs := range topLevelFields() {
-		if f, ok := o.get(fs.key); ok {
+	for _, fs := range fields {
+		if f, ok := o.get(fs.key); ok && fs.decode != nil {
 			fs.decode(p, fs.key, f, t)
 		}
 		if fs.after != nil {
 			fs.after(p, t)
 		}
 	}
-	p.checkUpstreams(cfg, p.upstreams(o, cfg))
+	ups := upstreamSection{p}
+	ups.checkUpstreams(cfg, ups.upstreams(o, cfg))
 	if t.policyKey != nil {
-		p.checkPolicy(cfg, t.policyLists, t.policyKey)
+		policySection{p}.checkPolicy(cfg, t.policyLists, t.policyKey)
 	}
-	p.checkOverrides(cfg, t)
-	p.checkEndpoints(cfg, t)
-	p.checkSearch(cfg, t)
+	cat := catalogSection{p}
+	cat.checkOverrides(cfg, t)
+	cat.checkEndpoints(cfg, t)
+	searchSection{p}.checkSearch(cfg, t)
 	return cfg
 }
 
@@ -143,43 +308,7 @@ func documentRoot(doc *yaml.Node) (root *yaml.Node, importForm bool) {
 	return root, importForm
 }
 
-// upstreams reads the upstreams list, or the mcpServers or servers mapping
-// (one of them), and returns where each upstream's settings are.
-func (p *parser) upstreams(o *object, cfg *Config) []*upMeta {
-	var metas []*upMeta
-	up, hasUp := o.fields["upstreams"]
-	for _, key := range []string{"mcpServers", "servers"} {
-		f, ok := o.fields[key]
-		if !ok {
-			continue
-		}
-		if hasUp {
-			p.errorf(f.key, key, "upstreams is already set at %s; use either upstreams or %s, not both (move these servers into upstreams)", pos(up.key), key)
-			continue
-		}
-		if other, ok := o.fields["mcpServers"]; key == "servers" && ok {
-			p.errorf(f.key, key, "mcpServers is already set at %s; use one of mcpServers and servers", pos(other.key))
-			continue
-		}
-		metas = append(metas, p.importServers(f.val, key, cfg)...)
-	}
-	if !hasUp || isNull(up.val) {
-		return metas
-	}
-	n := resolve(up.val)
-	if n.Kind != yaml.SequenceNode {
-		p.errorf(n, "upstreams", "must be a list of upstreams (each item starts with \"- name:\"), not %s", kindName(n))
-		return metas
-	}
-	for i, item := range n.Content {
-		if m := p.upstream(item, index("upstreams", i), cfg); m != nil {
-			metas = append(metas, m)
-		}
-	}
-	return metas
-}
-
-func (p *parser) listen(key string, f pair, t *topLevel) {
+func readListen(p *parser, key string, f pair, t *topLevel) {
 	if v, ok := p.scalar(f.val, key); ok {
 		if msg := checkListen(v); msg != "" {
 			p.errorf(resolve(f.val), key, "%s", msg+noExpandHint(v))
@@ -188,7 +317,7 @@ func (p *parser) listen(key string, f pair, t *topLevel) {
 	}
 }
 
-func (p *parser) publicURL(key string, f pair, t *topLevel) {
+func readPublicURL(p *parser, key string, f pair, t *topLevel) {
 	v, ok := p.scalar(f.val, key)
 	if !ok {
 		return
@@ -201,9 +330,9 @@ func (p *parser) publicURL(key string, f pair, t *topLevel) {
 	t.cfg.PublicURL = v
 }
 
-// replicaURL expands ${VAR}: the address is the pod's own, known only at run
+// readReplicaURL expands ${VAR}: the address is the pod's own, known only at run
 // time (Kubernetes' status.podIP).
-func (p *parser) replicaURL(key string, f pair, t *topLevel) {
+func readReplicaURL(p *parser, key string, f pair, t *topLevel) {
 	if v, _, ok := p.expanded(f.val, key); ok && v != "" {
 		if msg := checkHTTPURL(v, false); msg != "" {
 			p.errorf(resolve(f.val), key, "%s", msg)
@@ -230,13 +359,13 @@ func lowercaseList(dst func(*Config) *[]string, check func(string) string) func(
 	}
 }
 
-func (p *parser) maxBodyBytes(key string, f pair, t *topLevel) {
+func readMaxBodyBytes(p *parser, key string, f pair, t *topLevel) {
 	if v, ok := p.size(f.val, key); ok {
 		t.cfg.MaxBodyBytes = v
 	}
 }
 
-func (p *parser) pageSize(key string, f pair, t *topLevel) {
+func readPageSize(p *parser, key string, f pair, t *topLevel) {
 	v, ok := p.integer(f.val, key)
 	switch {
 	case !ok:
@@ -247,9 +376,9 @@ func (p *parser) pageSize(key string, f pair, t *topLevel) {
 	}
 }
 
-// listCacheTTL reads listCacheTTL: a duration up to MaxListCacheTTL, where 0
+// readListCacheTTL reads listCacheTTL: a duration up to MaxListCacheTTL, where 0
 // (with or without a unit) turns list caching off.
-func (p *parser) listCacheTTL(key string, f pair, t *topLevel) {
+func readListCacheTTL(p *parser, key string, f pair, t *topLevel) {
 	n := resolve(f.val)
 	if n.Kind == yaml.ScalarNode && n.Tag != "!!null" {
 		if d, err := time.ParseDuration(strings.TrimSpace(n.Value)); err == nil && d == 0 {
@@ -278,7 +407,7 @@ func durationInto(dst func(*Config) *time.Duration) func(*parser, string, pair, 
 
 // checkRequestTimeouts refuses a default timeout longer than the cap, at the
 // key that set it (requestTimeout if the file sets it).
-func (p *parser) checkRequestTimeouts(t *topLevel) {
+func checkRequestTimeouts(p *parser, t *topLevel) {
 	cfg := t.cfg
 	if cfg.RequestTimeout <= cfg.MaxRequestTimeout {
 		return
@@ -292,7 +421,7 @@ func (p *parser) checkRequestTimeouts(t *topLevel) {
 		cfg.RequestTimeout, cfg.MaxRequestTimeout)
 }
 
-func (p *parser) cursorSecret(key string, f pair, t *topLevel) {
+func readCursorSecret(p *parser, key string, f pair, t *topLevel) {
 	v, raw, ok := p.expanded(f.val, key)
 	if !ok || v == "" {
 		return
@@ -308,10 +437,10 @@ func (p *parser) cursorSecret(key string, f pair, t *topLevel) {
 	t.cfg.CursorSecret = []byte(v)
 }
 
-// redis reads the redis block; several replicas need one cursorSecret, read
+// readRedis reads the redis block; several replicas need one cursorSecret, read
 // before it.
-func (p *parser) redis(key string, f pair, t *topLevel) {
-	p.redisConfig(f.val, t.cfg)
+func readRedis(p *parser, key string, f pair, t *topLevel) {
+	readRedisConfig(p, f.val, t.cfg)
 	if t.cfg.CursorSecret == nil {
 		p.errorf(f.key, key, "several replicas need one cursorSecret (at least %d bytes, e.g. \"${SWITCHBOARD_CURSOR_SECRET}\"), or each rejects the others' pagination cursors", MinCursorSecretBytes)
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -41,9 +42,10 @@ func (b *upstreamBuild) misplaced(k upstreamKind) bool {
 	return false
 }
 
-// upstreamField is how one key of an upstream is read.
+// upstreamField is one key of an upstream: what it is (field) and how it is
+// read.
 type upstreamField struct {
-	key string
+	field
 	// nullOK reads the key even when its value is null (prefix gives null its
 	// own message).
 	nullOK bool
@@ -54,64 +56,100 @@ type upstreamField struct {
 	// skipWrongKind leaves a misplaced key unread (its value would need what
 	// this kind of upstream lacks).
 	skipWrongKind bool
-	decode        func(p *parser, f pair, path string, b *upstreamBuild)
+	// decode reads the key (nil: name, which the two forms read their own
+	// way).
+	decode func(p upstreamSection, f pair, path string, b *upstreamBuild)
 	// after, when set, runs next whether or not the key is set.
-	after func(p *parser, b *upstreamBuild)
+	after func(p upstreamSection, b *upstreamBuild)
 }
 
-// upstreamFields lists the keys of an upstream in the order they are read:
-// command and url first, as what the others may be depends on them, and auth
-// after headers, which it must not contradict. Problems at one position are
+// upstreamFields lists the keys of an upstream in the order they are read.
+// What the others may be depends on command and url, which upstreamFields
+// looks at first; auth comes after headers, which it must not contradict, and
+// url, which it defaults its resource to. Problems at one position are
 // reported in this order.
 func upstreamFields() []upstreamField {
+	stdio := func(key, wrong, doc string, typ valueType, secret bool, decode func(upstreamSection, pair, string, *upstreamBuild)) upstreamField {
+		return upstreamField{field: field{key: key, typ: typ, secret: secret, doc: doc}, only: stdioUpstream, wrongKind: wrong, decode: decode}
+	}
 	return []upstreamField{
-		{key: "command", decode: (*parser).upstreamCommand},
-		{key: "url", decode: (*parser).upstreamURL, after: (*parser).checkTransport},
-		{key: "args", only: stdioUpstream, wrongKind: "args only applies to a command (stdio) upstream; remove it",
-			decode: func(p *parser, f pair, path string, b *upstreamBuild) {
+		{field: field{key: "name", typ: tString, doc: fmt.Sprintf("Identifies the upstream: [a-z0-9-]+, at most %d characters, unique (required).", MaxNameLen)}},
+		{field: field{key: "command", typ: tString, doc: "The program to run, over stdio; ${VAR} is expanded."}, decode: upstreamSection.upstreamCommand},
+		stdio("args", "args only applies to a command (stdio) upstream; remove it", "The program's arguments (a command upstream); ${VAR} is expanded.", tScalars, false,
+			func(p upstreamSection, f pair, path string, b *upstreamBuild) {
 				b.u.Args, b.src.args, _ = p.stringList(f.val, path, true)
-			}},
-		{key: "env", only: stdioUpstream, wrongKind: "env only applies to a command (stdio) upstream; for a remote server use headers",
-			decode: func(p *parser, f pair, path string, b *upstreamBuild) {
+			}),
+		stdio("env", "env only applies to a command (stdio) upstream; for a remote server use headers",
+			"Variables set in the child's environment (a command upstream); ${VAR} is expanded.", tStringMap, true,
+			func(p upstreamSection, f pair, path string, b *upstreamBuild) {
 				b.u.Env = p.stringMap(f.val, path, checkEnvName)
-			}},
-		{key: "envPassthrough", only: stdioUpstream, wrongKind: "envPassthrough only applies to a command (stdio) upstream; remove it",
-			decode: (*parser).upstreamEnvPassthrough},
-		{key: "cwd", only: stdioUpstream, wrongKind: "cwd only applies to a command (stdio) upstream; remove it",
-			decode: func(p *parser, f pair, path string, b *upstreamBuild) {
+			}),
+		stdio("envPassthrough", "envPassthrough only applies to a command (stdio) upstream; remove it",
+			"The gateway's variables the child (of a command upstream) inherits besides the minimal set; a trailing * matches a prefix.", tStrings, false,
+			upstreamSection.upstreamEnvPassthrough),
+		stdio("cwd", "cwd only applies to a command (stdio) upstream; remove it", "The child's working directory (a command upstream; default: the gateway's); ${VAR} is expanded.", tString, false,
+			func(p upstreamSection, f pair, path string, b *upstreamBuild) {
 				b.u.Cwd, b.src.cwd, _ = p.expanded(f.val, path)
+			}),
+		{field: field{key: "url", typ: tString, doc: "The remote server's MCP endpoint (streamable HTTP or HTTP+SSE, detected); ${VAR} is expanded."},
+			decode: upstreamSection.upstreamURL, after: upstreamSection.checkTransport},
+		{field: field{key: "headers", typ: tStringMap, secret: true,
+			doc: "Headers sent with every request (a url upstream); ${VAR} is expanded, and \"file:PATH\" reads the value from a file, again when it changes."},
+			only: httpUpstream, wrongKind: "headers only apply to a url (HTTP) upstream; for a command use env", decode: upstreamSection.upstreamHeaders},
+		{field: field{key: "session", typ: tString, def: string(SessionPerClient), enum: enumOf(SessionPerClient, SessionShared),
+			doc: "per-client gives each client its own upstream session; shared serves every client from one."}, decode: upstreamSection.upstreamSession},
+		{field: field{key: "protocol", typ: tString, def: string(ProtocolAuto), enum: enumOf(ProtocolAuto, ProtocolLegacy, ProtocolModern),
+			doc: "auto detects the upstream's era; legacy always uses initialize; modern requires the stateless " + modernVersion + " era."},
+			decode: upstreamSection.upstreamProtocol},
+		{field: field{key: "prefix", typ: tString, def: "<name>__",
+			doc: fmt.Sprintf("Put before the upstream's tool and prompt names; letters, digits, _ and -, at most %d characters; \"\" keeps the names.", MaxPrefixLen)},
+			nullOK: true, decode: upstreamSection.upstreamPrefix},
+		{field: field{key: "timeout", typ: tDuration, def: "(requestTimeout)", doc: "The timeout of a request to this upstream, at most maxRequestTimeout."},
+			decode: func(p upstreamSection, f pair, path string, b *upstreamBuild) {
+				b.m.timeoutNode = resolve(f.val)
+				b.u.Timeout, _ = p.duration(f.val, path, b.imported)
 			}},
-		{key: "headers", only: httpUpstream, wrongKind: "headers only apply to a url (HTTP) upstream; for a command use env",
-			decode: (*parser).upstreamHeaders},
-		{key: "session", decode: (*parser).upstreamSession},
-		{key: "protocol", decode: (*parser).upstreamProtocol},
-		{key: "prefix", nullOK: true, decode: (*parser).upstreamPrefix},
-		{key: "timeout", decode: func(p *parser, f pair, path string, b *upstreamBuild) {
-			b.m.timeoutNode = resolve(f.val)
-			b.u.Timeout, _ = p.duration(f.val, path, b.imported)
-		}},
-		{key: "maxInstances", decode: (*parser).upstreamMaxInstances},
-		{key: "idleTimeout", decode: func(p *parser, f pair, path string, b *upstreamBuild) {
-			b.m.idleNode = resolve(f.val)
-			b.u.IdleTimeout, _ = p.duration(f.val, path, b.imported)
-		}},
-		{key: "tasks", decode: func(p *parser, f pair, path string, b *upstreamBuild) {
-			b.u.Tasks, _ = p.oneOf(f, path, "task support", []string{TaskForbidden, TaskOptional, TaskRequired},
-				"optional (a tool runs as a task the gateway holds when the client can take one and the call is slow), required (only as a task) or forbidden (never, the default)", "optional, required or forbidden")
-			if b.u.Tasks == TaskForbidden {
-				b.u.Tasks = ""
-			}
-		}},
-		{key: "disabled", decode: func(p *parser, f pair, path string, b *upstreamBuild) { b.u.Disabled, _ = p.boolean(f.val, path) }},
-		{key: "auth", only: httpUpstream, skipWrongKind: true,
+		{field: field{key: "maxInstances", typ: tInt, min: 0, max: 1 << 20, def: fmt.Sprint(DefaultMaxInstances),
+			doc: "The live child processes of a per-client command upstream; 0 is no cap."}, decode: upstreamSection.upstreamMaxInstances},
+		{field: field{key: "idleTimeout", typ: tDuration, def: durationText(DefaultIdleTimeout), doc: "A per-client upstream session unused this long closes."},
+			decode: func(p upstreamSection, f pair, path string, b *upstreamBuild) {
+				b.m.idleNode = resolve(f.val)
+				b.u.IdleTimeout, _ = p.duration(f.val, path, b.imported)
+			}},
+		{field: field{key: "disabled", typ: tBool, def: "false", doc: "Validates the upstream but does not start it."},
+			decode: func(p upstreamSection, f pair, path string, b *upstreamBuild) {
+				b.u.Disabled, _ = p.boolean(f.val, path)
+			}},
+		{field: field{key: "auth", typ: tBlock, sub: upstreamAuthFields,
+			doc: "How the gateway authenticates to a url upstream: its own credentials, or each person's (type: user-oauth); never with the client's token."},
+			only: httpUpstream, skipWrongKind: true,
 			wrongKind: "auth only applies to a url (HTTP) upstream; a local program gets its credentials from env",
-			decode:    (*parser).upstreamAuthField},
+			decode:    upstreamSection.upstreamAuthField},
+		{field: field{key: "tasks", typ: tString, def: TaskForbidden, enum: []string{TaskForbidden, TaskOptional, TaskRequired},
+			doc: "Runs the upstream's tools as tasks the gateway holds when the upstream takes none: optional, required or forbidden (a tool's override wins)."},
+			decode: func(p upstreamSection, f pair, path string, b *upstreamBuild) {
+				b.u.Tasks, _ = p.oneOf(f, path, "task support", []string{TaskForbidden, TaskOptional, TaskRequired},
+					"optional (a tool runs as a task the gateway holds when the client can take one and the call is slow), required (only as a task) or forbidden (never, the default)", "optional, required or forbidden")
+				if b.u.Tasks == TaskForbidden {
+					b.u.Tasks = ""
+				}
+			}},
 	}
 }
 
+// upstreamDocs returns the upstream table's fields.
+func upstreamDocs() []field {
+	uf := upstreamFields()
+	out := make([]field, len(uf))
+	for i, f := range uf {
+		out[i] = f.field
+	}
+	return out
+}
+
 // upstream reads one item of the upstreams list.
-func (p *parser) upstream(n *yaml.Node, path string, cfg *Config) *upMeta {
-	o, ok := p.object(n, path, keySpec{known: upstreamKeys(), hints: upstreamHints()})
+func (p upstreamSection) upstream(n *yaml.Node, path string, cfg *Config) *upMeta {
+	o, ok := p.object(n, path, keySpec{known: keys(upstreamDocs()), hints: upstreamHints()})
 	if !ok {
 		return nil
 	}
@@ -132,7 +170,7 @@ func (p *parser) upstream(n *yaml.Node, path string, cfg *Config) *upMeta {
 	return m
 }
 
-func (p *parser) addUpstream(cfg *Config, u Upstream, src upstreamSource) {
+func (p upstreamSection) addUpstream(cfg *Config, u Upstream, src upstreamSource) {
 	cfg.Upstreams = append(cfg.Upstreams, u)
 	if cfg.sources == nil {
 		cfg.sources = map[string]upstreamSource{}
@@ -142,9 +180,19 @@ func (p *parser) addUpstream(cfg *Config, u Upstream, src upstreamSource) {
 
 // upstreamFields reads the keys shared by the upstreams list and the
 // mcpServers form. imported relaxes timeouts to accept bare seconds.
-func (p *parser) upstreamFields(o *object, u *Upstream, m *upMeta, imported bool) upstreamSource {
+func (p upstreamSection) upstreamFields(o *object, u *Upstream, m *upMeta, imported bool) upstreamSource {
 	b := &upstreamBuild{path: o.path, u: u, m: m, imported: imported}
+	// Whether a key applies depends on command and url, wherever they are.
+	if f, ok := o.get("command"); ok {
+		b.cmdNode = resolve(f.val)
+	}
+	if f, ok := o.get("url"); ok {
+		b.urlNode = resolve(f.val)
+	}
 	for _, fs := range upstreamFields() {
+		if fs.decode == nil {
+			continue
+		}
 		f, ok := o.get(fs.key)
 		if fs.nullOK {
 			f, ok = o.fields[fs.key]
@@ -166,7 +214,7 @@ func (p *parser) upstreamFields(o *object, u *Upstream, m *upMeta, imported bool
 	return b.src
 }
 
-func (p *parser) upstreamCommand(f pair, path string, b *upstreamBuild) {
+func (p upstreamSection) upstreamCommand(f pair, path string, b *upstreamBuild) {
 	b.cmdNode = resolve(f.val)
 	b.m.hasCommand = true
 	if v, raw, ok := p.expanded(f.val, path); ok {
@@ -177,7 +225,7 @@ func (p *parser) upstreamCommand(f pair, path string, b *upstreamBuild) {
 	}
 }
 
-func (p *parser) upstreamURL(f pair, path string, b *upstreamBuild) {
+func (p upstreamSection) upstreamURL(f pair, path string, b *upstreamBuild) {
 	b.urlNode = resolve(f.val)
 	b.m.hasURL, b.m.urlNode = true, b.urlNode
 	if v, raw, ok := p.expanded(f.val, path); ok {
@@ -189,7 +237,7 @@ func (p *parser) upstreamURL(f pair, path string, b *upstreamBuild) {
 }
 
 // checkTransport requires exactly one of command and url.
-func (p *parser) checkTransport(b *upstreamBuild) {
+func (p upstreamSection) checkTransport(b *upstreamBuild) {
 	switch {
 	case b.cmdNode != nil && b.urlNode != nil:
 		p.errorf(b.urlNode, join(b.path, "url"), "command (at %s) and url are both set; an upstream is either a local program (command) or a remote server (url), so remove one", pos(b.cmdNode))
@@ -198,7 +246,7 @@ func (p *parser) checkTransport(b *upstreamBuild) {
 	}
 }
 
-func (p *parser) upstreamEnvPassthrough(f pair, path string, b *upstreamBuild) {
+func (p upstreamSection) upstreamEnvPassthrough(f pair, path string, b *upstreamBuild) {
 	names, _, _ := p.stringList(f.val, path, false)
 	for i, k := range names {
 		if msg := checkEnvPattern(k); msg != "" {
@@ -210,7 +258,7 @@ func (p *parser) upstreamEnvPassthrough(f pair, path string, b *upstreamBuild) {
 
 // upstreamHeaders reads the static headers; a value written "file:PATH" goes
 // to HeaderFiles instead.
-func (p *parser) upstreamHeaders(f pair, path string, b *upstreamBuild) {
+func (p upstreamSection) upstreamHeaders(f pair, path string, b *upstreamBuild) {
 	u := b.u
 	b.m.headers = true
 	// Header names are case-insensitive: two spellings of one name would
@@ -249,40 +297,21 @@ func (p *parser) upstreamHeaders(f pair, path string, b *upstreamBuild) {
 	}
 }
 
-func (p *parser) upstreamSession(f pair, path string, b *upstreamBuild) {
+func (p upstreamSection) upstreamSession(f pair, path string, b *upstreamBuild) {
 	if v, ok := p.oneOf(f, path, "session mode", []string{string(SessionPerClient), string(SessionShared)},
 		"per-client (each client gets its own upstream session) or shared (one session for all clients)", "per-client or shared"); ok {
 		b.u.Session = SessionMode(v)
 	}
 }
 
-func (p *parser) upstreamProtocol(f pair, path string, b *upstreamBuild) {
+func (p upstreamSection) upstreamProtocol(f pair, path string, b *upstreamBuild) {
 	if v, ok := p.oneOf(f, path, "protocol mode", []string{string(ProtocolAuto), string(ProtocolLegacy), string(ProtocolModern)},
 		"auto (detect the upstream's era), legacy (initialize and sessions) or modern (stateless "+modernVersion+")", "auto, legacy or modern"); ok {
 		b.u.Protocol = ProtocolMode(v)
 	}
 }
 
-// oneOf reads a scalar that must be one of valid. A wrong value is refused
-// with the choices explained (use), or with the closest choice when it looks
-// like a typo (the choices named in short).
-func (p *parser) oneOf(f pair, path, what string, valid []string, use, short string) (string, bool) {
-	v, ok := p.scalar(f.val, path)
-	if !ok {
-		return "", false
-	}
-	if contains(valid, v) {
-		return v, true
-	}
-	msg := fmt.Sprintf("%q is not a %s; use %s", v, what, use)
-	if s := suggest(v, valid); s != "" {
-		msg = fmt.Sprintf("%q is not a %s; did you mean %q? (%s)", v, what, s, short)
-	}
-	p.errorf(resolve(f.val), path, "%s", msg)
-	return "", false
-}
-
-func (p *parser) upstreamPrefix(f pair, path string, b *upstreamBuild) {
+func (p upstreamSection) upstreamPrefix(f pair, path string, b *upstreamBuild) {
 	m := b.m
 	m.prefixSet, m.prefixNode = true, resolve(f.val)
 	if isNull(f.val) {
@@ -302,7 +331,7 @@ func (p *parser) upstreamPrefix(f pair, path string, b *upstreamBuild) {
 	b.u.Prefix = v
 }
 
-func (p *parser) upstreamMaxInstances(f pair, path string, b *upstreamBuild) {
+func (p upstreamSection) upstreamMaxInstances(f pair, path string, b *upstreamBuild) {
 	m := b.m
 	m.maxInstNode, m.maxInstSet = resolve(f.val), true
 	v, ok := p.integer(f.val, path)
@@ -317,10 +346,118 @@ func (p *parser) upstreamMaxInstances(f pair, path string, b *upstreamBuild) {
 
 // upstreamAuthField reads the upstream's auth block, which replaces a static
 // Authorization header: both is an error.
-func (p *parser) upstreamAuthField(f pair, path string, b *upstreamBuild) {
-	b.u.Auth = p.upstreamAuth(f.val, path, b.u.URL)
+func (p upstreamSection) upstreamAuthField(f pair, path string, b *upstreamBuild) {
+	b.u.Auth = authSection(p).upstreamAuth(f.val, path, b.u.URL)
 	// With user-oauth a static Authorization header is the service credential the catalog lists with.
 	if b.u.Auth != nil && b.u.Auth.UserOAuth == nil && b.m.authzHeader != nil {
 		p.errorf(f.key, path, "headers (at %s) already set Authorization, which auth would replace; keep one", pos(b.m.authzHeader))
 	}
+}
+
+// checkUpstreams applies defaults that depend on other keys, and the checks
+// that need every upstream: unique names, overlapping prefixes.
+func (p upstreamSection) checkUpstreams(cfg *Config, metas []*upMeta) {
+	names := map[string]*upMeta{}
+	prefixes := map[string]*upMeta{}
+	enabled := 0
+	for i := range cfg.Upstreams {
+		u, m := &cfg.Upstreams[i], metas[i]
+		if first, dup := names[u.Name]; dup && u.Name != "" {
+			where := "the first is at " + pos(first.nameNode)
+			if m.origName != nil {
+				where = fmt.Sprintf("%q (at %s) and %q both become %q", first.origName.Value, pos(first.origName), m.origName.Value, u.Name)
+			}
+			p.errorf(m.nameNode, m.namePath, "duplicate upstream name %q; %s; names must be unique", u.Name, where)
+		} else {
+			names[u.Name] = m
+		}
+		if u.Session == "" {
+			u.Session = SessionPerClient
+		}
+		if u.Protocol == "" {
+			u.Protocol = ProtocolAuto
+		}
+		if !m.prefixSet {
+			u.Prefix = u.Name + "__"
+			if len(u.Prefix) > MaxPrefixLen {
+				p.warnf(m.nameNode, m.namePath, "the default tool prefix %q is %d characters and leaves little room in 64-character tool names (long names get shortened with a hash); set a shorter prefix", u.Prefix, len(u.Prefix))
+			}
+		}
+		if first, dup := prefixes[u.Prefix]; dup {
+			at := first.path
+			if first.prefixNode != nil {
+				at += " at " + pos(first.prefixNode)
+			}
+			p.warnf(m.prefixNode, join(m.path, "prefix"), "prefix %q is also used by %s; tools with the same name collide, and the later one is skipped", u.Prefix, at)
+		} else {
+			prefixes[u.Prefix] = m
+		}
+		if u.Timeout == 0 {
+			u.Timeout = cfg.RequestTimeout
+		} else if u.Timeout > cfg.MaxRequestTimeout {
+			p.errorf(m.timeoutNode, join(m.path, "timeout"), "%s is longer than maxRequestTimeout (%s), which caps every request; raise maxRequestTimeout or lower this", u.Timeout, cfg.MaxRequestTimeout)
+		}
+		if u.IdleTimeout == 0 {
+			u.IdleTimeout = DefaultIdleTimeout
+		}
+		if !m.maxInstSet {
+			u.MaxInstances = DefaultMaxInstances
+		}
+		stdioPerClient := m.hasCommand && !m.hasURL && u.Session == SessionPerClient
+		if m.maxInstSet && !stdioPerClient && m.hasCommand != m.hasURL {
+			p.warnf(m.maxInstNode, join(m.path, "maxInstances"), "has no effect: it caps the child processes of a per-client stdio upstream, and this one is %s", describeUpstream(m, u))
+		}
+		if m.idleNode != nil && u.Session == SessionShared {
+			p.warnf(m.idleNode, join(m.path, "idleTimeout"), "has no effect on a shared upstream, whose one session stays open")
+		}
+		if m.headers && strings.HasPrefix(strings.ToLower(u.URL), "http://") {
+			if pu, err := url.Parse(u.URL); err == nil && !isLoopbackHost(pu.Hostname()) {
+				p.warnf(m.urlNode, join(m.path, "url"), "headers are sent over plain http to a non-loopback host, unencrypted; use https if they carry credentials")
+			}
+		}
+		if u.Auth != nil && u.Auth.UserOAuth != nil {
+			p.checkUserOAuth(cfg, m, u)
+		}
+		if !u.Disabled {
+			enabled++
+		}
+	}
+	switch {
+	case len(cfg.Upstreams) == 0:
+		p.warnf(nil, "upstreams", "no upstreams are configured; the gateway will serve an empty catalog")
+	case enabled == 0:
+		p.warnf(nil, "upstreams", "every upstream is disabled; the gateway will serve an empty catalog")
+	}
+}
+
+// checkUserOAuth says what a user-oauth upstream needs besides its own block: a person must be known (auth), be
+// able to sign in on the connect page (auth.browser), their tokens sealed (auth.tokenKeys), and the links and
+// callbacks need the gateway's public URL; the tokens go over https.
+func (p upstreamSection) checkUserOAuth(cfg *Config, m *upMeta, u *Upstream) {
+	path := join(m.path, "auth")
+	switch {
+	case cfg.Auth == nil:
+		p.errorf(m.node, path, "type: user-oauth needs the gateway's auth: block: each person's grant is kept under their verified identity, so clients must sign in")
+	case cfg.Auth.Browser == nil:
+		p.errorf(m.node, path, "type: user-oauth needs auth.browser {clientId, clientSecret}: the connect page signs the browser in at %s to check it is the person the link was made for", cfg.Auth.Issuer)
+	case cfg.Auth.TokenKeys == "":
+		p.errorf(m.node, path, "type: user-oauth needs auth.tokenKeys, the keys that seal upstream tokens at rest, such as tokenKeys: \"${SWITCHBOARD_TOKEN_KEYS}\" holding \"k1:<openssl rand -base64 32>\"")
+	}
+	if cfg.PublicURL == "" {
+		p.errorf(m.node, path, "type: user-oauth needs publicURL: connect links and the authorization server's callback are under it")
+	}
+	// Each person's token goes to the upstream: connect.NewDiscovery refuses plain http off loopback too.
+	if pu, err := url.Parse(u.URL); err == nil && strings.EqualFold(pu.Scheme, "http") && !isLoopbackHost(pu.Hostname()) {
+		p.errorf(m.urlNode, join(m.path, "url"), "is plain http to a non-loopback host, and type: user-oauth sends each person's token there; use https (http only on a loopback host, for development)")
+	}
+	if u.Session == SessionShared {
+		p.errorf(m.node, join(m.path, "session"), "is shared, but type: user-oauth calls the upstream with each person's own token, which needs a session per client; remove session: shared")
+	}
+}
+
+func describeUpstream(m *upMeta, u *Upstream) string {
+	if m.hasURL {
+		return "a url (HTTP) upstream"
+	}
+	return "a " + string(u.Session) + " upstream"
 }
