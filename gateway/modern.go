@@ -200,9 +200,9 @@ type modernFront struct {
 	listTTL   time.Duration // Options.ListCacheTTL
 	authOn    bool          // results may be a caller's own: private unless a list's hint says otherwise
 	log       *slog.Logger
-	// replicas sends stateless retries to the replica that holds their call (replica.go); no overall timeout,
+	// peerClient sends stateless retries to the replica that holds their call (replica.go); no overall timeout,
 	// because the answer may be a stream.
-	replicas *http.Client
+	peerClient *http.Client
 }
 
 // post serves one request of a stateless client.

@@ -61,7 +61,7 @@ func (f *modernFront) retryElsewhere(ctx context.Context, w http.ResponseWriter,
 	}
 	req.Host = r.Host // the owner checks Host against DNS rebinding like any request
 	req.Header.Set(headerForwarded, "1")
-	resp, err := f.replicas.Do(req)
+	resp, err := f.peerClient.Do(req)
 	if err != nil {
 		if ctx.Err() == nil {
 			f.log.Warn("retry not forwarded to the replica holding its call", "replica", owner, "err", err)

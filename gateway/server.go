@@ -93,8 +93,6 @@ type Server struct {
 	admin  *adminAPI     // admin.go: the admin API, /healthz and /readyz
 	cards  *serverCards  // servercard.go
 	guards *guards       // origin.go: Host, Origin, CORS, authentication, endpoints
-	obs    *observer     // observe.go
-	modern *modernFront  // modern.go: the 2026-07-28 requests of every front end
 }
 
 // New returns a front end for the router.
@@ -121,19 +119,20 @@ func New(r *routing.Router, opts Options) *Server {
 		s.log.Error("metrics unavailable", "err", err)
 	}
 	who := callers{identifyFn: opts.Identify, keyFn: opts.Key}
-	s.obs = &observer{inst: inst, offer: r, sessions: r}
+	obs := &observer{inst: inst, offer: r, sessions: r} // observe.go
 	s.limits = &callerLimits{who: who, log: opts.Logger}
 	s.limits.set(opts.Limits)
 	s.hub = &streamHub{events: opts.Events, peers: r, keepAlive: opts.KeepAlive, writeTimeout: opts.WriteTimeout,
 		log: opts.Logger, draining: make(chan struct{})}
 	open := &opener{sessions: r, offer: r, who: who, initWait: opts.InitWait, log: opts.Logger}
-	s.modern = &modernFront{sessions: r, offer: r, peers: r, who: who, limits: s.limits, hub: s.hub,
+	// The 2026-07-28 requests of every front end (modern.go).
+	modern := &modernFront{sessions: r, offer: r, peers: r, who: who, limits: s.limits, hub: s.hub,
 		initWait: opts.InitWait, keepAlive: opts.KeepAlive, listTTL: opts.ListCacheTTL, authOn: opts.Auth != nil,
-		log: opts.Logger, replicas: &http.Client{}}
-	s.mcp = &streamable{sessions: r, open: open, who: who, limits: s.limits, hub: s.hub, obs: s.obs, modern: s.modern,
-		maxBody: opts.MaxBodyBytes, log: opts.Logger}
+		log: opts.Logger, peerClient: &http.Client{}}
+	s.mcp = &streamable{sessions: r, open: open, who: who, limits: s.limits, hub: s.hub, obs: obs, modern: modern,
+		maxBody: opts.MaxBodyBytes}
 	s.legacy = &legacyFront{sessions: r, open: open, who: who, limits: s.limits, hub: s.hub, maxBody: opts.MaxBodyBytes}
-	s.stdio = stdioFront{sessions: r, open: open, modern: s.modern, obs: s.obs, maxBody: opts.MaxBodyBytes, log: opts.Logger}
+	s.stdio = stdioFront{sessions: r, open: open, modern: modern, obs: obs, maxBody: opts.MaxBodyBytes, log: opts.Logger}
 	s.admin = &adminAPI{op: r, grants: opts.Grants, ready: opts.Ready, log: opts.Logger}
 	if opts.ServerCard != nil {
 		s.cards = &serverCards{card: opts.ServerCard, offer: r, sessions: r, who: who, limits: s.limits,

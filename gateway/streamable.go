@@ -29,7 +29,6 @@ type streamable struct {
 	obs      *observer
 	modern   *modernFront
 	maxBody  int64
-	log      *slog.Logger
 }
 
 // opener answers initialize, for every front end that has legacy sessions.
