@@ -11,8 +11,8 @@ import (
 
 // The gateway–routing seam: everything the front end asks of the router, in four small interfaces, so that a
 // reader sees what crosses the wall. routing.Router implements all four; each component of the Server holds only
-// the ones it uses. What the front ends then call on a session is routing.Session's own request-path methods
-// (HandleRequest, HandleNotification, HandleResponse, Standalone, the stream bookkeeping, End and Close).
+// the ones it uses. The front ends then hand each message to its *routing.Session (HandleRequest,
+// HandleNotification, HandleResponse) and end it (End, Close); the streams see a session through session.
 
 // Sessions is the request path: what the front ends need to open, find or resume a session, and a Stream to
 // hand a message's answers to.
@@ -83,9 +83,25 @@ type replicas interface {
 	StateOwner(ctx context.Context, principal string, m jsonrpc.Message, state string) (string, error)
 }
 
+// session is what the streams (streamHub, its logs and registry) ask of a session: the front ends hand them the
+// *routing.Session that Sessions returned.
+type session interface {
+	// ID is the session's id (its Mcp-Session-Id); ProtocolVersion the version it negotiated.
+	ID() string
+	ProtocolVersion() string
+	// Standalone is the Stream of the messages that relate to no request.
+	Standalone() *routing.Stream
+	// Done is closed when the session ends.
+	Done() <-chan struct{}
+	// StreamOpened and StreamClosed count a client stream, which keeps the session from going idle.
+	StreamOpened()
+	StreamClosed()
+}
+
 var (
 	_ Sessions = (*routing.Router)(nil)
 	_ Offering = (*routing.Router)(nil)
 	_ Operator = (*routing.Router)(nil)
 	_ replicas = (*routing.Router)(nil)
+	_ session  = (*routing.Session)(nil)
 )

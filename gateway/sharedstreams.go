@@ -62,7 +62,7 @@ const claimCheck = 500 * time.Millisecond
 // made and the stream is served unclaimed, as this replica's fallback.
 type sharedLog struct {
 	hub  *streamHub
-	sess *routing.Session
+	sess session
 	n    int64
 
 	// The producer's marker, read on the first Read of a POST stream.
@@ -120,7 +120,7 @@ func sharedStreamID() int64 {
 // stream's first entry names who produces it and for which requests, and is never sent to a client: a replica
 // resuming the stream elsewhere can tell when the producer is gone and answer the requests with an error at once,
 // instead of keep-alives until the log expires.
-func (h *streamHub) newSharedStream(sess *routing.Session, ids [][]byte) *sharedLog {
+func (h *streamHub) newSharedStream(sess session, ids [][]byte) *sharedLog {
 	// The marker is also the stream's first claim, by the connection that starts it: nobody else can hold a
 	// stream that did not exist.
 	lg := &sharedLog{hub: h, sess: sess, n: sharedStreamID(), token: rand.Text(), renewed: time.Now()}
@@ -135,7 +135,7 @@ func (h *streamHub) newSharedStream(sess *routing.Session, ids [][]byte) *shared
 
 // sharedStreamFor is the stream of the shared log a GET reads, and where it starts: the stream Last-Event-ID
 // names (from after that event), or the session's standalone stream.
-func (h *streamHub) sharedStreamFor(sess *routing.Session, lastEventID string) (*sharedLog, string) {
+func (h *streamHub) sharedStreamFor(sess session, lastEventID string) (*sharedLog, string) {
 	if n, _, ok := state.ParseEventID(lastEventID); ok {
 		return &sharedLog{hub: h, sess: sess, n: n}, lastEventID
 	}
@@ -386,7 +386,7 @@ func answerOrphans(sw *sseWriter, ids []json.RawMessage) {
 
 // drainToLog logs the rest of a stream whose client left, so that it can resume it anywhere; it ends with the
 // stream or the session (ctx).
-func (h *streamHub) drainToLog(ctx context.Context, sess *routing.Session, out *routing.Stream, n int64) {
+func (h *streamHub) drainToLog(ctx context.Context, sess session, out *routing.Stream, n int64) {
 	for {
 		msg, _, ok := out.Next(ctx)
 		if !ok {
@@ -402,18 +402,18 @@ func (h *streamHub) drainToLog(ctx context.Context, sess *routing.Session, out *
 // forwarders records the sessions whose standalone messages this replica forwards into the log.
 type forwarders struct {
 	mu sync.Mutex
-	m  map[*routing.Session]bool
+	m  map[session]bool
 }
 
 // shareSession starts forwarding a session's standalone messages into the shared log, once per session per
 // replica; the forwarder is a worker of the session's streams, which wait for it when the session ends.
-func (h *streamHub) shareSession(sess *routing.Session) {
+func (h *streamHub) shareSession(sess session) {
 	if h.events == nil {
 		return
 	}
 	h.fwd.mu.Lock()
 	if h.fwd.m == nil {
-		h.fwd.m = map[*routing.Session]bool{}
+		h.fwd.m = map[session]bool{}
 	}
 	started := h.fwd.m[sess]
 	h.fwd.m[sess] = true
@@ -432,7 +432,7 @@ func (h *streamHub) shareSession(sess *routing.Session) {
 }
 
 // forward moves a session's standalone messages into the shared log until ctx ends.
-func (h *streamHub) forward(ctx context.Context, sess *routing.Session) {
+func (h *streamHub) forward(ctx context.Context, sess session) {
 	for {
 		// While the log is down, leave the messages in the local stream: a GET served here reads them there
 		// (sharedLog.Read), so a held session keeps being served during an outage.
@@ -462,7 +462,7 @@ const logBackoff = time.Second
 // logIsDown reports whether the breaker is open.
 func (h *streamHub) logIsDown() bool { return time.Now().UnixNano() < h.logDownUntil.Load() }
 
-func (h *streamHub) logAppend(sess *routing.Session, n int64, msg []byte) (string, error) {
+func (h *streamHub) logAppend(sess session, n int64, msg []byte) (string, error) {
 	if h.logIsDown() {
 		return "", errLogDown
 	}
@@ -478,7 +478,7 @@ func (h *streamHub) logAppend(sess *routing.Session, n int64, msg []byte) (strin
 	return id, nil
 }
 
-func (h *streamHub) logClose(sess *routing.Session, n int64) {
+func (h *streamHub) logClose(sess session, n int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), logTimeout)
 	defer cancel()
 	_ = h.events.Close(ctx, sess.ID(), n)

@@ -109,7 +109,7 @@ func (h *streamHub) drain() { h.drainOnce.Do(func() { close(h.draining) }) }
 // rest with GET and Last-Event-ID. held are messages already taken from out. With the shared log the stream is
 // resumable on any replica; while the log is down it is made resumable here instead (a resumption that lands
 // elsewhere finds nothing), rather than having no ids at all.
-func (h *streamHub) respondStream(ctx context.Context, w http.ResponseWriter, sess *routing.Session, out *routing.Stream, held, ids [][]byte) {
+func (h *streamHub) respondStream(ctx context.Context, w http.ResponseWriter, sess session, out *routing.Stream, held, ids [][]byte) {
 	var lg streamLog
 	if h.events != nil && !h.logIsDown() {
 		if shared := h.newSharedStream(sess, ids); shared != nil {
@@ -129,7 +129,7 @@ func (h *streamHub) respondStream(ctx context.Context, w http.ResponseWriter, se
 // startSSE answers with an event stream. For a resumable stream and a client of 2025-11-25 or later it first
 // sends the priming event: "The server SHOULD immediately send an SSE event consisting of an event ID and an
 // empty data field in order to prime the client to reconnect".
-func (h *streamHub) startSSE(w http.ResponseWriter, sess *routing.Session, lg streamLog) *sseWriter {
+func (h *streamHub) startSSE(w http.ResponseWriter, sess session, lg streamLog) *sseWriter {
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream")
 	hd.Set("Cache-Control", "no-cache, no-transform")
@@ -152,7 +152,7 @@ func (h *streamHub) startSSE(w http.ResponseWriter, sess *routing.Session, lg st
 // stays resumable). With a local source (src) it drains it, logging every message before writing it; without
 // one it follows the log, which another replica fills. Standalone streams never complete; keepAlive paces
 // comments on idle streams.
-func (h *streamHub) pump(ctx context.Context, sess *routing.Session, sw *sseWriter, lg streamLog, src *routing.Stream, from streamStart) bool {
+func (h *streamHub) pump(ctx context.Context, sess session, sw *sseWriter, lg streamLog, src *routing.Stream, from streamStart) bool {
 	if lg.stream() == standaloneStream {
 		// On shutdown the standalone stream ends with a reconnection hint; a POST stream runs until its answer.
 		var cancel context.CancelFunc
@@ -215,7 +215,7 @@ func (h *streamHub) deliver(ctx context.Context, sw *sseWriter, lg streamLog, ms
 }
 
 // follow writes a stream produced elsewhere, as the log receives it.
-func (h *streamHub) follow(ctx context.Context, sess *routing.Session, sw *sseWriter, lg streamLog, after string) bool {
+func (h *streamHub) follow(ctx context.Context, sess session, sw *sseWriter, lg streamLog, after string) bool {
 	// The followed stream ends with the session on this replica too.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -319,7 +319,7 @@ func (c doneContext) Err() error {
 }
 
 // sessionContext ends when the session does.
-func sessionContext(sess *routing.Session) context.Context {
+func sessionContext(sess session) context.Context {
 	return doneContext{Context: context.Background(), done: sess.Done()}
 }
 
