@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"mime"
 	"net"
 	"net/http"
@@ -17,28 +19,35 @@ import (
 // Reloader reloads the configuration; cmd supplies it, since the config file is its business.
 type Reloader func() (routing.ReloadResult, error)
 
-// AdminHandler serves the admin API: upstream health and counters, restart, drain, and reload. It has no
-// authentication of its own, so it must only be served on a separate loopback listener (cmd refuses anything
-// else), and it refuses what a browser page could send there (adminGuard).
-func (s *Server) AdminHandler(reload Reloader) http.Handler {
+// adminAPI is what operators reach: the admin API (Server.AdminHandler, on its own loopback listener), and the
+// health endpoints /healthz and /readyz (health.go) on the main one.
+type adminAPI struct {
+	op     Operator
+	grants GrantRevoker // nil: no per-user upstream
+	ready  func(context.Context) error
+	log    *slog.Logger
+}
+
+// handler serves the admin API (Server.AdminHandler).
+func (a *adminAPI) handler(reload Reloader) http.Handler {
 	mux := chi.NewRouter()
 	mux.Use(adminGuard)
 	mux.Get("/admin/upstreams", func(w http.ResponseWriter, _ *http.Request) {
-		writeValue(w, http.StatusOK, map[string]any{"upstreams": s.r.Status(), "sessions": s.r.SessionCount(), "conflicts": s.r.Conflicts(), "drift": s.r.Drifts()})
+		writeValue(w, http.StatusOK, map[string]any{"upstreams": a.op.Status(), "sessions": a.op.SessionCount(), "conflicts": a.op.Conflicts(), "drift": a.op.Drifts()})
 	})
 	mux.Get("/admin/pins", func(w http.ResponseWriter, _ *http.Request) {
-		writeValue(w, http.StatusOK, map[string]any{"drift": s.r.Drifts()})
+		writeValue(w, http.StatusOK, map[string]any{"drift": a.op.Drifts()})
 	})
-	mux.Post("/admin/pins/approve", s.approvePins)
-	mux.Post("/admin/grants/revoke", s.revokeGrants)
+	mux.Post("/admin/pins/approve", a.approvePins)
+	mux.Post("/admin/grants/revoke", a.revokeGrants)
 	mux.Post("/admin/upstreams/{name}/restart", func(w http.ResponseWriter, r *http.Request) {
-		s.adminResult(w, s.r.RestartUpstream(chi.URLParam(r, "name")))
+		a.result(w, a.op.RestartUpstream(chi.URLParam(r, "name")))
 	})
 	mux.Post("/admin/upstreams/{name}/drain", func(w http.ResponseWriter, r *http.Request) {
-		s.adminResult(w, s.r.DrainUpstream(chi.URLParam(r, "name"), true))
+		a.result(w, a.op.DrainUpstream(chi.URLParam(r, "name"), true))
 	})
 	mux.Post("/admin/upstreams/{name}/undrain", func(w http.ResponseWriter, r *http.Request) {
-		s.adminResult(w, s.r.DrainUpstream(chi.URLParam(r, "name"), false))
+		a.result(w, a.op.DrainUpstream(chi.URLParam(r, "name"), false))
 	})
 	mux.Post("/admin/reload", func(w http.ResponseWriter, _ *http.Request) {
 		if reload == nil {
@@ -100,7 +109,7 @@ func isJSONType(ct string) bool {
 
 // approvePins accepts changed definitions: the body selects them by upstream, kind, name (as the upstream or as
 // clients name it) and the hash reviewed ("seen"); {"all": true} accepts every one.
-func (s *Server) approvePins(w http.ResponseWriter, r *http.Request) {
+func (a *adminAPI) approvePins(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		routing.PinFilter
 		All bool `json:"all"`
@@ -119,7 +128,7 @@ func (s *Server) approvePins(w http.ResponseWriter, r *http.Request) {
 		writeValue(w, http.StatusBadRequest, map[string]string{"error": `name what to approve (upstream, kind, name, seen), or send {"all": true} to approve every changed definition; GET /admin/pins lists them`})
 		return
 	}
-	res, err := s.r.ApprovePins(r.Context(), body.PinFilter)
+	res, err := a.op.ApprovePins(r.Context(), body.PinFilter)
 	var stale *routing.StaleApprovalError
 	switch {
 	case errors.Is(err, routing.ErrNoDrift):
@@ -135,7 +144,7 @@ func (s *Server) approvePins(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) adminResult(w http.ResponseWriter, err error) {
+func (a *adminAPI) result(w http.ResponseWriter, err error) {
 	var unknown *routing.UnknownUpstreamError
 	switch {
 	case errors.As(err, &unknown):

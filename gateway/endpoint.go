@@ -1,13 +1,6 @@
 package gateway
 
-import (
-	"context"
-	"net/http"
-
-	"github.com/go-chi/chi/v5"
-
-	"github.com/switchboard-mcp/switchboard/upstream/protocol"
-)
+import "context"
 
 // Endpoints (issue 15): every configured endpoint is served at /mcp/<name>, with its legacy twin at
 // /mcp/<name>/sse and /mcp/<name>/message(s), exactly as /mcp is; the request's context carries the endpoint's
@@ -30,19 +23,6 @@ func WithEndpoint(ctx context.Context, name string) context.Context {
 func EndpointFrom(ctx context.Context) string {
 	name, _ := ctx.Value(endpointKey{}).(string)
 	return name
-}
-
-// atEndpoint puts the {endpoint} of the path in the request's context, answering 404 for one that is not
-// configured (now: a reload may remove it).
-func (s *Server) atEndpoint(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		name := chi.URLParam(r, "endpoint")
-		if !s.r.HasEndpoint(name) {
-			writeError(w, http.StatusNotFound, nil, protocol.CodeInvalidRequest, "no endpoint named "+name+" is configured: use /mcp for the whole catalog")
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(WithEndpoint(r.Context(), name)))
-	})
 }
 
 // messagePath is where a legacy connection opened on the request's endpoint posts its messages.

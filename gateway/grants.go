@@ -20,8 +20,8 @@ type GrantRevoker interface {
 
 // revokeGrants serves POST /admin/grants/revoke: {"upstream":"github","principal":"<issuer>|<subject>"} revokes
 // one person's grant, {"upstream":"github"} every grant for the upstream.
-func (s *Server) revokeGrants(w http.ResponseWriter, r *http.Request) {
-	g := s.opts.Grants
+func (a *adminAPI) revokeGrants(w http.ResponseWriter, r *http.Request) {
+	g := a.grants
 	if g == nil {
 		writeValue(w, http.StatusNotFound, map[string]string{"error": "no upstream is configured with type: user-oauth"})
 		return
@@ -50,20 +50,20 @@ func (s *Server) revokeGrants(w http.ResponseWriter, r *http.Request) {
 	}
 	if body.Principal != "" {
 		if err := g.Revoke(r.Context(), body.Principal, body.Upstream); err != nil {
-			s.log.Error("admin: revoking a grant failed", "upstream", body.Upstream, "err", err)
+			a.log.Error("admin: revoking a grant failed", "upstream", body.Upstream, "err", err)
 			writeValue(w, http.StatusServiceUnavailable, map[string]string{"error": "the grant could not be revoked: " + err.Error()})
 			return
 		}
-		s.log.Info("admin: grant revoked", "upstream", body.Upstream, "principal", body.Principal)
+		a.log.Info("admin: grant revoked", "upstream", body.Upstream, "principal", body.Principal)
 		writeValue(w, http.StatusOK, map[string]int{"revoked": 1})
 		return
 	}
 	n, err := g.RevokeUpstream(r.Context(), body.Upstream)
 	if err != nil {
-		s.log.Error("admin: revoking an upstream's grants failed", "upstream", body.Upstream, "revoked", n, "err", err)
+		a.log.Error("admin: revoking an upstream's grants failed", "upstream", body.Upstream, "revoked", n, "err", err)
 		writeValue(w, http.StatusServiceUnavailable, map[string]any{"error": "not every grant could be revoked: " + err.Error(), "revoked": n})
 		return
 	}
-	s.log.Info("admin: every grant of an upstream revoked", "upstream", body.Upstream, "revoked", n)
+	a.log.Info("admin: every grant of an upstream revoked", "upstream", body.Upstream, "revoked", n)
 	writeValue(w, http.StatusOK, map[string]int{"revoked": n})
 }

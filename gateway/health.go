@@ -11,14 +11,14 @@ import (
 )
 
 // healthz reports that the process is alive.
-func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+func (a *adminAPI) healthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`+"\n"))
 }
 
 // readyz reports whether the gateway is ready for clients: every upstream has been tried once, so the catalog is
 // as complete as it can be. An upstream that is down does not make the gateway unready (it is retried and shown
 // here); only a gateway still starting up is.
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+func (a *adminAPI) readyz(w http.ResponseWriter, r *http.Request) {
 	body := struct {
 		Ready     bool                     `json:"ready"`
 		Sessions  int                      `json:"sessions"`
@@ -29,16 +29,16 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		Changed  int      `json:"definitionsChanged,omitempty"`
 		Store    string   `json:"sharedState,omitempty"`
 		Warnings []string `json:"warnings,omitempty"`
-	}{s.r.Ready(), s.r.SessionCount(), s.r.Status(), s.r.Conflicts(), len(s.r.Drifts()), "", nil}
+	}{a.op.Ready(), a.op.SessionCount(), a.op.Status(), a.op.Conflicts(), len(a.op.Drifts()), "", nil}
 	// Names a stated host would reject break that host's whole session, but not the gateway: a warning, never
 	// unreadiness.
-	for _, n := range s.r.RejectedNames() {
+	for _, n := range a.op.RejectedNames() {
 		body.Warnings = append(body.Warnings, fmt.Sprintf("%s rejects the tool %q: %d characters with its prefix, over its limit of %d; lower maxToolNameLength", n.Host, n.Name, n.Length, n.Limit))
 	}
-	if s.opts.Ready != nil {
+	if a.ready != nil {
 		// Without its shared state a replica still serves the sessions it holds, but should get no new ones.
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		if err := s.opts.Ready(ctx); err != nil {
+		if err := a.ready(ctx); err != nil {
 			body.Ready, body.Store = false, "unavailable: "+err.Error()
 		} else {
 			body.Store = "ok"

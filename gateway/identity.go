@@ -4,12 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
-
-	"github.com/go-chi/chi/v5"
 	"github.com/switchboard-mcp/switchboard/routing"
-	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // Authenticator guards the MCP endpoints: an OAuth resource server (auth.ResourceServer) verifies every request
@@ -32,68 +27,30 @@ type Identity struct {
 	Context func(context.Context) context.Context
 }
 
+// callers tells who the caller of a request is (Options.Identify, Options.Key).
+type callers struct {
+	identifyFn func(context.Context) Identity
+	keyFn      func(context.Context) string
+}
+
 // identify returns the identity of a request's caller.
-func (s *Server) identify(ctx context.Context) Identity {
-	if s.opts.Identify == nil {
+func (c callers) identify(ctx context.Context) Identity {
+	if c.identifyFn == nil {
 		return Identity{}
 	}
-	return s.opts.Identify(ctx)
+	return c.identifyFn(ctx)
 }
 
 // owns reports whether the caller of a request may use a session: "sessions MUST NOT be used for
 // authentication"; a session id presented with another principal's token is, for that principal, no session.
-func (s *Server) owns(r *http.Request, sess *routing.Session) bool {
-	return s.key(r.Context()) == sess.Principal()
+func (c callers) owns(r *http.Request, sess *routing.Session) bool {
+	return c.key(r.Context()) == sess.Principal()
 }
 
 // key is the caller's identity key alone: cheaper than identify, which also evaluates the policy.
-func (s *Server) key(ctx context.Context) string {
-	if s.opts.Key != nil {
-		return s.opts.Key(ctx)
+func (c callers) key(ctx context.Context) string {
+	if c.keyFn != nil {
+		return c.keyFn(ctx)
 	}
-	return s.identify(ctx).Key
-}
-
-// guard wraps the MCP endpoints with the authenticator, counting what it refuses.
-func (s *Server) guard(next http.Handler) http.Handler {
-	if s.opts.Auth == nil {
-		return next
-	}
-	return s.counted(s.opts.Auth.Middleware(next))
-}
-
-// guardEndpoint is guard for /mcp/{endpoint}: the endpoint is a resource of its own (RFC 9728), with its own
-// audience and metadata, so its challenges point clients there.
-func (s *Server) guardEndpoint(next http.Handler) http.Handler {
-	if s.opts.Auth == nil {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a := s.endpointAuth(chi.URLParam(r, "endpoint"))
-		if a == nil {
-			writeError(w, http.StatusNotFound, nil, protocol.CodeInvalidRequest, "no such endpoint: use /mcp for the whole catalog")
-			return
-		}
-		s.counted(a.Middleware(next)).ServeHTTP(w, r)
-	})
-}
-
-// endpointAuth is the authenticator of an endpoint's resource; nil for a name no endpoint could have.
-func (s *Server) endpointAuth(name string) Authenticator {
-	if s.opts.AuthFor == nil {
-		return s.opts.Auth
-	}
-	return s.opts.AuthFor(name)
-}
-
-// counted counts the authenticator's refusals in switchboard.auth.failures.
-func (s *Server) counted(guarded http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &statusWriter{ResponseWriter: w}
-		guarded.ServeHTTP(sw, r)
-		if sw.status == http.StatusUnauthorized || sw.status == http.StatusForbidden || sw.status == http.StatusServiceUnavailable {
-			reason := map[int]string{401: "unauthenticated", 403: "insufficient_scope", 503: "idp_unavailable"}[sw.status]
-			s.inst.authFail.Add(r.Context(), 1, metric.WithAttributes(attribute.String("reason", reason)))
-		}
-	})
+	return c.identify(ctx).Key
 }

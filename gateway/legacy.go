@@ -48,35 +48,46 @@ func (lc *legacyConns) remove(id string) {
 	lc.mu.Unlock()
 }
 
-// legacyGet opens an HTTP+SSE connection; it lasts as long as this request, and its session with it.
-func (s *Server) legacyGet(w http.ResponseWriter, r *http.Request) {
+// legacyFront is the HTTP+SSE front end: GET /sse opens a connection (a monoConn) and POST /message feeds it.
+type legacyFront struct {
+	sessions Sessions
+	open     *opener
+	who      callers
+	limits   *callerLimits
+	hub      *streamHub
+	maxBody  int64
+	conns    legacyConns
+}
+
+// get opens an HTTP+SSE connection; it lasts as long as this request, and its session with it.
+func (l *legacyFront) get(w http.ResponseWriter, r *http.Request) {
 	if !accepts(r, "text/event-stream") {
 		writeError(w, http.StatusNotAcceptable, nil, protocol.CodeInvalidRequest, "the Accept header must list text/event-stream")
 		return
 	}
-	c := newMonoConn(s)
-	c.owner, c.endpoint = s.key(r.Context()), EndpointFrom(r.Context())
-	id := s.legacy.add(c)
+	c := newMonoConn(l.sessions, l.open)
+	c.owner, c.endpoint = l.who.key(r.Context()), EndpointFrom(r.Context())
+	id := l.conns.add(c)
 	defer func() {
-		s.legacy.remove(id)
+		l.conns.remove(id)
 		c.close()
 	}()
-	sw := s.startSSE(w, nil, nil)
+	sw := l.hub.startSSE(w, nil, nil)
 	sw.buf = append(sw.buf[:0], "event: endpoint\ndata: "+messagePath(r.Context())+"?sessionId="+id+"\n\n"...)
 	if sw.write() != nil {
 		return
 	}
 	ctx := r.Context()
-	dctx, stop := s.untilDrain(ctx) // wakes the wait below when shutdown begins
+	dctx, stop := l.hub.untilDrain(ctx) // wakes the wait below when shutdown begins
 	defer stop()
 	for {
 		// Everything of a legacy session travels on this one stream, answers included: on shutdown it stays
 		// open until the session's calls in flight are answered (or the grace period ends), then ends with a
 		// reconnection hint.
-		base, wait := dctx, s.opts.KeepAlive
-		if s.isDraining() {
+		base, wait := dctx, l.hub.keepAlive
+		if l.hub.isDraining() {
 			if sess := c.session(); sess == nil || sess.InFlight() == 0 {
-				s.retryHint(sw)
+				l.hub.retryHint(sw)
 				return
 			}
 			base, wait = ctx, 100*time.Millisecond
@@ -112,14 +123,14 @@ func isDone(ch <-chan struct{}) bool {
 	}
 }
 
-// legacyPost takes one message of an HTTP+SSE connection; its answer goes on the connection's stream.
-func (s *Server) legacyPost(w http.ResponseWriter, r *http.Request) {
-	c := s.legacy.get(r.URL.Query().Get("sessionId"))
-	if c == nil || s.key(r.Context()) != c.owner || EndpointFrom(r.Context()) != c.endpoint {
+// post takes one message of an HTTP+SSE connection; its answer goes on the connection's stream.
+func (l *legacyFront) post(w http.ResponseWriter, r *http.Request) {
+	c := l.conns.get(r.URL.Query().Get("sessionId"))
+	if c == nil || l.who.key(r.Context()) != c.owner || EndpointFrom(r.Context()) != c.endpoint {
 		writeError(w, http.StatusNotFound, nil, protocol.CodeInvalidRequest, "unknown sessionId: open a new connection with GET /sse")
 		return
 	}
-	body, ok := s.readBody(w, r)
+	body, ok := readBody(w, r, l.maxBody)
 	if !ok {
 		return
 	}
@@ -132,7 +143,7 @@ func (s *Server) legacyPost(w http.ResponseWriter, r *http.Request) {
 		// Requests count against the caller's rate like those of every other front end. Their answers leave on
 		// the GET stream, after this POST is answered, so the bound on calls in flight cannot hold a lease here:
 		// it applies to the other front ends only (docs/security.md).
-		release, ok := s.admit(w, r, m)
+		release, ok := l.limits.admit(w, r, m)
 		if !ok {
 			return
 		}

@@ -3,9 +3,11 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/routing/state"
@@ -32,9 +34,17 @@ type Limits struct {
 	CallTTL         time.Duration
 }
 
+// callerLimits apply Limits to each caller's requests, whatever front end they come by (and to the server cards).
+type callerLimits struct {
+	who callers
+	log *slog.Logger
+	// limits are Options.Limits, which a reload may replace (set).
+	limits atomic.Pointer[Limits]
+}
+
 // limitKey identifies the caller for limits: its principal, or its address without auth.
-func (s *Server) limitKey(r *http.Request) string {
-	if k := s.key(r.Context()); k != "" {
+func (cl *callerLimits) limitKey(r *http.Request) string {
+	if k := cl.who.key(r.Context()); k != "" {
 		return "p:" + k
 	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
@@ -44,15 +54,14 @@ func (s *Server) limitKey(r *http.Request) string {
 	return "a:" + host
 }
 
-// SetLimits replaces the limits (a config reload): requests admitted from now on count against the new ones.
-// Calls in flight keep the leases they hold.
-func (s *Server) SetLimits(l Limits) { s.limits.Store(&l) }
+// set replaces the limits: requests admitted from now on count against the new ones.
+func (cl *callerLimits) set(l Limits) { cl.limits.Store(&l) }
 
 // admit applies the limits to one request. It answers a refused request itself (HTTP 429 with a JSON-RPC error
 // and Retry-After: "a limited request gets a JSON-RPC error with a retry hint, never a dropped connection") and
 // returns ok false; otherwise release ends the request's hold on the concurrency bound.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, m jsonrpc.Message) (release func(), ok bool) {
-	release, refusal := s.check(r.Context(), s.limitKey(r), m)
+func (cl *callerLimits) admit(w http.ResponseWriter, r *http.Request, m jsonrpc.Message) (release func(), ok bool) {
+	release, refusal := cl.check(r.Context(), cl.limitKey(r), m)
 	if refusal != nil {
 		w.Header().Set("Retry-After", strconv.Itoa(max(1, int((refusal.retry+time.Second-1)/time.Second))))
 		writeJSON(w, http.StatusTooManyRequests, refusal.answer(m))
@@ -76,8 +85,8 @@ func (f *refusal) answer(m jsonrpc.Message) []byte {
 // check applies the limits to one request of the caller key: every request counts against the rate, every call
 // (isCall) against the bound on calls in flight, whether it came alone or in a batch. A limiter that cannot be
 // reached lets requests through: limits protect the gateway, an outage of theirs must not stop it.
-func (s *Server) check(ctx context.Context, key string, m jsonrpc.Message) (release func(), refused *refusal) {
-	l := *s.limits.Load()
+func (cl *callerLimits) check(ctx context.Context, key string, m jsonrpc.Message) (release func(), refused *refusal) {
+	l := *cl.limits.Load()
 	release = func() {}
 	if l.Limiter == nil {
 		return release, nil
@@ -90,14 +99,14 @@ func (s *Server) check(ctx context.Context, key string, m jsonrpc.Message) (rele
 			return nil, &refusal{retry, fmt.Sprintf("rate limit exceeded (%g requests per second, bursts of %d); retry in %s", l.RequestsPerSecond, l.Burst, retry.Round(time.Millisecond))}
 		}
 		if err != nil {
-			s.log.Debug("rate limiter unavailable; request let through", "err", err)
+			cl.log.Debug("rate limiter unavailable; request let through", "err", err)
 		}
 	}
 	if l.ConcurrentCalls > 0 && isCall(m) {
 		rel, allowed, err := l.Limiter.Acquire(ctx, key, l.ConcurrentCalls, l.CallTTL)
 		switch {
 		case err != nil:
-			s.log.Debug("concurrency limiter unavailable; request let through", "err", err)
+			cl.log.Debug("concurrency limiter unavailable; request let through", "err", err)
 		case !allowed:
 			return nil, &refusal{time.Second, fmt.Sprintf("too many calls in flight (at most %d at once); retry when one finishes", l.ConcurrentCalls)}
 		default:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -184,8 +185,28 @@ func validLogLevel(v string) bool {
 	return false
 }
 
-// postModern serves one request of a stateless client.
-func (s *Server) postModern(ctx context.Context, w http.ResponseWriter, r *http.Request, m jsonrpc.Message) {
+// modernFront serves the 2026-07-28 requests, from POST /mcp (post) and from stdio (stdioModern): each on the
+// pooled session of its capabilities and caller, its answer decorated with the era's fields. A retry of a call
+// parked on another replica is sent there (replica.go).
+type modernFront struct {
+	sessions  Sessions
+	offer     Offering
+	peers     replicas
+	who       callers
+	limits    *callerLimits
+	hub       *streamHub // starts the SSE answers
+	initWait  time.Duration
+	keepAlive time.Duration
+	listTTL   time.Duration // Options.ListCacheTTL
+	authOn    bool          // results may be a caller's own: private unless a list's hint says otherwise
+	log       *slog.Logger
+	// peerClient sends stateless retries to the replica that holds their call (replica.go); no overall timeout,
+	// because the answer may be a stream.
+	peerClient *http.Client
+}
+
+// post serves one request of a stateless client.
+func (f *modernFront) post(ctx context.Context, w http.ResponseWriter, r *http.Request, m jsonrpc.Message) {
 	switch m.Kind() {
 	case jsonrpc.KindNotification:
 		// Over HTTP a stateless client cancels by closing the stream; there is nothing else it may notify.
@@ -199,25 +220,25 @@ func (s *Server) postModern(ctx context.Context, w http.ResponseWriter, r *http.
 	if !ok {
 		return
 	}
-	release, ok := s.admit(w, r, m)
+	release, ok := f.limits.admit(w, r, m)
 	if !ok {
 		return
 	}
 	defer release()
-	params := s.modernParams(ctx, meta)
+	params := f.params(ctx, meta)
 	switch m.Method() {
 	case "server/discover":
-		writeJSON(w, http.StatusOK, s.discover(ctx, m.ID()))
+		writeJSON(w, http.StatusOK, f.discover(ctx, m.ID()))
 		return
 	case "subscriptions/listen":
-		s.listen(ctx, w, r, m, params)
+		f.listen(ctx, w, r, m, params)
 		return
 	}
-	if s.retryElsewhere(ctx, w, r, m) {
+	if f.retryElsewhere(ctx, w, r, m) {
 		return
 	}
-	_ = s.r.WaitStart(ctx, m.Method(), s.opts.InitWait) // during start, until the catalog is whole (as initialize)
-	sess := s.r.PooledSession(params)
+	_ = f.sessions.WaitStart(ctx, m.Method(), f.initWait) // during start, until the catalog is whole (as initialize)
+	sess := f.sessions.PooledSession(params)
 	if m.MethodIs("tools/call") {
 		name, _ := jsonrpc.LookupString(m.Params(), "name")
 		if why := checkParamHeaders(r.Header, m.Params(), sess.ParamHeaders(name)); why != "" {
@@ -227,11 +248,11 @@ func (s *Server) postModern(ctx context.Context, w http.ResponseWriter, r *http.
 	}
 	// The pooled session serves many clients whose ids may collide; it tells their calls apart by the stream each
 	// answer goes to, so the request goes on with the client's own id.
-	out := s.r.NewStream(1, 0)
+	out := f.sessions.NewStream(1, 0)
 	pctx := ownPolicy(ctx, params)
-	before := s.listHint(pctx, sess, m.Method())
+	before := f.listHint(pctx, sess, m.Method())
 	sess.HandleRequest(pctx, m, out)
-	s.respondModern(w, r, sess, out, m.ID(), m.Method(), func() cacheHint { return before.and(s.listHint(pctx, sess, m.Method())) })
+	f.respond(w, r, sess, out, m.ID(), m.Method(), func() cacheHint { return before.and(f.listHint(pctx, sess, m.Method())) })
 }
 
 // ownPolicy makes a stateless request judged by its own caller's policy: the pooled session may serve another
@@ -244,9 +265,9 @@ func ownPolicy(ctx context.Context, params routing.SessionParams) context.Contex
 	return routing.WithAllow(ctx, params.Allow)
 }
 
-// modernParams are the session parameters of a stateless request: what its _meta declares, and its caller.
-func (s *Server) modernParams(ctx context.Context, meta modernMeta) routing.SessionParams {
-	who := s.identify(ctx)
+// params are the session parameters of a stateless request: what its _meta declares, and its caller.
+func (f *modernFront) params(ctx context.Context, meta modernMeta) routing.SessionParams {
+	who := f.who.identify(ctx)
 	return routing.SessionParams{
 		Capabilities: meta.caps, ClientInfo: meta.clientInfo, LogLevel: meta.logLevel,
 		Principal: who.Key, Allow: who.Allow, Context: who.Context, Endpoint: EndpointFrom(ctx),
@@ -255,18 +276,18 @@ func (s *Server) modernParams(ctx context.Context, meta modernMeta) routing.Sess
 
 // discover answers server/discover: "Servers MUST implement server/discover". It is answered at once, during
 // start too (a client's probe gives up within a second); the requests that read the catalog wait (WaitStart).
-func (s *Server) discover(ctx context.Context, id []byte) []byte {
-	return jsonrpc.AppendResult(nil, id, s.decorate(s.discoverResult(), "server/discover", cacheHint{}))
+func (f *modernFront) discover(ctx context.Context, id []byte) []byte {
+	return jsonrpc.AppendResult(nil, id, f.decorate(f.discoverResult(), "server/discover", cacheHint{}))
 }
 
 // discoverResult is the gateway's DiscoverResult: every version it speaks and the capabilities it can honour.
-func (s *Server) discoverResult() []byte {
+func (f *modernFront) discoverResult() []byte {
 	var caps map[string]json.RawMessage
-	_ = json.Unmarshal(s.r.Capabilities(), &caps)
+	_ = json.Unmarshal(f.offer.Capabilities(), &caps)
 	// 2026-07-28 moved tasks to the io.modelcontextprotocol/tasks extension: a server "MUST NOT continue to
 	// advertise the legacy capabilities".
 	delete(caps, "tasks")
-	if s.r.OffersTasks() {
+	if f.offer.OffersTasks() {
 		var ext map[string]json.RawMessage
 		_ = json.Unmarshal(caps["extensions"], &ext)
 		if ext == nil {
@@ -277,7 +298,7 @@ func (s *Server) discoverResult() []byte {
 	}
 	c, _ := json.Marshal(caps)
 	res := map[string]any{"supportedVersions": protocol.Supported(), "capabilities": json.RawMessage(c)}
-	if in := s.r.Instructions(); in != "" {
+	if in := f.offer.Instructions(); in != "" {
 		res["instructions"] = in
 	}
 	b, _ := json.Marshal(res)
@@ -306,14 +327,14 @@ type cacheHint struct {
 // own lists say, "private" when the caller shaped the list (a policy, a person's own lists, search mode;
 // routing.Session.ListCache), else "public": the list is what everyone at the endpoint sees. Other methods get
 // the zero hint.
-func (s *Server) listHint(ctx context.Context, sess *routing.Session, method string) cacheHint {
+func (f *modernFront) listHint(ctx context.Context, sess *routing.Session, method string) cacheHint {
 	switch method {
 	case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
 	default:
 		return cacheHint{}
 	}
 	private, upTTL, capped := sess.ListCache(ctx, method)
-	ttl := s.opts.ListCacheTTL
+	ttl := f.listTTL
 	if capped {
 		ttl = min(ttl, upTTL)
 	}
@@ -333,7 +354,7 @@ func (h cacheHint) and(o cacheHint) cacheHint {
 // _meta. A list's caching is its hint's. Anything else is immediately stale (ttlMs 0) and, with auth on,
 // private: upstream credentials may be the caller's own, so such a result must never be shared across
 // principals.
-func (s *Server) decorate(result []byte, method string, hint cacheHint) []byte {
+func (f *modernFront) decorate(result []byte, method string, hint cacheHint) []byte {
 	// One scan finds every member it touches, and one splice writes the answer: results can be large
 	// (resources/read), and this runs on every one.
 	sp, ok := jsonrpc.LookupMembers(result, "resultType", "inputRequests", "ttlMs", "cacheScope", "_meta")
@@ -360,7 +381,7 @@ func (s *Server) decorate(result []byte, method string, hint cacheHint) []byte {
 		if !ttl.Found {
 			add("ttlMs", strconv.AppendInt(nil, hint.ttl.Milliseconds(), 10))
 		}
-		private := hint.private || !hint.list && s.opts.Auth != nil
+		private := hint.private || !hint.list && f.authOn
 		switch {
 		case !scope.Found && private:
 			add("cacheScope", []byte(`"private"`))
@@ -372,9 +393,9 @@ func (s *Server) decorate(result []byte, method string, hint cacheHint) []byte {
 	}
 	if meta.Found {
 		edits = append(edits, jsonrpc.Edit{Start: meta.Start, End: meta.End,
-			With: jsonrpc.SetMember(result[meta.Start:meta.End], protocol.MetaServerInfo, s.r.ServerInfo())})
+			With: jsonrpc.SetMember(result[meta.Start:meta.End], protocol.MetaServerInfo, f.offer.ServerInfo())})
 	} else {
-		add("_meta", append(append(jsonrpc.AppendQuote([]byte(`{`), protocol.MetaServerInfo), ':'), append(s.r.ServerInfo(), '}')...))
+		add("_meta", append(append(jsonrpc.AppendQuote([]byte(`{`), protocol.MetaServerInfo), ':'), append(f.offer.ServerInfo(), '}')...))
 	}
 	open := bytes.IndexByte(result, '{') + 1
 	if len(insert) > 0 {
@@ -391,9 +412,9 @@ func (s *Server) decorate(result []byte, method string, hint cacheHint) []byte {
 	return jsonrpc.Splice(make([]byte, 0, n), result, edits...)
 }
 
-// modernFinal turns routing's answer into the client's: the era's error codes and result fields (a list's
+// final turns routing's answer into the client's: the era's error codes and result fields (a list's
 // caching by hint), and the HTTP status the error calls for.
-func (s *Server) modernFinal(msg, clientID []byte, method string, hint cacheHint) ([]byte, int) {
+func (f *modernFront) final(msg, clientID []byte, method string, hint cacheHint) ([]byte, int) {
 	m, err := jsonrpc.Parse(msg)
 	if err != nil {
 		return jsonrpc.AppendError(nil, clientID, protocol.CodeInternalError, "switchboard: malformed answer", nil), http.StatusOK
@@ -411,7 +432,7 @@ func (s *Server) modernFinal(msg, clientID []byte, method string, hint cacheHint
 		}
 		return msg, errorStatus(code) // routing answered with the client's id
 	}
-	return jsonrpc.AppendResult(nil, clientID, s.decorate(m.Result(), method, hint)), http.StatusOK
+	return jsonrpc.AppendResult(nil, clientID, f.decorate(m.Result(), method, hint)), http.StatusOK
 }
 
 // errorStatus is the HTTP status of a 2026-07-28 error answered as JSON: "unknown method → 404", "missing
@@ -426,10 +447,10 @@ func errorStatus(code int) int {
 	return http.StatusOK
 }
 
-// respondModern writes a stateless request's answer: JSON when the answer is all there is, else an SSE stream of
+// respond writes a stateless request's answer: JSON when the answer is all there is, else an SSE stream of
 // the notifications that relate to the request, then the answer, whose caching hint says. The stream is not
 // resumable, and closing it cancels the request.
-func (s *Server) respondModern(w http.ResponseWriter, r *http.Request, sess *routing.Session, out *routing.Stream, clientID []byte, method string, hint func() cacheHint) {
+func (f *modernFront) respond(w http.ResponseWriter, r *http.Request, sess *routing.Session, out *routing.Stream, clientID []byte, method string, hint func() cacheHint) {
 	ctx := r.Context()
 	var sw *sseWriter
 	for {
@@ -442,12 +463,12 @@ func (s *Server) respondModern(w http.ResponseWriter, r *http.Request, sess *rou
 				return
 			}
 			if sw == nil {
-				s.startSSE(w, sess, nil)
+				f.hub.startSSE(w, sess, nil)
 			}
 			return
 		}
 		if final {
-			answer, status := s.modernFinal(msg, clientID, method, hint())
+			answer, status := f.final(msg, clientID, method, hint())
 			if sw == nil {
 				writeJSON(w, status, answer)
 				return
@@ -457,7 +478,7 @@ func (s *Server) respondModern(w http.ResponseWriter, r *http.Request, sess *rou
 		}
 		// Only notifications precede the answer: routing parks a stateless session's server→client requests.
 		if sw == nil {
-			sw = s.startSSE(w, sess, nil)
+			sw = f.hub.startSSE(w, sess, nil)
 		}
 		if sw.event("", msg) != nil {
 			sess.Cancel(out, clientID, "the client's stream failed")
@@ -472,19 +493,19 @@ const maxCapabilitiesBytes = 16 << 10
 
 // listen serves subscriptions/listen over HTTP: a long-lived SSE stream of the notifications the client asked
 // for, after an acknowledgement of what the gateway honours, with comment keep-alives while nothing happens.
-func (s *Server) listen(ctx context.Context, w http.ResponseWriter, r *http.Request, m jsonrpc.Message, params routing.SessionParams) {
-	sub, ack, ok := s.openSubscription(ctx, m, params)
+func (f *modernFront) listen(ctx context.Context, w http.ResponseWriter, r *http.Request, m jsonrpc.Message, params routing.SessionParams) {
+	sub, ack, ok := f.openSubscription(ctx, m, params)
 	if !ok {
 		writeError(w, http.StatusBadRequest, m.ID(), protocol.CodeInvalidParams, errListenParams)
 		return
 	}
 	defer sub.close()
-	sw := s.startSSE(w, sub.sess, nil)
+	sw := f.hub.startSSE(w, sub.sess, nil)
 	if sw.event("", ack) != nil {
 		return
 	}
 	for {
-		wctx, cancel := context.WithTimeout(ctx, s.opts.KeepAlive)
+		wctx, cancel := context.WithTimeout(ctx, f.keepAlive)
 		msg, ok := sub.next(wctx)
 		cancel()
 		if !ok {
@@ -515,7 +536,7 @@ const errListenParams = "subscriptions/listen needs params.notifications"
 // whose standalone stream hears the list changes and resource updates, filtered by what the client asked for and
 // tagged with the subscription id (the listen request's id).
 type subscription struct {
-	s    *Server
+	f    *modernFront
 	id   []byte
 	sess *routing.Session
 	want listenFilter
@@ -533,7 +554,7 @@ type listenFilter struct {
 // openSubscription starts the subscription of a subscriptions/listen request and returns it with its
 // acknowledgement, "the first message on the stream", which lists "the subset the server agreed to honor". ok is
 // false when the request has no filter. The caller closes the subscription.
-func (s *Server) openSubscription(ctx context.Context, m jsonrpc.Message, params routing.SessionParams) (sub *subscription, ack []byte, ok bool) {
+func (f *modernFront) openSubscription(ctx context.Context, m jsonrpc.Message, params routing.SessionParams) (sub *subscription, ack []byte, ok bool) {
 	var p struct {
 		Notifications *listenFilter `json:"notifications"`
 	}
@@ -541,7 +562,7 @@ func (s *Server) openSubscription(ctx context.Context, m jsonrpc.Message, params
 		return nil, nil, false
 	}
 	want := *p.Notifications
-	sub = &subscription{s: s, id: m.ID(), sess: s.r.Listener(params), want: want, uris: map[string]bool{}}
+	sub = &subscription{f: f, id: m.ID(), sess: f.sessions.Listener(params), want: want, uris: map[string]bool{}}
 	honoured := []string{}
 	for _, uri := range want.ResourceSubscriptions {
 		if !sub.uris[uri] && sub.sess.Subscribe(ctx, uri) {
@@ -604,7 +625,7 @@ func (sub *subscription) next(ctx context.Context) (msg []byte, ok bool) {
 // ended is the result that ends the subscription gracefully: "this result is sent only when the server tears the
 // subscription down".
 func (sub *subscription) ended() []byte {
-	return jsonrpc.AppendResult(nil, sub.id, sub.s.decorate([]byte(`{}`), "subscriptions/listen", cacheHint{}))
+	return jsonrpc.AppendResult(nil, sub.id, sub.f.decorate([]byte(`{}`), "subscriptions/listen", cacheHint{}))
 }
 
 // close ends the subscription: its session, and the upstream subscriptions it holds.

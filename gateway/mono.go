@@ -14,7 +14,7 @@ import (
 // SSE stream) or a stdio client (stdout). Answers, notifications and server→client requests all go to the
 // session's standalone Stream; before initialize they go to pre.
 type monoConn struct {
-	s        *Server
+	open     *opener
 	pre      *routing.Stream
 	owner    string // the identity that opened the connection; only it may post to it
 	endpoint string // the endpoint it was opened on; its messages must be posted there
@@ -27,8 +27,8 @@ type monoConn struct {
 	initializing bool // an initialize is being answered: a second one is refused, not raced
 }
 
-func newMonoConn(s *Server) *monoConn {
-	return &monoConn{s: s, pre: s.r.NewStream(-1, 64)}
+func newMonoConn(sessions Sessions, open *opener) *monoConn {
+	return &monoConn{open: open, pre: sessions.NewStream(-1, 64)}
 }
 
 func (c *monoConn) session() *routing.Session {
@@ -52,7 +52,7 @@ func (c *monoConn) handle(ctx context.Context, m jsonrpc.Message) error {
 			c.reply(jsonrpc.AppendError(nil, m.ID(), protocol.CodeInvalidRequest, "the session is already initialized", nil))
 			return nil
 		}
-		newSess, answer := c.s.startSession(ctx, m)
+		newSess, answer := c.open.start(ctx, m)
 		c.pre.Push(answer, routing.ClassFinal)
 		c.mu.Lock()
 		c.sess, c.initializing = newSess, false

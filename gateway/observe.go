@@ -29,6 +29,14 @@ import (
 // message, mcp.server.operation.duration and mcp.server.session.duration. Its legs to the upstreams are MCP
 // client spans and mcp.client.* metrics, recorded by routing.
 
+// observer records the front end's operations in its instruments; it reads the catalog (Offers) to name tools in
+// metrics, and the sessions to time the ones an initialize started.
+type observer struct {
+	inst     instruments
+	offer    Offering
+	sessions Sessions
+}
+
 // instruments are the front end's metrics and tracer (design §10).
 type instruments struct {
 	tracing    bool // a real tracer provider: spans are worth their lookups
@@ -197,7 +205,7 @@ func notAnError(code int) bool {
 // serverOp is one client message the front end serves: its MCP server span and its measurement of
 // mcp.server.operation.duration. The answer is read off the response as it is written (statusWriter).
 type serverOp struct {
-	s       *Server
+	obs     *observer
 	r       *http.Request
 	w       *statusWriter
 	span    trace.Span // nil when not tracing
@@ -210,9 +218,9 @@ type serverOp struct {
 
 // startOp opens the server span of one client message, continuing the client's trace from the traceparent
 // header or, failing that, from params._meta.traceparent, and makes w note the message's answer.
-func (s *Server) startOp(r *http.Request, w *statusWriter, m jsonrpc.Message, start time.Time) (context.Context, serverOp) {
-	op := serverOp{s: s, r: r, w: w, start: start, method: m.Method(), skip: m.Kind() == jsonrpc.KindResponse}
-	if op.skip || !s.inst.tracing && !s.inst.metering {
+func (o *observer) startOp(r *http.Request, w *statusWriter, m jsonrpc.Message, start time.Time) (context.Context, serverOp) {
+	op := serverOp{obs: o, r: r, w: w, start: start, method: m.Method(), skip: m.Kind() == jsonrpc.KindResponse}
+	if op.skip || !o.inst.tracing && !o.inst.metering {
 		return r.Context(), op
 	}
 	if m.Kind() == jsonrpc.KindRequest {
@@ -224,14 +232,14 @@ func (s *Server) startOp(r *http.Request, w *statusWriter, m jsonrpc.Message, st
 		op.name, _ = jsonrpc.LookupString(m.Params(), "name")
 	}
 	op.version = requestVersion(r, m)
-	if !s.inst.tracing {
+	if !o.inst.tracing {
 		return r.Context(), op
 	}
 	w.messages = true
-	ctx := s.inst.propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	ctx := o.inst.propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		if tp, ok := jsonrpc.LookupString(m.Params(), "_meta", "traceparent"); ok {
-			ctx = s.inst.propagator.Extract(ctx, propagation.MapCarrier{"traceparent": tp})
+			ctx = o.inst.propagator.Extract(ctx, propagation.MapCarrier{"traceparent": tp})
 		}
 	}
 	attrs := make([]attribute.KeyValue, 0, 14)
@@ -257,7 +265,7 @@ func (s *Server) startOp(r *http.Request, w *statusWriter, m jsonrpc.Message, st
 		}
 	}
 	name, attrs := mcpSpanAttrs(m, op.method, op.name, attrs)
-	ctx, op.span = s.inst.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	ctx, op.span = o.inst.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 	return ctx, op
 }
 
@@ -318,7 +326,7 @@ func (op serverOp) end() {
 	if op.skip {
 		return
 	}
-	s, w := op.s, op.w
+	o, w := op.obs, op.w
 	// error.type: the JSON-RPC code of an error answer that classifies as an error for a server, tool_error for a
 	// tool result with isError, cancelled when the client went away or cancelled before an answer.
 	var errType string
@@ -335,11 +343,11 @@ func (op serverOp) end() {
 			errType = strconv.Itoa(w.status) // refused at the HTTP level without a JSON-RPC error
 		}
 	}
-	if s.inst.metering {
-		s.recordOp(op.start, op.name, opKey{method: op.method, version: op.version, httpVersion: httpVersion(op.r),
+	if o.inst.metering {
+		o.recordOp(op.start, op.name, opKey{method: op.method, version: op.version, httpVersion: httpVersion(op.r),
 			errType: errType, code: w.code, hasCode: w.hasCode, codeIsError: codeIsError})
 		if op.method == "initialize" && w.answered && !w.errored {
-			s.observeSession(op)
+			o.observeSession(op)
 		}
 	}
 	if op.span == nil {
@@ -368,36 +376,36 @@ func (op serverOp) end() {
 
 // recordOp records one served message in mcp.server.operation.duration: k with its method made bounded, and the
 // tool or prompt named only when the catalog lists it (names clients mint do not belong in metrics).
-func (s *Server) recordOp(start time.Time, name string, k opKey) {
+func (o *observer) recordOp(start time.Time, name string, k opKey) {
 	method := k.method
 	k.method = metricMethod(method)
 	switch {
 	case name == "":
-	case method == protocol.MethodToolsCall && s.r.Offers(false, name):
+	case method == protocol.MethodToolsCall && o.offer.Offers(false, name):
 		k.tool = name
-	case method == protocol.MethodPromptsGet && s.r.Offers(true, name):
+	case method == protocol.MethodPromptsGet && o.offer.Offers(true, name):
 		k.prompt = name
 	}
-	s.inst.serverOp.Record(context.Background(), time.Since(start).Seconds(), s.inst.opSets.Record(k)...)
+	o.inst.serverOp.Record(context.Background(), time.Since(start).Seconds(), o.inst.opSets.Record(k)...)
 }
 
 // observeSession records the session an initialize started in mcp.server.session.duration when it ends (on this
 // replica: a session shared with others ends here when it is deleted or expires here).
-func (s *Server) observeSession(op serverOp) {
-	sess := s.r.Session(op.w.Header().Get(protocol.HeaderSessionID))
+func (o *observer) observeSession(op serverOp) {
+	sess := o.sessions.Session(op.w.Header().Get(protocol.HeaderSessionID))
 	if sess == nil {
 		return
 	}
 	k := sessionKey{version: sess.ProtocolVersion(), httpVersion: httpVersion(op.r)}
 	start := op.start
 	sess.WhenClosed(func() {
-		s.inst.serverSession.Record(context.Background(), time.Since(start).Seconds(), s.inst.sessionSets.Record(k)...)
+		o.inst.serverSession.Record(context.Background(), time.Since(start).Seconds(), o.inst.sessionSets.Record(k)...)
 	})
 }
 
 // record counts one handled message.
-func (s *Server) record(method, transport string, status int, _ time.Time) {
-	s.inst.requests.Add(context.Background(), 1, s.inst.requestSets.Add(requestKey{method, transport, status})...)
+func (o *observer) record(method, transport string, status int, _ time.Time) {
+	o.inst.requests.Add(context.Background(), 1, o.inst.requestSets.Add(requestKey{method, transport, status})...)
 }
 
 // requestKey identifies the attribute set of one switchboard_requests_total count: bounded values (methodLabel's

@@ -25,17 +25,17 @@ var forwardedHeaders = []string{"Authorization", "Accept", "Content-Type", "Orig
 
 // retryElsewhere sends a stateless retry to the replica that holds its parked call, reporting whether it did
 // (false: the call is held here, or nobody knows where; serve it here).
-func (s *Server) retryElsewhere(ctx context.Context, w http.ResponseWriter, r *http.Request, m jsonrpc.Message) bool {
+func (f *modernFront) retryElsewhere(ctx context.Context, w http.ResponseWriter, r *http.Request, m jsonrpc.Message) bool {
 	switch m.Method() {
 	case "tools/call", "prompts/get", "resources/read":
 	default:
 		return false
 	}
 	state, ok := jsonrpc.LookupString(m.Params(), "requestState")
-	if !ok || !s.r.OwnsState(state) || r.Header.Get(headerForwarded) != "" {
+	if !ok || !f.peers.OwnsState(state) || r.Header.Get(headerForwarded) != "" {
 		return false
 	}
-	owner, err := s.r.StateOwner(ctx, s.key(ctx), m, state)
+	owner, err := f.peers.StateOwner(ctx, f.who.key(ctx), m, state)
 	if err != nil {
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, m.ID(), protocol.CodeInternalError, "switchboard: the replica holding this call cannot be looked up right now; retry shortly")
@@ -61,10 +61,10 @@ func (s *Server) retryElsewhere(ctx context.Context, w http.ResponseWriter, r *h
 	}
 	req.Host = r.Host // the owner checks Host against DNS rebinding like any request
 	req.Header.Set(headerForwarded, "1")
-	resp, err := s.replicas.Do(req)
+	resp, err := f.peerClient.Do(req)
 	if err != nil {
 		if ctx.Err() == nil {
-			s.log.Warn("retry not forwarded to the replica holding its call", "replica", owner, "err", err)
+			f.log.Warn("retry not forwarded to the replica holding its call", "replica", owner, "err", err)
 			writeError(w, http.StatusBadGateway, m.ID(), protocol.CodeInternalError, "switchboard: the replica holding this call cannot be reached; call again without requestState")
 		}
 		return true
@@ -88,7 +88,7 @@ func (s *Server) retryElsewhere(ctx context.Context, w http.ResponseWriter, r *h
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && ctx.Err() == nil {
-				s.log.Debug("forwarded retry ended early", "replica", owner, "err", err)
+				f.log.Debug("forwarded retry ended early", "replica", owner, "err", err)
 			}
 			return true
 		}

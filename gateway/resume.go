@@ -155,7 +155,7 @@ type streamsRegistry struct {
 }
 
 // of returns the streams of a session, creating them (with the standalone stream) on first use.
-func (reg *streamsRegistry) of(sess *routing.Session) *sessionStreams {
+func (reg *streamsRegistry) of(sess session) *sessionStreams {
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
 	if ss := reg.sessions[sess.ID()]; ss != nil {

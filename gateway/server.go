@@ -9,9 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -80,26 +77,22 @@ type Options struct {
 	ServerCard *ServerCard
 }
 
-// Server is the HTTP front end.
+// Server is the gateway's front end: it composes the components below, each of its own type holding only what it
+// needs, and mounts their routes. The front ends (streamable HTTP, HTTP+SSE, stdio) reach routing through the
+// seam's interfaces (seam.go); the rest of its concerns are the guards, the limits, the streams, the admin API and
+// the server cards.
 type Server struct {
-	r       *routing.Router
-	opts    Options
 	log     *slog.Logger
 	handler http.Handler
-	streams streamsRegistry
-	legacy  legacyConns
-	fwd     forwarders
-	// limits are Options.Limits, which a reload may replace (SetLimits).
-	limits atomic.Pointer[Limits]
-	// logDownUntil (unix ns) skips event-log appends for a while after one failed.
-	logDownUntil atomic.Int64
-	inst         instruments
-	// replicas sends stateless retries to the replica that holds their call (replica.go); no overall timeout,
-	// because the answer may be a stream.
-	replicas *http.Client
 
-	draining  chan struct{} // closed when shutdown begins
-	drainOnce sync.Once
+	limits *callerLimits // limits.go
+	hub    *streamHub    // streamlog.go, sharedstreams.go: SSE streams, resumption, shutdown's drain
+	mcp    *streamable   // streamable.go: POST/GET/DELETE /mcp
+	legacy *legacyFront  // legacy.go: GET /sse, POST /message
+	stdio  stdioFront    // stdio.go
+	admin  *adminAPI     // admin.go: the admin API, /healthz and /readyz
+	cards  *serverCards  // servercard.go
+	guards *guards       // origin.go: Host, Origin, CORS, authentication, endpoints
 }
 
 // New returns a front end for the router.
@@ -119,19 +112,47 @@ func New(r *routing.Router, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{r: r, opts: opts, log: opts.Logger, draining: make(chan struct{}), replicas: &http.Client{}}
-	s.limits.Store(&opts.Limits)
-	var err error
-	if s.inst, err = newInstruments(opts); err != nil {
+	s := &Server{log: opts.Logger}
+	inst, err := newInstruments(opts)
+	if err != nil {
 		// The instruments are still usable (they record nothing); a bad instrument must not stop the gateway.
 		s.log.Error("metrics unavailable", "err", err)
 	}
+	who := callers{identifyFn: opts.Identify, keyFn: opts.Key}
+	obs := &observer{inst: inst, offer: r, sessions: r} // observe.go
+	s.limits = &callerLimits{who: who, log: opts.Logger}
+	s.limits.set(opts.Limits)
+	s.hub = &streamHub{events: opts.Events, peers: r, keepAlive: opts.KeepAlive, writeTimeout: opts.WriteTimeout,
+		log: opts.Logger, draining: make(chan struct{})}
+	open := &opener{sessions: r, offer: r, who: who, initWait: opts.InitWait, log: opts.Logger}
+	// The 2026-07-28 requests of every front end (modern.go).
+	modern := &modernFront{sessions: r, offer: r, peers: r, who: who, limits: s.limits, hub: s.hub,
+		initWait: opts.InitWait, keepAlive: opts.KeepAlive, listTTL: opts.ListCacheTTL, authOn: opts.Auth != nil,
+		log: opts.Logger, peerClient: &http.Client{}}
+	s.mcp = &streamable{sessions: r, open: open, who: who, limits: s.limits, hub: s.hub, obs: obs, modern: modern,
+		maxBody: opts.MaxBodyBytes}
+	s.legacy = &legacyFront{sessions: r, open: open, who: who, limits: s.limits, hub: s.hub, maxBody: opts.MaxBodyBytes}
+	s.stdio = stdioFront{sessions: r, open: open, modern: modern, obs: obs, maxBody: opts.MaxBodyBytes, log: opts.Logger}
+	s.admin = &adminAPI{op: r, grants: opts.Grants, ready: opts.Ready, log: opts.Logger}
+	if opts.ServerCard != nil {
+		s.cards = &serverCards{card: opts.ServerCard, offer: r, sessions: r, who: who, limits: s.limits,
+			authOn: opts.Auth != nil, initWait: opts.InitWait, log: opts.Logger}
+	}
+	s.guards = &guards{allowOrigin: opts.AllowOrigin, allowHost: opts.AllowHost, auth: opts.Auth, authFor: opts.AuthFor,
+		authFail: inst.authFail, offer: r}
+	s.handler = s.routes(opts)
+	return s
+}
+
+// routes mounts the components' routes.
+func (s *Server) routes(opts Options) http.Handler {
 	mux := chi.NewRouter()
+	g := s.guards
 	// Every endpoint checks Host (DNS rebinding could otherwise read /readyz or /metrics of a loopback
 	// gateway); the MCP endpoints also check Origin, inside checkOrigin.
-	mux.Use(s.checkHost)
-	mux.Get("/healthz", s.healthz)
-	mux.Get("/readyz", s.readyz)
+	mux.Use(g.checkHost)
+	mux.Get("/healthz", s.admin.healthz)
+	mux.Get("/readyz", s.admin.readyz)
 	if opts.Metrics != nil {
 		mux.Method(http.MethodGet, "/metrics", opts.Metrics)
 	}
@@ -140,61 +161,39 @@ func New(r *routing.Router, opts Options) *Server {
 			mux.Handle(p, opts.Pages)
 		}
 	}
-	if opts.Auth != nil {
-		// RFC 9728: the metadata of the resource, at the well-known path suffixed with the resource's own path, and
-		// nowhere else (a document must name the resource its URL was built from).
-		md := opts.Auth.MetadataHandler()
-		mux.Method(http.MethodGet, opts.Auth.MetadataPath(), md)
-		mux.Method(http.MethodHead, opts.Auth.MetadataPath(), md)
-		mux.Method(http.MethodOptions, opts.Auth.MetadataPath(), md)
-		// Each endpoint's metadata, at the well-known path suffixed with the endpoint's own resource path (the
-		// path's last segment is the name). Served for every name an endpoint could have, configured or not,
-		// naming the resource its path names: as /mcp/<name> challenges before it says whether the endpoint
-		// exists, its metadata must not say it either (the challenge's resource_metadata points here).
-		if opts.AuthFor != nil {
-			emd := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if a := opts.AuthFor(path.Base(r.URL.Path)); a != nil && a.MetadataPath() == r.URL.Path {
-					a.MetadataHandler().ServeHTTP(w, r)
-					return
-				}
-				http.NotFound(w, r)
-			})
-			for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodOptions} {
-				mux.Method(m, "/.well-known/oauth-protected-resource/*", emd)
-			}
-		}
+	g.routeMetadata(mux)
+	if s.cards != nil {
+		s.cards.route(mux)
 	}
-	s.routeServerCards(mux)
 	mux.Group(func(mcp chi.Router) {
 		// Preflights carry no credentials: they are answered before the guard, for allowed origins only.
-		mcp.Use(s.checkOrigin, s.cors)
+		mcp.Use(g.checkOrigin, g.cors)
 		for _, path := range []string{"/mcp", "/sse", "/message", "/messages", "/mcp/{endpoint}", "/mcp/{endpoint}/sse", "/mcp/{endpoint}/message", "/mcp/{endpoint}/messages"} {
 			mcp.Options(path, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 		}
 	})
 	mux.Group(func(mcp chi.Router) {
-		mcp.Use(s.checkOrigin, s.cors, s.guard)
-		mcp.Post("/mcp", s.post)
-		mcp.Get("/mcp", s.get)
-		mcp.Delete("/mcp", s.delete)
-		mcp.Get("/sse", s.legacyGet)
-		mcp.Post("/message", s.legacyPost)
-		mcp.Post("/messages", s.legacyPost)
+		mcp.Use(g.checkOrigin, g.cors, g.guard)
+		mcp.Post("/mcp", s.mcp.post)
+		mcp.Get("/mcp", s.mcp.get)
+		mcp.Delete("/mcp", s.mcp.delete)
+		mcp.Get("/sse", s.legacy.get)
+		mcp.Post("/message", s.legacy.post)
+		mcp.Post("/messages", s.legacy.post)
 	})
 	mux.Group(func(mcp chi.Router) {
-		mcp.Use(s.checkOrigin, s.cors)
+		mcp.Use(g.checkOrigin, g.cors)
 		mcp.Route("/mcp/{endpoint}", func(ep chi.Router) {
-			ep.Use(s.guardEndpoint, s.atEndpoint) // authenticated first: an endpoint's name is not public
-			ep.Post("/", s.post)
-			ep.Get("/", s.get)
-			ep.Delete("/", s.delete)
-			ep.Get("/sse", s.legacyGet)
-			ep.Post("/message", s.legacyPost)
-			ep.Post("/messages", s.legacyPost)
+			ep.Use(g.guardEndpoint, g.atEndpoint) // authenticated first: an endpoint's name is not public
+			ep.Post("/", s.mcp.post)
+			ep.Get("/", s.mcp.get)
+			ep.Delete("/", s.mcp.delete)
+			ep.Get("/sse", s.legacy.get)
+			ep.Post("/message", s.legacy.post)
+			ep.Post("/messages", s.legacy.post)
 		})
 	})
-	s.handler = mux
-	return s
+	return mux
 }
 
 // Handler returns the HTTP handler of every endpoint.
@@ -210,7 +209,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
-	srv.RegisterOnShutdown(s.drain)
+	srv.RegisterOnShutdown(s.hub.drain)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -233,5 +232,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	return err
 }
 
-// drain ends the standalone and legacy streams, which would otherwise hold a shutdown until its deadline.
-func (s *Server) drain() { s.drainOnce.Do(func() { close(s.draining) }) }
+// SetLimits replaces the limits (a config reload): requests admitted from now on count against the new ones.
+// Calls in flight keep the leases they hold.
+func (s *Server) SetLimits(l Limits) { s.limits.set(l) }
+
+// AdminHandler serves the admin API: upstream health and counters, restart, drain, and reload. It has no
+// authentication of its own, so it must only be served on a separate loopback listener (cmd refuses anything
+// else), and it refuses what a browser page could send there (adminGuard).
+func (s *Server) AdminHandler(reload Reloader) http.Handler { return s.admin.handler(reload) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -81,22 +82,31 @@ type cardAuth struct {
 	Schemes  []string `json:"schemes"`
 }
 
-// routeServerCards serves the cards, when configured, on mux: GET and HEAD, and the CORS preflight.
-func (s *Server) routeServerCards(mux chi.Router) {
-	if s.opts.ServerCard == nil {
-		return
-	}
+// serverCards serves the server cards (Options.ServerCard).
+type serverCards struct {
+	card     *ServerCard
+	offer    Offering
+	sessions Sessions // lists the catalog for ServerCard.Primitives
+	who      callers
+	limits   *callerLimits
+	authOn   bool
+	initWait time.Duration
+	log      *slog.Logger
+}
+
+// route serves the cards on mux: GET and HEAD, and the CORS preflight.
+func (c *serverCards) route(mux chi.Router) {
 	for _, p := range []string{"/.well-known/mcp/server-card", "/.well-known/mcp/server-card/{endpoint}"} {
-		mux.Get(p, s.serverCard)
-		mux.Head(p, s.serverCard)
-		mux.Options(p, s.serverCard)
+		mux.Get(p, c.serve)
+		mux.Head(p, c.serve)
+		mux.Options(p, c.serve)
 	}
 }
 
-// serverCard answers a card request.
-func (s *Server) serverCard(w http.ResponseWriter, r *http.Request) {
+// serve answers a card request.
+func (c *serverCards) serve(w http.ResponseWriter, r *http.Request) {
 	endpoint := chi.URLParam(r, "endpoint")
-	if endpoint != "" && !s.r.HasEndpoint(endpoint) {
+	if endpoint != "" && !c.offer.HasEndpoint(endpoint) {
 		http.NotFound(w, r)
 		return
 	}
@@ -112,14 +122,14 @@ func (s *Server) serverCard(w http.ResponseWriter, r *http.Request) {
 	}
 	// "Servers SHOULD implement rate limiting on .well-known/mcp/server-card endpoints": the caller's rate, as for
 	// any request (cards are not calls, so the bound on calls in flight does not apply).
-	if _, refused := s.check(r.Context(), s.limitKey(r), jsonrpc.Message{}); refused != nil {
+	if _, refused := c.limits.check(r.Context(), c.limits.limitKey(r), jsonrpc.Message{}); refused != nil {
 		h.Set("Retry-After", strconv.Itoa(max(1, int((refused.retry+time.Second-1)/time.Second))))
 		http.Error(w, refused.msg, http.StatusTooManyRequests)
 		return
 	}
-	body, err := s.buildServerCard(r.Context(), endpoint)
+	body, err := c.build(r.Context(), endpoint)
 	if err != nil {
-		s.log.Warn("server card not built", "endpoint", endpoint, "err", err)
+		c.log.Warn("server card not built", "endpoint", endpoint, "err", err)
 		http.Error(w, "the server card cannot be built right now; retry shortly", http.StatusServiceUnavailable)
 		return
 	}
@@ -129,23 +139,23 @@ func (s *Server) serverCard(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-// buildServerCard is the card of the gateway (endpoint "") or of one endpoint.
-func (s *Server) buildServerCard(ctx context.Context, endpoint string) ([]byte, error) {
-	sc := s.opts.ServerCard
+// build is the card of the gateway (endpoint "") or of one endpoint.
+func (c *serverCards) build(ctx context.Context, endpoint string) ([]byte, error) {
+	sc := c.card
 	var info struct {
 		Title   string `json:"title"`
 		Version string `json:"version"`
 	}
-	if err := json.Unmarshal(s.r.ServerInfo(), &info); err != nil {
+	if err := json.Unmarshal(c.offer.ServerInfo(), &info); err != nil {
 		return nil, fmt.Errorf("reading the gateway's server info: %w", err)
 	}
 	// As for initialize and server/discover: a card read right after start shows the whole catalog.
-	wctx, cancel := context.WithTimeout(ctx, s.opts.InitWait)
-	_ = s.r.WaitReady(wctx)
+	wctx, cancel := context.WithTimeout(ctx, c.initWait)
+	_ = c.sessions.WaitReady(wctx)
 	cancel()
 	doc := serverCardDoc{
 		Schema: serverCardSchema, Name: sc.Name, Version: info.Version, Description: sc.Description, Title: sc.Title,
-		Capabilities: s.r.Capabilities(),
+		Capabilities: c.offer.Capabilities(),
 	}
 	if doc.Title == "" {
 		doc.Title = info.Title
@@ -169,7 +179,7 @@ func (s *Server) buildServerCard(ctx context.Context, endpoint string) ([]byte, 
 		}
 	}
 	var auth *cardAuth
-	if s.opts.Auth != nil {
+	if c.authOn {
 		// An OAuth 2.1 resource server: bearer tokens, found through RFC 9728 metadata and the 401 challenge.
 		auth = &cardAuth{Required: true, Schemes: []string{"bearer", "oauth2"}}
 	}
@@ -178,8 +188,8 @@ func (s *Server) buildServerCard(ctx context.Context, endpoint string) ([]byte, 
 		// The deprecated HTTP+SSE transport is served too, for 2024-11-05 clients.
 		{Type: "sse", URL: base + ssePath, SupportedProtocolVersions: legacy, Authentication: auth},
 	}
-	if sc.Primitives && s.opts.Auth == nil {
-		lists, err := s.cardLists(ctx, endpoint)
+	if sc.Primitives && !c.authOn {
+		lists, err := c.lists(ctx, endpoint)
 		if err != nil {
 			return nil, err
 		}
@@ -195,18 +205,18 @@ func (s *Server) buildServerCard(ctx context.Context, endpoint string) ([]byte, 
 // cardListTimeout bounds listing the catalog for a card.
 const cardListTimeout = 10 * time.Second
 
-// cardLists lists the tools, prompts and resources an anonymous caller sees at the endpoint, every page, as a
+// lists lists the tools, prompts and resources an anonymous caller sees at the endpoint, every page, as a
 // 2026-07-28 client without capabilities would.
-func (s *Server) cardLists(ctx context.Context, endpoint string) ([3][]json.RawMessage, error) {
+func (c *serverCards) lists(ctx context.Context, endpoint string) ([3][]json.RawMessage, error) {
 	var lists [3][]json.RawMessage
 	ctx, cancel := context.WithTimeout(ctx, cardListTimeout)
 	defer cancel()
-	who := s.identify(ctx)
-	sess := s.r.PooledSession(routing.SessionParams{
+	who := c.who.identify(ctx)
+	sess := c.sessions.PooledSession(routing.SessionParams{
 		Capabilities: json.RawMessage(`{}`), Principal: who.Key, Allow: who.Allow, Context: who.Context, Endpoint: endpoint,
 	})
 	for i, l := range []struct{ method, key string }{{"tools/list", "tools"}, {"prompts/list", "prompts"}, {"resources/list", "resources"}} {
-		items, err := s.listAll(ctx, sess, l.method, l.key)
+		items, err := c.listAll(ctx, sess, l.method, l.key)
 		if err != nil {
 			return lists, err
 		}
@@ -219,7 +229,7 @@ func (s *Server) cardLists(ctx context.Context, endpoint string) ([3][]json.RawM
 const maxCardPages = 1000
 
 // listAll asks sess for every page of a list.
-func (s *Server) listAll(ctx context.Context, sess *routing.Session, method, key string) ([]json.RawMessage, error) {
+func (c *serverCards) listAll(ctx context.Context, sess *routing.Session, method, key string) ([]json.RawMessage, error) {
 	items := []json.RawMessage{}
 	cursor := ""
 	for range maxCardPages {
@@ -231,7 +241,7 @@ func (s *Server) listAll(ctx context.Context, sess *routing.Session, method, key
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", method, err)
 		}
-		out := s.r.NewStream(1, 0)
+		out := c.sessions.NewStream(1, 0)
 		sess.HandleRequest(ctx, m, out)
 		var answer []byte
 		for answer == nil {

@@ -61,8 +61,8 @@ const claimCheck = 500 * time.Millisecond
 // (it logs what it takes, for the new holder, but writes no more). While the log is unavailable no claim can be
 // made and the stream is served unclaimed, as this replica's fallback.
 type sharedLog struct {
-	s    *Server
-	sess *routing.Session
+	hub  *streamHub
+	sess session
 	n    int64
 
 	// The producer's marker, read on the first Read of a POST stream.
@@ -120,12 +120,12 @@ func sharedStreamID() int64 {
 // stream's first entry names who produces it and for which requests, and is never sent to a client: a replica
 // resuming the stream elsewhere can tell when the producer is gone and answer the requests with an error at once,
 // instead of keep-alives until the log expires.
-func (s *Server) newSharedStream(sess *routing.Session, ids [][]byte) *sharedLog {
+func (h *streamHub) newSharedStream(sess session, ids [][]byte) *sharedLog {
 	// The marker is also the stream's first claim, by the connection that starts it: nobody else can hold a
 	// stream that did not exist.
-	lg := &sharedLog{s: s, sess: sess, n: sharedStreamID(), token: rand.Text(), renewed: time.Now()}
+	lg := &sharedLog{hub: h, sess: sess, n: sharedStreamID(), token: rand.Text(), renewed: time.Now()}
 	lg.holder, lg.holderEnd = lg.token, lg.renewed.Add(lg.lease()).UnixMilli()
-	id, err := s.logAppend(sess, lg.n, ownerMarker(s.r.Replica(), ids, lg.token, lg.holderEnd))
+	id, err := h.logAppend(sess, lg.n, ownerMarker(h.peers.Replica(), ids, lg.token, lg.holderEnd))
 	if err != nil {
 		return nil
 	}
@@ -135,15 +135,15 @@ func (s *Server) newSharedStream(sess *routing.Session, ids [][]byte) *sharedLog
 
 // sharedStreamFor is the stream of the shared log a GET reads, and where it starts: the stream Last-Event-ID
 // names (from after that event), or the session's standalone stream.
-func (s *Server) sharedStreamFor(sess *routing.Session, lastEventID string) (*sharedLog, string) {
+func (h *streamHub) sharedStreamFor(sess session, lastEventID string) (*sharedLog, string) {
 	if n, _, ok := state.ParseEventID(lastEventID); ok {
-		return &sharedLog{s: s, sess: sess, n: n}, lastEventID
+		return &sharedLog{hub: h, sess: sess, n: n}, lastEventID
 	}
 	// A fresh standalone stream gets what was logged in the last moments (messages queued just before the
 	// client opened it, as a local stream would hold them), not the whole log: older messages went to an
 	// earlier stream, and a server→client request answered long ago must not be asked again. (Log positions
 	// are Redis stream ids, milliseconds first.)
-	return &sharedLog{s: s, sess: sess, n: standaloneStream}, sinceID(standaloneStream, time.Now().Add(-freshReplay))
+	return &sharedLog{hub: h, sess: sess, n: standaloneStream}, sinceID(standaloneStream, time.Now().Add(-freshReplay))
 }
 
 // sinceID is an event id of stream just before anything logged at t.
@@ -155,11 +155,11 @@ func (lg *sharedLog) stream() int64 { return lg.n }
 
 // Append implements streamLog.
 func (lg *sharedLog) Append(_ context.Context, data []byte) (string, error) {
-	return lg.s.logAppend(lg.sess, lg.n, data)
+	return lg.hub.logAppend(lg.sess, lg.n, data)
 }
 
 // lease is how long a claim stands unless renewed.
-func (lg *sharedLog) lease() time.Duration { return 2*lg.s.opts.KeepAlive + 2*logTimeout }
+func (lg *sharedLog) lease() time.Duration { return 2*lg.hub.keepAlive + 2*logTimeout }
 
 // Claim implements streamLog.
 func (lg *sharedLog) Claim(ctx context.Context, takeover bool, _ context.CancelFunc) error {
@@ -168,14 +168,14 @@ func (lg *sharedLog) Claim(ctx context.Context, takeover bool, _ context.CancelF
 	}
 	token := rand.Text()
 	now := time.Now()
-	if _, err := lg.s.logAppend(lg.sess, lg.n, encodeMarker(marker{Claim: token, Until: now.Add(lg.lease()).UnixMilli(), Takeover: takeover})); err != nil {
+	if _, err := lg.hub.logAppend(lg.sess, lg.n, encodeMarker(marker{Claim: token, Until: now.Add(lg.lease()).UnixMilli(), Takeover: takeover})); err != nil {
 		return nil // the log is unavailable: served unclaimed meanwhile
 	}
 	lg.token, lg.renewed = token, now
 	// The markers of the last lease decide; older claims have lapsed.
 	rctx, cancel := context.WithTimeout(ctx, logTimeout)
 	defer cancel()
-	events, err := lg.s.opts.Events.After(rctx, lg.sess.ID(), lg.n, sinceID(lg.n, now.Add(-lg.lease()-logTimeout)), 0)
+	events, err := lg.hub.events.After(rctx, lg.sess.ID(), lg.n, sinceID(lg.n, now.Add(-lg.lease()-logTimeout)), 0)
 	if err != nil {
 		return nil // cannot tell: served as claimed
 	}
@@ -212,13 +212,13 @@ func (lg *sharedLog) Held(ctx context.Context) bool {
 	if lg.token == "" {
 		return true // unclaimed: the log was down
 	}
-	if time.Since(lg.renewed) >= lg.s.opts.KeepAlive/2 {
+	if time.Since(lg.renewed) >= lg.hub.keepAlive/2 {
 		lg.renewed = time.Now()
-		_, _ = lg.s.logAppend(lg.sess, lg.n, encodeMarker(marker{Claim: lg.token, Until: lg.renewed.Add(lg.lease()).UnixMilli()}))
+		_, _ = lg.hub.logAppend(lg.sess, lg.n, encodeMarker(marker{Claim: lg.token, Until: lg.renewed.Add(lg.lease()).UnixMilli()}))
 	}
 	if time.Since(lg.lastLook) >= claimCheck && lg.seen != "" {
 		rctx, cancel := context.WithTimeout(ctx, logTimeout)
-		events, err := lg.s.opts.Events.After(rctx, lg.sess.ID(), lg.n, lg.seen, 0)
+		events, err := lg.hub.events.After(rctx, lg.sess.ID(), lg.n, lg.seen, 0)
 		cancel()
 		if err == nil {
 			lg.markers(events)
@@ -234,18 +234,18 @@ func (lg *sharedLog) Release(src *routing.Stream, complete bool) {
 	switch {
 	case src == nil:
 	case complete:
-		lg.s.logClose(lg.sess, lg.n)
+		lg.hub.logClose(lg.sess, lg.n)
 	default:
 		sess, n := lg.sess, lg.n
-		if !lg.s.streams.of(sess).goWork(func(ctx context.Context) { lg.s.drainToLog(ctx, sess, src, n) }) {
-			lg.s.logClose(sess, n)
+		if !lg.hub.streams.of(sess).goWork(func(ctx context.Context) { lg.hub.drainToLog(ctx, sess, src, n) }) {
+			lg.hub.logClose(sess, n)
 		}
 	}
 }
 
 func (lg *sharedLog) release() {
 	if lg.token != "" {
-		_, _ = lg.s.logAppend(lg.sess, lg.n, encodeMarker(marker{Release: lg.token}))
+		_, _ = lg.hub.logAppend(lg.sess, lg.n, encodeMarker(marker{Release: lg.token}))
 		lg.token = ""
 	}
 }
@@ -253,17 +253,17 @@ func (lg *sharedLog) release() {
 // Read implements streamLog. While the log is unavailable, a standalone stream is read from this replica's copy
 // of the session instead, so that a held session keeps being served during an outage.
 func (lg *sharedLog) Read(ctx context.Context, after string, wait time.Duration) ([]state.Event, string, error) {
-	if lg.n == standaloneStream && lg.s.logIsDown() {
+	if lg.n == standaloneStream && lg.hub.logIsDown() {
 		return lg.readLocal(ctx, after, wait)
 	}
 	if lg.n != standaloneStream && !lg.ownerRead {
 		lg.ownerRead, lg.lastEvent = true, time.Now()
 		fctx, cancel := context.WithTimeout(ctx, logTimeout)
-		if first, err := lg.s.opts.Events.After(fctx, lg.sess.ID(), lg.n, "", 1); err == nil && len(first) == 1 {
+		if first, err := lg.hub.events.After(fctx, lg.sess.ID(), lg.n, "", 1); err == nil && len(first) == 1 {
 			lg.owner, lg.ownerIDs = streamOwner(first[0].Data)
 		}
 		cancel()
-		if lg.s.r.ReplicaGone(ctx, lg.owner) {
+		if lg.hub.peers.ReplicaGone(ctx, lg.owner) {
 			return nil, after, &orphanedError{ids: lg.ownerIDs}
 		}
 	}
@@ -276,18 +276,18 @@ func (lg *sharedLog) Read(ctx context.Context, after string, wait time.Duration)
 		// A deadline on every read: with Redis down, a read without one can wait out the client's reconnection
 		// attempts instead of failing fast.
 		tctx, cancel := context.WithTimeout(ctx, wait+logTimeout)
-		events, err = lg.s.opts.Events.Tail(tctx, lg.sess.ID(), lg.n, after, wait)
+		events, err = lg.hub.events.Tail(tctx, lg.sess.ID(), lg.n, after, wait)
 		cancel()
 	} else {
 		rctx, cancel := context.WithTimeout(ctx, logTimeout)
-		events, err = lg.s.opts.Events.After(rctx, lg.sess.ID(), lg.n, after, 0)
+		events, err = lg.hub.events.After(rctx, lg.sess.ID(), lg.n, after, 0)
 		cancel()
 	}
 	switch {
 	case errors.Is(err, state.ErrClosed):
 		return nil, after, errStreamDone
 	case err != nil && ctx.Err() == nil:
-		lg.s.logDownUntil.Store(time.Now().Add(logBackoff).UnixNano())
+		lg.hub.logDownUntil.Store(time.Now().Add(logBackoff).UnixNano())
 		return nil, after, err
 	case err != nil:
 		return nil, after, err
@@ -315,7 +315,7 @@ func (lg *sharedLog) deliverable(ctx context.Context, events []state.Event, afte
 		return nil, next, errTakenOver // the new holder writes them
 	case len(out) > 0:
 		lg.lastEvent = time.Now()
-	case wait > 0 && len(events) == 0 && lg.s.r.ReplicaGone(ctx, lg.owner):
+	case wait > 0 && len(events) == 0 && lg.hub.peers.ReplicaGone(ctx, lg.owner):
 		return nil, next, &orphanedError{ids: lg.ownerIDs}
 	}
 	return out, next, nil
@@ -386,57 +386,57 @@ func answerOrphans(sw *sseWriter, ids []json.RawMessage) {
 
 // drainToLog logs the rest of a stream whose client left, so that it can resume it anywhere; it ends with the
 // stream or the session (ctx).
-func (s *Server) drainToLog(ctx context.Context, sess *routing.Session, out *routing.Stream, n int64) {
+func (h *streamHub) drainToLog(ctx context.Context, sess session, out *routing.Stream, n int64) {
 	for {
 		msg, _, ok := out.Next(ctx)
 		if !ok {
 			break
 		}
-		if _, err := s.logAppend(sess, n, msg); err != nil {
-			s.log.Debug("stream event not logged", "err", err)
+		if _, err := h.logAppend(sess, n, msg); err != nil {
+			h.log.Debug("stream event not logged", "err", err)
 		}
 	}
-	s.logClose(sess, n)
+	h.logClose(sess, n)
 }
 
 // forwarders records the sessions whose standalone messages this replica forwards into the log.
 type forwarders struct {
 	mu sync.Mutex
-	m  map[*routing.Session]bool
+	m  map[session]bool
 }
 
 // shareSession starts forwarding a session's standalone messages into the shared log, once per session per
 // replica; the forwarder is a worker of the session's streams, which wait for it when the session ends.
-func (s *Server) shareSession(sess *routing.Session) {
-	if s.opts.Events == nil {
+func (h *streamHub) shareSession(sess session) {
+	if h.events == nil {
 		return
 	}
-	s.fwd.mu.Lock()
-	if s.fwd.m == nil {
-		s.fwd.m = map[*routing.Session]bool{}
+	h.fwd.mu.Lock()
+	if h.fwd.m == nil {
+		h.fwd.m = map[session]bool{}
 	}
-	started := s.fwd.m[sess]
-	s.fwd.m[sess] = true
-	s.fwd.mu.Unlock()
+	started := h.fwd.m[sess]
+	h.fwd.m[sess] = true
+	h.fwd.mu.Unlock()
 	if started {
 		return
 	}
 	forget := func() {
-		s.fwd.mu.Lock()
-		delete(s.fwd.m, sess)
-		s.fwd.mu.Unlock()
+		h.fwd.mu.Lock()
+		delete(h.fwd.m, sess)
+		h.fwd.mu.Unlock()
 	}
-	if !s.streams.of(sess).goWork(func(ctx context.Context) { defer forget(); s.forward(ctx, sess) }) {
+	if !h.streams.of(sess).goWork(func(ctx context.Context) { defer forget(); h.forward(ctx, sess) }) {
 		forget()
 	}
 }
 
 // forward moves a session's standalone messages into the shared log until ctx ends.
-func (s *Server) forward(ctx context.Context, sess *routing.Session) {
+func (h *streamHub) forward(ctx context.Context, sess session) {
 	for {
 		// While the log is down, leave the messages in the local stream: a GET served here reads them there
 		// (sharedLog.Read), so a held session keeps being served during an outage.
-		for s.logIsDown() {
+		for h.logIsDown() {
 			if sleepCtx(ctx, 250*time.Millisecond) != nil {
 				return
 			}
@@ -445,7 +445,7 @@ func (s *Server) forward(ctx context.Context, sess *routing.Session) {
 		if !ok {
 			return
 		}
-		if _, err := s.logAppend(sess, standaloneStream, msg); err != nil {
+		if _, err := h.logAppend(sess, standaloneStream, msg); err != nil {
 			// Not lost: back to the local stream, where a GET served here finds it while the log is down.
 			sess.Standalone().Push(msg, routing.ClassNotice)
 		}
@@ -460,17 +460,17 @@ var errLogDown = errors.New("the shared event log is unavailable")
 const logBackoff = time.Second
 
 // logIsDown reports whether the breaker is open.
-func (s *Server) logIsDown() bool { return time.Now().UnixNano() < s.logDownUntil.Load() }
+func (h *streamHub) logIsDown() bool { return time.Now().UnixNano() < h.logDownUntil.Load() }
 
-func (s *Server) logAppend(sess *routing.Session, n int64, msg []byte) (string, error) {
-	if s.logIsDown() {
+func (h *streamHub) logAppend(sess session, n int64, msg []byte) (string, error) {
+	if h.logIsDown() {
 		return "", errLogDown
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), logTimeout)
 	defer cancel()
-	id, err := s.opts.Events.Append(ctx, sess.ID(), n, msg)
+	id, err := h.events.Append(ctx, sess.ID(), n, msg)
 	if err != nil && !errors.Is(err, state.ErrClosed) {
-		s.logDownUntil.Store(time.Now().Add(logBackoff).UnixNano())
+		h.logDownUntil.Store(time.Now().Add(logBackoff).UnixNano())
 	}
 	if err != nil {
 		return "", fmt.Errorf("logging an event of stream %d: %w", n, err)
@@ -478,10 +478,10 @@ func (s *Server) logAppend(sess *routing.Session, n int64, msg []byte) (string, 
 	return id, nil
 }
 
-func (s *Server) logClose(sess *routing.Session, n int64) {
+func (h *streamHub) logClose(sess session, n int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), logTimeout)
 	defer cancel()
-	_ = s.opts.Events.Close(ctx, sess.ID(), n)
+	_ = h.events.Close(ctx, sess.ID(), n)
 }
 
 var (

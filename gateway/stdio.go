@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -25,20 +26,36 @@ import (
 // ends first, ServeStdio interrupts it if in has SetReadDeadline (an *os.File the runtime polls, such as a pipe
 // made non-blocking) and waits for the reader; otherwise it returns without it, and the reader ends with in.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	return s.stdio.serve(ctx, in, out)
+}
+
+// stdioFront is the stdio front end: one client per ServeStdio, its legacy session on a monoConn, its 2026-07-28
+// requests served by modern (stdioModern).
+type stdioFront struct {
+	sessions Sessions
+	open     *opener
+	modern   *modernFront
+	obs      *observer
+	maxBody  int64
+	log      *slog.Logger
+}
+
+// serve is ServeStdio.
+func (sf stdioFront) serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	lw := newLineWriter(out)
-	lw.ops = newStdioOps(s)
+	lw.ops = newStdioOps(sf.obs)
 	defer lw.ops.closed()
-	c := newMonoConn(s)
+	c := newMonoConn(sf.sessions, sf.open)
 	defer c.close()
-	mod := newStdioModern(s, lw)
+	mod := newStdioModern(sf.modern, lw)
 	// The batch gatherers and the 2026-07-28 requests end with ctx; the legacy session closes after them.
 	defer func() { cancel(errStdinClosed); c.work.Wait(); mod.work.Wait() }()
 	werr := make(chan error, 1)
 	go func() { werr <- writeStdio(ctx, c, lw) }()
 
-	limit := int(s.opts.MaxBodyBytes)
+	limit := int(sf.maxBody)
 	reads := make(chan stdioRead)
 	stop, readerDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(readerDone); readStdio(in, limit, reads, stop) }()
@@ -62,7 +79,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 				}
 				return fmt.Errorf("reading stdin: %w", rd.err)
 			default:
-				s.stdioMessage(ctx, c, mod, lw.ops, rd.line)
+				sf.message(ctx, c, mod, lw.ops, rd.line)
 			}
 		case <-lw.dead:
 			cancel(errStdinClosed)
@@ -154,13 +171,13 @@ func isModernStdio(m jsonrpc.Message, legacySession bool) bool {
 	return declared || m.MethodIs(protocol.MethodServerDiscover) || m.MethodIs(protocol.MethodSubscriptionsListen)
 }
 
-// stdioMessage handles one line from the client; it owns the line's bytes.
-func (s *Server) stdioMessage(ctx context.Context, c *monoConn, mod *stdioModern, ops *stdioOps, line []byte) {
+// message handles one line from the client; it owns the line's bytes.
+func (sf stdioFront) message(ctx context.Context, c *monoConn, mod *stdioModern, ops *stdioOps, line []byte) {
 	if len(line) == 0 {
 		return
 	}
 	if jsonrpc.IsBatch(line) {
-		s.stdioBatch(ctx, c, line) // batches exist only in 2025-03-26
+		sf.batch(ctx, c, line) // batches exist only in 2025-03-26
 		return
 	}
 	m, err := jsonrpc.Parse(line)
@@ -189,7 +206,7 @@ func (s *Server) stdioMessage(ctx context.Context, c *monoConn, mod *stdioModern
 		ctx = ops.start(ctx, m, version)
 	}
 	if err := c.handle(ctx, m); err != nil {
-		s.log.Debug("stdio message dropped", "err", err)
+		sf.log.Debug("stdio message dropped", "err", err)
 	}
 }
 
@@ -203,9 +220,9 @@ func parseErrorMessage(err error) []byte {
 	return jsonrpc.AppendError(nil, nil, code, err.Error(), nil)
 }
 
-// stdioBatch handles a JSON-RPC batch, which only 2025-03-26 allows; its answers go out as one array, as
+// batch handles a JSON-RPC batch, which only 2025-03-26 allows; its answers go out as one array, as
 // JSON-RPC 2.0 asks, while what precedes them (progress, server requests) goes out as it comes.
-func (s *Server) stdioBatch(ctx context.Context, c *monoConn, line []byte) {
+func (sf stdioFront) batch(ctx context.Context, c *monoConn, line []byte) {
 	parts, err := jsonrpc.SplitBatch(line)
 	if err != nil {
 		c.reply(parseErrorMessage(err))
@@ -236,7 +253,7 @@ func (s *Server) stdioBatch(ctx context.Context, c *monoConn, line []byte) {
 			_ = c.handle(ctx, m)
 		}
 	}
-	out := s.r.NewStream(len(requests), 0)
+	out := sf.sessions.NewStream(len(requests), 0)
 	for _, m := range requests {
 		sess.HandleRequest(ctx, m, out)
 	}

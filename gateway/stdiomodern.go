@@ -28,7 +28,7 @@ var (
 // stdioModern serves the 2026-07-28 requests of one stdio client, each on a goroutine of its own, as HTTP serves
 // each on its own request: the reader never waits for an upstream.
 type stdioModern struct {
-	s *Server
+	f *modernFront
 	w *lineWriter
 	// work are the requests' goroutines; ServeStdio waits for them.
 	work sync.WaitGroup
@@ -46,8 +46,8 @@ type inflight struct {
 	cancel context.CancelCauseFunc
 }
 
-func newStdioModern(s *Server, w *lineWriter) *stdioModern {
-	return &stdioModern{s: s, w: w, live: map[string]*inflight{}}
+func newStdioModern(f *modernFront, w *lineWriter) *stdioModern {
+	return &stdioModern{f: f, w: w, live: map[string]*inflight{}}
 }
 
 // idKey is how a request id is found again: the same id written another way (a string with escapes) is the same.
@@ -137,9 +137,9 @@ func (mod *stdioModern) answer(req *inflight, msg []byte) {
 	}
 }
 
-// serve answers one request, as postModern does over HTTP.
+// serve answers one request, as modernFront.post does over HTTP.
 func (mod *stdioModern) serve(ctx context.Context, req *inflight, m jsonrpc.Message) {
-	s, id := mod.s, m.ID()
+	f, id := mod.f, m.ID()
 	meta, bad := readModernMeta(m.Params())
 	if bad != nil {
 		mod.answer(req, jsonrpc.AppendError(nil, id, protocol.CodeInvalidParams, bad.msg, nil))
@@ -151,10 +151,10 @@ func (mod *stdioModern) serve(ctx context.Context, req *inflight, m jsonrpc.Mess
 		mod.answer(req, unsupportedVersionError(id, meta.version))
 		return
 	}
-	params := s.modernParams(ctx, meta)
+	params := f.params(ctx, meta)
 	switch m.Method() {
 	case protocol.MethodServerDiscover:
-		if answer := s.discover(ctx, id); ctx.Err() == nil {
+		if answer := f.discover(ctx, id); ctx.Err() == nil {
 			mod.answer(req, answer)
 		}
 		return
@@ -163,13 +163,13 @@ func (mod *stdioModern) serve(ctx context.Context, req *inflight, m jsonrpc.Mess
 		return
 	}
 	// Held during start until the catalog holds every upstream that is coming up, as an initialize is.
-	if s.r.WaitStart(ctx, m.Method(), s.opts.InitWait) != nil || ctx.Err() != nil {
+	if f.sessions.WaitStart(ctx, m.Method(), f.initWait) != nil || ctx.Err() != nil {
 		return // cancelled before it started
 	}
-	sess := s.r.PooledSession(params)
-	out := s.r.NewStream(1, 0)
+	sess := f.sessions.PooledSession(params)
+	out := f.sessions.NewStream(1, 0)
 	pctx := ownPolicy(ctx, params)
-	before := s.listHint(pctx, sess, m.Method())
+	before := f.listHint(pctx, sess, m.Method())
 	sess.HandleRequest(pctx, m, out)
 	for {
 		msg, final, ok := out.Next(ctx)
@@ -184,7 +184,7 @@ func (mod *stdioModern) serve(ctx context.Context, req *inflight, m jsonrpc.Mess
 			return // the call ended without an answer (routing abandoned it)
 		}
 		if final {
-			answer, _ := s.modernFinal(msg, id, m.Method(), before.and(s.listHint(pctx, sess, m.Method())))
+			answer, _ := f.final(msg, id, m.Method(), before.and(f.listHint(pctx, sess, m.Method())))
 			mod.answer(req, answer)
 			return
 		}
@@ -199,7 +199,7 @@ func (mod *stdioModern) serve(ctx context.Context, req *inflight, m jsonrpc.Mess
 // use this field to correlate notifications with their originating subscription"), until the client cancels it
 // or leaves.
 func (mod *stdioModern) listen(ctx context.Context, req *inflight, m jsonrpc.Message, params routing.SessionParams) {
-	sub, ack, ok := mod.s.openSubscription(ctx, m, params)
+	sub, ack, ok := mod.f.openSubscription(ctx, m, params)
 	if !ok {
 		mod.answer(req, jsonrpc.AppendError(nil, m.ID(), protocol.CodeInvalidParams, errListenParams, nil))
 		return

@@ -27,9 +27,9 @@ const maxStdioOps = 1024
 
 // stdioOps are one stdio client's operations in flight, by request id.
 type stdioOps struct {
-	s  *Server
-	mu sync.Mutex
-	m  map[string]*stdioOp
+	obs *observer
+	mu  sync.Mutex
+	m   map[string]*stdioOp
 }
 
 // stdioOp is one request of a stdio client being served.
@@ -42,11 +42,11 @@ type stdioOp struct {
 }
 
 // newStdioOps returns the operations of one stdio client, or nil when the gateway neither traces nor meters.
-func newStdioOps(s *Server) *stdioOps {
-	if !s.inst.tracing && !s.inst.metering {
+func newStdioOps(obs *observer) *stdioOps {
+	if !obs.inst.tracing && !obs.inst.metering {
 		return nil
 	}
-	return &stdioOps{s: s, m: map[string]*stdioOp{}}
+	return &stdioOps{obs: obs, m: map[string]*stdioOp{}}
 }
 
 // start opens the operation of request m (version is its protocol version, "" when unknown) and returns the
@@ -72,12 +72,12 @@ func (o *stdioOps) start(ctx context.Context, m jsonrpc.Message, version string)
 	}
 	o.m[key] = op
 	o.mu.Unlock()
-	s := o.s
-	if !s.inst.tracing {
+	obs := o.obs
+	if !obs.inst.tracing {
 		return ctx
 	}
 	if tp, ok := jsonrpc.LookupString(m.Params(), "_meta", "traceparent"); ok {
-		ctx = s.inst.propagator.Extract(ctx, propagation.MapCarrier{"traceparent": tp})
+		ctx = obs.inst.propagator.Extract(ctx, propagation.MapCarrier{"traceparent": tp})
 	}
 	attrs := append(make([]attribute.KeyValue, 0, 8), semconv.McpMethodNameKey.String(op.method), attrPipe)
 	if op.version != "" {
@@ -88,7 +88,7 @@ func (o *stdioOps) start(ctx context.Context, m jsonrpc.Message, version string)
 	}
 	name, attrs := mcpSpanAttrs(m, op.method, op.name, attrs)
 	var span trace.Span
-	ctx, span = s.inst.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	ctx, span = obs.inst.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 	o.mu.Lock()
 	op.span = span
 	o.mu.Unlock()
@@ -181,10 +181,10 @@ func (o *stdioOps) take(key string) *stdioOp {
 
 // end records one operation: its metric and its span, classified as over HTTP.
 func (o *stdioOps) end(op *stdioOp, code int, hasCode bool, errType, message string) {
-	s := o.s
+	obs := o.obs
 	codeIsError := hasCode && !notAnError(code)
-	if s.inst.metering {
-		s.recordOp(op.start, op.name, opKey{method: op.method, version: op.version, errType: errType, code: code, hasCode: hasCode,
+	if obs.inst.metering {
+		obs.recordOp(op.start, op.name, opKey{method: op.method, version: op.version, errType: errType, code: code, hasCode: hasCode,
 			codeIsError: codeIsError, stdio: true})
 	}
 	o.mu.Lock()

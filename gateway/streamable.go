@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -16,13 +17,36 @@ import (
 	"github.com/switchboard-mcp/switchboard/upstream/sse"
 )
 
+// streamable is the streamable HTTP front end (POST, GET and DELETE on /mcp and /mcp/<endpoint>): it finds or
+// starts the legacy sessions, hands each message to its session and writes the answers; a 2026-07-28 request goes
+// to modern.
+type streamable struct {
+	sessions Sessions
+	open     *opener
+	who      callers
+	limits   *callerLimits
+	hub      *streamHub
+	obs      *observer
+	modern   *modernFront
+	maxBody  int64
+}
+
+// opener answers initialize, for every front end that has legacy sessions.
+type opener struct {
+	sessions Sessions
+	offer    Offering
+	who      callers
+	initWait time.Duration
+	log      *slog.Logger
+}
+
 // post handles every client message: "Every JSON-RPC message sent from the client MUST be a new HTTP POST
 // request to the MCP endpoint."
-func (s *Server) post(w http.ResponseWriter, r *http.Request) {
+func (h *streamable) post(w http.ResponseWriter, r *http.Request) {
 	start, label := time.Now(), "invalid"
 	sw := &statusWriter{ResponseWriter: w}
 	w = sw
-	defer func() { s.record(label, "streamable-http", sw.status, start) }()
+	defer func() { h.obs.record(label, "streamable-http", sw.status, start) }()
 	if !accepts(r, "application/json") || !accepts(r, "text/event-stream") {
 		writeError(w, http.StatusNotAcceptable, nil, protocol.CodeInvalidRequest, "the Accept header must list both application/json and text/event-stream")
 		return
@@ -33,7 +57,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	body, ok := s.readBody(w, r)
+	body, ok := readBody(w, r, h.maxBody)
 	if !ok {
 		return
 	}
@@ -48,7 +72,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		label = "batch"
-		s.postBatch(w, r, body)
+		h.postBatch(w, r, body)
 		return
 	}
 	m, err := jsonrpc.Parse(body)
@@ -57,10 +81,10 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	label = methodLabel(m)
-	ctx, op := s.startOp(r, sw, m, start)
+	ctx, op := h.obs.startOp(r, sw, m, start)
 	defer op.end()
 	if isModern(r, m) {
-		s.postModern(ctx, w, r, m)
+		h.modern.post(ctx, w, r, m)
 		return
 	}
 	if hv != "" && !protocol.SupportedLegacy(hv) {
@@ -70,15 +94,15 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	if m.Kind() == jsonrpc.KindRequest && m.MethodIs("initialize") {
 		// Starting sessions counts against the caller's rate like any request: sessions cost memory here and
 		// records in Redis.
-		release, ok := s.admit(w, r, m)
+		release, ok := h.limits.admit(w, r, m)
 		if !ok {
 			return
 		}
 		defer release()
-		s.initialize(w, r, m)
+		h.initialize(w, r, m)
 		return
 	}
-	sess, ok := s.session(w, r)
+	sess, ok := h.session(w, r)
 	if !ok {
 		return
 	}
@@ -90,14 +114,14 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		sess.HandleResponse(m)
 		w.WriteHeader(http.StatusAccepted)
 	default:
-		release, ok := s.admit(w, r, m)
+		release, ok := h.limits.admit(w, r, m)
 		if !ok {
 			return
 		}
 		defer release()
-		out := s.r.NewStream(1, 0)
+		out := h.sessions.NewStream(1, 0)
 		sess.HandleRequest(ctx, m, out)
-		s.respond(w, r, sess, out, false, [][]byte{m.ID()})
+		h.respond(w, r, sess, out, false, [][]byte{m.ID()})
 	}
 }
 
@@ -123,9 +147,9 @@ func methodLabel(m jsonrpc.Message) string {
 // preallocBody is the largest declared body readBody allocates in full before it arrives.
 const preallocBody = 64 << 10
 
-// readBody reads a request body within the size limit, answering 413 beyond it.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	if n := r.ContentLength; n >= 0 && n <= min(s.opts.MaxBodyBytes, preallocBody) {
+// readBody reads a request body within the size limit (bytes), answering 413 beyond it.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+	if n := r.ContentLength; n >= 0 && n <= min(limit, preallocBody) {
 		// A small declared length: net/http's body ends there, so one buffer of that size holds it all. Larger
 		// bodies grow with what arrives, so that a client cannot pin the limit's worth of memory with a header.
 		body := make([]byte, n)
@@ -135,7 +159,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 		}
 		return body, true
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -159,18 +183,18 @@ func writeParseError(w http.ResponseWriter, err error) {
 }
 
 // session finds the session a request names, answering 400 or 404 itself when there is none.
-func (s *Server) session(w http.ResponseWriter, r *http.Request) (*routing.Session, bool) {
+func (h *streamable) session(w http.ResponseWriter, r *http.Request) (*routing.Session, bool) {
 	id := r.Header.Get(protocol.HeaderSessionID)
 	if id == "" {
 		writeError(w, http.StatusBadRequest, nil, protocol.CodeInvalidRequest, "the Mcp-Session-Id header is required; send initialize first to start a session")
 		return nil, false
 	}
-	sess := s.r.Session(id)
+	sess := h.sessions.Session(id)
 	if sess == nil {
 		// Not held here: with shared state, a session made on another replica is served where it lands.
-		who := s.identify(r.Context())
+		who := h.who.identify(r.Context())
 		var err error
-		if sess, err = s.r.RestoreSession(r.Context(), id, who.Key, who.Allow, who.Context); err != nil {
+		if sess, err = h.sessions.RestoreSession(r.Context(), id, who.Key, who.Allow, who.Context); err != nil {
 			// Whether the session lives on another replica is unknown: a 404 would oblige the client to start
 			// over, so answer with a status it retries.
 			w.Header().Set("Retry-After", "1")
@@ -178,10 +202,10 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) (*routing.Sessi
 			return nil, false
 		}
 		if sess != nil {
-			s.shareSession(sess)
+			h.hub.shareSession(sess)
 		}
 	}
-	if sess == nil || !s.owns(r, sess) || sess.Endpoint() != EndpointFrom(r.Context()) {
+	if sess == nil || !h.who.owns(r, sess) || sess.Endpoint() != EndpointFrom(r.Context()) {
 		// "The server MAY terminate the session at any time, after which it MUST respond to requests containing
 		// that session ID with HTTP 404 Not Found."
 		writeError(w, http.StatusNotFound, nil, protocol.CodeInvalidRequest, "session not found: it ended or never existed; send initialize to start a new one")
@@ -191,20 +215,20 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) (*routing.Sessi
 }
 
 // initialize starts a session over streamable HTTP.
-func (s *Server) initialize(w http.ResponseWriter, r *http.Request, m jsonrpc.Message) {
-	sess, answer := s.startSession(r.Context(), m)
+func (h *streamable) initialize(w http.ResponseWriter, r *http.Request, m jsonrpc.Message) {
+	sess, answer := h.open.start(r.Context(), m)
 	if sess != nil {
 		w.Header().Set(protocol.HeaderSessionID, sess.ID())
-		s.shareSession(sess)
+		h.hub.shareSession(sess)
 	}
 	writeJSON(w, http.StatusOK, answer)
 }
 
-// startSession answers an initialize request, starting a session unless the request is invalid (then sess is
+// start answers an initialize request, starting a session unless the request is invalid (then sess is
 // nil and answer is the error). Version negotiation: "If the server supports the requested protocol version, it
 // MUST respond with the same version. Otherwise, the server MUST respond with another protocol version it
 // supports."
-func (s *Server) startSession(ctx context.Context, m jsonrpc.Message) (sess *routing.Session, answer []byte) {
+func (o *opener) start(ctx context.Context, m jsonrpc.Message) (sess *routing.Session, answer []byte) {
 	var p struct {
 		ProtocolVersion string          `json:"protocolVersion"`
 		Capabilities    json.RawMessage `json:"capabilities"`
@@ -232,16 +256,16 @@ func (s *Server) startSession(ctx context.Context, m jsonrpc.Message) (sess *rou
 	if !protocol.SupportedLegacy(version) {
 		version = protocol.V20251125
 	}
-	wctx, cancel := context.WithTimeout(ctx, s.opts.InitWait)
-	_ = s.r.WaitReady(wctx) // a slow upstream must not hold every client back for long
+	wctx, cancel := context.WithTimeout(ctx, o.initWait)
+	_ = o.sessions.WaitReady(wctx) // a slow upstream must not hold every client back for long
 	cancel()
-	who := s.identify(ctx)
-	sess = s.r.NewSession(routing.SessionParams{
+	who := o.who.identify(ctx)
+	sess = o.sessions.NewSession(routing.SessionParams{
 		ProtocolVersion: version, Capabilities: p.Capabilities, ClientInfo: p.ClientInfo,
 		Principal: who.Key, Allow: who.Allow, Context: who.Context, Endpoint: EndpointFrom(ctx),
 	})
-	s.log.Debug("session started", "protocolVersion", version, "endpoint", EndpointFrom(ctx))
-	return sess, jsonrpc.AppendResult(nil, m.ID(), initializeResult(version, capabilitiesFor(version, s.r.Capabilities()), s.r.ServerInfo(), s.r.Instructions()))
+	o.log.Debug("session started", "protocolVersion", version, "endpoint", EndpointFrom(ctx))
+	return sess, jsonrpc.AppendResult(nil, m.ID(), initializeResult(version, capabilitiesFor(version, o.offer.Capabilities()), o.offer.ServerInfo(), o.offer.Instructions()))
 }
 
 // capabilitiesFor is caps as a client at version may read them: the tasks capability only from 2025-11-25, the
@@ -269,13 +293,13 @@ const maxBatch = 100
 
 // postBatch handles a JSON-RPC batch, which only 2025-03-26 allows: "MCP implementations MUST support receiving
 // JSON-RPC batches" there, and later versions removed them.
-func (s *Server) postBatch(w http.ResponseWriter, r *http.Request, body []byte) {
+func (h *streamable) postBatch(w http.ResponseWriter, r *http.Request, body []byte) {
 	parts, err := jsonrpc.SplitBatch(body)
 	if err != nil {
 		writeParseError(w, err)
 		return
 	}
-	sess, ok := s.session(w, r)
+	sess, ok := h.session(w, r)
 	if !ok {
 		return
 	}
@@ -291,7 +315,7 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request, body []byte) 
 	}
 	var requests []jsonrpc.Message
 	var errs [][]byte
-	key := s.limitKey(r)
+	key := h.limits.limitKey(r)
 	var releases []func()
 	defer func() {
 		for _, release := range releases {
@@ -317,7 +341,7 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request, body []byte) 
 			// "A Response object SHOULD exist for each Request object", an error one for a request that failed,
 			// so a 429 for the whole batch would refuse the requests within the limits too. Calls over
 			// concurrentCalls are refused, not queued: a batch holds no request waiting for another's lease.
-			release, refused := s.check(r.Context(), key, m)
+			release, refused := h.limits.check(r.Context(), key, m)
 			if refused != nil {
 				errs = append(errs, refused.answer(m))
 				continue
@@ -330,7 +354,7 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request, body []byte) 
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	out := s.r.NewStream(len(requests)+len(errs), 0)
+	out := h.sessions.NewStream(len(requests)+len(errs), 0)
 	for _, e := range errs {
 		out.Push(e, routing.ClassFinal)
 	}
@@ -339,13 +363,13 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request, body []byte) 
 		ids = append(ids, m.ID())
 		sess.HandleRequest(r.Context(), m, out)
 	}
-	s.respond(w, r, sess, out, true, ids)
+	h.respond(w, r, sess, out, true, ids)
 }
 
 // respond writes a request's answer (ids are the requests'): plain JSON when the response is all there is, an SSE stream as soon as
 // anything (progress, logs, a server→client request) precedes it. Deciding on the first message gives clients
 // the cheap JSON answer whenever possible and the stream whenever needed.
-func (s *Server) respond(w http.ResponseWriter, r *http.Request, sess *routing.Session, out *routing.Stream, batch bool, ids [][]byte) {
+func (h *streamable) respond(w http.ResponseWriter, r *http.Request, sess *routing.Session, out *routing.Stream, batch bool, ids [][]byte) {
 	ctx := r.Context()
 	sess.StreamOpened()
 	defer sess.StreamClosed()
@@ -365,7 +389,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, sess *routing.S
 		if msg != nil {
 			held = append(held, msg)
 		}
-		s.respondStream(ctx, w, sess, out, held, ids)
+		h.hub.respondStream(ctx, w, sess, out, held, ids)
 		return
 	}
 	switch {
@@ -373,7 +397,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, sess *routing.S
 		out.Close() // nobody will read the JSON answer; routing stops queueing for this client
 	case len(held) == 0:
 		// Every request of the stream was cancelled: the spec says no response is sent, so the stream just ends.
-		s.startSSE(w, sess, nil)
+		h.hub.startSSE(w, sess, nil)
 	case !batch:
 		writeJSON(w, http.StatusOK, held[0])
 	default:
@@ -393,36 +417,14 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, sess *routing.S
 	}
 }
 
-// respondStream answers a request with an SSE stream, resumable: if the connection drops, the call goes on
-// ("Disconnection SHOULD NOT be interpreted as the client cancelling its request") and the client can pick up the
-// rest with GET and Last-Event-ID. held are messages already taken from out. With the shared log the stream is
-// resumable on any replica; while the log is down it is made resumable here instead (a resumption that lands
-// elsewhere finds nothing), rather than having no ids at all.
-func (s *Server) respondStream(ctx context.Context, w http.ResponseWriter, sess *routing.Session, out *routing.Stream, held, ids [][]byte) {
-	var lg streamLog
-	if s.opts.Events != nil && !s.logIsDown() {
-		if shared := s.newSharedStream(sess, ids); shared != nil {
-			lg = shared
-		}
-	}
-	if lg == nil {
-		lg = s.streams.of(sess).add(out)
-	}
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	_ = lg.Claim(ctx, false, stop) // a new stream: nobody else can hold it
-	sw := s.startSSE(w, sess, lg)
-	lg.Release(out, s.pump(ctx, sess, sw, lg, out, streamStart{held: held}))
-}
-
 // get opens the standalone stream for messages unrelated to any request (list changes, logs, server→client
 // requests with no request to travel with), or, with Last-Event-ID, resumes a stream that lost its connection.
-func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+func (h *streamable) get(w http.ResponseWriter, r *http.Request) {
 	if !accepts(r, "text/event-stream") {
 		writeError(w, http.StatusNotAcceptable, nil, protocol.CodeInvalidRequest, "the Accept header must list text/event-stream")
 		return
 	}
-	sess, ok := s.session(w, r)
+	sess, ok := h.session(w, r)
 	if !ok {
 		return
 	}
@@ -430,7 +432,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	var lg streamLog
 	var src *routing.Stream
 	from := streamStart{replay: true}
-	if ss := s.streams.of(sess); s.opts.Events == nil || ss.holds(last) {
+	if ss := h.hub.streams.of(sess); h.hub.events == nil || ss.holds(last) {
 		rs := ss.get(standaloneStream)
 		// An id we did not mint, or of a stream long finished, resumes nothing: the client gets the standalone
 		// stream, which is what a GET without the header would give it.
@@ -441,7 +443,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		}
 		lg, src = rs, rs.src
 	} else {
-		lg, from.after = s.sharedStreamFor(sess, last)
+		lg, from.after = h.hub.sharedStreamFor(sess, last)
 	}
 	ctx, stop := context.WithCancel(r.Context())
 	defer stop()
@@ -453,13 +455,13 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	}
 	sess.StreamOpened()
 	defer sess.StreamClosed()
-	sw := s.startSSE(w, sess, nil)
-	lg.Release(src, s.pump(ctx, sess, sw, lg, src, from))
+	sw := h.hub.startSSE(w, sess, nil)
+	lg.Release(src, h.hub.pump(ctx, sess, sw, lg, src, from))
 }
 
 // delete ends a session at the client's request.
-func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
-	sess, ok := s.session(w, r)
+func (h *streamable) delete(w http.ResponseWriter, r *http.Request) {
+	sess, ok := h.session(w, r)
 	if !ok {
 		return
 	}
@@ -479,27 +481,6 @@ type sseWriter struct {
 // primingRetry is the reconnection delay announced to clients of 2025-11-25, which reconnect with GET and
 // Last-Event-ID when the server ends a stream's connection early (SEP-1699).
 const primingRetry = time.Second
-
-// startSSE answers with an event stream. For a resumable stream and a client of 2025-11-25 or later it first
-// sends the priming event: "The server SHOULD immediately send an SSE event consisting of an event ID and an
-// empty data field in order to prime the client to reconnect".
-func (s *Server) startSSE(w http.ResponseWriter, sess *routing.Session, lg streamLog) *sseWriter {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	sw := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: s.opts.WriteTimeout}
-	if lg != nil && protocol.AtLeast(sess.ProtocolVersion(), protocol.V20251125) {
-		if id, err := lg.Append(context.Background(), nil); err == nil {
-			sw.buf = appendPriming(sw.buf[:0], id)
-			_ = sw.write()
-			return sw
-		}
-	}
-	_ = sw.rc.Flush()
-	return sw
-}
 
 func (sw *sseWriter) event(id string, data []byte) error {
 	sw.buf = sse.AppendEvent(sw.buf[:0], sse.Event{ID: id, Name: "message", Data: data})

@@ -3,12 +3,17 @@ package gateway
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/routing"
 	"github.com/switchboard-mcp/switchboard/routing/state"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 	"github.com/switchboard-mcp/switchboard/upstream/sse"
 )
 
@@ -77,27 +82,92 @@ type streamStart struct {
 	after  string
 }
 
+// streamHub writes every SSE stream of the HTTP front ends to its client, resumable: it keeps the session's
+// streams on this replica (streamsRegistry), logs them in the shared event log when there is one (sharedLog),
+// forwards each held session's standalone messages there, and ends the long-lived streams on shutdown.
+type streamHub struct {
+	events       EventLog // nil: streams are resumable on this replica only
+	peers        replicas // who produces a stream logged elsewhere
+	keepAlive    time.Duration
+	writeTimeout time.Duration
+	log          *slog.Logger
+
+	streams streamsRegistry
+	fwd     forwarders
+	// logDownUntil (unix ns) skips event-log appends for a while after one failed.
+	logDownUntil atomic.Int64
+
+	draining  chan struct{} // closed when shutdown begins
+	drainOnce sync.Once
+}
+
+// drain ends the standalone and legacy streams, which would otherwise hold a shutdown until its deadline.
+func (h *streamHub) drain() { h.drainOnce.Do(func() { close(h.draining) }) }
+
+// respondStream answers a request with an SSE stream, resumable: if the connection drops, the call goes on
+// ("Disconnection SHOULD NOT be interpreted as the client cancelling its request") and the client can pick up the
+// rest with GET and Last-Event-ID. held are messages already taken from out. With the shared log the stream is
+// resumable on any replica; while the log is down it is made resumable here instead (a resumption that lands
+// elsewhere finds nothing), rather than having no ids at all.
+func (h *streamHub) respondStream(ctx context.Context, w http.ResponseWriter, sess session, out *routing.Stream, held, ids [][]byte) {
+	var lg streamLog
+	if h.events != nil && !h.logIsDown() {
+		if shared := h.newSharedStream(sess, ids); shared != nil {
+			lg = shared
+		}
+	}
+	if lg == nil {
+		lg = h.streams.of(sess).add(out)
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	_ = lg.Claim(ctx, false, stop) // a new stream: nobody else can hold it
+	sw := h.startSSE(w, sess, lg)
+	lg.Release(out, h.pump(ctx, sess, sw, lg, out, streamStart{held: held}))
+}
+
+// startSSE answers with an event stream. For a resumable stream and a client of 2025-11-25 or later it first
+// sends the priming event: "The server SHOULD immediately send an SSE event consisting of an event ID and an
+// empty data field in order to prime the client to reconnect".
+func (h *streamHub) startSSE(w http.ResponseWriter, sess session, lg streamLog) *sseWriter {
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache, no-transform")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	sw := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: h.writeTimeout}
+	if lg != nil && protocol.AtLeast(sess.ProtocolVersion(), protocol.V20251125) {
+		if id, err := lg.Append(context.Background(), nil); err == nil {
+			sw.buf = appendPriming(sw.buf[:0], id)
+			_ = sw.write()
+			return sw
+		}
+	}
+	_ = sw.rc.Flush()
+	return sw
+}
+
 // pump writes a stream to one connection: the held messages, then what the log holds after from.after (when
 // replaying), then live messages until the stream completes (true) or the connection ends (false; the stream
 // stays resumable). With a local source (src) it drains it, logging every message before writing it; without
 // one it follows the log, which another replica fills. Standalone streams never complete; keepAlive paces
 // comments on idle streams.
-func (s *Server) pump(ctx context.Context, sess *routing.Session, sw *sseWriter, lg streamLog, src *routing.Stream, from streamStart) bool {
+func (h *streamHub) pump(ctx context.Context, sess session, sw *sseWriter, lg streamLog, src *routing.Stream, from streamStart) bool {
 	if lg.stream() == standaloneStream {
 		// On shutdown the standalone stream ends with a reconnection hint; a POST stream runs until its answer.
 		var cancel context.CancelFunc
-		ctx, cancel = s.untilDrain(ctx)
+		ctx, cancel = h.untilDrain(ctx)
 		defer cancel()
 	}
 	for _, m := range from.held {
-		if !s.deliver(ctx, sw, lg, m) {
+		if !h.deliver(ctx, sw, lg, m) {
 			return false
 		}
 	}
 	after := from.after
 	if from.replay {
 		events, next, err := lg.Read(ctx, after, 0)
-		if end, complete := s.readEnd(sw, err); end {
+		if end, complete := h.readEnd(sw, err); end {
 			return complete
 		}
 		if !writeEvents(sw, events) {
@@ -106,19 +176,19 @@ func (s *Server) pump(ctx context.Context, sess *routing.Session, sw *sseWriter,
 		after = next
 	}
 	if src == nil {
-		return s.follow(ctx, sess, sw, lg, after)
+		return h.follow(ctx, sess, sw, lg, after)
 	}
 	for {
-		nctx, cancel := context.WithTimeout(ctx, s.opts.KeepAlive)
+		nctx, cancel := context.WithTimeout(ctx, h.keepAlive)
 		msg, _, ok := src.Next(nctx)
 		cancel()
 		switch {
 		case ok:
-			if !s.deliver(ctx, sw, lg, msg) {
+			if !h.deliver(ctx, sw, lg, msg) {
 				return false
 			}
 		case ctx.Err() != nil:
-			s.retryHint(sw)
+			h.retryHint(sw)
 			return false
 		case src.Closed() || src.Pending() == 0:
 			return true
@@ -136,7 +206,7 @@ func (s *Server) pump(ctx context.Context, sess *routing.Session, sw *sseWriter,
 
 // deliver logs one message and writes it, unless the stream was taken over meanwhile (the message is logged
 // for the connection that took it). It reports false when the connection must stop.
-func (s *Server) deliver(ctx context.Context, sw *sseWriter, lg streamLog, msg []byte) bool {
+func (h *streamHub) deliver(ctx context.Context, sw *sseWriter, lg streamLog, msg []byte) bool {
 	id, err := lg.Append(ctx, msg)
 	if err != nil {
 		id = "" // unlogged: still delivered, just not resumable
@@ -145,14 +215,14 @@ func (s *Server) deliver(ctx context.Context, sw *sseWriter, lg streamLog, msg [
 }
 
 // follow writes a stream produced elsewhere, as the log receives it.
-func (s *Server) follow(ctx context.Context, sess *routing.Session, sw *sseWriter, lg streamLog, after string) bool {
+func (h *streamHub) follow(ctx context.Context, sess session, sw *sseWriter, lg streamLog, after string) bool {
 	// The followed stream ends with the session on this replica too.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(sessionContext(sess), cancel)()
 	// Short waits: a blocked read of the log cannot be interrupted, so its length bounds how long a closed
 	// stream lingers; keep-alives still go out only every KeepAlive.
-	wait := min(s.opts.KeepAlive, 2*time.Second)
+	wait := min(h.keepAlive, 2*time.Second)
 	lastWrite := time.Now()
 	for {
 		events, next, err := lg.Read(ctx, after, wait)
@@ -165,21 +235,21 @@ func (s *Server) follow(ctx context.Context, sess *routing.Session, sw *sseWrite
 		if next != "" {
 			after = next
 		}
-		if end, complete := s.readEnd(sw, err); end {
+		if end, complete := h.readEnd(sw, err); end {
 			return complete
 		}
 		switch {
 		case ctx.Err() != nil:
-			s.retryHint(sw)
+			h.retryHint(sw)
 			return false
 		case err != nil:
-			s.log.Debug("shared stream read failed", "err", err)
+			h.log.Debug("shared stream read failed", "err", err)
 			if sw.comment("keep-alive") != nil || sleepCtx(ctx, time.Second) != nil {
 				return false
 			}
 		case !lg.Held(ctx):
 			return false
-		case len(events) == 0 && time.Since(lastWrite) >= s.opts.KeepAlive:
+		case len(events) == 0 && time.Since(lastWrite) >= h.keepAlive:
 			if sw.comment("keep-alive") != nil {
 				return false
 			}
@@ -192,7 +262,7 @@ func (s *Server) follow(ctx context.Context, sess *routing.Session, sw *sseWrite
 
 // readEnd tells whether a Read's error ends the connection's writing, and whether the stream is then complete.
 // Transient errors (the log unreachable) end nothing.
-func (s *Server) readEnd(sw *sseWriter, err error) (end, complete bool) {
+func (h *streamHub) readEnd(sw *sseWriter, err error) (end, complete bool) {
 	var orphaned *orphanedError
 	switch {
 	case err == nil:
@@ -249,24 +319,24 @@ func (c doneContext) Err() error {
 }
 
 // sessionContext ends when the session does.
-func sessionContext(sess *routing.Session) context.Context {
+func sessionContext(sess session) context.Context {
 	return doneContext{Context: context.Background(), done: sess.Done()}
 }
 
 // untilDrain derives a context that also ends when the server starts shutting down.
-func (s *Server) untilDrain(ctx context.Context) (context.Context, context.CancelFunc) {
+func (h *streamHub) untilDrain(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(doneContext{Context: context.Background(), done: s.draining}, cancel)
+	stop := context.AfterFunc(doneContext{Context: context.Background(), done: h.draining}, cancel)
 	return ctx, func() { stop(); cancel() }
 }
 
 // isDraining reports whether shutdown has begun.
-func (s *Server) isDraining() bool { return isDone(s.draining) }
+func (h *streamHub) isDraining() bool { return isDone(h.draining) }
 
 // retryHint tells a client of a stream ended by shutdown when to reconnect: the SSE retry field, in a block with
 // no data, which dispatches no event.
-func (s *Server) retryHint(sw *sseWriter) {
-	if s.isDraining() {
+func (h *streamHub) retryHint(sw *sseWriter) {
+	if h.isDraining() {
 		sw.buf = append(sw.buf[:0], "retry: 1000\n\n"...)
 		_ = sw.write()
 	}

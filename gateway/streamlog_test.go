@@ -83,7 +83,7 @@ func claimBackends() []claimLogs {
 			store := state.NewMemory()
 			t.Cleanup(store.Shutdown)
 			s, sess := newStreamServer(t, store)
-			return func() streamLog { return &sharedLog{s: s, sess: sess, n: 7} } // one per connection
+			return func() streamLog { return &sharedLog{hub: s.hub, sess: sess, n: 7} } // one per connection
 		}},
 	}
 }
@@ -152,17 +152,17 @@ func TestSharedClaimRenewed(t *testing.T) {
 		store := state.NewMemory()
 		t.Cleanup(store.Shutdown)
 		s, sess := newStreamServer(t, store)
-		holder := &sharedLog{s: s, sess: sess, n: standaloneStream}
+		holder := &sharedLog{hub: s.hub, sess: sess, n: standaloneStream}
 		if err := holder.Claim(ctx, false, func() {}); err != nil {
 			t.Fatal(err)
 		}
-		for range 3 * int(holder.lease()/s.opts.KeepAlive) {
-			time.Sleep(s.opts.KeepAlive)
+		for range 3 * int(holder.lease()/s.hub.keepAlive) {
+			time.Sleep(s.hub.keepAlive)
 			if !holder.Held(ctx) {
 				t.Fatal("the holder lost its renewed claim")
 			}
 		}
-		other := &sharedLog{s: s, sess: sess, n: standaloneStream}
+		other := &sharedLog{hub: s.hub, sess: sess, n: standaloneStream}
 		if err := other.Claim(ctx, false, func() {}); !errors.Is(err, errStreamHeld) {
 			t.Fatalf("claim against a renewed lease: %v, want errStreamHeld", err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/auth/browser"
 	"github.com/switchboard-mcp/switchboard/auth/upstreamauth"
+	"github.com/switchboard-mcp/switchboard/gateway/pageshell"
 	"github.com/switchboard-mcp/switchboard/routing/state"
 )
 
@@ -107,7 +108,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 		pendingTTL: cfg.PendingTTL,
 		log:        cfg.Logger,
 		mux:        http.NewServeMux(),
-		page:       template.Must(template.New("page").Parse(pageHTML)),
+		page:       template.Must(pageshell.New("page", nil).Parse(pageHTML)),
 	}
 	if h.user == nil {
 		h.user = func(r *http.Request) (browser.User, bool) { return browser.UserFrom(r.Context()) }
@@ -176,7 +177,7 @@ func (h *Handler) link(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	if !validLinkID(id) {
-		h.render(w, http.StatusNotFound, "Link not found", "", msgNotFound)
+		h.render(w, r, http.StatusNotFound, "Link not found", "", msgNotFound)
 		return
 	}
 	h.follow(w, r, user, id)
@@ -194,29 +195,29 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.links == nil {
-		h.render(w, http.StatusNotFound, "Not found", "", msgNoUpstream)
+		h.render(w, r, http.StatusNotFound, "Not found", "", msgNoUpstream)
 		return
 	}
 	upstream, ctx := r.PathValue("upstream"), r.Context()
 	if _, err := h.flows.Flow(ctx, upstream); err != nil {
 		if errors.Is(err, ErrUnknownUpstream) {
 			// Not logged nor shown: the name is the request's.
-			h.render(w, http.StatusNotFound, "No such upstream", "", msgNoUpstream)
+			h.render(w, r, http.StatusNotFound, "No such upstream", "", msgNoUpstream)
 			return
 		}
 		h.log.Error("connect: no flow for the upstream", "upstream", upstream, "err", err)
-		h.render(w, http.StatusBadGateway, "Cannot connect now", upstream, msgNoFlow)
+		h.render(w, r, http.StatusBadGateway, "Cannot connect now", upstream, msgNoFlow)
 		return
 	}
 	id, err := h.links.mint(ctx, user.Key(), upstream, "", "")
 	if errors.Is(err, ErrTooManyLinks) {
 		h.log.Warn("connect: a person asked for too many links", "upstream", upstream, "sub", user.Subject)
-		h.render(w, http.StatusTooManyRequests, "Too many attempts", upstream, "You started connecting many times in a short while. Wait a minute, then try again.")
+		h.render(w, r, http.StatusTooManyRequests, "Too many attempts", upstream, "You started connecting many times in a short while. Wait a minute, then try again.")
 		return
 	}
 	if err != nil {
 		h.log.Error("connect: minting a link", "upstream", upstream, "sub", user.Subject, "err", err)
-		h.render(w, http.StatusServiceUnavailable, "Try again", upstream, msgStore)
+		h.render(w, r, http.StatusServiceUnavailable, "Try again", upstream, msgStore)
 		return
 	}
 	h.follow(w, r, user, id)
@@ -232,36 +233,36 @@ func (h *Handler) follow(w http.ResponseWriter, r *http.Request, user browser.Us
 	rec, err := h.store.TakeConnect(ctx, id)
 	switch {
 	case errors.Is(err, state.ErrNotFound):
-		h.render(w, http.StatusGone, "Link expired", "", msgLinkUsed)
+		h.render(w, r, http.StatusGone, "Link expired", "", msgLinkUsed)
 		return
 	case err != nil:
 		h.log.Error("connect: reading a link", "err", redacted(err, id))
-		h.render(w, http.StatusServiceUnavailable, "Try again", "", msgStore)
+		h.render(w, r, http.StatusServiceUnavailable, "Try again", "", msgStore)
 		return
 	case rec.Pending != nil:
 		// A state record under a link-shaped id: not ours to follow.
-		h.render(w, http.StatusGone, "Link expired", "", msgLinkUsed)
+		h.render(w, r, http.StatusGone, "Link expired", "", msgLinkUsed)
 		return
 	}
 	if !h.sameUser(user, rec, "link") {
-		h.render(w, http.StatusForbidden, "Wrong account", "", msgWrongUser)
+		h.render(w, r, http.StatusForbidden, "Wrong account", "", msgWrongUser)
 		return
 	}
 	flow, err := h.flows.Flow(ctx, rec.Upstream)
 	if err != nil {
 		h.log.Error("connect: no flow for the upstream", "upstream", rec.Upstream, "err", err)
-		h.render(w, http.StatusBadGateway, "Cannot connect now", rec.Upstream, msgNoFlow)
+		h.render(w, r, http.StatusBadGateway, "Cannot connect now", rec.Upstream, msgNoFlow)
 		return
 	}
 	pending, authURL := flow.Start()
 	plain, err := json.Marshal(pending)
 	if err != nil {
-		h.fail(w, rec.Upstream, fmt.Errorf("connect: encoding the pending authorization: %w", err))
+		h.fail(w, r, rec.Upstream, fmt.Errorf("connect: encoding the pending authorization: %w", err))
 		return
 	}
 	sealed, err := h.sealer.Seal(plain, pendingAAD(rec.Principal, rec.Upstream))
 	if err != nil {
-		h.fail(w, rec.Upstream, fmt.Errorf("connect: sealing the pending authorization: %w", err))
+		h.fail(w, r, rec.Upstream, fmt.Errorf("connect: sealing the pending authorization: %w", err))
 		return
 	}
 	next := state.ConnectRecord{
@@ -274,7 +275,7 @@ func (h *Handler) follow(w http.ResponseWriter, r *http.Request, user browser.Us
 	key := stateKeyPrefix + pending.State
 	if err := h.store.PutConnect(ctx, key, next, h.pendingTTL); err != nil {
 		h.log.Error("connect: storing the pending authorization", "upstream", rec.Upstream, "err", redacted(err, pending.State))
-		h.render(w, http.StatusServiceUnavailable, "Try again", rec.Upstream, msgStore)
+		h.render(w, r, http.StatusServiceUnavailable, "Try again", rec.Upstream, msgStore)
 		return
 	}
 	hd := w.Header()
@@ -300,36 +301,36 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 	// RFC 6749 §3.1: "Request and response parameters MUST NOT be included
 	// more than once"; Finish checks it again against the pending state.
 	if len(st) != 1 || st[0] == "" || len(st[0]) > 256 {
-		h.render(w, http.StatusBadRequest, "Sign-in expired", "", msgCallbackOld)
+		h.render(w, r, http.StatusBadRequest, "Sign-in expired", "", msgCallbackOld)
 		return
 	}
 	rec, err := h.store.TakeConnect(r.Context(), stateKeyPrefix+st[0])
 	switch {
 	case errors.Is(err, state.ErrNotFound) || errors.Is(err, state.ErrInvalid):
-		h.render(w, http.StatusBadRequest, "Sign-in expired", "", msgCallbackOld)
+		h.render(w, r, http.StatusBadRequest, "Sign-in expired", "", msgCallbackOld)
 		return
 	case err != nil:
 		h.log.Error("connect: reading a pending authorization", "err", redacted(err, st[0]))
-		h.render(w, http.StatusServiceUnavailable, "Try again", "", msgStore)
+		h.render(w, r, http.StatusServiceUnavailable, "Try again", "", msgStore)
 		return
 	case rec.Pending == nil:
-		h.render(w, http.StatusBadRequest, "Sign-in expired", "", msgCallbackOld)
+		h.render(w, r, http.StatusBadRequest, "Sign-in expired", "", msgCallbackOld)
 		return
 	}
 	if !h.sameUser(user, rec, "callback") {
-		h.render(w, http.StatusForbidden, "Wrong account", "", msgWrongUser)
+		h.render(w, r, http.StatusForbidden, "Wrong account", "", msgWrongUser)
 		return
 	}
 	plain, err := h.sealer.Open(rec.Pending, pendingAAD(rec.Principal, rec.Upstream))
 	if err != nil {
-		h.fail(w, rec.Upstream, fmt.Errorf("connect: opening the pending authorization: %w", err))
+		h.fail(w, r, rec.Upstream, fmt.Errorf("connect: opening the pending authorization: %w", err))
 		return
 	}
 	var pending upstreamauth.Pending
 	if err := json.Unmarshal(plain, &pending); err != nil {
 		// json's errors quote no value of the input for a struct target
 		// of strings and a time; still, say no more than what failed.
-		h.fail(w, rec.Upstream, errors.New("connect: decoding the pending authorization failed"))
+		h.fail(w, r, rec.Upstream, errors.New("connect: decoding the pending authorization failed"))
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), finishTimeout)
@@ -337,29 +338,29 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 	flow, err := h.flows.Flow(ctx, rec.Upstream)
 	if err != nil {
 		h.log.Error("connect: no flow for the upstream", "upstream", rec.Upstream, "err", err)
-		h.render(w, http.StatusBadGateway, "Cannot connect now", rec.Upstream, msgNoFlow)
+		h.render(w, r, http.StatusBadGateway, "Cannot connect now", rec.Upstream, msgNoFlow)
 		return
 	}
 	tok, err := flow.Finish(ctx, pending, query)
 	if err != nil {
-		h.finishFailed(w, rec, err)
+		h.finishFailed(w, r, rec, err)
 		return
 	}
 	sealed, err := sealGrant(h.sealer, rec.Principal, rec.Upstream, newGrant(tok, nil))
 	if err != nil {
-		h.fail(w, rec.Upstream, err)
+		h.fail(w, r, rec.Upstream, err)
 		return
 	}
 	if err := h.store.PutGrant(ctx, rec.Principal, rec.Upstream, sealed); err != nil {
 		h.log.Error("connect: storing the grant", "upstream", rec.Upstream, "sub", subject(rec.Principal), "err", err)
-		h.render(w, http.StatusServiceUnavailable, "Try again", rec.Upstream, msgStore)
+		h.render(w, r, http.StatusServiceUnavailable, "Try again", rec.Upstream, msgStore)
 		return
 	}
 	done := rec
 	done.Pending = nil
 	h.notifier.Completed(ctx, done)
 	h.log.Info("connect: connected", "upstream", rec.Upstream, "sub", subject(rec.Principal))
-	h.render(w, http.StatusOK, "Connected to "+rec.Upstream, "", fmt.Sprintf(msgConnected, rec.Upstream))
+	h.render(w, r, http.StatusOK, "Connected to "+rec.Upstream, "", fmt.Sprintf(msgConnected, rec.Upstream))
 }
 
 // oauthCode is what an OAuth error code may be to be shown: RFC 6749
@@ -370,7 +371,7 @@ var oauthCode = regexp.MustCompile(`^[a-z_]{1,64}$`)
 // is refused as unsafe, 502 when the authorization server failed. The code
 // never appears: Finish's errors are scrubbed of it, and the page shows a
 // fixed sentence and at most the server's validated error code.
-func (h *Handler) finishFailed(w http.ResponseWriter, rec state.ConnectRecord, err error) {
+func (h *Handler) finishFailed(w http.ResponseWriter, r *http.Request, rec state.ConnectRecord, err error) {
 	h.log.Warn("connect: the authorization did not complete", "upstream", rec.Upstream, "sub", subject(rec.Principal), "err", err)
 	clientRejected(h.flows, rec.Upstream, err)
 	var oe *upstreamauth.OAuthError
@@ -378,10 +379,10 @@ func (h *Handler) finishFailed(w http.ResponseWriter, rec state.ConnectRecord, e
 	case errors.Is(err, upstreamauth.ErrMixUp):
 		// RFC 9207 §2.4: "If the value does not match the expected issuer
 		// identifier, clients MUST reject the authorization response".
-		h.render(w, http.StatusBadRequest, "Connection refused", rec.Upstream, msgMixUp)
+		h.render(w, r, http.StatusBadRequest, "Connection refused", rec.Upstream, msgMixUp)
 	case errors.Is(err, upstreamauth.ErrStateMismatch), errors.Is(err, upstreamauth.ErrExpired),
 		errors.Is(err, upstreamauth.ErrWrongFlow), errors.Is(err, upstreamauth.ErrNoCode):
-		h.render(w, http.StatusBadRequest, "Sign-in expired", rec.Upstream, msgCallbackOld)
+		h.render(w, r, http.StatusBadRequest, "Sign-in expired", rec.Upstream, msgCallbackOld)
 	case errors.As(err, &oe):
 		status, msg := http.StatusBadGateway, msgASFailed
 		switch {
@@ -396,9 +397,9 @@ func (h *Handler) finishFailed(w http.ResponseWriter, rec state.ConnectRecord, e
 		if oauthCode.MatchString(oe.Code) {
 			msg += " (The server said: " + oe.Code + ".)"
 		}
-		h.render(w, status, "Connection failed", rec.Upstream, msg)
+		h.render(w, r, status, "Connection failed", rec.Upstream, msg)
 	default:
-		h.render(w, http.StatusBadGateway, "Connection failed", rec.Upstream, msgASFailed)
+		h.render(w, r, http.StatusBadGateway, "Connection failed", rec.Upstream, msgASFailed)
 	}
 }
 
@@ -423,7 +424,7 @@ func (h *Handler) metadataDocument(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) signedIn(w http.ResponseWriter, r *http.Request) (browser.User, bool) {
 	u, ok := h.user(r)
 	if !ok || u.Subject == "" {
-		h.render(w, http.StatusUnauthorized, "Sign in required", "", msgSignIn)
+		h.render(w, r, http.StatusUnauthorized, "Sign in required", "", msgSignIn)
 		return browser.User{}, false
 	}
 	return u, true
@@ -443,24 +444,21 @@ func (h *Handler) sameUser(u browser.User, rec state.ConnectRecord, step string)
 }
 
 // fail logs an internal failure and renders the generic page.
-func (h *Handler) fail(w http.ResponseWriter, upstream string, err error) {
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, upstream string, err error) {
 	h.log.Error("connect: failed", "upstream", upstream, "err", err)
-	h.render(w, http.StatusInternalServerError, "Something went wrong", upstream, msgInternal)
+	h.render(w, r, http.StatusInternalServerError, "Something went wrong", upstream, msgInternal)
 }
 
-// render writes a small self-contained page. Every page is private to one
-// browser and may sit on a URL that carries a link id or a state: nothing
-// caches it and no referrer leaves it.
-func (h *Handler) render(w http.ResponseWriter, status int, title, upstream, message string) {
-	hd := w.Header()
-	hd.Set("Content-Type", "text/html; charset=utf-8")
-	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
-	hd.Set("Cache-Control", "no-store")
-	hd.Set("Referrer-Policy", "no-referrer")
-	w.WriteHeader(status)
-	// A failed write is the browser gone; there is no one left to tell.
-	_ = h.page.Execute(w, struct{ Title, Upstream, Message string }{title, upstream, message})
+// render writes a small self-contained page in the gateway's page shell (pageshell). Every page is private to
+// one browser and may sit on a URL that carries a link id or a state: nothing caches it and no referrer leaves it.
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, title, upstream, message string) {
+	data := struct {
+		Head                     pageshell.Head
+		Title, Upstream, Message string
+	}{pageshell.Head{Title: title, Meta: pageMeta}, title, upstream, message}
+	if err := pageshell.Render(w, r, status, pageCSP, h.page, "page", data); err != nil {
+		h.log.Error("connect: rendering failed", "err", err)
+	}
 }
 
 // subject is the subject part of a principal key (issuer "|" subject), for
@@ -474,13 +472,14 @@ func subject(principal string) string {
 	return principal
 }
 
-const pageHTML = `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>{{.Title}} · Switchboard</title>
+// pageCSP allows the pages' inline style and nothing else: no script, no form, no frame.
+const pageCSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+
+// pageMeta are the pages' own meta elements in the shell's head.
+var pageMeta = []pageshell.Meta{{Name: "referrer", Content: "no-referrer"}}
+
+// pageHTML is the one page, in the shell (pageshell): a title, the upstream it is about, and a message.
+const pageHTML = `{{template "head" .Head}}
 <style>
 body{font:16px/1.5 system-ui,sans-serif;color:#1f2328;background:#f6f8fa;margin:0}
 main{max-width:34rem;margin:4rem auto;padding:1.5rem 2rem;background:#fff;border:1px solid #d0d7de;border-radius:8px}

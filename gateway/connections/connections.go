@@ -27,7 +27,6 @@
 package connections
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"embed"
@@ -41,6 +40,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/auth/browser"
+	"github.com/switchboard-mcp/switchboard/gateway/pageshell"
 )
 
 // Connection is one user-oauth upstream as one person sees it.
@@ -204,6 +204,11 @@ func flashFor(key string) (f flash, ok bool) {
 	return flash{}, false
 }
 
+// head is the shell's head of a page titled title.
+func head(title string) pageshell.Head {
+	return pageshell.Head{Title: title, Meta: []pageshell.Meta{{Name: "color-scheme", Content: "light"}}}
+}
+
 // New checks opts and parses the page's templates.
 func New(opts Options) (*Page, error) {
 	if opts.Grants == nil {
@@ -222,7 +227,7 @@ func New(opts Options) (*Page, error) {
 	if !strings.HasPrefix(base, "/") || strings.HasSuffix(base, "/") || strings.ContainsAny(base, "?#") {
 		return nil, fmt.Errorf("connections: BasePath %q must start with / and end without one, with no query or fragment", base)
 	}
-	tmpl, err := template.ParseFS(files, "templates/*.html")
+	tmpl, err := pageshell.New("connections", template.FuncMap{"head": head}).ParseFS(files, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("connections: parsing the templates: %w", err)
 	}
@@ -509,28 +514,11 @@ func (p *Page) renderError(w http.ResponseWriter, r *http.Request, status int, t
 	p.render(w, r, status, "error.html", errorView{StyleURL: p.styleURL, Home: p.base, Status: status, Title: title, Message: message})
 }
 
-// render executes the template into a buffer first, so a template error
-// becomes a 500 rather than half a page.
+// render answers with a template in the gateway's page shell (pageshell), under this page's CSP.
 func (p *Page) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
-	var b bytes.Buffer
-	if err := p.tmpl.ExecuteTemplate(&b, name, data); err != nil {
+	if err := pageshell.Render(w, r, status, contentSecurityPolicy, p.tmpl, name, data); err != nil {
 		p.log.Error("connections: rendering failed", "template", name, "path", r.URL.Path, "err", err)
-		status = http.StatusInternalServerError
-		b.Reset()
-		b.WriteString("<!doctype html><html lang=\"en\"><title>Error</title><p>The page could not be rendered.</p></html>")
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", contentSecurityPolicy)
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
-	noStore(w)
-	w.WriteHeader(status)
-	if r.Method == http.MethodHead {
-		return
-	}
-	// A failed write is the browser gone; there is no one left to tell.
-	_, _ = w.Write(b.Bytes())
 }
 
 func noStore(w http.ResponseWriter) {
