@@ -6,12 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
-	"math"
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf16"
-	"unicode/utf8"
+
+	"github.com/switchboard-mcp/switchboard/auth/jcs"
 )
 
 // The keys of an audit record that make its chain. Every record has all four; prev is "" at seq 1.
@@ -68,7 +67,7 @@ func (a *Auditor) hash(now time.Time, level slog.Level, attrs []slog.Attr) strin
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJCSString(b, at.Key)
+		b = jcs.AppendString(b, at.Key)
 		b = append(b, ':')
 		b = appendSlogValue(b, at.Value)
 	}
@@ -93,13 +92,13 @@ func hashOf(canonical []byte) string {
 func appendSlogValue(b []byte, v slog.Value) []byte {
 	switch v.Kind() {
 	case slog.KindString:
-		return appendJCSString(b, v.String())
+		return jcs.AppendString(b, v.String())
 	case slog.KindInt64:
-		return appendJCSNumber(b, float64(v.Int64()))
+		return jcs.AppendNumber(b, float64(v.Int64()))
 	case slog.KindUint64:
-		return appendJCSNumber(b, float64(v.Uint64()))
+		return jcs.AppendNumber(b, float64(v.Uint64()))
 	case slog.KindFloat64:
-		return appendJCSNumber(b, v.Float64())
+		return jcs.AppendNumber(b, v.Float64())
 	case slog.KindBool:
 		return strconv.AppendBool(b, v.Bool())
 	case slog.KindTime:
@@ -107,83 +106,6 @@ func appendSlogValue(b []byte, v slog.Value) []byte {
 		b = v.Time().Round(0).AppendFormat(b, time.RFC3339Nano)
 		return append(b, '"')
 	default: // not used by audit records
-		return appendJCSString(b, v.String())
+		return jcs.AppendString(b, v.String())
 	}
-}
-
-// appendJCSString appends s as RFC 8785 writes a string: only '"', '\\' and the control characters are escaped,
-// with the short escapes where JSON has them and \u00xx (lower-case hex) for the rest. s is valid UTF-8.
-func appendJCSString(b []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c >= 0x20:
-			b = append(b, c)
-		case c == '\b':
-			b = append(b, '\\', 'b')
-		case c == '\f':
-			b = append(b, '\\', 'f')
-		case c == '\n':
-			b = append(b, '\\', 'n')
-		case c == '\r':
-			b = append(b, '\\', 'r')
-		case c == '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-	}
-	return append(b, '"')
-}
-
-// appendJCSNumber appends f as RFC 8785 writes a number, which is ECMAScript's Number.prototype.toString: the
-// shortest decimal that reads back as f, in plain notation from 1e-6 up to 1e21 and in exponent notation (1e-7,
-// 1e+21) outside, and 0 for -0. It is what encoding/json writes for a float64 too.
-func appendJCSNumber(b []byte, f float64) []byte {
-	if f == 0 {
-		return append(b, '0')
-	}
-	format := byte('f')
-	if abs := math.Abs(f); abs < 1e-6 || abs >= 1e21 {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// Go writes e-07 where ECMAScript writes e-7.
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
-}
-
-// compareUTF16 orders strings by their UTF-16 code units, as RFC 8785 sorts object members.
-func compareUTF16(a, b string) int {
-	for a != "" && b != "" {
-		ra, na := utf8.DecodeRuneInString(a)
-		rb, nb := utf8.DecodeRuneInString(b)
-		if ra != rb {
-			// A rune above U+FFFF starts with a high surrogate (U+D800..U+DBFF), which sorts below U+E000..U+FFFF.
-			if ha, hb := firstUTF16(ra), firstUTF16(rb); ha != hb {
-				return cmp.Compare(ha, hb)
-			}
-			return cmp.Compare(ra, rb)
-		}
-		a, b = a[na:], b[nb:]
-	}
-	return cmp.Compare(len(a), len(b))
-}
-
-// firstUTF16 is the first UTF-16 code unit of r.
-func firstUTF16(r rune) rune {
-	if r >= 0x10000 {
-		hi, _ := utf16.EncodeRune(r)
-		return hi
-	}
-	return r
 }

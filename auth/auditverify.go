@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
+
+	"github.com/switchboard-mcp/switchboard/auth/jcs"
 )
 
 // AuditVerifyOptions change what VerifyAuditLog accepts.
@@ -148,10 +149,10 @@ func verifyLine(rep *AuditReport, chains map[string]*chain, n int, line []byte, 
 		}
 		return
 	}
-	if s, _ := member(members, "msg").(string); s != AuditMessage {
+	if s, _ := members.Get("msg").(string); s != AuditMessage {
 		return
 	}
-	streamVal := member(members, AuditKeyStream)
+	streamVal := members.Get(AuditKeyStream)
 	if streamVal == nil {
 		rep.Unchained++
 		return
@@ -228,26 +229,26 @@ func seqRange(from, to uint64) string {
 }
 
 // chainFields reads seq, prev and hash of a record.
-func chainFields(members []jsonMember) (seq uint64, prev, hash string, err error) {
-	num, ok := member(members, AuditKeySeq).(json.Number)
+func chainFields(members jcs.Object) (seq uint64, prev, hash string, err error) {
+	num, ok := members.Get(AuditKeySeq).(json.Number)
 	if !ok {
 		return 0, "", "", fmt.Errorf("%s is missing or not a number", AuditKeySeq)
 	}
 	if seq, err = strconv.ParseUint(string(num), 10, 64); err != nil || seq == 0 {
 		return 0, "", "", fmt.Errorf("%s %s is not a positive integer", AuditKeySeq, num)
 	}
-	if prev, ok = member(members, AuditKeyPrev).(string); !ok {
+	if prev, ok = members.Get(AuditKeyPrev).(string); !ok {
 		return 0, "", "", fmt.Errorf("%s is missing or not a string", AuditKeyPrev)
 	}
-	if hash, ok = member(members, AuditKeyHash).(string); !ok {
+	if hash, ok = members.Get(AuditKeyHash).(string); !ok {
 		return 0, "", "", fmt.Errorf("%s is missing or not a string", AuditKeyHash)
 	}
 	return seq, prev, hash, nil
 }
 
 // canonicalHash is the hash a record should carry, "" when it has no canonical form.
-func canonicalHash(members []jsonMember) string {
-	b, err := appendCanonical(nil, withoutHash(members))
+func canonicalHash(members jcs.Object) string {
+	b, err := jcs.Append(nil, withoutHash(members))
 	if err != nil {
 		return ""
 	}
@@ -263,142 +264,22 @@ func AuditCanonical(line []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return appendCanonical(nil, withoutHash(members))
+	return jcs.Append(nil, withoutHash(members))
 }
 
-// jsonMember is a member of a parsed JSON object; an object is a []jsonMember, in the order written.
-type jsonMember struct {
-	key string
-	val any // []jsonMember, []any, string, json.Number, bool or nil
-}
-
-// member is the value of key in an object, nil when absent.
-func member(members []jsonMember, key string) any {
-	for _, m := range members {
-		if m.key == key {
-			return m.val
-		}
-	}
-	return nil
-}
-
-func withoutHash(members []jsonMember) []jsonMember {
-	return slices.DeleteFunc(slices.Clone(members), func(m jsonMember) bool { return m.key == AuditKeyHash })
+func withoutHash(members jcs.Object) jcs.Object {
+	return slices.DeleteFunc(slices.Clone(members), func(m jcs.Member) bool { return m.Key == AuditKeyHash })
 }
 
 // parseJSONObject parses one JSON object and nothing after it, refusing duplicate keys at any depth.
-func parseJSONObject(b []byte) ([]jsonMember, error) {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	tok, err := d.Token()
+func parseJSONObject(b []byte) (jcs.Object, error) {
+	v, err := jcs.Parse(b)
 	if err != nil {
 		return nil, err
 	}
-	if tok != json.Delim('{') {
+	o, ok := v.(jcs.Object)
+	if !ok {
 		return nil, errors.New("not a JSON object")
 	}
-	v, err := parseJSONValue(d, tok)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return nil, errors.New("more after the JSON object")
-	}
-	return v.([]jsonMember), nil
-}
-
-// parseJSONValue parses the value that starts with tok.
-func parseJSONValue(d *json.Decoder, tok json.Token) (any, error) {
-	switch tok {
-	case json.Delim('{'):
-		var members []jsonMember
-		seen := map[string]bool{}
-		for d.More() {
-			k, err := d.Token()
-			if err != nil {
-				return nil, err
-			}
-			key, _ := k.(string)
-			if seen[key] {
-				return nil, fmt.Errorf("the key %q appears twice", key)
-			}
-			seen[key] = true
-			t, err := d.Token()
-			if err != nil {
-				return nil, err
-			}
-			v, err := parseJSONValue(d, t)
-			if err != nil {
-				return nil, err
-			}
-			members = append(members, jsonMember{key, v})
-		}
-		if _, err := d.Token(); err != nil { // '}'
-			return nil, err
-		}
-		return members, nil
-	case json.Delim('['):
-		items := []any{}
-		for d.More() {
-			t, err := d.Token()
-			if err != nil {
-				return nil, err
-			}
-			v, err := parseJSONValue(d, t)
-			if err != nil {
-				return nil, err
-			}
-			items = append(items, v)
-		}
-		if _, err := d.Token(); err != nil { // ']'
-			return nil, err
-		}
-		return items, nil
-	}
-	return tok, nil
-}
-
-// appendCanonical appends v in RFC 8785's canonical form.
-func appendCanonical(b []byte, v any) ([]byte, error) {
-	var err error
-	switch v := v.(type) {
-	case []jsonMember:
-		sorted := slices.SortedFunc(slices.Values(v), func(x, y jsonMember) int { return compareUTF16(x.key, y.key) })
-		b = append(b, '{')
-		for i, m := range sorted {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJCSString(b, m.key)
-			b = append(b, ':')
-			if b, err = appendCanonical(b, m.val); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, '}'), nil
-	case []any:
-		b = append(b, '[')
-		for i, item := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, err = appendCanonical(b, item); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, ']'), nil
-	case string:
-		return appendJCSString(b, v), nil
-	case json.Number:
-		f, err := strconv.ParseFloat(string(v), 64)
-		if err != nil || math.IsInf(f, 0) {
-			return nil, fmt.Errorf("the number %s is out of range", v)
-		}
-		return appendJCSNumber(b, f), nil
-	case bool:
-		return strconv.AppendBool(b, v), nil
-	case nil:
-		return append(b, "null"...), nil
-	}
-	return nil, fmt.Errorf("unexpected JSON value %T", v)
+	return o, nil
 }

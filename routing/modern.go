@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/auth/jcs"
 	"github.com/switchboard-mcp/switchboard/upstream"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
@@ -194,18 +195,11 @@ func (me metaEdit) params(params []byte) []byte {
 	return jsonrpc.SetMember(params, "_meta", me.meta)
 }
 
-// canonicalJSON re-encodes a JSON value with sorted keys and no spaces, so equal capability objects make equal
-// pool keys; invalid or empty input becomes {}.
+// canonicalJSON re-encodes a JSON object in RFC 8785's canonical form (auth/jcs), so equal capability objects make
+// equal pool keys; invalid or empty input, or anything but an object, becomes {}.
 func canonicalJSON(raw json.RawMessage) json.RawMessage {
-	var v any
-	if len(bytes.TrimSpace(raw)) == 0 || json.Unmarshal(raw, &v) != nil {
-		return json.RawMessage(`{}`)
-	}
-	if _, ok := v.(map[string]any); !ok {
-		return json.RawMessage(`{}`)
-	}
-	out, err := json.Marshal(v)
-	if err != nil {
+	out, err := jcs.Transform(raw)
+	if err != nil || out[0] != '{' {
 		return json.RawMessage(`{}`)
 	}
 	return out

@@ -2,9 +2,6 @@ package routing
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -17,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/auth/vault"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
@@ -462,31 +460,17 @@ func (r *Router) stateToken(id string, round int, bind string, expires time.Time
 	return r.ownState + base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(tag)
 }
 
-// newStateAEAD returns the cipher of requestState: AES-256-GCM under a key derived with HKDF-SHA256 (RFC 5869)
-// from the cursor secret, which every replica shares, so that any replica can open a state another sealed.
-func newStateAEAD(secret []byte) cipher.AEAD {
-	key, err := hkdf.Key(sha256.New, secret, nil, "switchboard requestState v2", 32)
-	if err != nil {
-		panic("routing: HKDF: " + err.Error()) // 32 bytes of SHA-256 output cannot be refused
-	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		panic("routing: AES-256 key: " + err.Error()) // a 32-byte key cannot be refused
-	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		panic("routing: GCM: " + err.Error())
-	}
-	return aead
+// newStateAEAD returns the sealer of requestState and of exposed task ids: vault's AES-256-GCM under a key derived
+// with HKDF-SHA256 (RFC 5869) from the cursor secret, which every replica shares, so that any replica can open a
+// state another sealed.
+func newStateAEAD(secret []byte) *vault.Sealer {
+	return vault.DeriveSealer(secret, "switchboard requestState v2")
 }
 
 // sealState encrypts and authenticates a payload, returning nonce+ciphertext and the tag apart.
 func (r *Router) sealState(payload []byte) (body, tag []byte) {
-	aead := r.stateAEAD
-	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(payload)+aead.Overhead())
-	rand.Read(nonce)
-	sealed := aead.Seal(nonce, nonce, payload, []byte(statePrefix))
-	cut := len(sealed) - aead.Overhead()
+	sealed := r.stateAEAD.Seal(nil, payload, []byte(statePrefix))
+	cut := len(sealed) - vault.TagSize
 	return sealed[:cut], sealed[cut:]
 }
 
@@ -502,12 +486,10 @@ func (r *Router) openState(state string) ([]string, bool) {
 	// Strict: a token that differs only in the unused bits of its last character is another token, not this one.
 	body, err1 := base64.RawURLEncoding.Strict().DecodeString(b64)
 	tag, err2 := base64.RawURLEncoding.Strict().DecodeString(t64)
-	aead := r.stateAEAD
-	if err1 != nil || err2 != nil || len(body) < aead.NonceSize() || len(tag) != aead.Overhead() {
+	if err1 != nil || err2 != nil || len(body) < vault.NonceSize || len(tag) != vault.TagSize {
 		return nil, false
 	}
-	nonce, ciphertext := body[:aead.NonceSize()], body[aead.NonceSize():]
-	raw, err := aead.Open(nil, nonce, append(append([]byte(nil), ciphertext...), tag...), []byte(statePrefix))
+	raw, err := r.stateAEAD.Open(append(body, tag...), []byte(statePrefix))
 	if err != nil {
 		return nil, false
 	}

@@ -220,7 +220,7 @@ func (p *pinRun) check(up *Upstream, k listKind, it *item, exposed string) (with
 	if len(it.hidden) > 0 {
 		p.flagged[key], p.hashes[key] = it.hidden, it.hash
 	}
-	pinned, ok := p.pinOf(key, it.hash)
+	pinned, ok := p.pinOf(key, it.hash, it.raw)
 	if !ok || pinned == it.hash {
 		return false
 	}
@@ -233,14 +233,14 @@ func (p *pinRun) check(up *Upstream, k listKind, it *item, exposed string) (with
 
 // pinOf returns an item's pin (see the order at the top of this file); ok is false when it has none and the
 // store could not set one.
-func (p *pinRun) pinOf(key pinKey, seen string) (pinned string, ok bool) {
+func (p *pinRun) pinOf(key pinKey, seen string, def []byte) (pinned string, ok bool) {
 	b := &p.r.pins
 	sk := key.storeKey()
 	b.mu.Lock()
 	stored, has := b.cache[sk]
 	b.mu.Unlock()
 	hash, basis, _ := strings.Cut(stored, " ")
-	if lockHash, inLock := p.pol.Lock.Get(key.up, key.kind, key.name); inLock {
+	if lockHash, inLock := p.pol.Lock.Match(key.up, key.kind, key.name, seen, def); inLock {
 		if has && basis == lockHash {
 			return hash, true
 		}

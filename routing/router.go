@@ -6,7 +6,6 @@ package routing
 
 import (
 	"context"
-	"crypto/cipher"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/switchboard-mcp/switchboard/auth/vault"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
 
@@ -129,7 +129,7 @@ type Router struct {
 	cat      atomic.Pointer[catalog]
 	cursors  cursorCodec
 	// stateAEAD seals requestState (mrtr.go); ownState starts every requestState it seals (OwnsState).
-	stateAEAD cipher.AEAD
+	stateAEAD *vault.Sealer
 	ownState  string
 	// grantWaits are the retries waiting for a person to finish connecting (connect.go).
 	grantWaits grantWaiters

@@ -2,7 +2,6 @@ package routing
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base64"
 	"fmt"
 	"strconv"
@@ -60,11 +59,7 @@ func taskBinding(principal, endpoint string) []byte {
 
 // sealUpstreamTask exposes an upstream's task id to principal at endpoint.
 func (r *Router) sealUpstreamTask(principal, endpoint, upstream, id string) string {
-	aead := r.stateAEAD
-	payload := upstream + "\x00" + id
-	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(payload)+aead.Overhead())
-	rand.Read(nonce)
-	sealed := aead.Seal(nonce, nonce, []byte(payload), taskBinding(principal, endpoint))
+	sealed := r.stateAEAD.Seal(nil, []byte(upstream+"\x00"+id), taskBinding(principal, endpoint))
 	return upstreamTaskPrefix + base64.RawURLEncoding.EncodeToString(sealed)
 }
 
@@ -72,12 +67,10 @@ func (r *Router) sealUpstreamTask(principal, endpoint, upstream, id string) stri
 // endpoint.
 func (r *Router) openUpstreamTask(principal, endpoint, exposed string) (upstream, id string, ok bool) {
 	sealed, err := base64.RawURLEncoding.Strict().DecodeString(strings.TrimPrefix(exposed, upstreamTaskPrefix))
-	aead := r.stateAEAD
-	if err != nil || len(sealed) < aead.NonceSize()+aead.Overhead() {
+	if err != nil {
 		return "", "", false
 	}
-	nonce := sealed[:aead.NonceSize()]
-	raw, err := aead.Open(nil, nonce, sealed[aead.NonceSize():], taskBinding(principal, endpoint))
+	raw, err := r.stateAEAD.Open(sealed, taskBinding(principal, endpoint))
 	if err != nil {
 		return "", "", false
 	}

@@ -16,18 +16,15 @@ type Resumable interface {
 	SessionID() string
 }
 
+// httpConn's SessionID is in streamable_session.go, with the session headers it reads.
+var _ Resumable = (*httpConn)(nil)
+
 // SessionID reports the upstream session id of an HTTP connection ("" for stdio, legacy SSE or no session).
 func (c *Conn) SessionID() string {
 	if r, ok := c.Connection.(Resumable); ok {
 		return r.SessionID()
 	}
 	return ""
-}
-
-// SessionID implements Resumable.
-func (c *httpConn) SessionID() string {
-	sid, _ := c.headers()
-	return sid
 }
 
 // ErrNotResumable is returned by Resume for transports whose sessions cannot be resumed (stdio: the child's state

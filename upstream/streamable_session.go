@@ -154,6 +154,12 @@ func (c *httpConn) headers() (sessionID, protocol string) {
 	return c.sessionID, c.protocol
 }
 
+// SessionID implements Resumable (resume.go): the session id of headers.
+func (c *httpConn) SessionID() string {
+	sid, _ := c.headers()
+	return sid
+}
+
 func (c *httpConn) protocolVersion() string {
 	_, p := c.headers()
 	return p

@@ -44,6 +44,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/switchboard-mcp/switchboard/auth"
+	"github.com/switchboard-mcp/switchboard/auth/vault"
 )
 
 // Config configures a SignIn.
@@ -142,16 +143,11 @@ func New(ctx context.Context, cfg Config, httpClient *http.Client) (*SignIn, err
 	if err := s.cop.AddTrustedOrigin(redirect.Scheme + "://" + redirect.Host); err != nil {
 		return nil, fmt.Errorf("browser: redirectURL origin: %w", err)
 	}
-	sealKey, err := hkdf.Key(sha256.New, cfg.CookieKey, nil, "switchboard auth/browser cookie seal", 32)
-	if err != nil {
-		return nil, fmt.Errorf("browser: deriving the cookie key: %w", err)
-	}
+	var err error
 	if s.csrfKey, err = hkdf.Key(sha256.New, cfg.CookieKey, nil, "switchboard auth/browser csrf", 32); err != nil {
 		return nil, fmt.Errorf("browser: deriving the csrf key: %w", err)
 	}
-	if s.sealer, err = newSealer(sealKey); err != nil {
-		return nil, err
-	}
+	s.sealer = &sealer{aead: vault.DeriveSealer(cfg.CookieKey, "switchboard auth/browser cookie seal")}
 	provider, err := oidc.NewProvider(oidc.ClientContext(ctx, httpClient), cfg.Issuer)
 	if err != nil {
 		return nil, fmt.Errorf("browser: discovering %s: %w", cfg.Issuer, err)

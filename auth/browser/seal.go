@@ -1,14 +1,14 @@
 package browser
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/auth/vault"
 )
 
 // What a sealed value is for. It is authenticated with the value, so a
@@ -27,20 +27,16 @@ const maxCookieValue = 4096
 // since that would only help a forger.
 var errUnsealed = errors.New("browser: cookie does not open")
 
-// sealer seals small JSON values into cookie-safe strings with AES-256-GCM.
+// sealer seals small JSON values into cookie-safe strings with vault's
+// AES-256-GCM Sealer: unpadded base64url of nonce | ciphertext | tag.
 type sealer struct {
-	aead cipher.AEAD
+	aead *vault.Sealer
 }
 
 func newSealer(key []byte) (*sealer, error) {
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, fmt.Errorf("browser: cookie cipher: %w", err)
-	}
-	// A random 96-bit nonce per seal, prepended by the AEAD itself: the
-	// number of cookies sealed under one key stays far below the 2^32 that
-	// random GCM nonces allow.
-	aead, err := cipher.NewGCMWithRandomNonce(block)
+	// A random 96-bit nonce per seal: the number of cookies sealed under
+	// one key stays far below the 2^32 that random GCM nonces allow.
+	aead, err := vault.NewSealer(key)
 	if err != nil {
 		return nil, fmt.Errorf("browser: cookie cipher: %w", err)
 	}
@@ -58,7 +54,7 @@ func (s *sealer) seal(purpose string, v any) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("browser: sealing %s: %w", purpose, err)
 	}
-	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nil, nil, plain, additionalData(purpose))), nil
+	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nil, plain, additionalData(purpose))), nil
 }
 
 // open reverses seal into v; any failure is errUnsealed.
@@ -70,7 +66,7 @@ func (s *sealer) open(purpose, value string, v any) error {
 	if err != nil {
 		return errUnsealed
 	}
-	plain, err := s.aead.Open(nil, nil, raw, additionalData(purpose))
+	plain, err := s.aead.Open(raw, additionalData(purpose))
 	if err != nil {
 		return errUnsealed
 	}

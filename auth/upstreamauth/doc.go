@@ -27,4 +27,36 @@
 //
 // It imports the standard library and golang.org/x/oauth2 only; x/oauth2
 // does the code exchange, the PKCE values and the refresh.
+//
+// # Why not go-sdk's oauthex
+//
+// go-sdk (v1.8.0, already a dependency) has oauthex, whose
+// GetProtectedResourceMetadata, GetAuthServerMeta and RegisterClient fetch
+// and check one metadata document or register a client. They were tried in
+// place of discover.go (353 lines, 248 of code) and Register (client.go, 77
+// lines of code) for issue 32, and not taken, for what this package's tests
+// hold and its callers rely on:
+//
+//   - oauthex fetches one URL each; the specification's ordered fallbacks
+//     (the announced URL, then the path-inserted and root well-known URLs;
+//     RFC 8414 then OpenID Connect, with path insertion) stay ours, about
+//     half of discover.go, so the saving is getJSON and the two metadata
+//     structs: some 60 lines.
+//   - It returns untyped errors by design, and nil, nil for any 4xx, where
+//     the callers and tests tell ErrResourceMismatch, ErrIssuerMismatch,
+//     ErrNoPKCE, ErrNoAuthorizationServer, ErrNoResourceMetadata and
+//     ErrInsecureURL apart with errors.Is (discover_test.go's table, 17
+//     rows): mapping its strings back would cost more than it saves.
+//   - It refuses private and reserved addresses (10.0.0.0/8 and the like)
+//     for metadata and endpoints, and dials through a transport that checks
+//     them, so an authorization server inside the gateway's own network,
+//     which deployments have, would stop working; ours allows https anywhere
+//     and plain http on loopback only (urls.go).
+//   - Its resource check is string equality, so metadata naming the origin
+//     for an endpoint at /mcp fails; ours accepts the origin or a parent
+//     path on a segment boundary (resourceCovers). Its PKCE check accepts
+//     any method; ours wants S256 (the "S256 missing" row).
+//   - RegisterClient puts the whole response body in an error when it cannot
+//     decode a successful one: a body that holds the client secret. This
+//     package's errors never carry a secret.
 package upstreamauth

@@ -51,8 +51,6 @@
 package vault
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -78,10 +76,6 @@ const (
 	// maxKeyIDLen is the longest key id, kept short because every blob
 	// carries its key id.
 	maxKeyIDLen = 32
-	// nonceSize and tagSize are GCM's standard sizes, which
-	// cipher.NewGCMWithRandomNonce uses.
-	nonceSize = 12
-	tagSize   = 16
 	// MaxPlaintext bounds what Seal accepts: far above any token set,
 	// it keeps a state store entry small.
 	MaxPlaintext = 1 << 20
@@ -92,7 +86,7 @@ const (
 // rotation builds a new Keyring.
 type Keyring struct {
 	current string
-	aeads   map[string]cipher.AEAD
+	sealers map[string]*Sealer
 }
 
 // NewKeyring returns a Keyring that seals under the key named current and
@@ -106,7 +100,7 @@ func NewKeyring(current string, keys map[string][]byte) (*Keyring, error) {
 	}
 	// Sorted, so that with several bad keys the error is always the same.
 	ids := slices.Sorted(maps.Keys(keys))
-	aeads := make(map[string]cipher.AEAD, len(keys))
+	sealers := make(map[string]*Sealer, len(keys))
 	for _, id := range ids {
 		if !validID(id) {
 			// An invalid id is not echoed: it may be key material
@@ -117,25 +111,20 @@ func NewKeyring(current string, keys map[string][]byte) (*Keyring, error) {
 		if len(key) != KeySize {
 			return nil, fmt.Errorf("vault: key %q is %d bytes, want %d", id, len(key), KeySize)
 		}
-		// aes.NewCipher copies the key into its schedule, so the
-		// caller's slice is not retained.
-		block, err := aes.NewCipher(key)
+		// The Sealer does not retain the caller's slice.
+		sealer, err := NewSealer(key)
 		if err != nil {
 			return nil, fmt.Errorf("vault: key %q: %w", id, err)
 		}
-		aead, err := cipher.NewGCMWithRandomNonce(block)
-		if err != nil {
-			return nil, fmt.Errorf("vault: key %q: %w", id, err)
-		}
-		aeads[id] = aead
+		sealers[id] = sealer
 	}
 	if !validID(current) {
 		return nil, fmt.Errorf("vault: the current key id is invalid: %s", idRule)
 	}
-	if _, ok := aeads[current]; !ok {
+	if _, ok := sealers[current]; !ok {
 		return nil, fmt.Errorf("vault: current key %q is not among the keys (%s)", current, strings.Join(ids, ", "))
 	}
-	return &Keyring{current: current, aeads: aeads}, nil
+	return &Keyring{current: current, sealers: sealers}, nil
 }
 
 // Seal encrypts plaintext under the current key, bound to aad, in the
@@ -147,12 +136,12 @@ func (k *Keyring) Seal(plaintext, aad []byte) ([]byte, error) {
 		return nil, fmt.Errorf("vault: seal: plaintext is %d bytes, at most %d allowed", len(plaintext), MaxPlaintext)
 	}
 	hdrLen := 2 + len(k.current)
-	out := make([]byte, hdrLen, hdrLen+nonceSize+len(plaintext)+tagSize)
+	out := make([]byte, hdrLen, hdrLen+NonceSize+len(plaintext)+TagSize)
 	out[0] = version
 	out[1] = byte(len(k.current))
 	copy(out[2:], k.current)
-	// The AEAD writes nonce | ciphertext | tag after the header.
-	return k.aeads[k.current].Seal(out, nil, plaintext, authData(out, aad)), nil
+	// The Sealer writes nonce | ciphertext | tag after the header.
+	return k.sealers[k.current].Seal(out, plaintext, authData(out, aad)), nil
 }
 
 // Open decrypts a blob made by Seal with whichever key its header names,
@@ -164,17 +153,16 @@ func (k *Keyring) Open(sealed, aad []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vault: open: %w", err)
 	}
-	aead, ok := k.aeads[id]
+	sealer, ok := k.sealers[id]
 	if !ok {
 		return nil, fmt.Errorf("vault: open: sealed under key %q: %w", id, ErrUnknownKey)
 	}
 	body := sealed[hdrLen:]
-	if len(body) < nonceSize+tagSize {
-		return nil, fmt.Errorf("vault: open: %d bytes after the header, want at least %d: %w", len(body), nonceSize+tagSize, ErrCorrupt)
+	if len(body) < NonceSize+TagSize {
+		return nil, fmt.Errorf("vault: open: %d bytes after the header, want at least %d: %w", len(body), NonceSize+TagSize, ErrCorrupt)
 	}
-	// A nil destination so that a plaintext never shares memory with the
-	// caller's blob.
-	plaintext, err := aead.Open(nil, nil, body, authData(sealed[:hdrLen], aad))
+	// The Sealer's plaintext never shares memory with the caller's blob.
+	plaintext, err := sealer.Open(body, authData(sealed[:hdrLen], aad))
 	if err != nil {
 		// GCM's own error says nothing more; which of wrong aad,
 		// tampering or truncation it was cannot be told apart.
@@ -196,7 +184,7 @@ func (k *Keyring) Stale(sealed []byte) bool {
 // Format have value receivers so that a dereferenced Keyring prints
 // safely too.
 func (k Keyring) String() string {
-	return fmt.Sprintf("vault.Keyring{current: %s, keys: %s}", k.current, strings.Join(slices.Sorted(maps.Keys(k.aeads)), ", "))
+	return fmt.Sprintf("vault.Keyring{current: %s, keys: %s}", k.current, strings.Join(slices.Sorted(maps.Keys(k.sealers)), ", "))
 }
 
 // Format prints String for every verb: fmt's default for a struct would

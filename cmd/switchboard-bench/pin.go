@@ -18,12 +18,19 @@ import (
 // silently change.
 func pinnable(s string) bool { return s == "load" || s == "stdio" }
 
+// cpuPin is -pin's placement: taskset's path and the two halves of the CPUs (setupPin). Its zero value, without
+// -pin, places nothing.
+type cpuPin struct {
+	taskset              string
+	toolCPUs, middleCPUs []int
+}
+
 // middleCommand is how a proxy, bridge or gateway is started: as it is, or under taskset on the middle's CPUs.
-func (b *bench) middleCommand(path string, args ...string) (string, []string) {
-	if b.taskset == "" {
+func (p cpuPin) middleCommand(path string, args ...string) (string, []string) {
+	if p.taskset == "" {
 		return path, args
 	}
-	return b.taskset, append([]string{"-c", cpuArg(b.middleCPUs), path}, args...)
+	return p.taskset, append([]string{"-c", cpuArg(p.middleCPUs), path}, args...)
 }
 
 // cpuArg is cpus as taskset's -c takes them: "1" or "2,3".

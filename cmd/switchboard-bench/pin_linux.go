@@ -70,16 +70,16 @@ func pinProcess(cpus []int) error {
 }
 
 // setupPin resolves -pin: it pins this process (its clients, and the upstreams it starts, which inherit the mask)
-// to the first half of its CPUs and returns a function that puts back the mask it found. Go (1.25 on) resizes the
+// to the first half of its CPUs and returns the placement and a function that puts back the mask it found. Go (1.25 on) resizes the
 // tool's own scheduler to the mask within about a second; the middles start on theirs.
-func (b *bench) setupPin() (restore func() error, err error) {
+func setupPin() (pin cpuPin, restore func() error, err error) {
 	ts, err := exec.LookPath("taskset")
 	if err != nil {
-		return nil, fmt.Errorf("-pin starts the middle processes with taskset (util-linux): %w", err)
+		return cpuPin{}, nil, fmt.Errorf("-pin starts the middle processes with taskset (util-linux): %w", err)
 	}
 	tool, middle, err := cpuSplit()
 	if err != nil {
-		return nil, fmt.Errorf("-pin: %w", err)
+		return cpuPin{}, nil, fmt.Errorf("-pin: %w", err)
 	}
 	all := slices.Concat(tool, middle)
 	restore = func() error {
@@ -90,8 +90,7 @@ func (b *bench) setupPin() (restore func() error, err error) {
 	}
 	if err := pinProcess(tool); err != nil {
 		_ = restore() // undo a pass that stopped halfway
-		return nil, fmt.Errorf("-pin: %w", err)
+		return cpuPin{}, nil, fmt.Errorf("-pin: %w", err)
 	}
-	b.taskset, b.toolCPUs, b.middleCPUs = ts, tool, middle
-	return restore, nil
+	return cpuPin{taskset: ts, toolCPUs: tool, middleCPUs: middle}, restore, nil
 }

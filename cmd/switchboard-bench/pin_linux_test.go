@@ -76,7 +76,7 @@ func TestPinProcess(t *testing.T) {
 // started, and checks that it runs on the middle's CPUs and the upstream on the tool's; without -pin a command is
 // left as it is.
 func TestMiddleCommand(t *testing.T) {
-	if bin, args := (&bench{}).middleCommand("/bin/x", "a", "b"); bin != "/bin/x" || strings.Join(args, " ") != "a b" {
+	if bin, args := (cpuPin{}).middleCommand("/bin/x", "a", "b"); bin != "/bin/x" || strings.Join(args, " ") != "a b" {
 		t.Errorf("without -pin: %s %v, want /bin/x [a b]", bin, args)
 	}
 	tool, middle := needTwoCPUs(t)
@@ -100,7 +100,7 @@ func TestMiddleCommand(t *testing.T) {
 	}
 	defer up.stop()
 	ts, _ := exec.LookPath("taskset")
-	b := &bench{self: self, dir: t.TempDir(), taskset: ts, middleCPUs: middle}
+	b := &bench{self: self, dir: t.TempDir(), pin: cpuPin{taskset: ts, middleCPUs: middle}}
 	gw, err := b.startGateway("pin"+bareSuffix, "upstreams:\n  - {name: pc, url: \"http://"+up.addr+"/mcp\", session: shared}\n")
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,6 @@ package main
 import "errors"
 
 // setupPin refuses -pin where there is no CPU affinity to set.
-func (b *bench) setupPin() (restore func() error, err error) {
-	return nil, errors.New("-pin: CPU affinity is set on Linux only")
+func setupPin() (pin cpuPin, restore func() error, err error) {
+	return cpuPin{}, nil, errors.New("-pin: CPU affinity is set on Linux only")
 }

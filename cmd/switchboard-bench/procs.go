@@ -326,7 +326,7 @@ func (b *bench) launchGateway(name, addr, cfg string, env ...string) (*gatewayPr
 			"-cpuprofile", filepath.Join(b.profileDir, "gateway-"+name+".cpu.pprof"),
 			"-memprofile", filepath.Join(b.profileDir, "gateway-"+name+".heap.pprof")}
 	}
-	bin, args = b.middleCommand(bin, args...)
+	bin, args = b.pin.middleCommand(bin, args...)
 	c, err := startChildEnv("gateway "+name, false, env, bin, args...)
 	if err != nil {
 		return nil, err

@@ -66,33 +66,8 @@ func (b *bench) replicasScenario() error {
 			g.stop()
 		}
 	}()
-	for _, name := range []string{"replica-a", "replica-b", "apart-a", "apart-b", "whole-a", "whole-b"} {
-		addr, err := freePort()
-		if err != nil {
-			return err
-		}
-		cfg, env := ups, []string{share}
-		if !strings.HasPrefix(name, "apart") {
-			cfg = fmt.Sprintf("cursorSecret: %q\nredis: {url: \"redis://%s\"}\nreplicaURL: %q\n%s", replicaSecret, redisAddr, "http://"+addr+"/mcp", ups)
-		}
-		if strings.HasPrefix(name, "whole") {
-			env = []string{goDefault}
-		}
-		g, err := b.launchGateway(name, addr, cfg, env...)
-		if err != nil {
-			return err
-		}
-		switch {
-		case strings.HasPrefix(name, "replica"):
-			pair = append(pair, g)
-		case strings.HasPrefix(name, "apart"):
-			apart = append(apart, g)
-		default:
-			whole = append(whole, g)
-		}
-		if err := g.waitReady(50 * time.Millisecond); err != nil {
-			return err
-		}
+	if pair, apart, whole, err = b.startReplicas(ups, redisAddr, share, goDefault); err != nil {
+		return err
 	}
 	var lbs []*balancer
 	defer func() {
@@ -130,37 +105,9 @@ func (b *bench) replicasScenario() error {
 			gws  []*gatewayProc
 		}{{soloName, lbSolo, []*gatewayProc{solo}}, {pairName, lbPair, pair}, {stickyName, lbSticky, pair}, {apartName, lbApart, apart}, {wholeName, lbWhole, whole}} {
 			b.logf("replicas: %s, %d clients", t.name, n)
-			acc := &acceptMeter{base: "http://" + up.addr}
-			spec := loadSpec{target: t.name, url: t.lb.url, params: params, clients: n, warm: b.warm, dur: b.duration,
-				ups: []int{up.pid()}, meters: []meter{acc}}
-			for _, g := range t.gws {
-				spec.mids = append(spec.mids, g.pid())
-			}
-			var rm, ro, rc *redisMeter
-			if t.gws[0] != solo && t.gws[0] != apart[0] {
-				rm, ro, rc = &redisMeter{addr: redisAddr}, &redisMeter{addr: redisAddr}, &redisMeter{addr: redisAddr}
-				spec.meters = append(spec.meters, rm)
-				spec.openMeters, spec.closeMeters = []meter{ro}, []meter{rc}
-			}
-			before := t.lb.servedCounts()
-			run := replicaRun{loadResult: spec.run()}
-			run.dials, run.hasDials = acc.dials()
-			for i, c := range t.lb.servedCounts() {
-				run.split = append(run.split, c-before[i])
-			}
-			if rm != nil {
-				for _, x := range []struct {
-					m  *redisMeter
-					to **redisDelta
-				}{{rm, &run.redis}, {ro, &run.open}, {rc, &run.closed}} {
-					d, err := x.m.delta()
-					if err != nil {
-						errs = append(errs, fmt.Errorf("redis INFO: %w", err))
-						continue
-					}
-					*x.to = &d
-				}
-			}
+			shared := t.gws[0] != solo && t.gws[0] != apart[0]
+			run, runErrs := b.replicaMeasure(t.name, t.lb, t.gws, n, up, redisAddr, shared, params)
+			errs = append(errs, runErrs...)
 			runs = append(runs, run)
 		}
 	}
@@ -182,6 +129,80 @@ func (b *bench) replicasScenario() error {
 		errs = append(errs, withLog(err, pair[1].child))
 	}
 	return errors.Join(errs...)
+}
+
+// startReplicas starts the six gateways the replicas scenario compares beside its solo one: a pair on Redis sized
+// to half the machine each (share), a pair apart (no Redis) sized alike, and a pair on Redis each sized for the
+// whole machine (goDefault). It returns those it started, also when one fails to, for the caller to stop.
+func (b *bench) startReplicas(ups, redisAddr, share, goDefault string) (pair, apart, whole []*gatewayProc, err error) {
+	for _, name := range []string{"replica-a", "replica-b", "apart-a", "apart-b", "whole-a", "whole-b"} {
+		addr, err := freePort()
+		if err != nil {
+			return pair, apart, whole, err
+		}
+		cfg, env := ups, []string{share}
+		if !strings.HasPrefix(name, "apart") {
+			cfg = fmt.Sprintf("cursorSecret: %q\nredis: {url: \"redis://%s\"}\nreplicaURL: %q\n%s", replicaSecret, redisAddr, "http://"+addr+"/mcp", ups)
+		}
+		if strings.HasPrefix(name, "whole") {
+			env = []string{goDefault}
+		}
+		g, err := b.launchGateway(name, addr, cfg, env...)
+		if err != nil {
+			return pair, apart, whole, err
+		}
+		switch {
+		case strings.HasPrefix(name, "replica"):
+			pair = append(pair, g)
+		case strings.HasPrefix(name, "apart"):
+			apart = append(apart, g)
+		default:
+			whole = append(whole, g)
+		}
+		if err := g.waitReady(50 * time.Millisecond); err != nil {
+			return pair, apart, whole, err
+		}
+	}
+	return pair, apart, whole, nil
+}
+
+// replicaMeasure runs the load of n clients through lb to the gateways gws, with the upstream's dials and, when
+// the gateways share Redis, its work during the run and while sessions open and close. Redis's meters failing
+// are errors beside the run.
+func (b *bench) replicaMeasure(name string, lb *balancer, gws []*gatewayProc, n int, up *child, redisAddr string, shared bool, params string) (replicaRun, []error) {
+	acc := &acceptMeter{base: "http://" + up.addr}
+	spec := loadSpec{target: name, url: lb.url, params: params, clients: n, warm: b.warm, dur: b.duration,
+		ups: []int{up.pid()}, meters: []meter{acc}}
+	for _, g := range gws {
+		spec.mids = append(spec.mids, g.pid())
+	}
+	var rm, ro, rc *redisMeter
+	if shared {
+		rm, ro, rc = &redisMeter{addr: redisAddr}, &redisMeter{addr: redisAddr}, &redisMeter{addr: redisAddr}
+		spec.meters = append(spec.meters, rm)
+		spec.openMeters, spec.closeMeters = []meter{ro}, []meter{rc}
+	}
+	before := lb.servedCounts()
+	run := replicaRun{loadResult: spec.run()}
+	run.dials, run.hasDials = acc.dials()
+	for i, c := range lb.servedCounts() {
+		run.split = append(run.split, c-before[i])
+	}
+	var errs []error
+	if rm != nil {
+		for _, x := range []struct {
+			m  *redisMeter
+			to **redisDelta
+		}{{rm, &run.redis}, {ro, &run.open}, {rc, &run.closed}} {
+			d, err := x.m.delta()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("redis INFO: %w", err))
+				continue
+			}
+			*x.to = &d
+		}
+	}
+	return run, errs
 }
 
 func (b *bench) replicasReport(runs []replicaRun) {

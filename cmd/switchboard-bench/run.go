@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -41,106 +40,16 @@ type bench struct {
 	searchTools                              []int // tool counts of the search scenario's scale runs
 	searchPasses, searchBuilds, searchWiths  int
 	scenarios                                []string
-	needGateway                              bool // a scenario other than search
-	// -pin: taskset's path and the two halves of the CPUs; taskset is empty without -pin.
-	taskset              string
-	toolCPUs, middleCPUs []int
-}
-
-func parseInts(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("bad count %q", f)
-		}
-		out = append(out, n)
-	}
-	return out, nil
+	needGateway                              bool   // a scenario other than search
+	pin                                      cpuPin // -pin's placement (pin.go); its zero value without -pin
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("switchboard-bench", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	short := fl.Bool("short", false, "CI mode: 1 and 8 clients, 2s each, a small catalog, 500 idle sessions, one search pass")
-	clients := fl.String("clients", "1,8,32,64", "concurrent clients of the load scenario")
-	stdioClients := fl.String("stdio-clients", "1,64", "concurrent clients of the shared stdio scenario")
-	duration := fl.Duration("duration", 10*time.Second, "measured time of each load run (after a warm-up of a fifth of it, at most 2s)")
-	gw := fl.String("gateway", "", "the switchboard binary; default: build ./cmd/switchboard into a temporary directory")
-	scen := fl.String("scenarios", "load,stdio,catalog,idle,replicas,cold", "scenarios to run: load, stdio, catalog, idle, replicas, cold, search")
-	catUp := fl.Int("catalog-upstreams", 100, "upstreams of the catalog scenario")
-	catTools := fl.Int("catalog-tools", 100, "tools per upstream of the catalog scenario")
-	pageSize := fl.Int("page-size", 100, "the gateway's pageSize in the catalog scenario")
-	passes := fl.Int("catalog-passes", 5, "times the whole catalog is listed")
-	idle := fl.Int("idle-sessions", 10000, "sessions of the idle scenario")
-	replicaClients := fl.String("replica-clients", "1,32", "concurrent clients of the replicas scenario (the kill test runs the largest)")
-	coldUp := fl.Int("cold-upstreams", 100, "upstreams of the cold scenario (against 1)")
-	coldTools := fl.Int("cold-tools", 10, "tools per upstream of the cold scenario")
-	coldRounds := fl.Int("cold-rounds", 3, "rounds of the cold scenario (each starts the gateway four times)")
-	searchTools := fl.String("search-tools", "1000,10000", "tool counts of the search scenario's latency, build and memory runs")
-	searchPasses := fl.Int("search-passes", 30, "times each query of the evaluation set is searched at each tool count")
-	outFile := fl.String("o", "", "also write the report to this file")
-	profile := fl.String("profile", "", "write CPU and heap profiles of the gateway of scenario -profile-scenario into this directory (the profiled gateway is this tool's bare one, not switchboard serve; for load, a CPU profile of the proxy too)")
-	profScen := fl.String("profile-scenario", "load", "scenario whose gateway is profiled: load, stdio, catalog or idle")
-	pin := fl.Bool("pin", false, "split the CPUs in two: this tool, its clients and the upstreams on the first half; the proxy, the bridge and the gateways (and their stdio children) on the second (with taskset; Linux; load and stdio scenarios)")
-	if err := fl.Parse(args); err != nil {
-		return 2
-	}
-	if *short {
-		*clients, *stdioClients, *duration = "1,8", "1,8", 2*time.Second
-		*catUp, *catTools, *pageSize, *passes, *idle = 10, 20, 50, 2, 500
-		*replicaClients, *coldUp, *coldRounds = "8", 10, 1
-		*searchPasses = 1
-	}
-	b := &bench{short: *short, duration: *duration, catUpstreams: *catUp, catTools: *catTools, pageSize: *pageSize,
-		passes: *passes, idleSessions: *idle, progress: stderr, profileDir: *profile, profileScenario: *profScen,
-		coldUpstreams: *coldUp, coldTools: max(*coldTools, 1), coldRounds: max(*coldRounds, 1),
-		searchPasses: max(*searchPasses, 1), searchBuilds: 5, searchWiths: 200}
-	if *short {
-		b.searchBuilds, b.searchWiths = 2, 20
-	}
-	b.warm = min(*duration/5, 2*time.Second)
-	for _, s := range strings.Split(*scen, ",") {
-		s = strings.TrimSpace(s)
-		switch s {
-		case "load", "stdio", "catalog", "idle", "replicas", "cold":
-			b.needGateway = true
-		case "search": // in process: no gateway, no children, no network
-		default:
-			fmt.Fprintf(stderr, "unknown scenario %q\n", s)
-			return 2
-		}
-		b.scenarios = append(b.scenarios, s)
-	}
-	if *pin {
-		for _, s := range b.scenarios {
-			if !pinnable(s) {
-				fmt.Fprintf(stderr, "-pin runs the load and stdio scenarios only: %s starts no middle process, or sizes or times its gateways for the whole machine\n", s)
-				return 2
-			}
-		}
+	b, opts, code := newBench(args, stderr)
+	if b == nil {
+		return code
 	}
 	var err error
-	if b.searchTools, err = parseInts(*searchTools); err != nil {
-		fmt.Fprintln(stderr, "-search-tools:", err)
-		return 2
-	}
-	if b.clients, err = parseInts(*clients); err != nil {
-		fmt.Fprintln(stderr, "-clients:", err)
-		return 2
-	}
-	if b.stdioClients, err = parseInts(*stdioClients); err != nil {
-		fmt.Fprintln(stderr, "-stdio-clients:", err)
-		return 2
-	}
-	if b.replicaClients, err = parseInts(*replicaClients); err != nil {
-		fmt.Fprintln(stderr, "-replica-clients:", err)
-		return 2
-	}
-	if *coldUp < 2 {
-		fmt.Fprintln(stderr, "-cold-upstreams: at least 2 (it is compared with 1)")
-		return 2
-	}
 	if b.self, err = os.Executable(); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -151,7 +60,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	defer os.RemoveAll(b.dir)
 	os.Setenv(envChild, "1") // children inherit it (the gateway passes it to its stdio child: envPassthrough)
-	b.gateway = *gw
+	b.gateway = opts.gateway
 	if b.gateway == "" && b.needGateway {
 		fmt.Fprintln(stderr, "building ./cmd/switchboard ...")
 		if b.gateway, err = buildGateway(b.dir); err != nil {
@@ -159,18 +68,36 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	if *pin { // after the build, which should have every CPU
-		restore, err := b.setupPin()
+	if opts.pin { // after the build, which should have every CPU
+		placed, restore, err := setupPin()
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
+		b.pin = placed
 		defer func() {
 			if err := restore(); err != nil {
 				fmt.Fprintln(stderr, err)
 			}
 		}()
 	}
+	report := b.run()
+	fmt.Fprint(stdout, report)
+	if opts.outFile != "" {
+		if err := os.WriteFile(opts.outFile, []byte(report), 0o644); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+	}
+	if len(b.failed) > 0 {
+		fmt.Fprintf(stderr, "switchboard-bench: FAILED: %s\n", strings.Join(b.failed, "; "))
+		return 1
+	}
+	return 0
+}
+
+// run runs the scenarios and returns the report.
+func (b *bench) run() string {
 	var report strings.Builder
 	b.out = &report
 	b.machine()
@@ -197,18 +124,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(&report, "\n**%s failed**: %v\n", s, err)
 		}
 	}
-	fmt.Fprint(stdout, report.String())
-	if *outFile != "" {
-		if err := os.WriteFile(*outFile, []byte(report.String()), 0o644); err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
-	}
-	if len(b.failed) > 0 {
-		fmt.Fprintf(stderr, "switchboard-bench: FAILED: %s\n", strings.Join(b.failed, "; "))
-		return 1
-	}
-	return 0
+	return report.String()
 }
 
 func (b *bench) logf(format string, args ...any) {
@@ -254,9 +170,9 @@ func (b *bench) machine() {
 	if slices.Contains(b.scenarios, "search") {
 		settings = append(settings, fmt.Sprintf("search: tools %v, %d passes, %d builds, %d updates", b.searchTools, b.searchPasses, b.searchBuilds, b.searchWiths))
 	}
-	if b.taskset != "" {
+	if b.pin.taskset != "" {
 		settings = append(settings, fmt.Sprintf("pinned: this tool, its clients and the upstreams on CPUs %s; the proxy, the bridge and the gateways on CPUs %s",
-			cpuArg(b.toolCPUs), cpuArg(b.middleCPUs)))
+			cpuArg(b.pin.toolCPUs), cpuArg(b.pin.middleCPUs)))
 	}
 	fmt.Fprintf(b.out, "| settings | %s; short=%v |\n", strings.Join(settings, "; "), b.short)
 }
@@ -335,7 +251,7 @@ func (b *bench) loadScenario() error {
 	if b.profileDir != "" && b.profileScenario == "load" {
 		pxArgs = append(pxArgs, "-cpuprofile", filepath.Join(b.profileDir, "proxy-load.cpu.pprof"))
 	}
-	pxBin, pxArgs := b.middleCommand(b.self, pxArgs...)
+	pxBin, pxArgs := b.pin.middleCommand(b.self, pxArgs...)
 	px, err := startChild("proxy", true, pxBin, pxArgs...)
 	if err != nil {
 		return err
@@ -430,7 +346,7 @@ func (b *bench) stdioScenario() error {
 		return err
 	}
 	defer gwl.stop()
-	brBin, brArgs := b.middleCommand(b.self, "stdiobridge")
+	brBin, brArgs := b.pin.middleCommand(b.self, "stdiobridge")
 	br, err := startChild("stdio bridge", true, brBin, brArgs...)
 	if err != nil {
 		return err

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 
+	"github.com/switchboard-mcp/switchboard/auth/jcs"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
 
@@ -31,24 +33,53 @@ func (k Kind) fields() []string {
 // Hash returns the pin of a definition: "sha256:" and the hex SHA-256 of the canonical JSON of its name, title,
 // description, inputSchema, outputSchema and annotations (a prompt's: name, title, description and arguments).
 //
-// Canonical means that objects' members are sorted, there is no whitespace, strings are escaped the one way
-// encoding/json escapes them (without HTML escaping), and numbers are kept as the upstream wrote them. So the
-// hash does not change when an upstream reorders members or reformats its JSON, and changes when any of those
-// fields changes in meaning. A definition with a member name twice in one object (jsonrpc.DuplicateMember) has no hash.
+// Canonical is RFC 8785's form (auth/jcs), the one the audit chain hashes records in: objects' members sorted, no
+// whitespace, strings escaped the one way, numbers as a double prints. So the hash does not change when an
+// upstream reorders members, reformats its JSON or respells a number (1.0, 1e0), and changes when any of those
+// fields changes in meaning. A number a double cannot hold (9007199254740993) keeps its digits, so that two such
+// numbers do not hash alike. A definition with a member name twice in one object (jsonrpc.DuplicateMember) has no
+// hash.
+//
+// Lock files written before hold pins of an older form, legacyHash's; Lock.Match still accepts them.
 func Hash(kind Kind, def []byte) (string, error) {
+	v, err := jcs.Parse(def)
+	if err != nil {
+		// A member twice would make the hash one reading of a definition that a client may read the other way.
+		if name, dup := jsonrpc.DuplicateMember(def); dup {
+			return "", fmt.Errorf("pin: %s definition has member %q twice", kind, name)
+		}
+		return "", fmt.Errorf("pin: %s definition is not a JSON object: %w", kind, err)
+	}
+	all, ok := v.(jcs.Object)
+	if !ok {
+		return "", fmt.Errorf("pin: %s definition is not a JSON object", kind)
+	}
+	kept := slices.DeleteFunc(slices.Clone(all), func(m jcs.Member) bool { return !slices.Contains(kind.fields(), m.Key) })
+	b, err := jcs.AppendExact(nil, kept)
+	if err != nil {
+		return "", fmt.Errorf("pin: %s definition: %w", kind, err)
+	}
+	return digest(b), nil
+}
+
+// digest formats a pin from a canonical form.
+func digest(canonical []byte) string {
+	sum := sha256.Sum256(canonical)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// legacyHash is Hash as lock files written before pins were RFC 8785 hold it, kept only to read them (Lock.Match): encoding/json's
+// sorted members without HTML escaping, numbers as the upstream wrote them.
+func legacyHash(kind Kind, def []byte) (string, error) {
 	d := json.NewDecoder(bytes.NewReader(def))
 	d.UseNumber()
 	var all map[string]any
-	if err := d.Decode(&all); err != nil {
-		return "", fmt.Errorf("pin: %s definition is not a JSON object: %w", kind, err)
-	}
-	if all == nil {
-		return "", fmt.Errorf("pin: %s definition is null, not a JSON object", kind)
+	if err := d.Decode(&all); err != nil || all == nil {
+		return "", fmt.Errorf("pin: %s definition is not a JSON object", kind)
 	}
 	if _, err := d.Token(); err != io.EOF {
 		return "", fmt.Errorf("pin: %s definition has more after its JSON object", kind)
 	}
-	// A member twice would make the hash one reading of a definition that a client may read the other way.
 	if name, dup := jsonrpc.DuplicateMember(def); dup {
 		return "", fmt.Errorf("pin: %s definition has member %q twice", kind, name)
 	}
@@ -64,6 +95,5 @@ func Hash(kind Kind, def []byte) (string, error) {
 	if err := e.Encode(kept); err != nil { // maps encode with sorted keys
 		return "", fmt.Errorf("pin: %s definition: %w", kind, err)
 	}
-	sum := sha256.Sum256(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	return digest(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
 }

@@ -39,16 +39,9 @@ func mustHash(t *testing.T, kind Kind, def string) string {
 	return h
 }
 
-// TestHashGolden pins the canonicalisation itself. The value was computed once (and cross-checked with Python's
-// json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False) of the same members, then SHA-256). The
-// description holds "&" and "<its>", which Python writes as they are: the match shows that the canonical form does
-// not HTML-escape them.
-//
-// Do not update it casually: every lock file written by `switchboard pin` holds hashes computed this way, so any
-// change to the canonical form (member selection, ordering, escaping, number handling) makes every pin in every
-// existing lock file mismatch, and the gateway would report every tool of every pinned upstream as changed.
-func TestHashGolden(t *testing.T) {
-	const def = `{
+// goldenTool and goldenHash: TestHashGolden's definition and its pin.
+const (
+	goldenTool = `{
 		"name": "read_file",
 		"title": "Read a file",
 		"description": "Reads a file & returns <its> content.",
@@ -57,9 +50,21 @@ func TestHashGolden(t *testing.T) {
 		"_meta": {"ignored": true},
 		"icons": [{"src": "ignored.png"}]
 	}`
-	const want = "sha256:86c713fa07a2a5192e36572b5c25319a41a568db8727366d583cbcb87960b9c9"
-	if got := mustHash(t, Tool, def); got != want {
-		t.Errorf("Hash(golden definition) = %s, want %s\n(changing the canonical form invalidates every lock file)", got, want)
+	goldenHash = "sha256:86c713fa07a2a5192e36572b5c25319a41a568db8727366d583cbcb87960b9c9"
+)
+
+// TestHashGolden pins the canonicalisation itself. The value was computed once (and cross-checked with Python's
+// json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False) of the same members, then SHA-256). The
+// description holds "&" and "<its>", which Python writes as they are: the match shows that the canonical form does
+// not HTML-escape them.
+//
+// Do not update it casually: every lock file written by `switchboard pin` holds hashes computed this way, so any
+// change to the canonical form (member selection, ordering, escaping, number handling) makes every pin in every
+// existing lock file mismatch, and the gateway would report every tool of every pinned upstream as changed. (Pins
+// moved to RFC 8785, which gives this definition the same hash; Lock.Match accepts the older form where not.)
+func TestHashGolden(t *testing.T) {
+	if got := mustHash(t, Tool, goldenTool); got != goldenHash {
+		t.Errorf("Hash(golden definition) = %s, want %s\n(changing the canonical form invalidates every lock file)", got, goldenHash)
 	}
 }
 
@@ -189,22 +194,25 @@ func TestHashDifferent(t *testing.T) {
 	}
 }
 
-// TestHashNumbers: numbers are hashed as the upstream wrote them, not as float64 values. This is intended: a
-// reformatting that rewrites 1 as 1.0 (or 100 as 1e2) is rare, and treating it as a change is safe (the pin is
-// approved again), whereas converting through float64 would make different large integers hash the same.
+// TestHashNumbers: numbers are hashed by value, as RFC 8785 writes them: a reformatting that rewrites 1 as 1.0
+// (or 100 as 1e2) means the same schema. Numbers a double cannot hold keep their digits, so that different large
+// integers, equal as float64, do not hash the same. (Before pins were RFC 8785 numbers were hashed as written and
+// the first four pairs differed; TestLockMatchLegacy reads lock files of such pins.)
 func TestHashNumbers(t *testing.T) {
 	for _, c := range []struct {
 		a, b string
 		same bool
 	}{
-		{`1`, `1.0`, false},
-		{`100`, `1e2`, false},
-		{`1e2`, `1E2`, false},
-		{`0`, `-0`, false},
+		{`1`, `1.0`, true},
+		{`100`, `1e2`, true},
+		{`1e2`, `1E2`, true},
+		{`0`, `-0`, true},
 		{`12345678901234567890`, `12345678901234567891`, false}, // equal as float64
 		{`9007199254740993`, `9007199254740992`, false},         // 2^53+1 and 2^53: equal as float64
+		{`1e400`, `1e401`, false},                               // both past a double's range
 		{`0.1`, `0.1`, true},
 		{`4096`, `4096`, true},
+		{`4096`, `4097`, false},
 	} {
 		def := func(n string) string {
 			return `{"name":"t","inputSchema":{"type":"object","properties":{"n":{"type":"integer","maximum":` + n + `}}}}`

@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 )
 
-// lockVersion is the lock file format this package reads and writes.
+// lockVersion is the lock file format this package reads and writes. Its pins were once of legacyHash's form and
+// are now of Hash's (RFC 8785): Match accepts either for a definition that has not changed, and every pin written
+// since (an approval, `switchboard pin`) is of Hash's. The format did not change, so neither did the version.
 const lockVersion = 1
 
 // Lock is the content of a lock file: the pinned hash of each tool and prompt of each pinned upstream. It is
@@ -141,6 +143,21 @@ func (l *Lock) Get(upstream string, kind Kind, name string) (string, bool) {
 	}
 	h, ok := l.upstreams[upstream].of(kind)[name]
 	return h, ok
+}
+
+// Match returns the pinned hash of an upstream's item, as Get does, given the hash Hash gives its definition now
+// (seen) and the definition itself: when the lock holds the hash of the same definition in its older form
+// (legacyHash, before pins were RFC 8785), it returns seen, so that a definition that has not changed is not reported as changed for the
+// change of form. The lock's pin is rewritten in today's form with the next write of that item.
+func (l *Lock) Match(upstream string, kind Kind, name, seen string, def []byte) (string, bool) {
+	h, ok := l.Get(upstream, kind, name)
+	if !ok || h == seen {
+		return h, ok
+	}
+	if old, err := legacyHash(kind, def); err == nil && old == h {
+		return seen, true
+	}
+	return h, true
 }
 
 // Upstreams returns a copy of every upstream's pins (none for a nil lock).

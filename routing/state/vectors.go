@@ -1,7 +1,6 @@
 package state
 
 import (
-	"container/list"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -10,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -64,18 +64,28 @@ func checkVectors(vecs map[string][]float32) error {
 	return nil
 }
 
-// memVectors is Memory's vector cache: a map and a recency list under a lock of its own. Its zero value is an
-// empty cache of MaxVectors entries.
+// memVectors is Memory's vector cache: golang-lru's cache (as hybrid.MemoryCache, one LRU for both), made on first
+// use so that its zero value is an empty cache of MaxVectors entries.
 type memVectors struct {
-	mu      sync.Mutex
-	max     int                      // 0: MaxVectors (tests set less)
-	entries map[string]*list.Element // key → element of lru, whose Value is a *memVector
-	lru     list.List                // most recently used at the front
+	once  sync.Once
+	max   int // 0: MaxVectors (tests set less before the first use)
+	cache *lru.Cache[string, []float32]
 }
 
-type memVector struct {
-	key string
-	vec []float32
+// held returns the cache, making it on first use.
+func (mv *memVectors) held() *lru.Cache[string, []float32] {
+	mv.once.Do(func() {
+		limit := mv.max
+		if limit <= 0 {
+			limit = MaxVectors
+		}
+		c, err := lru.New[string, []float32](limit)
+		if err != nil {
+			panic("state: " + err.Error()) // only a size <= 0 is refused
+		}
+		mv.cache = c
+	})
+	return mv.cache
 }
 
 // GetVectors returns the vectors stored under keys, leaving out those it does not have; the slices are the
@@ -89,14 +99,11 @@ func (m *Memory) GetVectors(ctx context.Context, keys []string) (map[string][]fl
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	mv := &m.vectors
-	mv.mu.Lock()
-	defer mv.mu.Unlock()
+	c := m.vectors.held()
 	out := make(map[string][]float32, len(keys))
 	for _, k := range keys {
-		if e, ok := mv.entries[k]; ok {
-			mv.lru.MoveToFront(e)
-			out[k] = append([]float32(nil), e.Value.(*memVector).vec...)
+		if v, ok := c.Get(k); ok {
+			out[k] = append([]float32(nil), v...)
 		}
 	}
 	return out, nil
@@ -111,29 +118,9 @@ func (m *Memory) SetVectors(ctx context.Context, vecs map[string][]float32) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	mv := &m.vectors
-	mv.mu.Lock()
-	defer mv.mu.Unlock()
-	if mv.entries == nil {
-		mv.entries = map[string]*list.Element{}
-	}
-	limit := mv.max
-	if limit <= 0 {
-		limit = MaxVectors
-	}
+	c := m.vectors.held()
 	for k, v := range vecs {
-		v = append([]float32(nil), v...)
-		if e, ok := mv.entries[k]; ok {
-			e.Value.(*memVector).vec = v
-			mv.lru.MoveToFront(e)
-			continue
-		}
-		mv.entries[k] = mv.lru.PushFront(&memVector{key: k, vec: v})
-		for mv.lru.Len() > limit {
-			oldest := mv.lru.Back()
-			mv.lru.Remove(oldest)
-			delete(mv.entries, oldest.Value.(*memVector).key)
-		}
+		c.Add(k, append([]float32(nil), v...))
 	}
 	return nil
 }

@@ -304,17 +304,14 @@ func TestMemoryVectorsLRU(t *testing.T) {
 		t.Fatal(err)
 	}
 	set("d") // d a c: b dropped
-	m.vectors.mu.Lock()
-	n := len(m.vectors.entries)
-	m.vectors.mu.Unlock()
-	if n != 3 {
+	if n := m.vectors.held().Len(); n != 3 {
 		t.Fatalf("%d vectors held, want 3", n)
 	}
 	set("c") // c d a: replacing is a use, and drops nothing
 	set("e") // e c d: a dropped
 	have("c", "d", "e")
-	if got := m.vectors.lru.Len(); got != 3 {
-		t.Fatalf("recency list of %d, want 3", got)
+	if got := m.vectors.held().Keys(); len(got) != 3 {
+		t.Fatalf("recency list of %d, want 3", len(got))
 	}
 }
 

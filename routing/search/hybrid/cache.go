@@ -1,9 +1,9 @@
 package hybrid
 
 import (
-	"container/list"
 	"context"
-	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // VectorCache keeps embedding vectors under keys the caller chooses (the Embedder uses the model and a hash of
@@ -24,17 +24,11 @@ var _ VectorCache = (*MemoryCache)(nil)
 // given no cache: above the tools of a large catalog (10,000 tools at 1,536 dimensions take some 60 MB).
 const DefaultCacheEntries = 20_000
 
-// MemoryCache is a VectorCache in the process, bounded in entries, that drops the least recently used first.
+// MemoryCache is a VectorCache in the process, bounded in entries, that drops the least recently used first. It
+// is golang-lru's cache, as routing/state's Memory keeps its vectors: one LRU for both.
 type MemoryCache struct {
-	mu      sync.Mutex
-	max     int
-	entries map[string]*list.Element // key → element of lru, whose Value is a *entry
-	lru     list.List                // most recently used at the front
-}
-
-type entry struct {
-	key string
-	vec []float32
+	max int // the bound, for tests
+	lru *lru.Cache[string, []float32]
 }
 
 // NewMemoryCache returns an empty cache of at most maxEntries vectors (DefaultCacheEntries when maxEntries <= 0).
@@ -42,7 +36,11 @@ func NewMemoryCache(maxEntries int) *MemoryCache {
 	if maxEntries <= 0 {
 		maxEntries = DefaultCacheEntries
 	}
-	return &MemoryCache{max: maxEntries, entries: map[string]*list.Element{}}
+	c, err := lru.New[string, []float32](maxEntries)
+	if err != nil {
+		panic("hybrid: " + err.Error()) // only a size <= 0 is refused
+	}
+	return &MemoryCache{max: maxEntries, lru: c}
 }
 
 // GetVectors implements VectorCache. Each vector found becomes the most recently used. The slices returned are
@@ -51,13 +49,10 @@ func (c *MemoryCache) GetVectors(ctx context.Context, keys []string) (map[string
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	out := make(map[string][]float32, len(keys))
 	for _, k := range keys {
-		if e, ok := c.entries[k]; ok {
-			c.lru.MoveToFront(e)
-			out[k] = e.Value.(*entry).vec
+		if v, ok := c.lru.Get(k); ok {
+			out[k] = v
 		}
 	}
 	return out, nil
@@ -69,54 +64,20 @@ func (c *MemoryCache) SetVectors(ctx context.Context, vecs map[string][]float32)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for k, v := range vecs {
 		if len(v) == 0 {
 			continue
 		}
-		c.put(k, append([]float32(nil), v...))
+		c.lru.Add(k, append([]float32(nil), v...))
 	}
 	return nil
 }
 
-// put stores v, the cache's own, under k; c.mu is held.
-func (c *MemoryCache) put(k string, v []float32) {
-	if e, ok := c.entries[k]; ok {
-		e.Value.(*entry).vec = v
-		c.lru.MoveToFront(e)
-		return
-	}
-	c.entries[k] = c.lru.PushFront(&entry{key: k, vec: v})
-	for c.lru.Len() > c.max {
-		oldest := c.lru.Back()
-		c.lru.Remove(oldest)
-		delete(c.entries, oldest.Value.(*entry).key)
-	}
-}
-
 // keep stores v under k as it is, shared.
-func (c *MemoryCache) keep(k string, v []float32) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.put(k, v)
-}
+func (c *MemoryCache) keep(k string, v []float32) { c.lru.Add(k, v) }
 
 // get returns the vector under k, shared, marking it used.
-func (c *MemoryCache) get(k string) ([]float32, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[k]
-	if !ok {
-		return nil, false
-	}
-	c.lru.MoveToFront(e)
-	return e.Value.(*entry).vec, true
-}
+func (c *MemoryCache) get(k string) ([]float32, bool) { return c.lru.Get(k) }
 
 // Len returns the number of vectors held.
-func (c *MemoryCache) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lru.Len()
-}
+func (c *MemoryCache) Len() int { return c.lru.Len() }
