@@ -1,7 +1,7 @@
 // Reads the conformance CLI's results for one run and compares them with the
 // committed expectations. Used by .ci/conformance; plain Node, no dependencies.
 //
-//   node .ci/conformance-report.mjs RUN RESULTS_DIR EXPECTED_FILE [CLI_EXIT_CODE [BASELINE_DIR]] [--scoring FILE]...
+//   node .ci/conformance-report.mjs RUN RESULTS_DIR EXPECTED_FILE [CLI_EXIT_CODE [BASELINE_DIR]] [--scoring FILE]... [--client]
 //
 // RESULTS_DIR is the CLI's -o directory: one folder per scenario named
 // server-<scenario>-<timestamp>, each with checks.json (an array of checks
@@ -30,15 +30,21 @@
 // every message against the spec's JSON schema). Scoring never changes what is
 // fatal: only a `pass` line that fails is, scored or not. Without --scoring the
 // output is the legacy one ("scenarios: X/Y passed; ...").
+//
+// --client reads a client suite's results (`conformance client -o DIR`): one folder per scenario named
+// <scenario>-<timestamp>, where a scenario named auth/NAME lands in DIR/auth/NAME-<timestamp>; with --scoring,
+// the list's "Client scenarios" are the scored ones and its entries tagged [client] the unscored ones.
 import fs from "node:fs";
 import path from "node:path";
 
 const positional = [];
 const scoringFiles = [];
+let leg = "server";
 {
   const argv = process.argv.slice(2);
   for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === "--scoring") {
+    if (argv[i] === "--client") leg = "client";
+    else if (argv[i] === "--scoring") {
       if (argv[i + 1] === undefined) { console.error("--scoring needs a FILE"); process.exit(2); }
       scoringFiles.push(argv[++i]);
     } else positional.push(argv[i]);
@@ -58,14 +64,14 @@ for (const file of scoringFiles) {
   let reason = null;
   for (const raw of fs.readFileSync(file, "utf8").split("\n")) {
     const line = raw.replace(/\x1b\[[0-9;]*m/g, "").trimEnd();
-    if (/^Server scenarios\b/.test(line)) { block = "required"; scoring.required ??= new Set(); continue; }
+    if ((leg === "server" ? /^Server scenarios\b/ : /^Client scenarios\b/).test(line)) { block = "required"; scoring.required ??= new Set(); continue; }
     if (/^Run and reported, but never scored/.test(line)) { block = "never"; continue; }
     if (/^Not scored for /.test(line)) { block = "not-scored"; continue; }
     if (/^\S/.test(line)) { block = null; continue; } // any other heading ends a block
     let m;
     if (block === "required" && (m = line.match(/^\s+- (\S+)$/))) scoring.required.add(m[1]);
     else if (block === "never" && (m = line.match(/^\s{2}(\S[^(]*?) \(\d+\):$/))) reason = m[1];
-    else if (block === "never" && (m = line.match(/^\s+- (\S+) \[server\]$/))) scoring.unscored.set(m[1], reason ?? "not scored");
+    else if (block === "never" && (m = line.match(/^\s+- (\S+) \[(\w+)\]$/)) && m[2] === leg) scoring.unscored.set(m[1], reason ?? "not scored");
     else if (block === "not-scored" && (m = line.match(/^\s+\S+ (\S+) \(([^)]*)\)$/))) scoring.unscored.set(m[1], m[2]);
   }
 }
@@ -104,11 +110,19 @@ for (const [i, raw] of fs.readFileSync(expectedFile, "utf8").split("\n").entries
 // --- results
 function readResults(dir) {
 const results = new Map(); // scenario -> {pass, ok, bad, warn, errors, statuses}
-const dirRe = /^server-(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:-\d+)?Z$/;
+const dirRe = leg === "server" ? /^server-(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:-\d+)?Z$/
+  : /^(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:-\d+)?Z$/;
+// [folder, scenario name prefix]: a client scenario auth/NAME is the folder auth/NAME-<timestamp>
+const entries = [];
 for (const entry of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
-  const m = entry.match(dirRe);
+  if (leg === "client" && !dirRe.test(entry) && fs.statSync(path.join(dir, entry)).isDirectory()) {
+    for (const sub of fs.readdirSync(path.join(dir, entry))) entries.push([path.join(entry, sub), `${entry}/`, sub]);
+  } else entries.push([entry, "", entry]);
+}
+for (const [entry, prefix, base] of entries) {
+  const m = base.match(dirRe);
   if (!m) continue;
-  const scenario = m[1];
+  const scenario = prefix + m[1];
   const file = path.join(dir, entry, "checks.json");
   let checks;
   try {
