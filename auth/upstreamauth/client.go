@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -131,11 +133,35 @@ func checkMetadataDocumentURL(raw string) error {
 type clientMetadata struct {
 	ClientID                string   `json:"client_id,omitempty"`
 	ClientName              string   `json:"client_name"`
+	ApplicationType         string   `json:"application_type"`
 	RedirectURIs            []string `json:"redirect_uris"`
 	GrantTypes              []string `json:"grant_types"`
 	ResponseTypes           []string `json:"response_types"`
 	TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method"`
 	Scope                   string   `json:"scope,omitempty"`
+}
+
+// applicationType is the OpenID Connect Dynamic Client Registration application_type of a client with these
+// redirect URIs. The 2026-07-28 authorization spec: "DCR clients MUST send an appropriate application_type
+// (native for localhost redirects, web otherwise)", since an authorization server may refuse a web client a
+// loopback redirect or a native one a remote redirect. A gateway that runs on a person's machine (publicURL on
+// loopback) is a native client; any other is a web client.
+func applicationType(redirectURIs []string) string {
+	for _, u := range redirectURIs {
+		if p, err := url.Parse(u); err == nil && isLoopbackHost(p.Hostname()) {
+			return "native"
+		}
+	}
+	return "web"
+}
+
+// isLoopbackHost reports whether host names this machine: localhost or a loopback address.
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // grantTypes are the grants the gateway uses: the code, and refresh to keep
@@ -154,6 +180,7 @@ func MetadataDocument(clientID, name string, redirectURIs []string) []byte {
 	body, _ := json.MarshalIndent(clientMetadata{
 		ClientID:                clientID,
 		ClientName:              name,
+		ApplicationType:         applicationType(redirectURIs),
 		RedirectURIs:            nonNil(redirectURIs),
 		GrantTypes:              grantTypes(),
 		ResponseTypes:           []string{"code"},
@@ -212,6 +239,7 @@ func Register(ctx context.Context, client *http.Client, srv *Server, reg Registr
 	}
 	body, err := json.Marshal(clientMetadata{
 		ClientName:              reg.Name,
+		ApplicationType:         applicationType(reg.RedirectURIs),
 		RedirectURIs:            nonNil(reg.RedirectURIs),
 		GrantTypes:              grantTypes(),
 		ResponseTypes:           []string{"code"},

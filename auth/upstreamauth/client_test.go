@@ -63,6 +63,7 @@ func TestMetadataDocument(t *testing.T) {
 	want := map[string]any{
 		"client_id":                  id,
 		"client_name":                "Switchboard",
+		"application_type":           "web",
 		"redirect_uris":              []any{"https://gw.example/connect/callback"},
 		"grant_types":                []any{"authorization_code", "refresh_token"},
 		"response_types":             []any{"code"},
@@ -133,9 +134,19 @@ func TestRegister(t *testing.T) {
 			name: "public client",
 			reg:  Registration{Name: "Switchboard", RedirectURIs: []string{"https://gw.example/cb"}, Scopes: []string{"repo", "read:user"}},
 			wantBody: map[string]any{
-				"client_name": "Switchboard", "redirect_uris": []any{"https://gw.example/cb"},
+				"client_name": "Switchboard", "application_type": "web", "redirect_uris": []any{"https://gw.example/cb"},
 				"grant_types": []any{"authorization_code", "refresh_token"}, "response_types": []any{"code"},
 				"token_endpoint_auth_method": "none", "scope": "repo read:user",
+			},
+			want: Client{ID: "dyn-1", AuthMethod: AuthNone},
+		},
+		{
+			name: "a gateway on a person's machine registers as a native client",
+			reg:  Registration{Name: "Switchboard", RedirectURIs: []string{"http://127.0.0.1:8080/connect/callback"}},
+			wantBody: map[string]any{
+				"client_name": "Switchboard", "application_type": "native", "redirect_uris": []any{"http://127.0.0.1:8080/connect/callback"},
+				"grant_types": []any{"authorization_code", "refresh_token"}, "response_types": []any{"code"},
+				"token_endpoint_auth_method": "none",
 			},
 			want: Client{ID: "dyn-1", AuthMethod: AuthNone},
 		},
@@ -145,7 +156,7 @@ func TestRegister(t *testing.T) {
 			regSecret:  true,
 			regExpires: 1900000000,
 			wantBody: map[string]any{
-				"client_name": "Switchboard", "redirect_uris": []any{"https://gw.example/cb"},
+				"client_name": "Switchboard", "application_type": "web", "redirect_uris": []any{"https://gw.example/cb"},
 				"grant_types": []any{"authorization_code", "refresh_token"}, "response_types": []any{"code"},
 				"token_endpoint_auth_method": "client_secret_basic",
 			},
@@ -155,7 +166,7 @@ func TestRegister(t *testing.T) {
 			name: "refused",
 			reg:  Registration{Name: "Switchboard"},
 			wantBody: map[string]any{
-				"client_name": "Switchboard", "redirect_uris": []any{},
+				"client_name": "Switchboard", "application_type": "web", "redirect_uris": []any{},
 				"grant_types": []any{"authorization_code", "refresh_token"}, "response_types": []any{"code"},
 				"token_endpoint_auth_method": "none",
 			},
