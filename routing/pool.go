@@ -79,7 +79,7 @@ func (r *Router) PooledSession(p SessionParams) *Session {
 func (r *Router) evictIdle(which func(*Session) bool) {
 	var oldest *Session
 	for _, s := range r.pool.m {
-		if which(s) && s.InFlight() == 0 && !r.parks.holds(s) && (oldest == nil || s.lastUsed.Load() < oldest.lastUsed.Load()) {
+		if which(s) && s.InFlight() == 0 && !r.parkTable.holds(s) && (oldest == nil || s.lastUsed.Load() < oldest.lastUsed.Load()) {
 			oldest = s
 		}
 	}
@@ -126,7 +126,7 @@ func (r *Router) pooledSessions() []*Session {
 func (r *Router) expirePooled(now time.Time) {
 	cutoff := now.Add(-r.opts.SessionIdleTimeout).UnixNano()
 	for _, s := range r.pooledSessions() {
-		if s.lastUsed.Load() < cutoff && s.InFlight() == 0 && !r.parks.holds(s) {
+		if s.lastUsed.Load() < cutoff && s.InFlight() == 0 && !r.parkTable.holds(s) {
 			s.Close()
 			continue
 		}
@@ -154,13 +154,13 @@ func (pc *pooledClient) hearsUnrelated() bool { return pc.listener }
 // serverRequest parks the upstream's request: a modern client is asked through an input_required result
 // (mrtr.go).
 func (pc *pooledClient) serverRequest(l *link, m jsonrpc.Message, rel *call) {
-	pc.s.r.park(pc.s, l, m, rel)
+	pc.s.r.parkTable.park(pc.s, l, m, rel)
 }
 
 // serverRequestCancelled withdraws the request from its park: it waits there, not on a stream.
 func (pc *pooledClient) serverRequestCancelled(l *link, m jsonrpc.Message) {
 	if st, e, ok := jsonrpc.Lookup(m.Params(), "requestId"); ok {
-		pc.s.r.parks.withdraw(pc.s, l, m.Params()[st:e])
+		pc.s.r.parkTable.withdraw(pc.s, l, m.Params()[st:e])
 	}
 }
 

@@ -6,7 +6,6 @@ package routing
 
 import (
 	"context"
-	"crypto/cipher"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -128,9 +127,6 @@ type Router struct {
 	inflight inflightCounts
 	cat      atomic.Pointer[catalog]
 	cursors  cursorCodec
-	// stateAEAD seals requestState (mrtr.go); ownState starts every requestState it seals (OwnsState).
-	stateAEAD cipher.AEAD
-	ownState  string
 	// grantWaits are the retries waiting for a person to finish connecting (connect.go).
 	grantWaits grantWaiters
 	// ctx lives from New until Run returns; sessions and links derive from it.
@@ -149,11 +145,13 @@ type Router struct {
 	tasks     taskHost       // the gateway-made tasks this replica runs (taskhost.go)
 	closing   sync.WaitGroup // pooled sessions evicted and being closed; Run waits for them
 	shape     atomic.Pointer[Shape]
-	pins      pinBook    // pins of tool and prompt definitions (pins.go)
 	embed     embeddings // tool vectors for hybrid search (embed.go)
-	parks     parkTable  // upstream calls waiting for a 2026-07-28 client's input (mrtr.go)
-	// lateKick wakes followLate: a session could not be written to the store (replicas.go).
-	lateKick chan struct{}
+
+	// The components: each owns one feature, sees the router through a narrow interface, and runs from the one
+	// list in Run. Embedded ones carry the admin methods gateway calls.
+	pinBook   // pins of tool and prompt definitions (pinbook.go)
+	replicas  // sessions shared with the other replicas (replicas.go)
+	parkTable // upstream calls waiting for a 2026-07-28 client's input, and their sealed requestState (mrtr.go)
 
 	mu       sync.Mutex
 	running  bool // Run has started the upstreams; reloads start new ones at once
@@ -199,7 +197,7 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 	}
 	r := &Router{
 		opts: opts, log: opts.Logger,
-		cursors: cursorCodec{key: key}, stateAEAD: newStateAEAD(key), ownState: statePrefix + stateKeyID(key) + ".",
+		cursors:  cursorCodec{key: key},
 		sessions: map[string]*Session{}, readyCh: make(chan struct{}),
 	}
 	r.ctx, r.stop = context.WithCancel(context.Background())
@@ -208,7 +206,10 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 		r.tasks.self = "replica-" + newTaskID()[:16] // a name for the bus: tasks/update and tasks/cancel find it
 	}
 	r.embed.kick = make(chan struct{}, 1)
-	r.lateKick = make(chan struct{}, 1)
+	r.parkTable = parkTable{stateAEAD: newStateAEAD(key), ownState: statePrefix + stateKeyID(key) + ".",
+		self: opts.Replica, registry: opts.Replicas, log: r.log, streams: r}
+	r.replicas = replicas{core: r, self: opts.Replica, store: opts.Store, bus: opts.Bus, registry: opts.Replicas,
+		log: r.log, lateKick: make(chan struct{}, 1)}
 	set, err := r.newSet(ups, nil)
 	if err != nil {
 		return nil, err
@@ -218,13 +219,15 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 		return nil, err
 	}
 	r.shape.Store(&opts.Shape)
+	r.pinBook = pinBook{core: r, log: r.log, audit: opts.AuditDefinition, bus: opts.Bus}
 	if opts.Pinning != nil {
-		r.pins.policy.Store(opts.Pinning)
+		r.pinBook.policy.Store(opts.Pinning)
 	}
 	r.cat.Store(buildCatalog(nil, nil, "", &opts.Shape, nil))
 	if r.inst, err = newInstruments(r, opts); err != nil {
 		return nil, fmt.Errorf("routing instruments: %w", err)
 	}
+	r.pinBook.changes = r.inst.definitionChanges
 	return r, nil
 }
 
@@ -257,17 +260,12 @@ func (r *Router) Run(ctx context.Context) {
 	r.readyChanged()
 	var followers sync.WaitGroup // they end with ctx
 	defer followers.Wait()
-	followers.Go(func() { r.followEnded(ctx) })
-	followers.Go(func() { r.followPins(ctx) })
+	followers.Go(func() { r.pinBook.run(ctx) })
 	followers.Go(func() { r.embedTools(ctx) })
-	followers.Go(func() { r.followRelay(ctx) })
 	followers.Go(func() { r.followGrants(ctx) })
 	followers.Go(func() { r.followLists(ctx) })
 	followers.Go(func() { r.followTasks(ctx) })
-	followers.Go(func() { r.followLate(ctx) })
-	if r.opts.Replicas != nil && r.opts.Replica != "" {
-		followers.Go(func() { r.registerReplica(ctx) })
-	}
+	followers.Go(func() { r.replicas.run(ctx) })
 	t := time.NewTicker(r.janitorInterval())
 	defer t.Stop()
 	for {
@@ -483,9 +481,15 @@ func (r *Router) SetShape(sh Shape) error {
 		return err
 	}
 	r.shape.Store(&sh)
-	r.buildReq.Add(1) // a rebuild that started before this must not stand in for one after it
-	r.rebuild()
+	r.refresh()
 	return nil
+}
+
+// refresh rebuilds the catalog for a change of configuration: a rebuild that started before it must not stand
+// in for one after it.
+func (r *Router) refresh() {
+	r.buildReq.Add(1)
+	r.rebuild()
 }
 
 // CheckShape refuses a shape the catalog cannot apply: malformed globs, duplicate endpoints, and two overrides

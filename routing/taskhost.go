@@ -772,7 +772,7 @@ func (r *Router) followTasks(ctx context.Context) {
 
 // cancelParked stops a parked call: the upstream is told, and its requests for input are answered with an error.
 func (r *Router) cancelParked(st, bind, reason string) {
-	p, err := r.parks.find(r, st, bind)
+	p, err := r.parkTable.find(st, bind)
 	if err != nil {
 		return
 	}
