@@ -154,7 +154,7 @@ func (l *link) run() {
 		since := time.Now()
 		err = l.serve(conn)
 		conn.Close()
-		l.r.upstreamSessionEnded(l, conn, since)
+		l.r.inst.upstreamSessionEnded(l, conn, since)
 		if err == nil {
 			err = fmt.Errorf("connection closed: %w", io.EOF)
 		}

@@ -173,16 +173,16 @@ func TestStatelessPoolBounds(t *testing.T) {
 			t.Fatalf("pool key of %d bytes, want a 32-byte hash", len(s.era.(*pooledClient).key))
 		}
 	}
-	r.pool.mu.Lock()
-	mallory, total := 0, len(r.pool.m)
-	for _, s := range r.pool.m {
+	r.modernPool.mu.Lock()
+	mallory, total := 0, len(r.modernPool.m)
+	for _, s := range r.modernPool.m {
 		if s.params.Principal == "mallory" {
 			mallory++
 		}
 	}
-	_, bobPooled := r.pool.m[bob.era.(*pooledClient).key]
-	_, firstPooled := r.pool.m[first.era.(*pooledClient).key]
-	r.pool.mu.Unlock()
+	_, bobPooled := r.modernPool.m[bob.era.(*pooledClient).key]
+	_, firstPooled := r.modernPool.m[first.era.(*pooledClient).key]
+	r.modernPool.mu.Unlock()
 	if mallory != maxStatelessPerPrincipal || total != maxStatelessPerPrincipal+1 {
 		t.Errorf("pool holds %d of mallory's sessions (%d in all), want %d (+1 of bob's)", mallory, total, maxStatelessPerPrincipal)
 	}

@@ -141,7 +141,6 @@ type Router struct {
 	reloadMu  sync.Mutex // serialises Reconfigure
 	elicits   elicitations
 	inst      instruments
-	pool      modernPool     // sessions of 2026-07-28 clients (pool.go)
 	tasks     taskHost       // the gateway-made tasks this replica runs (taskhost.go)
 	closing   sync.WaitGroup // pooled sessions evicted and being closed; Run waits for them
 	shape     atomic.Pointer[Shape]
@@ -149,9 +148,10 @@ type Router struct {
 
 	// The components: each owns one feature, sees the router through a narrow interface, and runs from the one
 	// list in Run. Embedded ones carry the admin methods gateway calls.
-	pinBook   // pins of tool and prompt definitions (pinbook.go)
-	replicas  // sessions shared with the other replicas (replicas.go)
-	parkTable // upstream calls waiting for a 2026-07-28 client's input, and their sealed requestState (mrtr.go)
+	pinBook    // pins of tool and prompt definitions (pinbook.go)
+	replicas   // sessions shared with the other replicas (replicas.go)
+	modernPool // sessions of 2026-07-28 clients (pool.go)
+	parkTable  // upstream calls waiting for a 2026-07-28 client's input, and their sealed requestState (mrtr.go)
 
 	mu       sync.Mutex
 	running  bool // Run has started the upstreams; reloads start new ones at once
@@ -208,6 +208,11 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 	r.embed.kick = make(chan struct{}, 1)
 	r.parkTable = parkTable{stateAEAD: newStateAEAD(key), ownState: statePrefix + stateKeyID(key) + ".",
 		self: opts.Replica, registry: opts.Replicas, log: r.log, streams: r}
+	r.profiles.core = r
+	r.modernPool = modernPool{parks: &r.parkTable, idle: opts.SessionIdleTimeout, gone: &r.closing,
+		spawn: func(p SessionParams, newEra func(*Session) era) *Session {
+			return newSession(r, p, newSessionID(), newEra)
+		}}
 	r.replicas = replicas{core: r, self: opts.Replica, store: opts.Store, bus: opts.Bus, registry: opts.Replicas,
 		log: r.log, lateKick: make(chan struct{}, 1)}
 	set, err := r.newSet(ups, nil)
@@ -403,8 +408,8 @@ func (r *Router) buildUpTo(want uint64) {
 	pins := r.newPinRun(r.ctx)
 	changes[0].next = buildCatalog(r.upstreams(), changes[0].prev, "", shape, pins)
 	r.cat.Store(changes[0].next)
-	for _, p := range r.profileNames() {
-		ptr := r.profileCatalog(p)
+	for _, p := range r.profiles.profileNames() {
+		ptr := r.profiles.profileCatalog(p)
 		ch := change{profile: p, prev: ptr.Load()}
 		ch.next = buildCatalog(r.upstreams(), ch.prev, p, shape, pins)
 		ptr.Store(ch.next)

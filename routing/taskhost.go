@@ -780,7 +780,7 @@ func (r *Router) cancelParked(st, bind, reason string) {
 	cur := p.cur
 	p.mu.Unlock()
 	if cur != nil && cur.link.takeIf(cur) {
-		r.endLeg(cur, outcomeCancelled)
+		r.inst.endLeg(cur, outcomeCancelled)
 		cur.link.sendCancel(cur.upID, reason)
 	}
 	p.finished()
