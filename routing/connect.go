@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -112,7 +113,7 @@ func (s *Session) checkGrant(ctx context.Context, up *Upstream, m jsonrpc.Messag
 			return m, false
 		}
 		// The client accepted to open the link; the person is still in the browser. Wait for the grant.
-		ok = s.r.grantWaits.wait(ctx, s.ctx, up.timeout(), principal, name, func(ctx context.Context) bool {
+		ok = s.r.grants.waits.wait(ctx, s.ctx, up.timeout(), principal, name, func(ctx context.Context) bool {
 			ok, _ := conn.Connected(ctx, principal, name)
 			return ok
 		})
@@ -257,11 +258,39 @@ func (s *Session) callStandIn(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	reply(out, m.ID(), append(b, '}'))
 }
 
+// grants is the router's part of per-user upstream grants (the Connector holds them): the retries waiting for a
+// person to finish connecting, and what the other replicas say of a connection or of new cached lists.
+type grants struct {
+	core  grantCore
+	bus   Bus // nil: this replica alone
+	log   *slog.Logger
+	waits grantWaiters
+}
+
+// grantCore is what grants see of the router: its sessions and upstreams, and the bus channels it follows.
+type grantCore interface {
+	Session(id string) *Session
+	upstream(name string) *Upstream
+	upstreams() []*Upstream
+	nameBudget() int
+	follow(ctx context.Context, channel string, handle func([]byte))
+}
+
+var _ grantCore = (*Router)(nil)
+
+// run follows the other replicas' news of connected accounts and of cached lists, until ctx ends.
+func (g *grants) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { g.followGrants(ctx) })
+	wg.Go(func() { g.followLists(ctx) })
+}
+
 // formerStandIn returns the per-user upstream whose stand-in tool has the exposed name, when the catalog no
 // longer lists it.
-func (r *Router) formerStandIn(name string) *Upstream {
-	for _, up := range r.upstreams() {
-		if up.perUser() && exposedName(up.cfg.Prefix, standInTool, r.nameBudget()) == name {
+func (g *grants) formerStandIn(name string) *Upstream {
+	for _, up := range g.core.upstreams() {
+		if up.perUser() && exposedName(up.cfg.Prefix, standInTool, g.core.nameBudget()) == name {
 			return up
 		}
 	}
@@ -423,9 +452,9 @@ func (s *Session) cacheLists(l *link) {
 }
 
 // followLists reloads cached lists another replica saved.
-func (r *Router) followLists(ctx context.Context) {
-	r.follow(ctx, listsChannel, func(name []byte) {
-		if up := r.upstream(string(name)); up != nil && up.storeListed() {
+func (g *grants) followLists(ctx context.Context) {
+	g.core.follow(ctx, listsChannel, func(name []byte) {
+		if up := g.core.upstream(string(name)); up != nil && up.storeListed() {
 			up.invalidate()
 		}
 	})
@@ -443,34 +472,34 @@ type grantNote struct {
 // session and elicitationID (both "" for a link made elsewhere, such as the connections page). On whichever
 // replica holds the session, the client hears notifications/elicitation/complete; retries waiting for the grant
 // go on. It never fails: the grant is stored already, and a client that misses the news finds it on its retry.
-func (r *Router) GrantConnected(ctx context.Context, principal, upstream, session, elicitationID string) {
+func (g *grants) GrantConnected(ctx context.Context, principal, upstream, session, elicitationID string) {
 	note := grantNote{principal, upstream, session, elicitationID}
-	if r.opts.Bus != nil {
+	if g.bus != nil {
 		b, _ := json.Marshal(note)
-		if err := r.opts.Bus.Publish(ctx, connectedChannel, b); err == nil {
+		if err := g.bus.Publish(ctx, connectedChannel, b); err == nil {
 			return
 		} else {
-			r.log.Warn("other replicas not told of a connected account; only this one acts on it", "upstream", upstream, "err", err)
+			g.log.Warn("other replicas not told of a connected account; only this one acts on it", "upstream", upstream, "err", err)
 		}
 	}
-	r.grantConnected(note)
+	g.grantConnected(note)
 }
 
-func (r *Router) followGrants(ctx context.Context) {
-	r.follow(ctx, connectedChannel, func(b []byte) {
+func (g *grants) followGrants(ctx context.Context) {
+	g.core.follow(ctx, connectedChannel, func(b []byte) {
 		var note grantNote
 		if json.Unmarshal(b, &note) == nil {
-			r.grantConnected(note)
+			g.grantConnected(note)
 		}
 	})
 }
 
-func (r *Router) grantConnected(note grantNote) {
-	r.grantWaits.wake(note.Principal, note.Upstream)
+func (g *grants) grantConnected(note grantNote) {
+	g.waits.wake(note.Principal, note.Upstream)
 	if note.Session == "" || note.ElicitationID == "" {
 		return
 	}
-	s := r.Session(note.Session)
+	s := g.core.Session(note.Session)
 	if s == nil || s.params.Principal != note.Principal {
 		return
 	}
@@ -481,7 +510,7 @@ func (r *Router) grantConnected(note grantNote) {
 	s.notify(append(msg, "}}"...))
 	// While the catalog shows the stand-in, the person's session is opened at once, so its lists reach the
 	// catalog (and list_changed the clients) without waiting for a retry.
-	if up := r.upstream(note.Upstream); up != nil && up.storeListed() && up.standingIn.Load() {
+	if up := g.core.upstream(note.Upstream); up != nil && up.storeListed() && up.standingIn.Load() {
 		s.goWork(func() {
 			l, err := s.linkFor(up)
 			if err != nil {

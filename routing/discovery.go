@@ -372,7 +372,7 @@ func (s *Session) searchTools(ctx context.Context, m jsonrpc.Message, out *Strea
 	var hits []search.Hit
 	if c.index != nil {
 		allow := func(name string) bool { return name != toolSearch && name != toolCall && s.mayCall(ctx, c, name) }
-		hits = s.r.rank(ctx, c, s.stats.get(c, s.policy(ctx), allow), args.Query, limit, allow)
+		hits = s.r.embed.rank(ctx, c, s.stats.get(c, s.policy(ctx), allow), args.Query, limit, allow)
 	}
 	b := append([]byte(nil), `{"content":[{"type":"text","text":`...)
 	b = jsonrpc.AppendQuote(b, renderHits(c, args.Query, hits))

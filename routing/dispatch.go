@@ -174,7 +174,7 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 	t, ok := s.named(ctx, cat, k, name, m.Method())
 	if !ok && k == kindTools {
 		// A client retrying the stand-in it was asked to connect through, once the upstream's own list replaced it.
-		if up := s.r.formerStandIn(name); up != nil && s.allowsUpstream(ctx, up) {
+		if up := s.r.grants.formerStandIn(name); up != nil && s.allowsUpstream(ctx, up) {
 			s.callStandIn(ctx, up, m, out)
 			return
 		}

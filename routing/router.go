@@ -127,8 +127,6 @@ type Router struct {
 	inflight inflightCounts
 	cat      atomic.Pointer[catalog]
 	cursors  cursorCodec
-	// grantWaits are the retries waiting for a person to finish connecting (connect.go).
-	grantWaits grantWaiters
 	// ctx lives from New until Run returns; sessions and links derive from it.
 	ctx  context.Context
 	stop context.CancelFunc
@@ -150,6 +148,7 @@ type Router struct {
 	// list in Run. Embedded ones carry the admin methods gateway calls.
 	pinBook    // pins of tool and prompt definitions (pinbook.go)
 	replicas   // sessions shared with the other replicas (replicas.go)
+	grants     // per-user grants: retries waiting for a person to connect (connect.go)
 	modernPool // sessions of 2026-07-28 clients (pool.go)
 	parkTable  // upstream calls waiting for a 2026-07-28 client's input, and their sealed requestState (mrtr.go)
 
@@ -205,10 +204,11 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 	if r.tasks.self == "" {
 		r.tasks.self = "replica-" + newTaskID()[:16] // a name for the bus: tasks/update and tasks/cancel find it
 	}
-	r.embed.kick = make(chan struct{}, 1)
+	r.embed = embeddings{embedder: opts.Embedder, timeout: opts.SearchTimeout, cat: &r.cat, kick: make(chan struct{}, 1)}
 	r.parkTable = parkTable{stateAEAD: newStateAEAD(key), ownState: statePrefix + stateKeyID(key) + ".",
 		self: opts.Replica, registry: opts.Replicas, log: r.log, streams: r}
 	r.profiles.core = r
+	r.grants = grants{core: r, bus: opts.Bus, log: r.log}
 	r.modernPool = modernPool{parks: &r.parkTable, idle: opts.SessionIdleTimeout, gone: &r.closing,
 		spawn: func(p SessionParams, newEra func(*Session) era) *Session {
 			return newSession(r, p, newSessionID(), newEra)
@@ -266,9 +266,8 @@ func (r *Router) Run(ctx context.Context) {
 	var followers sync.WaitGroup // they end with ctx
 	defer followers.Wait()
 	followers.Go(func() { r.pinBook.run(ctx) })
-	followers.Go(func() { r.embedTools(ctx) })
-	followers.Go(func() { r.followGrants(ctx) })
-	followers.Go(func() { r.followLists(ctx) })
+	followers.Go(func() { r.embed.run(ctx) })
+	followers.Go(func() { r.grants.run(ctx) })
 	followers.Go(func() { r.followTasks(ctx) })
 	followers.Go(func() { r.replicas.run(ctx) })
 	t := time.NewTicker(r.janitorInterval())
@@ -418,7 +417,7 @@ func (r *Router) buildUpTo(want uint64) {
 	pins.settle()
 	r.buildMu.Unlock()
 	if prev, next := changes[0].prev, changes[0].next; next.index != nil && (prev == nil || prev.index == nil || next.gen[kindTools] != prev.gen[kindTools]) {
-		r.wantVectors() // the tools changed, or search was just turned on
+		r.embed.wantVectors() // the tools changed, or search was just turned on
 	}
 	logConflicts(r.log, changes[0].prev, changes[0].next)
 	for _, ch := range changes {
@@ -689,7 +688,7 @@ func (r *Router) janitorInterval() time.Duration {
 func (r *Router) expireSessions() {
 	r.shareLate()
 	now := time.Now()
-	r.expireElicitations(now)
+	r.elicits.expire(now)
 	r.expirePooled(now)
 	cutoff := now.Add(-r.opts.SessionIdleTimeout).UnixNano()
 	for _, s := range r.allSessions() {
