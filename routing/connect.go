@@ -261,10 +261,11 @@ func (s *Session) callStandIn(ctx context.Context, up *Upstream, m jsonrpc.Messa
 // grants is the router's part of per-user upstream grants (the Connector holds them): the retries waiting for a
 // person to finish connecting, and what the other replicas say of a connection or of new cached lists.
 type grants struct {
-	core  grantCore
-	bus   Bus // nil: this replica alone
-	log   *slog.Logger
-	waits grantWaiters
+	core   grantCore
+	bus    Bus // nil: this replica alone
+	log    *slog.Logger
+	budget int // the length exposed names fit (Options.nameBudget)
+	waits  grantWaiters
 }
 
 // grantCore is what grants see of the router: its sessions and upstreams, and the bus channels it follows.
@@ -272,7 +273,6 @@ type grantCore interface {
 	Session(id string) *Session
 	upstream(name string) *Upstream
 	upstreams() []*Upstream
-	nameBudget() int
 	follow(ctx context.Context, channel string, handle func([]byte))
 }
 
@@ -290,7 +290,7 @@ func (g *grants) run(ctx context.Context) {
 // longer lists it.
 func (g *grants) formerStandIn(name string) *Upstream {
 	for _, up := range g.core.upstreams() {
-		if up.perUser() && exposedName(up.cfg.Prefix, standInTool, g.core.nameBudget()) == name {
+		if up.perUser() && exposedName(up.cfg.Prefix, standInTool, g.budget) == name {
 			return up
 		}
 	}
@@ -305,7 +305,7 @@ func (up *Upstream) standIn() item {
 	raw = jsonrpc.AppendQuote(raw, fmt.Sprintf("Connects your own %s account to the gateway, so that %s's tools can be listed and called as you. Call it once; the user is shown a link to approve access in the browser.", up.cfg.Name, up.cfg.Name))
 	raw = append(raw, `,"inputSchema":{"type":"object","properties":{}},"annotations":{"readOnlyHint":true,"openWorldHint":false}}`...)
 	it := item{raw: raw, id: standInTool}
-	it.exposed = exposedName(up.cfg.Prefix, standInTool, up.r.nameBudget())
+	it.exposed = exposedName(up.cfg.Prefix, standInTool, up.r.opts.nameBudget())
 	it.exposedRaw = replaceMember(raw, "name", it.exposed)
 	// No pin hash: the stand-in is the gateway's, and the upstream's own list must not look new beside it.
 	return it

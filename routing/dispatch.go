@@ -347,7 +347,7 @@ func (s *Session) resolveURI(c *catalog, uri string) (uriRoute, bool) {
 	if c.ambiguity(uri) != "" {
 		return uriRoute{}, false
 	}
-	if up := s.r.soleProvider("resources"); up != nil {
+	if up := s.r.set.Load().soleProvider("resources"); up != nil {
 		return uriRoute{up, uri}, true
 	}
 	return uriRoute{}, false
@@ -440,9 +440,9 @@ func (s *Session) setLevel(ctx context.Context, m jsonrpc.Message, out *Stream) 
 }
 
 // soleProvider returns the only upstream that declared a capability, or nil.
-func (r *Router) soleProvider(capability string) *Upstream {
+func (set *upstreamSet) soleProvider(capability string) *Upstream {
 	var found *Upstream
-	for _, up := range r.upstreams() {
+	for _, up := range set.list {
 		if _, ok := up.capability(capability); ok {
 			if found != nil {
 				return nil

@@ -451,24 +451,6 @@ func (in *instruments) upstreamSessionEnded(l *link, conn *upstream.Conn, since 
 	in.clientSession.Record(context.Background(), time.Since(since).Seconds(), in.sessionSets.Record(k)...)
 }
 
-// Offers reports whether the catalog lists a tool (or, with prompt, a prompt) by this exposed name; the
-// meta-tools of search mode count as listed. The front end names in its metrics only what is listed, so that
-// clients cannot mint label values.
-func (r *Router) Offers(prompt bool, name string) bool {
-	c := r.current()
-	if c == nil {
-		return false
-	}
-	if prompt {
-		_, ok := c.prompts[name]
-		return ok
-	}
-	if _, ok := c.tools[name]; ok {
-		return true
-	}
-	return name == toolSearch || name == toolCall
-}
-
 // WhenClosed runs f once the session has ended (closed, expired, or the router stopped), on a goroutine of its
 // own; the front end records the session's duration with it.
 func (s *Session) WhenClosed(f func()) { context.AfterFunc(s.ctx, f) }

@@ -96,19 +96,6 @@ func (pl *modernPool) evictIdle(which func(*Session) bool) {
 	}
 }
 
-// Listener starts a stateless session of its own for one subscriptions/listen stream: its standalone stream
-// carries the list changes and resource updates the stream asked for. The caller closes it when the stream ends.
-func (r *Router) Listener(p SessionParams) *Session {
-	p.ProtocolVersion = protocol.LatestLegacy
-	p.LogLevel = ""
-	s := newSession(r, p, newSessionID(), func(s *Session) era { return &pooledClient{s: s, listener: true} })
-	r.catchUp() // as NewSession
-	r.mu.Lock()
-	r.sessions[s.id] = s // list changes reach it like any session; it is never stored
-	r.mu.Unlock()
-	return s
-}
-
 // unpool forgets a closing pooled session.
 func (pl *modernPool) unpool(s *Session, key string) {
 	pl.mu.Lock()

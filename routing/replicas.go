@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -213,62 +212,6 @@ func (s *Session) currentRecord() state.SessionRecord {
 		}
 	}
 	return rec
-}
-
-// ErrStoreUnavailable reports that the shared state store could not be asked: whether a session exists elsewhere
-// is unknown, so the caller must not be told it does not (a client told 404 must start over).
-var ErrStoreUnavailable = errors.New("the shared session store is unavailable")
-
-// RestoreSession serves a session this replica does not hold: it loads its record and builds the session here,
-// if the record's principal is the caller's (principal "" without auth). allow and decorate are the caller's
-// policy and context decoration, as for NewSession. It returns nil when there is no such session for this
-// caller.
-func (r *Router) RestoreSession(ctx context.Context, id, principal string, allow Allow, decorate func(context.Context) context.Context) (*Session, error) {
-	if s := r.Session(id); s != nil || r.opts.Store == nil {
-		return s, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	defer cancel()
-	rec, err := r.opts.Store.Get(ctx, id)
-	if err != nil {
-		if errors.Is(err, state.ErrNotFound) {
-			return nil, nil
-		}
-		r.log.Warn("session lookup in the store failed", "err", err)
-		return nil, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
-	}
-	if rec.Principal != principal {
-		return nil, nil // another principal's session is, for this caller, no session
-	}
-	s := newSession(r, SessionParams{
-		ProtocolVersion: rec.ProtocolVersion, Capabilities: rec.Capabilities, ClientInfo: rec.ClientInfo,
-		Principal: rec.Principal, Allow: allow, Context: decorate, Endpoint: rec.Endpoint,
-	}, id, func(s *Session) era { return newLegacyClient(s) })
-	s.record = &sharedRecord{s: s} // it exists: this replica shares it as it is
-	if i := levelIndex(rec.LogLevel); i >= 0 {
-		s.logLevel = i
-	}
-	s.links.resumable = rec.UpstreamSessions
-	cat := s.catalog()
-	for _, uri := range rec.Subscriptions {
-		if rt, ok := s.resolveURI(cat, uri); ok {
-			s.subs[subKey(rt)] = uri
-			if rt.up.cfg.Mode == Shared && rt.up.addSub(rt.uri) {
-				rt.up.sendSub(rt.uri, true)
-			}
-		}
-	}
-	r.mu.Lock()
-	if other := r.sessions[id]; other != nil { // a concurrent request restored it first
-		r.mu.Unlock()
-		s.Close()
-		return other, nil
-	}
-	r.sessions[id] = s
-	r.mu.Unlock()
-	r.log.Info("session restored from the store", "session", s.logID())
-	s.notify(notice("this session moved to another gateway replica: its HTTP upstream sessions are resumed, its stdio upstream sessions start afresh (a local server's in-memory state is not carried over)"))
-	return s, nil
 }
 
 // notice is a notifications/message of the gateway's own.

@@ -208,7 +208,7 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 	r.parkTable = parkTable{stateAEAD: newStateAEAD(key), ownState: statePrefix + stateKeyID(key) + ".",
 		self: opts.Replica, registry: opts.Replicas, log: r.log, streams: r}
 	r.profiles.core = r
-	r.grants = grants{core: r, bus: opts.Bus, log: r.log}
+	r.grants = grants{core: r, bus: opts.Bus, log: r.log, budget: opts.nameBudget()}
 	r.modernPool = modernPool{parks: &r.parkTable, idle: opts.SessionIdleTimeout, gone: &r.closing,
 		spawn: func(p SessionParams, newEra func(*Session) era) *Session {
 			return newSession(r, p, newSessionID(), newEra)
@@ -268,7 +268,7 @@ func (r *Router) Run(ctx context.Context) {
 	followers.Go(func() { r.pinBook.run(ctx) })
 	followers.Go(func() { r.embed.run(ctx) })
 	followers.Go(func() { r.grants.run(ctx) })
-	followers.Go(func() { r.followTasks(ctx) })
+	followers.Go(func() { r.tasks.run(ctx) })
 	followers.Go(func() { r.replicas.run(ctx) })
 	t := time.NewTicker(r.janitorInterval())
 	defer t.Stop()
@@ -344,19 +344,6 @@ func (r *Router) readyChanged() {
 		close(r.readyCh)
 	}
 }
-
-// Status reports every upstream's health, in configuration order.
-func (r *Router) Status() []UpstreamStatus {
-	out := make([]UpstreamStatus, 0, len(r.upstreams()))
-	for _, up := range r.upstreams() {
-		out = append(out, up.status())
-	}
-	return out
-}
-
-// Conflicts lists the names the catalog could not expose because they collide. It does not catch up
-// (catchUp): /readyz reads it, polled during start, and a merge per poll would undo the start's one merge.
-func (r *Router) Conflicts() []string { return r.cat.Load().conflicts }
 
 // rebuild merges the upstreams' lists anew and tells sessions about the lists that changed.
 func (r *Router) rebuild() {
@@ -522,19 +509,6 @@ func CheckShape(sh Shape) error {
 	return nil
 }
 
-// EndpointNames lists the endpoints configured now, in configuration order.
-func (r *Router) EndpointNames() []string {
-	sh := r.shape.Load()
-	names := make([]string, 0, len(sh.Endpoints))
-	for _, e := range sh.Endpoints {
-		names = append(names, e.Name)
-	}
-	return names
-}
-
-// HasEndpoint reports whether an endpoint of that name is configured now.
-func (r *Router) HasEndpoint(name string) bool { return r.shape.Load().endpoint(name) != nil }
-
 // logConflicts logs what changed in the catalog's conflicts: each once when it appears and once when it is gone,
 // not again on every rebuild (a busy gateway rebuilds on every list change of every upstream).
 func logConflicts(log *slog.Logger, prev, next *catalog) {
@@ -622,55 +596,6 @@ func (r *Router) Instructions() string {
 		fmt.Fprintf(&b, "## %s (tools prefixed %q)\n%s", up.cfg.Name, up.cfg.Prefix, strings.TrimSpace(h.Instructions))
 	}
 	return b.String()
-}
-
-// NewSession starts a client session for a client that sent initialize. The caller has negotiated version.
-func (r *Router) NewSession(p SessionParams) *Session {
-	s := newSession(r, p, newSessionID(), func(s *Session) era { return newLegacyClient(s) })
-	r.share(s)
-	r.catchUp() // before it is counted: it hears of the changes after it started, not of the start's
-	r.mu.Lock()
-	r.sessions[s.id] = s
-	r.mu.Unlock()
-	return s
-}
-
-// Session returns the live session with the id, or nil.
-func (r *Router) Session(id string) *Session {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.sessions[id]
-}
-
-// SessionCount reports the live client sessions.
-func (r *Router) SessionCount() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.sessions)
-}
-
-func (r *Router) dropSession(s *Session) {
-	r.mu.Lock()
-	if r.sessions[s.id] == s { // a copy that lost a restore race must not drop the one that won
-		delete(r.sessions, s.id)
-	}
-	r.mu.Unlock()
-}
-
-func (r *Router) allSessions() []*Session {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]*Session, 0, len(r.sessions))
-	for _, s := range r.sessions {
-		out = append(out, s)
-	}
-	return out
-}
-
-func (r *Router) eachSession(f func(*Session)) {
-	for _, s := range r.allSessions() {
-		f(s)
-	}
 }
 
 // janitorInterval is how often idle sessions are looked for: often enough that the shortest idle timeout is

@@ -636,7 +636,7 @@ func (j *taskJob) stop() {
 		if !j.s.r.OwnsState(j.state) {
 			return // the upstream asked (a 2026-07-28 upstream): its call has ended, nothing runs
 		}
-		j.s.r.cancelParked(j.state, bindHash(j.s.params.Principal, j.call.Method(), requestName(j.call)), "the task was cancelled")
+		j.s.r.tasks.cancelParked(j.state, bindHash(j.s.params.Principal, j.call.Method(), requestName(j.call)), "the task was cancelled")
 		return
 	}
 	j.s.Cancel(j.out, j.id, "the task was cancelled")
@@ -752,15 +752,15 @@ func (h *taskHost) wakeOwner(ctx context.Context, rec state.TaskRecord) {
 // tasksChannel is where a replica hears of changes to the tasks it runs.
 func tasksChannel(owner string) string { return "switchboard:tasks:" + owner }
 
-// followTasks wakes this replica's tasks when another replica changed their records.
-func (r *Router) followTasks(ctx context.Context) {
-	if !r.tasks.enabled() {
+// run wakes this replica's tasks when another replica changed their records, until ctx ends.
+func (h *taskHost) run(ctx context.Context) {
+	if !h.enabled() {
 		return
 	}
-	r.follow(ctx, tasksChannel(r.tasks.self), func(b []byte) {
-		r.tasks.mu.Lock()
-		run := r.tasks.runs[string(b)]
-		r.tasks.mu.Unlock()
+	h.r.follow(ctx, tasksChannel(h.self), func(b []byte) {
+		h.mu.Lock()
+		run := h.runs[string(b)]
+		h.mu.Unlock()
 		if run != nil {
 			select {
 			case run.wake <- struct{}{}:
@@ -771,8 +771,8 @@ func (r *Router) followTasks(ctx context.Context) {
 }
 
 // cancelParked stops a parked call: the upstream is told, and its requests for input are answered with an error.
-func (r *Router) cancelParked(st, bind, reason string) {
-	p, err := r.parkTable.find(st, bind)
+func (h *taskHost) cancelParked(st, bind, reason string) {
+	p, err := h.r.parkTable.find(st, bind)
 	if err != nil {
 		return
 	}
@@ -780,7 +780,7 @@ func (r *Router) cancelParked(st, bind, reason string) {
 	cur := p.cur
 	p.mu.Unlock()
 	if cur != nil && cur.link.takeIf(cur) {
-		r.inst.endLeg(cur, outcomeCancelled)
+		h.r.inst.endLeg(cur, outcomeCancelled)
 		cur.link.sendCancel(cur.upID, reason)
 	}
 	p.finished()

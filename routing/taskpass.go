@@ -38,18 +38,14 @@ func (up *Upstream) offersTasks() bool {
 }
 
 // upstreamTasks reports whether some upstream offers the tasks extension.
-func (r *Router) upstreamTasks() bool {
-	for _, up := range r.upstreams() {
+func (h *taskHost) upstreamTasks() bool {
+	for _, up := range h.r.upstreams() {
 		if up.offersTasks() {
 			return true
 		}
 	}
 	return false
 }
-
-// OffersTasks reports whether the gateway offers 2026-07-28 clients the tasks extension: it makes tasks itself,
-// or an upstream does.
-func (r *Router) OffersTasks() bool { return r.tasks.enabled() || r.upstreamTasks() }
 
 // taskBinding is what a sealed task id is bound to: the principal (any bytes, so its length first) and the
 // endpoint.
@@ -59,8 +55,8 @@ func taskBinding(principal, endpoint string) []byte {
 }
 
 // sealUpstreamTask exposes an upstream's task id to principal at endpoint.
-func (r *Router) sealUpstreamTask(principal, endpoint, upstream, id string) string {
-	aead := r.stateAEAD
+func (t *parkTable) sealUpstreamTask(principal, endpoint, upstream, id string) string {
+	aead := t.stateAEAD
 	payload := upstream + "\x00" + id
 	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(payload)+aead.Overhead())
 	rand.Read(nonce)
@@ -70,9 +66,9 @@ func (r *Router) sealUpstreamTask(principal, endpoint, upstream, id string) stri
 
 // openUpstreamTask returns the upstream and the upstream's id of an exposed task id, if principal holds it at
 // endpoint.
-func (r *Router) openUpstreamTask(principal, endpoint, exposed string) (upstream, id string, ok bool) {
+func (t *parkTable) openUpstreamTask(principal, endpoint, exposed string) (upstream, id string, ok bool) {
 	sealed, err := base64.RawURLEncoding.Strict().DecodeString(strings.TrimPrefix(exposed, upstreamTaskPrefix))
-	aead := r.stateAEAD
+	aead := t.stateAEAD
 	if err != nil || len(sealed) < aead.NonceSize()+aead.Overhead() {
 		return "", "", false
 	}

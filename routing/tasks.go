@@ -23,12 +23,12 @@ func exposeTask(up *Upstream) func(string) string {
 }
 
 // taskTarget resolves an exposed task id to its upstream and the upstream's own id.
-func (r *Router) taskTarget(exposed string) (*Upstream, string, bool) {
+func (h *taskHost) taskTarget(exposed string) (*Upstream, string, bool) {
 	name, id, ok := strings.Cut(exposed, ":")
 	if !ok {
 		return nil, "", false
 	}
-	up := r.upstream(name)
+	up := h.r.upstream(name)
 	return up, id, up != nil
 }
 
@@ -95,7 +95,7 @@ func (s *Session) taskRequest(ctx context.Context, m jsonrpc.Message, out *Strea
 		s.legacyTaskRequest(ctx, m, out, exposed)
 		return
 	}
-	up, id, ok := s.r.taskTarget(exposed)
+	up, id, ok := s.r.tasks.taskTarget(exposed)
 	if !ok || !s.allowsUpstream(ctx, up) || (s.usesMain(up) && !s.tasks.has(exposed)) {
 		replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("unknown task %q", exposed))
 		return

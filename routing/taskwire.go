@@ -132,7 +132,7 @@ func unknownTask(out *Stream, id []byte, taskID string) {
 // do not carry the extension, the server MUST reject tasks/get, tasks/update and tasks/cancel" with -32021.
 func (s *Session) modernTaskRequest(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	id := m.ID()
-	if !s.r.tasks.enabled() && !s.r.upstreamTasks() {
+	if !s.r.tasks.enabled() && !s.r.tasks.upstreamTasks() {
 		replyError(out, id, protocol.CodeMethodNotFound, fmt.Sprintf("method %q: this gateway runs no tasks", m.Method()))
 		return
 	}
