@@ -82,9 +82,9 @@ func (s *Session) HandleRequest(ctx context.Context, m jsonrpc.Message, out *Str
 	case "logging/setLevel":
 		s.setLevel(ctx, m, out)
 	case "tasks/get", "tasks/result", "tasks/cancel":
-		s.taskRequest(ctx, m, out)
+		s.r.tasks.taskRequest(ctx, s, m, out)
 	case "tasks/list":
-		s.listTasks(ctx, m, out)
+		s.r.tasks.listTasks(ctx, s, m, out)
 	default:
 		replyError(out, id, protocol.CodeMethodNotFound, fmt.Sprintf("method %q is not supported by this gateway", m.Method()))
 	}
@@ -198,7 +198,7 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 		return
 	}
 	// A task's call comes back through here (taskRunning): the name and the presets are applied then, once.
-	if k == kindTools && s.hostTask(ctx, t, m, out, name) {
+	if k == kindTools && s.r.tasks.hostTask(ctx, s, t, m, out, name) {
 		return
 	}
 	edits := make([]jsonrpc.ParamEdit, 0, 2) // the name, then _meta or the progress token: on the stack
@@ -225,11 +225,11 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 				m = m2
 			}
 		}
-		transform = s.exposeUpstreamTasks(t.up, nil)
+		transform = s.r.tasks.exposeUpstreamTasks(s, t.up, nil)
 	} else if k == kindTools {
 		if _, _, ok := jsonrpc.Lookup(m.Params(), "task"); ok {
 			var err error
-			if transform, err = s.taskCall(t.up); err != nil {
+			if transform, err = s.r.tasks.taskCall(s, t.up); err != nil {
 				replyError(out, m.ID(), protocol.CodeMethodNotFound, err.Error())
 				return
 			}

@@ -182,7 +182,7 @@ func (pc *pooledClient) preempt(ctx context.Context, m jsonrpc.Message, out *Str
 		taskMethodError(out, m)
 		return true
 	case "tasks/get", "tasks/update", "tasks/cancel":
-		pc.s.modernTaskRequest(ctx, m, out)
+		pc.s.r.tasks.modernTaskRequest(ctx, pc.s, m, out)
 		return true
 	case "tools/call", "prompts/get", "resources/read":
 		if state, ok := jsonrpc.LookupString(m.Params(), "requestState"); ok && pc.s.r.OwnsState(state) {

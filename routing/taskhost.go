@@ -170,7 +170,7 @@ func taskRunning(ctx context.Context) bool { return ctx.Value(taskRunKey{}) != n
 
 // declaresTasks reports whether the session's client declared the tasks extension (a 2026-07-28 client does so
 // per request, and a pooled session is keyed by the capabilities).
-func (s *Session) declaresTasks() bool {
+func (h *taskHost) declaresTasks(s *Session) bool {
 	_, _, ok := jsonrpc.Lookup(s.params.Capabilities, "extensions", ExtensionTasks)
 	return ok
 }
@@ -186,15 +186,14 @@ func missingTasksError(out *Stream, id []byte, what string) {
 // hostTask decides whether a tools/call of t becomes a gateway-made task, and if so starts it, reporting
 // whether it answered the request. The call is sent again through a session, marked taskRunning, so that it is
 // routed (renamed, its presets set, its _meta adapted) as any call is.
-func (s *Session) hostTask(ctx context.Context, t target, m jsonrpc.Message, out *Stream, name string) bool {
-	h := &s.r.tasks
+func (h *taskHost) hostTask(ctx context.Context, s *Session, t target, m jsonrpc.Message, out *Stream, name string) bool {
 	if t.tasks == "" || t.tasks == taskForbidden || !h.enabled() || taskRunning(ctx) {
 		return false
 	}
 	modern := s.era.modern()
 	var ttl time.Duration
 	if modern {
-		if !s.declaresTasks() {
+		if !s.r.tasks.declaresTasks(s) {
 			if t.tasks == taskRequired {
 				missingTasksError(out, m.ID(), fmt.Sprintf("tool %q runs only as a task: it", name))
 				return true
@@ -226,7 +225,7 @@ func (s *Session) hostTask(ctx context.Context, t target, m jsonrpc.Message, out
 		return false // an optional tool runs as an ordinary call
 	}
 	params := jsonrpc.DeleteMembers(m.Params(), "task")
-	rs := s.taskSession()
+	rs := s.r.tasks.taskSession(s)
 	callID := []byte(`"task-` + strconv.FormatInt(h.seq.Add(1), 10) + `"`)
 	call, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, callID, m.Method(), params))
 	if err != nil {
@@ -250,7 +249,7 @@ func (s *Session) hostTask(ctx context.Context, t target, m jsonrpc.Message, out
 func (pc *pooledClient) hostTaskRetry(ctx context.Context, m jsonrpc.Message, out *Stream, state string) bool {
 	s := pc.s
 	h := &s.r.tasks
-	if !h.enabled() || taskRunning(ctx) || !s.declaresTasks() {
+	if !h.enabled() || taskRunning(ctx) || !s.r.tasks.declaresTasks(s) {
 		return false
 	}
 	name, _ := jsonrpc.LookupString(m.Params(), "name")
@@ -277,7 +276,7 @@ func (h *taskHost) capTTL(asked time.Duration) time.Duration {
 // taskSession is the session a task's call runs on: a 2026-07-28 client's pooled session is already detached
 // from any connection; a legacy client's own session ends with its connection, so its task runs on the pooled
 // session of the same caller and capabilities instead.
-func (s *Session) taskSession() *Session {
+func (h *taskHost) taskSession(s *Session) *Session {
 	if s.era.modern() {
 		return s
 	}

@@ -83,8 +83,8 @@ func (t *parkTable) openUpstreamTask(principal, endpoint, exposed string) (upstr
 
 // exposeUpstreamTasks returns the transform of a modern client's tools/call to an upstream that offers tasks: a
 // CreateTaskResult's id is sealed for the caller. nil when the call cannot become the upstream's task.
-func (s *Session) exposeUpstreamTasks(up *Upstream, next func([]byte) []byte) func([]byte) []byte {
-	if !s.era.modern() || !s.declaresTasks() || !up.offersTasks() {
+func (h *taskHost) exposeUpstreamTasks(s *Session, up *Upstream, next func([]byte) []byte) func([]byte) []byte {
+	if !s.era.modern() || !s.r.tasks.declaresTasks(s) || !up.offersTasks() {
 		return next
 	}
 	return func(res []byte) []byte {
@@ -102,7 +102,7 @@ func (s *Session) exposeUpstreamTasks(up *Upstream, next func([]byte) []byte) fu
 
 // upstreamTaskRequest routes tasks/get, tasks/update or tasks/cancel of an upstream's task to that upstream, with
 // its own id, and shows the answer with the exposed one.
-func (s *Session) upstreamTaskRequest(ctx context.Context, m jsonrpc.Message, out *Stream, exposed string) {
+func (h *taskHost) upstreamTaskRequest(ctx context.Context, s *Session, m jsonrpc.Message, out *Stream, exposed string) {
 	name, id, ok := s.r.openUpstreamTask(s.params.Principal, s.params.Endpoint, exposed)
 	up := s.r.upstream(name)
 	if !ok || up == nil || !s.allowsUpstream(ctx, up) {
