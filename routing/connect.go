@@ -84,7 +84,7 @@ func connectMessage(upstream string) string {
 // checkGrant lets a request to a per-user upstream go on when the session's principal holds a grant, returning
 // the request to forward (a 2026-07-28 retry loses the gateway's own inputResponses). Otherwise it answers the
 // client, asking it to connect, and reports false.
-func (s *Session) checkGrant(ctx context.Context, up *Upstream, m jsonrpc.Message, out *Stream) (jsonrpc.Message, bool) {
+func (g *grants) checkGrant(ctx context.Context, s *Session, up *Upstream, m jsonrpc.Message, out *Stream) (jsonrpc.Message, bool) {
 	conn, principal, name := s.r.opts.Connector, s.params.Principal, up.cfg.Name
 	id := m.ID()
 	if conn == nil || principal == "" {
@@ -109,7 +109,7 @@ func (s *Session) checkGrant(ctx context.Context, up *Upstream, m jsonrpc.Messag
 		var e struct{ Action string }
 		_ = json.Unmarshal(answer, &e)
 		if e.Action != "accept" {
-			s.replyNotConnected(out, m, name, fmt.Sprintf("Connecting your %s account was declined, so the call was not made.", name))
+			s.r.grants.replyNotConnected(s, out, m, name, fmt.Sprintf("Connecting your %s account was declined, so the call was not made.", name))
 			return m, false
 		}
 		// The client accepted to open the link; the person is still in the browser. Wait for the grant.
@@ -124,12 +124,12 @@ func (s *Session) checkGrant(ctx context.Context, up *Upstream, m jsonrpc.Messag
 		}
 		return m, true
 	}
-	s.askToConnect(ctx, up, m, out)
+	s.r.grants.askToConnect(ctx, s, up, m, out)
 	return m, false
 }
 
 // askToConnect mints a link and asks the client to have its person open it.
-func (s *Session) askToConnect(ctx context.Context, up *Upstream, m jsonrpc.Message, out *Stream) {
+func (g *grants) askToConnect(ctx context.Context, s *Session, up *Upstream, m jsonrpc.Message, out *Stream) {
 	name, id := up.cfg.Name, m.ID()
 	elicitURL := !s.era.modern() && s.caps.Elicitation != nil && s.caps.Elicitation.URL != nil
 	inputURL := s.era.modern() && s.caps.Elicitation != nil && s.caps.Elicitation.URL != nil
@@ -144,7 +144,7 @@ func (s *Session) askToConnect(ctx context.Context, up *Upstream, m jsonrpc.Mess
 		replyError(out, id, protocol.CodeInternalError, fmt.Sprintf("your %q account is not connected, and the gateway cannot make a link to connect it now; retry shortly", name))
 		return
 	}
-	s.auditNotConnected(up, m)
+	s.r.grants.auditNotConnected(s, up, m)
 	msg := connectMessage(name)
 	switch {
 	case elicitURL:
@@ -167,13 +167,13 @@ func (s *Session) askToConnect(ctx context.Context, up *Upstream, m jsonrpc.Mess
 		b = append(b, `}}}}`...)
 		reply(out, id, b)
 	default:
-		s.replyNotConnected(out, m, name, fmt.Sprintf("Your %s account is not connected to the gateway yet. To connect it, open this link in your browser, sign in, and approve access: %s\nThe link works once, for you only, and expires in a few minutes. Then make the request again.", name, link))
+		s.r.grants.replyNotConnected(s, out, m, name, fmt.Sprintf("Your %s account is not connected to the gateway yet. To connect it, open this link in your browser, sign in, and approve access: %s\nThe link works once, for you only, and expires in a few minutes. Then make the request again.", name, link))
 	}
 }
 
 // replyNotConnected answers with text a person can follow: a tool result with isError for a tool call (the model
 // reads it and can pass it on), an error otherwise.
-func (s *Session) replyNotConnected(out *Stream, m jsonrpc.Message, upstream, text string) {
+func (g *grants) replyNotConnected(s *Session, out *Stream, m jsonrpc.Message, upstream, text string) {
 	if m.Method() != protocol.MethodToolsCall {
 		replyError(out, m.ID(), protocol.CodeInvalidRequest, text)
 		return
@@ -188,7 +188,7 @@ func (s *Session) replyNotConnected(out *Stream, m jsonrpc.Message, upstream, te
 }
 
 // auditNotConnected records a request that was not sent because its principal has not connected the upstream.
-func (s *Session) auditNotConnected(up *Upstream, m jsonrpc.Message) {
+func (g *grants) auditNotConnected(s *Session, up *Upstream, m jsonrpc.Message) {
 	if s.r.opts.Audit == nil {
 		return
 	}
@@ -230,8 +230,8 @@ func newElicitationID() string {
 
 // callStandIn answers a call of the stand-in tool: it asks to connect, or, once connected, opens the person's
 // session of the upstream, which lists it for the catalog (the client hears list_changed).
-func (s *Session) callStandIn(ctx context.Context, up *Upstream, m jsonrpc.Message, out *Stream) {
-	m, ok := s.checkGrant(ctx, up, m, out)
+func (g *grants) callStandIn(ctx context.Context, s *Session, up *Upstream, m jsonrpc.Message, out *Stream) {
+	m, ok := s.r.grants.checkGrant(ctx, s, up, m, out)
 	if !ok {
 		return
 	}
@@ -391,7 +391,7 @@ func (up *Upstream) parseCachedLists(data []byte) ([numKinds][]item, map[string]
 
 // cacheLists lists a per-user upstream through a connected person's session and keeps the lists in the store
 // when they differ from what the catalog has, for everyone's catalog (a store-listed upstream's) on every replica.
-func (s *Session) cacheLists(l *link) {
+func (g *grants) cacheLists(s *Session, l *link) {
 	up := l.up
 	ctx, cancel := context.WithTimeout(l.ctx, up.timeout())
 	defer cancel()

@@ -394,7 +394,7 @@ func (in *instruments) endLegAnswered(c *call, outcome string, answer jsonrpc.Me
 		in.audit(CallEvent{
 			Session: c.session.logID(), Principal: c.session.params.Principal, Upstream: up.cfg.Name,
 			Method: c.method, Tool: c.tool(), Outcome: outcome, Code: c.code, Duration: elapsed,
-			DefinitionHash: c.session.definitionHash(up, c.method, c.name),
+			DefinitionHash: c.session.r.inst.definitionHash(c.session, up, c.method, c.name),
 		})
 	}
 	if c.span != nil {
@@ -457,8 +457,8 @@ func (s *Session) WhenClosed(f func()) { context.AfterFunc(s.ctx, f) }
 
 // auditDenied records a request the policy refused: it is answered as if the item did not exist, but the audit
 // log says what happened.
-func (s *Session) auditDenied(up *Upstream, method, name string) {
-	s.auditRefusal(up, method, name, outcomeDenied, "policy", 0)
+func (in *instruments) auditDenied(s *Session, up *Upstream, method, name string) {
+	s.r.inst.auditRefusal(s, up, method, name, outcomeDenied, "policy", 0)
 }
 
 // Outcomes of requests the gateway refused itself (CallEvent.Outcome): denied by the policy, refused by another
@@ -479,7 +479,7 @@ const (
 // auditRefusal records a request the gateway answered with a refusal instead of forwarding: every refusal is an
 // audit event, with the rule that made it (reason) and the code the client got (0 when it was answered as if the
 // item did not exist). up is nil when no upstream was chosen.
-func (s *Session) auditRefusal(up *Upstream, method, name, outcome, reason string, code int) {
+func (in *instruments) auditRefusal(s *Session, up *Upstream, method, name, outcome, reason string, code int) {
 	if s.r.opts.Audit == nil {
 		return
 	}
@@ -487,21 +487,21 @@ func (s *Session) auditRefusal(up *Upstream, method, name, outcome, reason strin
 		Reason: reason, Code: code}
 	if up != nil {
 		e.Upstream = up.cfg.Name
-		e.DefinitionHash = s.definitionHash(up, method, name)
+		e.DefinitionHash = s.r.inst.definitionHash(s, up, method, name)
 	}
 	s.r.opts.Audit(e)
 }
 
 // refuse answers a request with an error and audits the refusal (see auditRefusal).
-func (s *Session) refuse(out *Stream, m jsonrpc.Message, up *Upstream, name string, code int, reason, msg string) {
-	s.auditRefusal(up, m.Method(), name, outcomeRefused, reason, code)
+func (in *instruments) refuse(s *Session, out *Stream, m jsonrpc.Message, up *Upstream, name string, code int, reason, msg string) {
+	s.r.inst.auditRefusal(s, up, m.Method(), name, outcomeRefused, reason, code)
 	replyError(out, m.ID(), code, msg)
 }
 
 // definitionHash is the pin hash of the tool (tools/call) or prompt (prompts/get) a request of the session names
 // by its exposed name, as the session's catalog has it; "" for other methods, or when the catalog no longer
 // routes the name to that upstream.
-func (s *Session) definitionHash(up *Upstream, method, exposed string) string {
+func (in *instruments) definitionHash(s *Session, up *Upstream, method, exposed string) string {
 	var index map[string]target
 	switch method {
 	case protocol.MethodToolsCall:

@@ -125,7 +125,7 @@ func (pl *modernPool) expirePooled(now time.Time) {
 			continue
 		}
 		for _, up := range s.links.closeIdle(now) {
-			s.childGone(up)
+			s.links.childGone(s, up)
 		}
 	}
 }

@@ -623,7 +623,7 @@ func (r *Router) expireSessions() {
 			continue
 		}
 		for _, up := range s.links.closeIdle(now) {
-			s.childGone(up)
+			s.links.childGone(s, up)
 		}
 	}
 }

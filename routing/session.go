@@ -253,7 +253,7 @@ func (s *Session) linkConnected(l *link) {
 		l.listChanged(kindTools, kindPrompts, kindResources, kindTemplates) // a new child: are its lists still its own?
 	}
 	if l.up.perUser() {
-		l.goWork(func() { s.cacheLists(l) }) // the person's own view, for the catalog of those not connected yet
+		l.goWork(func() { s.r.grants.cacheLists(s, l) }) // the person's own view, for the catalog of those not connected yet
 	}
 	prep := l.prepared()
 	s.record.recordUpstreamSession(l)
@@ -362,7 +362,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	}
 	if up.perUser() {
 		var ok bool
-		if m, ok = s.checkGrant(ctx, up, m, out); !ok {
+		if m, ok = s.r.grants.checkGrant(ctx, s, up, m, out); !ok {
 			return
 		}
 		id = m.ID()

@@ -79,7 +79,7 @@ func (h *taskHost) holds(s *Session, rec state.TaskRecord) bool {
 // refusedTask audits a request for a task that exists but is bound elsewhere: the caller is told it is unknown.
 func (h *taskHost) refusedTask(s *Session, rec state.TaskRecord, method string) {
 	if up := s.r.upstream(rec.Upstream); up != nil {
-		s.auditDenied(up, method, rec.Tool)
+		s.r.inst.auditDenied(s, up, method, rec.Tool)
 	}
 }
 
