@@ -263,13 +263,11 @@ func (r *Router) Run(ctx context.Context) {
 	}
 	r.mu.Unlock()
 	r.readyChanged()
-	var followers sync.WaitGroup // they end with ctx
-	defer followers.Wait()
-	followers.Go(func() { r.pinBook.run(ctx) })
-	followers.Go(func() { r.embed.run(ctx) })
-	followers.Go(func() { r.grants.run(ctx) })
-	followers.Go(func() { r.tasks.run(ctx) })
-	followers.Go(func() { r.replicas.run(ctx) })
+	var components sync.WaitGroup // they end with ctx
+	defer components.Wait()
+	for _, c := range []component{&r.pinBook, &r.embed, &r.grants, &r.tasks, &r.replicas} {
+		components.Go(func() { c.run(ctx) })
+	}
 	t := time.NewTicker(r.janitorInterval())
 	defer t.Stop()
 	for {
@@ -291,6 +289,12 @@ func (r *Router) Run(ctx context.Context) {
 			r.expireSessions()
 		}
 	}
+}
+
+// component is a feature of the router with goroutines of its own: run owns them, and returns once ctx ended
+// and they did.
+type component interface {
+	run(ctx context.Context)
 }
 
 // Ready reports whether every upstream has been tried once (connected and listed, or failed), so the catalog a
