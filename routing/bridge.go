@@ -60,7 +60,7 @@ type bridgeAsk struct {
 // so nothing else completes it meanwhile.
 func (lc *legacyClient) bridgeInput(c *call, result []byte) {
 	s := lc.s
-	s.r.endLeg(c, outcomeInput)
+	s.r.inst.endLeg(c, outcomeInput)
 	fail := func(code int, msg string) {
 		c.code = code
 		s.removeCall(c)
@@ -213,10 +213,10 @@ func (lc *legacyClient) retryWithInput(c *call, answers map[string]json.RawMessa
 	}
 	s.calls[c.key] = n
 	s.mu.Unlock()
-	ctx, _ := s.r.startLeg(wctx, n)
+	ctx, _ := s.r.inst.startLeg(wctx, n)
 	mirrored := s.paramValues(c.link, n, params)
 	if !c.link.add(n.upID, n) {
-		s.r.endLeg(n, outcomeFailed)
+		s.r.inst.endLeg(n, outcomeFailed)
 		s.removeCall(n)
 		return errors.New("upstream " + c.link.up.cfg.Name + " disconnected while the client was answering; retry the request")
 	}

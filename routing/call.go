@@ -128,7 +128,7 @@ func (c *call) answered(m jsonrpc.Message) {
 		c.code, _ = m.ErrorCode()
 	}
 	s := c.session
-	s.r.endLegAnswered(c, outcome, m)
+	s.r.inst.endLegAnswered(c, outcome, m)
 	s.removeCall(c)
 	if c.park != nil {
 		c.park.finished()
@@ -154,7 +154,7 @@ func (c *call) answered(m jsonrpc.Message) {
 // failed answers the client with an error of the gateway's own.
 func (c *call) failed(outcome string, code int, message string) {
 	c.code = code
-	c.session.r.endLeg(c, outcome)
+	c.session.r.inst.endLeg(c, outcome)
 	c.session.removeCall(c)
 	if c.park != nil {
 		c.park.finished()

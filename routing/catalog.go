@@ -187,7 +187,7 @@ func buildCatalogOf(ups []*Upstream, prev *catalog, listsOf func(*Upstream) [num
 				case kindTools, kindPrompts:
 					exposed := it.exposed
 					if exposed == "" {
-						exposed = exposedName(up.cfg.Prefix, it.id, up.r.nameBudget())
+						exposed = exposedName(up.cfg.Prefix, it.id, up.r.opts.nameBudget())
 					}
 					ov := shape.override(up, k, it.id)
 					if ov != nil && ov.Name != "" {

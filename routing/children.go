@@ -38,7 +38,7 @@ func (l *link) listChanged(kinds ...listKind) {
 	if busy {
 		return // the running relister takes these too
 	}
-	if !l.goWork(func() { s.relistChild(l) }) {
+	if !l.goWork(func() { s.links.relistChild(s, l) }) {
 		l.mu.Lock()
 		l.relisting = false
 		l.mu.Unlock()
@@ -47,7 +47,7 @@ func (l *link) listChanged(kinds ...listKind) {
 
 // relistChild fetches what l's upstream announced, once the announcements settle, until none is left. It runs
 // on the link's goroutine group and ends with it.
-func (s *Session) relistChild(l *link) {
+func (cl *clientLinks) relistChild(s *Session, l *link) {
 	t := time.NewTimer(listSettle)
 	defer t.Stop()
 	for {
@@ -66,16 +66,16 @@ func (s *Session) relistChild(l *link) {
 		}
 		l.mu.Unlock()
 		if l.up.perUser() {
-			s.cacheLists(l) // the person's lists, kept for all their sessions and in the store
+			s.r.grants.cacheLists(s, l) // the person's lists, kept for all their sessions and in the store
 		} else if conn != nil {
-			s.relist(l, conn.Server.Capabilities, dirty)
+			s.links.relist(s, l, conn.Server.Capabilities, dirty)
 		}
 		t.Reset(listSettle)
 	}
 }
 
 // relist fetches the dirty lists through the session's own upstream session l and makes them the session's.
-func (s *Session) relist(l *link, serverCaps json.RawMessage, dirty [numKinds]bool) {
+func (cl *clientLinks) relist(s *Session, l *link, serverCaps json.RawMessage, dirty [numKinds]bool) {
 	var caps map[string]json.RawMessage
 	_ = json.Unmarshal(serverCaps, &caps)
 	ctx, cancel := context.WithTimeout(l.ctx, l.up.timeout())
@@ -97,32 +97,32 @@ func (s *Session) relist(l *link, serverCaps json.RawMessage, dirty [numKinds]bo
 		kinds = append(kinds, k)
 	}
 	if len(kinds) > 0 {
-		s.setChildLists(l.up, kinds, fetched)
+		s.links.setChildLists(s, l.up, kinds, fetched)
 	}
 }
 
 // setChildLists makes the lists of some kinds of up, as the session's own upstream session has them, the ones
 // the session sees, and tells the client of each list that changed as it sees it.
-func (s *Session) setChildLists(up *Upstream, kinds []listKind, fetched [numKinds][]item) {
+func (cl *clientLinks) setChildLists(s *Session, up *Upstream, kinds []listKind, fetched [numKinds][]item) {
 	before := s.catalog()
 	if !s.children.setKinds(up, kinds, fetched, s.person.Load().listsOf(up, s.profile)) {
 		return
 	}
-	s.notifyChanged(before, s.catalog())
+	s.links.notifyChanged(s, before, s.catalog())
 }
 
 // childGone forgets the lists of up's child when the session's own upstream session of it closed (idle): the
 // next one starts afresh, listing what the template does.
-func (s *Session) childGone(up *Upstream) {
+func (cl *clientLinks) childGone(s *Session, up *Upstream) {
 	before := s.catalog()
 	if s.children.drop(up) {
-		s.notifyChanged(before, s.catalog())
+		s.links.notifyChanged(s, before, s.catalog())
 	}
 }
 
 // notifyChanged tells the client of the lists that differ between two catalogs it saw, as its endpoint shows
 // them: one notification per list, one for both resource lists.
-func (s *Session) notifyChanged(before, after *catalog) {
+func (cl *clientLinks) notifyChanged(s *Session, before, after *catalog) {
 	if before == after {
 		return
 	}

@@ -189,7 +189,7 @@ func TestChildListChanged(t *testing.T) {
 			t.Fatal("the new child's tool did not reach a")
 		}
 		for _, up := range a.links.closeIdle(time.Now().Add(2 * time.Minute)) {
-			a.childGone(up)
+			a.links.childGone(a, up)
 		}
 		if !heardNow(a.Standalone(), "notifications/tools/list_changed") {
 			t.Error("a did not hear that its list went with its idle child")

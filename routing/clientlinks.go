@@ -172,7 +172,7 @@ func (cl *clientLinks) snapshot() map[*Upstream]*link {
 // resolves every root on the disk first), and a first call made as it starts would find them missing. Started
 // now, the session has the roots long before a client's first call in general; awaitRoots covers one that
 // calls at once. Upstreams the client cannot use get no process of its own.
-func (s *Session) warm() {
+func (cl *clientLinks) warm(s *Session) {
 	if s.caps.Roots == nil || s.era.modern() {
 		return
 	}

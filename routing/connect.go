@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -83,7 +84,7 @@ func connectMessage(upstream string) string {
 // checkGrant lets a request to a per-user upstream go on when the session's principal holds a grant, returning
 // the request to forward (a 2026-07-28 retry loses the gateway's own inputResponses). Otherwise it answers the
 // client, asking it to connect, and reports false.
-func (s *Session) checkGrant(ctx context.Context, up *Upstream, m jsonrpc.Message, out *Stream) (jsonrpc.Message, bool) {
+func (g *grants) checkGrant(ctx context.Context, s *Session, up *Upstream, m jsonrpc.Message, out *Stream) (jsonrpc.Message, bool) {
 	conn, principal, name := s.r.opts.Connector, s.params.Principal, up.cfg.Name
 	id := m.ID()
 	if conn == nil || principal == "" {
@@ -108,11 +109,11 @@ func (s *Session) checkGrant(ctx context.Context, up *Upstream, m jsonrpc.Messag
 		var e struct{ Action string }
 		_ = json.Unmarshal(answer, &e)
 		if e.Action != "accept" {
-			s.replyNotConnected(out, m, name, fmt.Sprintf("Connecting your %s account was declined, so the call was not made.", name))
+			s.r.grants.replyNotConnected(s, out, m, name, fmt.Sprintf("Connecting your %s account was declined, so the call was not made.", name))
 			return m, false
 		}
 		// The client accepted to open the link; the person is still in the browser. Wait for the grant.
-		ok = s.r.grantWaits.wait(ctx, s.ctx, up.timeout(), principal, name, func(ctx context.Context) bool {
+		ok = s.r.grants.waits.wait(ctx, s.ctx, up.timeout(), principal, name, func(ctx context.Context) bool {
 			ok, _ := conn.Connected(ctx, principal, name)
 			return ok
 		})
@@ -123,12 +124,12 @@ func (s *Session) checkGrant(ctx context.Context, up *Upstream, m jsonrpc.Messag
 		}
 		return m, true
 	}
-	s.askToConnect(ctx, up, m, out)
+	s.r.grants.askToConnect(ctx, s, up, m, out)
 	return m, false
 }
 
 // askToConnect mints a link and asks the client to have its person open it.
-func (s *Session) askToConnect(ctx context.Context, up *Upstream, m jsonrpc.Message, out *Stream) {
+func (g *grants) askToConnect(ctx context.Context, s *Session, up *Upstream, m jsonrpc.Message, out *Stream) {
 	name, id := up.cfg.Name, m.ID()
 	elicitURL := !s.era.modern() && s.caps.Elicitation != nil && s.caps.Elicitation.URL != nil
 	inputURL := s.era.modern() && s.caps.Elicitation != nil && s.caps.Elicitation.URL != nil
@@ -143,7 +144,7 @@ func (s *Session) askToConnect(ctx context.Context, up *Upstream, m jsonrpc.Mess
 		replyError(out, id, protocol.CodeInternalError, fmt.Sprintf("your %q account is not connected, and the gateway cannot make a link to connect it now; retry shortly", name))
 		return
 	}
-	s.auditNotConnected(up, m)
+	s.r.grants.auditNotConnected(s, up, m)
 	msg := connectMessage(name)
 	switch {
 	case elicitURL:
@@ -166,13 +167,13 @@ func (s *Session) askToConnect(ctx context.Context, up *Upstream, m jsonrpc.Mess
 		b = append(b, `}}}}`...)
 		reply(out, id, b)
 	default:
-		s.replyNotConnected(out, m, name, fmt.Sprintf("Your %s account is not connected to the gateway yet. To connect it, open this link in your browser, sign in, and approve access: %s\nThe link works once, for you only, and expires in a few minutes. Then make the request again.", name, link))
+		s.r.grants.replyNotConnected(s, out, m, name, fmt.Sprintf("Your %s account is not connected to the gateway yet. To connect it, open this link in your browser, sign in, and approve access: %s\nThe link works once, for you only, and expires in a few minutes. Then make the request again.", name, link))
 	}
 }
 
 // replyNotConnected answers with text a person can follow: a tool result with isError for a tool call (the model
 // reads it and can pass it on), an error otherwise.
-func (s *Session) replyNotConnected(out *Stream, m jsonrpc.Message, upstream, text string) {
+func (g *grants) replyNotConnected(s *Session, out *Stream, m jsonrpc.Message, upstream, text string) {
 	if m.Method() != protocol.MethodToolsCall {
 		replyError(out, m.ID(), protocol.CodeInvalidRequest, text)
 		return
@@ -187,7 +188,7 @@ func (s *Session) replyNotConnected(out *Stream, m jsonrpc.Message, upstream, te
 }
 
 // auditNotConnected records a request that was not sent because its principal has not connected the upstream.
-func (s *Session) auditNotConnected(up *Upstream, m jsonrpc.Message) {
+func (g *grants) auditNotConnected(s *Session, up *Upstream, m jsonrpc.Message) {
 	if s.r.opts.Audit == nil {
 		return
 	}
@@ -229,8 +230,8 @@ func newElicitationID() string {
 
 // callStandIn answers a call of the stand-in tool: it asks to connect, or, once connected, opens the person's
 // session of the upstream, which lists it for the catalog (the client hears list_changed).
-func (s *Session) callStandIn(ctx context.Context, up *Upstream, m jsonrpc.Message, out *Stream) {
-	m, ok := s.checkGrant(ctx, up, m, out)
+func (g *grants) callStandIn(ctx context.Context, s *Session, up *Upstream, m jsonrpc.Message, out *Stream) {
+	m, ok := s.r.grants.checkGrant(ctx, s, up, m, out)
 	if !ok {
 		return
 	}
@@ -257,11 +258,39 @@ func (s *Session) callStandIn(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	reply(out, m.ID(), append(b, '}'))
 }
 
+// grants is the router's part of per-user upstream grants (the Connector holds them): the retries waiting for a
+// person to finish connecting, and what the other replicas say of a connection or of new cached lists.
+type grants struct {
+	core   grantCore
+	bus    Bus // nil: this replica alone
+	log    *slog.Logger
+	budget int // the length exposed names fit (Options.nameBudget)
+	waits  grantWaiters
+}
+
+// grantCore is what grants see of the router: its sessions and upstreams, and the bus channels it follows.
+type grantCore interface {
+	Session(id string) *Session
+	upstream(name string) *Upstream
+	upstreams() []*Upstream
+	follow(ctx context.Context, channel string, handle func([]byte))
+}
+
+var _ grantCore = (*Router)(nil)
+
+// run follows the other replicas' news of connected accounts and of cached lists, until ctx ends.
+func (g *grants) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { g.followGrants(ctx) })
+	wg.Go(func() { g.followLists(ctx) })
+}
+
 // formerStandIn returns the per-user upstream whose stand-in tool has the exposed name, when the catalog no
 // longer lists it.
-func (r *Router) formerStandIn(name string) *Upstream {
-	for _, up := range r.upstreams() {
-		if up.perUser() && exposedName(up.cfg.Prefix, standInTool, r.nameBudget()) == name {
+func (g *grants) formerStandIn(name string) *Upstream {
+	for _, up := range g.core.upstreams() {
+		if up.perUser() && exposedName(up.cfg.Prefix, standInTool, g.budget) == name {
 			return up
 		}
 	}
@@ -276,7 +305,7 @@ func (up *Upstream) standIn() item {
 	raw = jsonrpc.AppendQuote(raw, fmt.Sprintf("Connects your own %s account to the gateway, so that %s's tools can be listed and called as you. Call it once; the user is shown a link to approve access in the browser.", up.cfg.Name, up.cfg.Name))
 	raw = append(raw, `,"inputSchema":{"type":"object","properties":{}},"annotations":{"readOnlyHint":true,"openWorldHint":false}}`...)
 	it := item{raw: raw, id: standInTool}
-	it.exposed = exposedName(up.cfg.Prefix, standInTool, up.r.nameBudget())
+	it.exposed = exposedName(up.cfg.Prefix, standInTool, up.r.opts.nameBudget())
 	it.exposedRaw = replaceMember(raw, "name", it.exposed)
 	// No pin hash: the stand-in is the gateway's, and the upstream's own list must not look new beside it.
 	return it
@@ -362,7 +391,7 @@ func (up *Upstream) parseCachedLists(data []byte) ([numKinds][]item, map[string]
 
 // cacheLists lists a per-user upstream through a connected person's session and keeps the lists in the store
 // when they differ from what the catalog has, for everyone's catalog (a store-listed upstream's) on every replica.
-func (s *Session) cacheLists(l *link) {
+func (g *grants) cacheLists(s *Session, l *link) {
 	up := l.up
 	ctx, cancel := context.WithTimeout(l.ctx, up.timeout())
 	defer cancel()
@@ -423,9 +452,9 @@ func (s *Session) cacheLists(l *link) {
 }
 
 // followLists reloads cached lists another replica saved.
-func (r *Router) followLists(ctx context.Context) {
-	r.follow(ctx, listsChannel, func(name []byte) {
-		if up := r.upstream(string(name)); up != nil && up.storeListed() {
+func (g *grants) followLists(ctx context.Context) {
+	g.core.follow(ctx, listsChannel, func(name []byte) {
+		if up := g.core.upstream(string(name)); up != nil && up.storeListed() {
 			up.invalidate()
 		}
 	})
@@ -443,34 +472,34 @@ type grantNote struct {
 // session and elicitationID (both "" for a link made elsewhere, such as the connections page). On whichever
 // replica holds the session, the client hears notifications/elicitation/complete; retries waiting for the grant
 // go on. It never fails: the grant is stored already, and a client that misses the news finds it on its retry.
-func (r *Router) GrantConnected(ctx context.Context, principal, upstream, session, elicitationID string) {
+func (g *grants) GrantConnected(ctx context.Context, principal, upstream, session, elicitationID string) {
 	note := grantNote{principal, upstream, session, elicitationID}
-	if r.opts.Bus != nil {
+	if g.bus != nil {
 		b, _ := json.Marshal(note)
-		if err := r.opts.Bus.Publish(ctx, connectedChannel, b); err == nil {
+		if err := g.bus.Publish(ctx, connectedChannel, b); err == nil {
 			return
 		} else {
-			r.log.Warn("other replicas not told of a connected account; only this one acts on it", "upstream", upstream, "err", err)
+			g.log.Warn("other replicas not told of a connected account; only this one acts on it", "upstream", upstream, "err", err)
 		}
 	}
-	r.grantConnected(note)
+	g.grantConnected(note)
 }
 
-func (r *Router) followGrants(ctx context.Context) {
-	r.follow(ctx, connectedChannel, func(b []byte) {
+func (g *grants) followGrants(ctx context.Context) {
+	g.core.follow(ctx, connectedChannel, func(b []byte) {
 		var note grantNote
 		if json.Unmarshal(b, &note) == nil {
-			r.grantConnected(note)
+			g.grantConnected(note)
 		}
 	})
 }
 
-func (r *Router) grantConnected(note grantNote) {
-	r.grantWaits.wake(note.Principal, note.Upstream)
+func (g *grants) grantConnected(note grantNote) {
+	g.waits.wake(note.Principal, note.Upstream)
 	if note.Session == "" || note.ElicitationID == "" {
 		return
 	}
-	s := r.Session(note.Session)
+	s := g.core.Session(note.Session)
 	if s == nil || s.params.Principal != note.Principal {
 		return
 	}
@@ -481,7 +510,7 @@ func (r *Router) grantConnected(note grantNote) {
 	s.notify(append(msg, "}}"...))
 	// While the catalog shows the stand-in, the person's session is opened at once, so its lists reach the
 	// catalog (and list_changed the clients) without waiting for a retry.
-	if up := r.upstream(note.Upstream); up != nil && up.storeListed() && up.standingIn.Load() {
+	if up := g.core.upstream(note.Upstream); up != nil && up.storeListed() && up.standingIn.Load() {
 		s.goWork(func() {
 			l, err := s.linkFor(up)
 			if err != nil {

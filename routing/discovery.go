@@ -270,21 +270,25 @@ func (f *found) list() []string {
 // its requests share a pooled one (per principal, and for anonymous clients per capabilities), which hears no
 // notifications, so found tools would leak between clients and never be announced; such clients call what they
 // found by name or with call_tool.
-func (s *Session) exposesFound(mode *SearchMode) bool { return mode.ExposeFound && !s.era.modern() }
+func (e *embeddings) exposesFound(s *Session, mode *SearchMode) bool {
+	return mode.ExposeFound && !s.era.modern()
+}
 
 // searchMode is the session's search mode now (a reload may change it), or nil.
-func (s *Session) searchMode() *SearchMode { return s.r.shape.Load().searchMode(s.params.Endpoint) }
+func (e *embeddings) searchMode(s *Session) *SearchMode {
+	return s.r.shape.Load().searchMode(s.params.Endpoint)
+}
 
 // mayCall reports whether the session may see and call a tool of the catalog: in its endpoint's view, allowed
 // by its policy, and not withheld.
-func (s *Session) mayCall(ctx context.Context, c *catalog, name string) bool {
+func (e *embeddings) mayCall(ctx context.Context, s *Session, c *catalog, name string) bool {
 	t, ok := s.named(ctx, c, kindTools, name, "")
 	return ok && t.withheld == nil
 }
 
 // listSearch answers tools/list in search mode: the meta-tools, then the tools AlwaysList selects and (with
 // ExposeFound) those the session's searches found, in catalog order, paginated like any list.
-func (s *Session) listSearch(ctx context.Context, m jsonrpc.Message, out *Stream, mode *SearchMode) {
+func (e *embeddings) listSearch(ctx context.Context, s *Session, m jsonrpc.Message, out *Stream, mode *SearchMode) {
 	c := s.catalog()
 	// The AlwaysList's tools are found once per catalog snapshot (searchModes); the found ones by name. Only
 	// those are looked at here, not the whole catalog.
@@ -293,7 +297,7 @@ func (s *Session) listSearch(ctx context.Context, m jsonrpc.Message, out *Stream
 		listed = searchModes(c, &Shape{Root: mode})[""]
 	}
 	at := slices.Clone(listed.listed)
-	if s.exposesFound(mode) {
+	if s.r.embed.exposesFound(s, mode) {
 		for _, name := range s.found.list() {
 			if t, ok := c.tools[name]; ok && t.item >= 0 {
 				at = append(at, t.item)
@@ -306,7 +310,7 @@ func (s *Session) listSearch(ctx context.Context, m jsonrpc.Message, out *Stream
 	for _, i := range at {
 		raw := c.items[kindTools][i]
 		name, _ := jsonrpc.LookupString(raw, "name")
-		if name != toolSearch && name != toolCall && s.mayCall(ctx, c, name) {
+		if name != toolSearch && name != toolCall && s.r.embed.mayCall(ctx, s, c, name) {
 			items = append(items, raw)
 		}
 	}
@@ -348,7 +352,7 @@ type searchArgs struct {
 
 // searchTools answers search_tools: the best matches among the tools the session may call, as structured
 // content (declared by the tool's outputSchema) and as text for clients that ignore it.
-func (s *Session) searchTools(ctx context.Context, m jsonrpc.Message, out *Stream, mode *SearchMode) {
+func (e *embeddings) searchTools(ctx context.Context, s *Session, m jsonrpc.Message, out *Stream, mode *SearchMode) {
 	var args searchArgs
 	if raw := member(m.Params(), "arguments"); len(raw) > 0 {
 		if err := json.Unmarshal(raw, &args); err != nil {
@@ -371,8 +375,10 @@ func (s *Session) searchTools(ctx context.Context, m jsonrpc.Message, out *Strea
 	c := s.catalog()
 	var hits []search.Hit
 	if c.index != nil {
-		allow := func(name string) bool { return name != toolSearch && name != toolCall && s.mayCall(ctx, c, name) }
-		hits = s.r.rank(ctx, c, s.stats.get(c, s.policy(ctx), allow), args.Query, limit, allow)
+		allow := func(name string) bool {
+			return name != toolSearch && name != toolCall && s.r.embed.mayCall(ctx, s, c, name)
+		}
+		hits = s.r.embed.rank(ctx, c, s.stats.get(c, s.policy(ctx), allow), args.Query, limit, allow)
 	}
 	b := append([]byte(nil), `{"content":[{"type":"text","text":`...)
 	b = jsonrpc.AppendQuote(b, renderHits(c, args.Query, hits))
@@ -387,7 +393,7 @@ func (s *Session) searchTools(ctx context.Context, m jsonrpc.Message, out *Strea
 	}
 	b = append(b, `]}}`...)
 	reply(out, m.ID(), b)
-	if s.exposesFound(mode) && s.found.add(names) {
+	if s.r.embed.exposesFound(s, mode) && s.found.add(names) {
 		s.notify(jsonrpc.AppendNotification(nil, kindTools.changedMethod(), nil))
 	}
 }

@@ -28,11 +28,11 @@ func (s *Session) HandleRequest(ctx context.Context, m jsonrpc.Message, out *Str
 		// Checked before anything reads params: call_tool's wrapped call, presets, names, URIs and task ids are
 		// all read from them, and an upstream would act on the member the gateway did not check.
 		name, _ := jsonrpc.LookupString(m.Params(), "name") // "" when the name is what appears twice
-		s.refuse(out, m, nil, name, protocol.CodeInvalidParams, "duplicate member "+strconv.Quote(dup),
+		s.r.inst.refuse(s, out, m, nil, name, protocol.CodeInvalidParams, "duplicate member "+strconv.Quote(dup),
 			fmt.Sprintf("params holds the member %q twice in one object (after unescaping): send each member once", dup))
 		return
 	}
-	if m.MethodIs(protocol.MethodToolsCall) && s.searchMode() != nil {
+	if m.MethodIs(protocol.MethodToolsCall) && s.r.embed.searchMode(s) != nil {
 		if name, _ := jsonrpc.LookupString(m.Params(), "name"); name == toolCall {
 			var why string
 			if m, why = unwrapCallTool(m); why != "" {
@@ -50,8 +50,8 @@ func (s *Session) HandleRequest(ctx context.Context, m jsonrpc.Message, out *Str
 	case "initialize":
 		replyError(out, id, protocol.CodeInvalidRequest, "the session is already initialized; start a new session to initialize again")
 	case "tools/list":
-		if mode := s.searchMode(); mode != nil {
-			s.listSearch(ctx, m, out, mode)
+		if mode := s.r.embed.searchMode(s); mode != nil {
+			s.r.embed.listSearch(ctx, s, m, out, mode)
 			return
 		}
 		s.list(ctx, m, out, kindTools)
@@ -62,9 +62,9 @@ func (s *Session) HandleRequest(ctx context.Context, m jsonrpc.Message, out *Str
 	case "resources/templates/list":
 		s.list(ctx, m, out, kindTemplates)
 	case "tools/call":
-		if mode := s.searchMode(); mode != nil {
+		if mode := s.r.embed.searchMode(s); mode != nil {
 			if name, _ := jsonrpc.LookupString(m.Params(), "name"); name == toolSearch {
-				s.searchTools(ctx, m, out, mode)
+				s.r.embed.searchTools(ctx, s, m, out, mode)
 				return
 			}
 		}
@@ -82,9 +82,9 @@ func (s *Session) HandleRequest(ctx context.Context, m jsonrpc.Message, out *Str
 	case "logging/setLevel":
 		s.setLevel(ctx, m, out)
 	case "tasks/get", "tasks/result", "tasks/cancel":
-		s.taskRequest(ctx, m, out)
+		s.r.tasks.taskRequest(ctx, s, m, out)
 	case "tasks/list":
-		s.listTasks(ctx, m, out)
+		s.r.tasks.listTasks(ctx, s, m, out)
 	default:
 		replyError(out, id, protocol.CodeMethodNotFound, fmt.Sprintf("method %q is not supported by this gateway", m.Method()))
 	}
@@ -94,14 +94,14 @@ func (s *Session) HandleRequest(ctx context.Context, m jsonrpc.Message, out *Str
 func (s *Session) HandleNotification(m jsonrpc.Message) {
 	s.touch()
 	if dup, ok := m.DuplicateMember(); ok {
-		s.auditRefusal(nil, m.Method(), "", outcomeRefused, "duplicate member "+strconv.Quote(dup), 0)
+		s.r.inst.auditRefusal(s, nil, m.Method(), "", outcomeRefused, "duplicate member "+strconv.Quote(dup), 0)
 		return // a notification has no answer to carry the refusal
 	}
 	switch m.Method() {
 	case "notifications/cancelled":
 		s.cancelCall(nil, m.Params())
 	case "notifications/initialized":
-		s.goWork(s.warm) // its per-client upstream sessions that ask for roots, ahead of the first call
+		s.goWork(func() { s.links.warm(s) }) // its per-client upstream sessions that ask for roots, ahead of the first call
 	case "notifications/roots/list_changed":
 		// Roots belong to the client: every per-client upstream session hears of the change.
 		for _, l := range s.links.all() {
@@ -130,13 +130,13 @@ func (s *Session) named(ctx context.Context, cat *catalog, k listKind, name, met
 	}
 	if !cat.inView(s.params.Endpoint, k, name) {
 		if method != "" {
-			s.auditRefusal(t.up, method, name, outcomeRefused, reasonOutsideView, protocol.CodeInvalidParams)
+			s.r.inst.auditRefusal(s, t.up, method, name, outcomeRefused, reasonOutsideView, protocol.CodeInvalidParams)
 		}
 		return target{}, false // another endpoint's is unknown here, like a name nobody offers
 	}
 	if !s.allows(ctx, t.up, k, t.name) {
 		if method != "" {
-			s.auditDenied(t.up, method, name)
+			s.r.inst.auditDenied(s, t.up, method, name)
 		}
 		return target{}, false
 	}
@@ -174,8 +174,8 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 	t, ok := s.named(ctx, cat, k, name, m.Method())
 	if !ok && k == kindTools {
 		// A client retrying the stand-in it was asked to connect through, once the upstream's own list replaced it.
-		if up := s.r.formerStandIn(name); up != nil && s.allowsUpstream(ctx, up) {
-			s.callStandIn(ctx, up, m, out)
+		if up := s.r.grants.formerStandIn(name); up != nil && s.allowsUpstream(ctx, up) {
+			s.r.grants.callStandIn(ctx, s, up, m, out)
 			return
 		}
 	}
@@ -185,20 +185,20 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 		if _, known := cat.targets(k)[name]; known {
 			replyError(out, m.ID(), protocol.CodeInvalidParams, msg) // named audited why
 		} else {
-			s.refuse(out, m, nil, name, protocol.CodeInvalidParams, reasonUnknown, msg)
+			s.r.inst.refuse(s, out, m, nil, name, protocol.CodeInvalidParams, reasonUnknown, msg)
 		}
 		return
 	}
 	if d := t.withheld; d != nil {
-		s.refuse(out, m, t.up, name, protocol.CodeUnavailable, reasonWithheld, d.callError(what, name))
+		s.r.inst.refuse(s, out, m, t.up, name, protocol.CodeUnavailable, reasonWithheld, d.callError(what, name))
 		return
 	}
 	if k == kindTools && t.name == standInTool && t.up.standingIn.Load() {
-		s.callStandIn(ctx, t.up, m, out)
+		s.r.grants.callStandIn(ctx, s, t.up, m, out)
 		return
 	}
 	// A task's call comes back through here (taskRunning): the name and the presets are applied then, once.
-	if k == kindTools && s.hostTask(ctx, t, m, out, name) {
+	if k == kindTools && s.r.tasks.hostTask(ctx, s, t, m, out, name) {
 		return
 	}
 	edits := make([]jsonrpc.ParamEdit, 0, 2) // the name, then _meta or the progress token: on the stack
@@ -212,7 +212,7 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 	if len(t.presets) > 0 {
 		var why string
 		if m, why = withPresets(m, name, t.presets); why != "" {
-			s.refuse(out, m, t.up, name, protocol.CodeInvalidParams, reasonPreset, why)
+			s.r.inst.refuse(s, out, m, t.up, name, protocol.CodeInvalidParams, reasonPreset, why)
 			return
 		}
 	}
@@ -225,11 +225,11 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 				m = m2
 			}
 		}
-		transform = s.exposeUpstreamTasks(t.up, nil)
+		transform = s.r.tasks.exposeUpstreamTasks(s, t.up, nil)
 	} else if k == kindTools {
 		if _, _, ok := jsonrpc.Lookup(m.Params(), "task"); ok {
 			var err error
-			if transform, err = s.taskCall(t.up); err != nil {
+			if transform, err = s.r.tasks.taskCall(s, t.up); err != nil {
 				replyError(out, m.ID(), protocol.CodeMethodNotFound, err.Error())
 				return
 			}
@@ -252,11 +252,11 @@ func (s *Session) callURI(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	cat := s.catalog()
 	rt, ok := s.resolveURI(cat, uri)
 	if ok && !cat.inViewURI(s.params.Endpoint, uri) {
-		s.auditRefusal(rt.up, m.Method(), uri, outcomeRefused, reasonOutsideView, 0)
+		s.r.inst.auditRefusal(s, rt.up, m.Method(), uri, outcomeRefused, reasonOutsideView, 0)
 		ok = false // another endpoint's: unknown here
 	}
 	if ok && !s.allowsURI(ctx, rt.up, rt.uri) {
-		s.auditDenied(rt.up, m.Method(), uri)
+		s.r.inst.auditDenied(s, rt.up, m.Method(), uri)
 		ok = false
 	}
 	if !ok {
@@ -347,7 +347,7 @@ func (s *Session) resolveURI(c *catalog, uri string) (uriRoute, bool) {
 	if c.ambiguity(uri) != "" {
 		return uriRoute{}, false
 	}
-	if up := s.r.soleProvider("resources"); up != nil {
+	if up := s.r.set.Load().soleProvider("resources"); up != nil {
 		return uriRoute{up, uri}, true
 	}
 	return uriRoute{}, false
@@ -367,7 +367,7 @@ func (s *Session) completion(ctx context.Context, m jsonrpc.Message, out *Stream
 			return
 		}
 		if d := t.withheld; d != nil {
-			s.refuse(out, m, t.up, name, protocol.CodeUnavailable, reasonWithheld, d.callError("prompt", name))
+			s.r.inst.refuse(s, out, m, t.up, name, protocol.CodeUnavailable, reasonWithheld, d.callError("prompt", name))
 			return
 		}
 		var edits []jsonrpc.ParamEdit
@@ -440,9 +440,9 @@ func (s *Session) setLevel(ctx context.Context, m jsonrpc.Message, out *Stream) 
 }
 
 // soleProvider returns the only upstream that declared a capability, or nil.
-func (r *Router) soleProvider(capability string) *Upstream {
+func (set *upstreamSet) soleProvider(capability string) *Upstream {
 	var found *Upstream
-	for _, up := range r.upstreams() {
+	for _, up := range set.list {
 		if _, ok := up.capability(capability); ok {
 			if found != nil {
 				return nil

@@ -35,6 +35,10 @@ type toolVectors struct {
 
 // embeddings holds the router's tool vectors and wakes the worker that computes them.
 type embeddings struct {
+	embedder Embedder                 // nil: search is BM25 alone
+	timeout  time.Duration            // Options.SearchTimeout
+	cat      *atomic.Pointer[catalog] // the router's shared catalog, whose tools it embeds
+
 	cur  atomic.Pointer[toolVectors]
 	kick chan struct{} // buffered (1): a rebuild asks for vectors of the new catalog
 }
@@ -59,21 +63,21 @@ func embedText(d search.Doc) string {
 }
 
 // wantVectors asks the worker for the vectors of the current catalog (after a rebuild); it never blocks.
-func (r *Router) wantVectors() {
-	if r.opts.Embedder == nil {
+func (e *embeddings) wantVectors() {
+	if e.embedder == nil {
 		return
 	}
 	select {
-	case r.embed.kick <- struct{}{}:
+	case e.kick <- struct{}{}:
 	default: // a request is pending: it will see this catalog
 	}
 }
 
-// embedTools computes the current catalog's tool vectors whenever asked, until ctx ends. A failure keeps the
+// run computes the current catalog's tool vectors whenever asked, until ctx ends. A failure keeps the
 // previous vectors (searches use those whose tool is unchanged) and is retried after a pause that doubles up to
 // a minute, or at the next rebuild, whichever comes first.
-func (r *Router) embedTools(ctx context.Context) {
-	if r.opts.Embedder == nil {
+func (e *embeddings) run(ctx context.Context) {
+	if e.embedder == nil {
 		return
 	}
 	var retry <-chan time.Time
@@ -82,11 +86,11 @@ func (r *Router) embedTools(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-r.embed.kick:
+		case <-e.kick:
 		case <-retry:
 		}
 		retry = nil
-		c := r.cat.Load()
+		c := e.cat.Load()
 		if c.index == nil {
 			continue
 		}
@@ -96,7 +100,7 @@ func (r *Router) embedTools(ctx context.Context) {
 			name, _ := jsonrpc.LookupString(raw, "name")
 			texts[name] = embedText(searchDoc(raw, ref.up.cfg.Name, ""))
 		}
-		vecs, err := r.opts.Embedder.Vectors(ctx, texts)
+		vecs, err := e.embedder.Vectors(ctx, texts)
 		if err != nil {
 			// The Embedder logged and counted it; searches use BM25 and the vectors they have.
 			retry = time.After(pause)
@@ -104,28 +108,28 @@ func (r *Router) embedTools(ctx context.Context) {
 			continue
 		}
 		pause = time.Second
-		r.embed.cur.Store(&toolVectors{print: c.index.print, vec: vecs})
+		e.cur.Store(&toolVectors{print: c.index.print, vec: vecs})
 	}
 }
 
 // searchTimeout bounds the wait for a query's vector.
-func (r *Router) searchTimeout() time.Duration {
-	if r.opts.SearchTimeout > 0 {
-		return r.opts.SearchTimeout
+func (e *embeddings) searchTimeout() time.Duration {
+	if e.timeout > 0 {
+		return e.timeout
 	}
 	return 2 * time.Second
 }
 
 // rank runs a search on a catalog snapshot: BM25F, fused with the vector ranking when an Embedder is configured
 // and answers in time.
-func (r *Router) rank(ctx context.Context, c *catalog, st *search.Stats, query string, limit int, allow func(string) bool) []search.Hit {
+func (e *embeddings) rank(ctx context.Context, c *catalog, st *search.Stats, query string, limit int, allow func(string) bool) []search.Hit {
 	bm25 := c.index.ix.SearchIn(st, query, limit, allow)
-	tv := r.embed.cur.Load()
-	if r.opts.Embedder == nil || tv == nil {
+	tv := e.cur.Load()
+	if e.embedder == nil || tv == nil {
 		return bm25
 	}
-	qctx, cancel := context.WithTimeout(ctx, r.searchTimeout())
-	qv, err := r.opts.Embedder.Query(qctx, query)
+	qctx, cancel := context.WithTimeout(ctx, e.searchTimeout())
+	qv, err := e.embedder.Query(qctx, query)
 	cancel()
 	if err != nil {
 		return bm25 // counted and logged by the Embedder

@@ -76,7 +76,7 @@ func (lc *legacyClient) serverRequest(l *link, m jsonrpc.Message, rel *call) {
 	}
 	if m.MethodIs("elicitation/create") {
 		if eid, ok := jsonrpc.LookupString(m.Params(), "elicitationId"); ok {
-			s.r.noteElicitation(l, eid, s)
+			s.r.elicits.note(l, eid, s)
 		}
 	}
 	if !out.Push(msg, ClassRequest) && (out == s.standalone || !s.standalone.Push(msg, ClassRequest)) {

@@ -154,7 +154,7 @@ func (l *link) run() {
 		since := time.Now()
 		err = l.serve(conn)
 		conn.Close()
-		l.r.upstreamSessionEnded(l, conn, since)
+		l.r.inst.upstreamSessionEnded(l, conn, since)
 		if err == nil {
 			err = fmt.Errorf("connection closed: %w", io.EOF)
 		}
@@ -589,7 +589,7 @@ func (l *link) notification(m jsonrpc.Message, related []byte) {
 		}
 		l.r.eachSession(func(s *Session) { s.era.serverRequestCancelled(l, m) })
 		if st, e, ok := jsonrpc.Lookup(m.Params(), "requestId"); ok {
-			l.r.parks.withdraw(nil, l, m.Params()[st:e]) // stateless sessions are not in the list above
+			l.r.parkTable.withdraw(nil, l, m.Params()[st:e]) // stateless sessions are not in the list above
 		}
 	case "notifications/tools/list_changed":
 		l.listChanged(kindTools)

@@ -27,7 +27,7 @@ func (s *Session) ListCache(ctx context.Context, method string) (private bool, u
 	if !ok {
 		return true, 0, true // not a list: nothing said here makes it shareable
 	}
-	private = *s.policy(ctx) != nil || s.catalog() != s.sharedCatalog() || k == kindTools && s.searchMode() != nil
+	private = *s.policy(ctx) != nil || s.catalog() != s.sharedCatalog() || k == kindTools && s.r.embed.searchMode(s) != nil
 	for _, up := range s.r.upstreams() {
 		if v := up.listTTL[k].Load(); v > 0 && (!capped || time.Duration(v-1)*time.Millisecond < upstreamTTL) {
 			upstreamTTL, capped = time.Duration(v-1)*time.Millisecond, true

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,7 +50,7 @@ type inputAsk struct {
 
 // park is one parked upstream call and its rounds with the client.
 type park struct {
-	r       *Router
+	t       *parkTable
 	id      string
 	session *Session
 	bind    string // hash of principal, method and name: what a retry must match
@@ -69,12 +70,28 @@ type park struct {
 	expire   *time.Timer
 }
 
-// parkTable finds parks by id, and by the live call of a first round still gathering its asks.
+// parkTable is the request-state component: it seals the requestState of a parked call (stateToken, openState),
+// finds parks by id, and by the live call of a first round still gathering its asks.
 type parkTable struct {
+	// stateAEAD seals requestState; ownState starts every requestState it seals (OwnsState).
+	stateAEAD *vault.Sealer
+	ownState  string
+	self      string          // Options.Replica, sealed into each state
+	registry  ReplicaRegistry // where StateOwner checks an address; nil: no forwarding
+	log       *slog.Logger
+	streams   parkCore
+
 	mu     sync.Mutex
 	byID   map[string]*park
 	byCall map[*call]*park
 }
+
+// parkCore is what parking sees of the router: the streams that buffer a detached call's messages.
+type parkCore interface {
+	NewStream(finals, maxQueued int) *Stream
+}
+
+var _ parkCore = (*Router)(nil)
 
 func (t *parkTable) holds(s *Session) bool {
 	t.mu.Lock()
@@ -89,7 +106,7 @@ func (t *parkTable) holds(s *Session) bool {
 
 // park takes a server→client request of a legacy upstream for a stateless session's call: it joins the call's
 // current round, which is answered with an InputRequiredResult once the gather window closes.
-func (r *Router) park(s *Session, l *link, m jsonrpc.Message, rel *call) {
+func (t *parkTable) park(s *Session, l *link, m jsonrpc.Message, rel *call) {
 	if rel == nil || rel.session != s {
 		l.respond(jsonrpc.AppendError(nil, m.ID(), protocol.CodeInvalidRequest,
 			"switchboard: a 2026-07-28 client can be asked for input only during one of its calls", nil))
@@ -100,17 +117,17 @@ func (r *Router) park(s *Session, l *link, m jsonrpc.Message, rel *call) {
 	a := &inputAsk{link: l, upID: clone(m.ID()), req: req}
 
 	p := rel.park
-	r.parks.mu.Lock()
+	t.mu.Lock()
 	if p == nil {
-		if p = r.parks.byCall[rel]; p == nil {
-			p = r.newPark(s, rel)
-			if r.parks.byID == nil {
-				r.parks.byID, r.parks.byCall = map[string]*park{}, map[*call]*park{}
+		if p = t.byCall[rel]; p == nil {
+			p = t.newPark(s, rel)
+			if t.byID == nil {
+				t.byID, t.byCall = map[string]*park{}, map[*call]*park{}
 			}
-			r.parks.byID[p.id], r.parks.byCall[rel] = p, p
+			t.byID[p.id], t.byCall[rel] = p, p
 		}
 	}
-	r.parks.mu.Unlock()
+	t.mu.Unlock()
 
 	p.mu.Lock()
 	if p.done {
@@ -132,15 +149,15 @@ func (r *Router) park(s *Session, l *link, m jsonrpc.Message, rel *call) {
 	p.mu.Unlock()
 }
 
-func (r *Router) newPark(s *Session, c *call) *park {
+func (t *parkTable) newPark(s *Session, c *call) *park {
 	var idb [12]byte
 	rand.Read(idb[:])
 	return &park{
-		r: r, id: hex.EncodeToString(idb[:]), session: s,
+		t: t, id: hex.EncodeToString(idb[:]), session: s,
 		bind:     bindHash(s.params.Principal, c.method, c.name),
 		cur:      c,
 		attached: true,
-		buf:      r.NewStream(-1, 256),
+		buf:      t.streams.NewStream(-1, 256),
 		asks:     map[string]*inputAsk{},
 	}
 }
@@ -176,9 +193,9 @@ func (p *park) flush() {
 	p.round++
 	result := p.inputRequiredLocked()
 	p.mu.Unlock()
-	p.r.parks.mu.Lock()
-	delete(p.r.parks.byCall, cur)
-	p.r.parks.mu.Unlock()
+	p.t.mu.Lock()
+	delete(p.t.byCall, cur)
+	p.t.mu.Unlock()
 	cur.session.removeCall(cur)
 	cur.out.Push(jsonrpc.AppendResult(nil, cur.clientID, result), ClassFinal)
 }
@@ -202,7 +219,7 @@ func (p *park) inputRequiredLocked() []byte {
 		b = append(append(jsonrpc.AppendQuote(b, k), ':'), p.asks[k].req...)
 	}
 	b = append(b, `},"requestState":`...)
-	b = jsonrpc.AppendQuote(b, p.r.stateToken(p.id, p.round, p.bind, time.Now().Add(parkTTL)))
+	b = jsonrpc.AppendQuote(b, p.t.stateToken(p.id, p.round, p.bind, time.Now().Add(parkTTL)))
 	return append(b, '}')
 }
 
@@ -237,14 +254,14 @@ func (p *park) finished() {
 
 // forget removes the park from the tables.
 func (p *park) forget() {
-	p.r.parks.mu.Lock()
-	delete(p.r.parks.byID, p.id)
-	for c, q := range p.r.parks.byCall {
+	p.t.mu.Lock()
+	delete(p.t.byID, p.id)
+	for c, q := range p.t.byCall {
 		if q == p {
-			delete(p.r.parks.byCall, c)
+			delete(p.t.byCall, c)
 		}
 	}
-	p.r.parks.mu.Unlock()
+	p.t.mu.Unlock()
 }
 
 // withdraw forgets an upstream's request for input that the upstream cancelled: the client is not asked again,
@@ -276,7 +293,7 @@ func IsGatewayState(state string) bool { return strings.HasPrefix(state, statePr
 // OwnsState reports whether a requestState was minted under this deployment's key (and so names a call parked on
 // one of its replicas). Another gateway's state, such as that of a Switchboard behind this one, is the upstream's
 // to judge: it passes through untouched. A state with this key's id that does not open was altered: -32602.
-func (r *Router) OwnsState(state string) bool { return strings.HasPrefix(state, r.ownState) }
+func (t *parkTable) OwnsState(state string) bool { return strings.HasPrefix(state, t.ownState) }
 
 // stateKeyID names the requestState key among gateways: a short hash of the secret, which says nothing of it.
 func stateKeyID(secret []byte) string {
@@ -289,7 +306,7 @@ func stateKeyID(secret []byte) string {
 func (pc *pooledClient) resume(ctx context.Context, m jsonrpc.Message, out *Stream, state string) {
 	s := pc.s
 	id := m.ID()
-	p, err := s.r.parks.find(s.r, state, bindHash(s.params.Principal, m.Method(), requestName(m)))
+	p, err := s.r.parkTable.find(state, bindHash(s.params.Principal, m.Method(), requestName(m)))
 	if err != nil {
 		replyError(out, id, protocol.CodeInvalidParams, err.Error())
 		return
@@ -453,11 +470,11 @@ func bindHash(principal, method, name string) string {
 // "<park>.<round>.<expiry>.<bind>.<replica>" sealed with AES-256-GCM (nonce and ciphertext, base64url), a ".", and
 // the GCM tag (base64url). Sealed rather than only signed: the replica's address is internal and the client needs
 // none of it. The key derives from the cursor secret, shared by the replicas.
-func (r *Router) stateToken(id string, round int, bind string, expires time.Time) string {
+func (t *parkTable) stateToken(id string, round int, bind string, expires time.Time) string {
 	payload := id + "." + strconv.Itoa(round) + "." + strconv.FormatInt(expires.Unix(), 10) + "." + bind + "." +
-		base64.RawURLEncoding.EncodeToString([]byte(r.opts.Replica))
-	body, tag := r.sealState([]byte(payload))
-	return r.ownState + base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(tag)
+		base64.RawURLEncoding.EncodeToString([]byte(t.self))
+	body, tag := t.sealState([]byte(payload))
+	return t.ownState + base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(tag)
 }
 
 // newStateAEAD returns the sealer of requestState and of exposed task ids: vault's AES-256-GCM under a key derived
@@ -468,8 +485,8 @@ func newStateAEAD(secret []byte) *vault.Sealer {
 }
 
 // sealState encrypts and authenticates a payload, returning nonce+ciphertext and the tag apart.
-func (r *Router) sealState(payload []byte) (body, tag []byte) {
-	sealed := r.stateAEAD.Seal(nil, payload, []byte(statePrefix))
+func (t *parkTable) sealState(payload []byte) (body, tag []byte) {
+	sealed := t.stateAEAD.Seal(nil, payload, []byte(statePrefix))
 	cut := len(sealed) - vault.TagSize
 	return sealed[:cut], sealed[cut:]
 }
@@ -477,8 +494,8 @@ func (r *Router) sealState(payload []byte) (body, tag []byte) {
 var errState = errors.New("requestState is not valid: it was altered, or it was issued to another principal or for another request; call again without requestState")
 
 // openState opens a gateway requestState (authenticating it) and returns its fields: park, round, expiry, bind, replica.
-func (r *Router) openState(state string) ([]string, bool) {
-	rest, own := strings.CutPrefix(state, r.ownState)
+func (t *parkTable) openState(state string) ([]string, bool) {
+	rest, own := strings.CutPrefix(state, t.ownState)
 	b64, t64, ok := strings.Cut(rest, ".")
 	if !own || !ok {
 		return nil, false
@@ -489,7 +506,7 @@ func (r *Router) openState(state string) ([]string, bool) {
 	if err1 != nil || err2 != nil || len(body) < vault.NonceSize || len(tag) != vault.TagSize {
 		return nil, false
 	}
-	raw, err := r.stateAEAD.Open(append(body, tag...), []byte(statePrefix))
+	raw, err := t.stateAEAD.Open(append(body, tag...), []byte(statePrefix))
 	if err != nil {
 		return nil, false
 	}
@@ -511,39 +528,39 @@ func (r *Router) openState(state string) ([]string, bool) {
 // hold the call, and names an address a replica registered in the shared store: an address is never trusted for
 // having been sealed alone (whoever holds the cursor secret can seal any). It reports "" (serve the retry here,
 // where it fails with the reason) in every other case, and an error only when the registry cannot be asked.
-func (r *Router) StateOwner(ctx context.Context, principal string, m jsonrpc.Message, state string) (string, error) {
-	if r.opts.Replicas == nil {
+func (t *parkTable) StateOwner(ctx context.Context, principal string, m jsonrpc.Message, state string) (string, error) {
+	if t.registry == nil {
 		return "", nil // no replicas to send anything to
 	}
-	parts, ok := r.openState(state)
-	if !ok || parts[3] != bindHash(principal, m.Method(), requestName(m)) || parts[4] == "" || parts[4] == r.opts.Replica {
+	parts, ok := t.openState(state)
+	if !ok || parts[3] != bindHash(principal, m.Method(), requestName(m)) || parts[4] == "" || parts[4] == t.self {
 		return "", nil
 	}
 	if exp, err := strconv.ParseInt(parts[2], 10, 64); err != nil || time.Now().Unix() > exp {
 		return "", nil
 	}
-	r.parks.mu.Lock()
-	_, here := r.parks.byID[parts[0]]
-	r.parks.mu.Unlock()
+	t.mu.Lock()
+	_, here := t.byID[parts[0]]
+	t.mu.Unlock()
 	if here {
 		return "", nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	registered, err := r.opts.Replicas.ReplicaRegistered(ctx, parts[4])
+	registered, err := t.registry.ReplicaRegistered(ctx, parts[4])
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}
 	if !registered {
-		r.log.Warn("a requestState names a replica that is not registered; the retry is served here", "replica", parts[4])
+		t.log.Warn("a requestState names a replica that is not registered; the retry is served here", "replica", parts[4])
 		return "", nil
 	}
 	return parts[4], nil
 }
 
 // find verifies a gateway requestState and returns its park.
-func (t *parkTable) find(r *Router, state, bind string) (*park, error) {
-	parts, ok := r.openState(state)
+func (t *parkTable) find(state, bind string) (*park, error) {
+	parts, ok := t.openState(state)
 	if !ok || parts[3] != bind {
 		return nil, errState
 	}

@@ -23,9 +23,9 @@ import (
 
 // stateRouter is the least of a Router that mints and checks requestStates: the key, and one park in round 2.
 func stateRouter(key string) (*Router, *park) {
-	r := &Router{cursors: cursorCodec{key: []byte(key)}, stateAEAD: newStateAEAD([]byte(key)), ownState: statePrefix + stateKeyID([]byte(key)) + "."}
+	r := &Router{cursors: cursorCodec{key: []byte(key)}, parkTable: parkTable{stateAEAD: newStateAEAD([]byte(key)), ownState: statePrefix + stateKeyID([]byte(key)) + "."}}
 	p := &park{id: "0123456789abcdef01234567", round: 2}
-	r.parks.byID = map[string]*park{p.id: p}
+	r.parkTable.byID = map[string]*park{p.id: p}
 	return r, p
 }
 
@@ -95,7 +95,7 @@ func TestRequestStateToken(t *testing.T) {
 		{name: "park forgotten", tok: unknown, bind: bind, want: "no longer holds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := r.parks.find(r, tc.tok, tc.bind)
+			got, err := r.parkTable.find(tc.tok, tc.bind)
 			if tc.wantP {
 				if err != nil || got != p {
 					t.Fatalf("find = %v, %v; want the park", got, err)
@@ -173,16 +173,16 @@ func TestStatelessPoolBounds(t *testing.T) {
 			t.Fatalf("pool key of %d bytes, want a 32-byte hash", len(s.era.(*pooledClient).key))
 		}
 	}
-	r.pool.mu.Lock()
-	mallory, total := 0, len(r.pool.m)
-	for _, s := range r.pool.m {
+	r.modernPool.mu.Lock()
+	mallory, total := 0, len(r.modernPool.m)
+	for _, s := range r.modernPool.m {
 		if s.params.Principal == "mallory" {
 			mallory++
 		}
 	}
-	_, bobPooled := r.pool.m[bob.era.(*pooledClient).key]
-	_, firstPooled := r.pool.m[first.era.(*pooledClient).key]
-	r.pool.mu.Unlock()
+	_, bobPooled := r.modernPool.m[bob.era.(*pooledClient).key]
+	_, firstPooled := r.modernPool.m[first.era.(*pooledClient).key]
+	r.modernPool.mu.Unlock()
 	if mallory != maxStatelessPerPrincipal || total != maxStatelessPerPrincipal+1 {
 		t.Errorf("pool holds %d of mallory's sessions (%d in all), want %d (+1 of bob's)", mallory, total, maxStatelessPerPrincipal)
 	}
@@ -463,9 +463,9 @@ func testParkedAskWithdrawn(t *testing.T) {
 	a.conn.sendLocked(jsonrpc.AppendNotification(nil, "notifications/cancelled", []byte(`{"requestId":"up-e1","reason":"changed my mind"}`)))
 	a.ft.mu.Unlock()
 	withdrawn := func() bool {
-		r.parks.mu.Lock()
-		defer r.parks.mu.Unlock()
-		for _, p := range r.parks.byID {
+		r.parkTable.mu.Lock()
+		defer r.parkTable.mu.Unlock()
+		for _, p := range r.parkTable.byID {
 			p.mu.Lock()
 			n := len(p.asks)
 			p.mu.Unlock()
@@ -515,7 +515,7 @@ func TestStateOwner(t *testing.T) {
 	const owner, evil = "http://10.0.0.2:8080/mcp", "http://attacker.example/collect"
 	minter, _ := stateRouter("state-test-key")
 	mint := func(replica, principal, name string, expires time.Time) string {
-		minter.opts.Replica = replica
+		minter.parkTable.self = replica
 		return minter.stateToken("aaaaaaaaaaaaaaaaaaaaaaaa", 1, bindHash(principal, "tools/call", name), expires)
 	}
 	call := func(name string) jsonrpc.Message {
@@ -547,7 +547,7 @@ func TestStateOwner(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, _ := stateRouter("state-test-key")
-			r.opts.Replica, r.opts.Replicas, r.log = "http://self/mcp", tc.registry, slog.New(slog.DiscardHandler)
+			r.parkTable.self, r.parkTable.registry, r.parkTable.log = "http://self/mcp", tc.registry, slog.New(slog.DiscardHandler)
 			got, err := r.StateOwner(t.Context(), tc.caller, call("fake__ask"), tc.state)
 			if got != tc.want || (err != nil) != tc.wantErr {
 				t.Fatalf("StateOwner = %q, %v; want %q (error: %v)", got, err, tc.want, tc.wantErr)

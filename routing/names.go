@@ -3,8 +3,6 @@ package routing
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"slices"
-	"strings"
 )
 
 // maxName is the strict limit the big clients enforce on tool names (^[a-zA-Z0-9_-]{1,64}$), tighter than the
@@ -14,8 +12,8 @@ const maxName = 64
 // nameBudget is the length exposed names must fit: Options.MaxToolNameLength, within [12, maxName]. Hosts show a
 // tool under a prefix of their own (Claude Code: mcp__<server>__<tool>, and its API rejects names over 64
 // characters), so the default leaves room for "mcp__switchboard__".
-func (r *Router) nameBudget() int {
-	n := r.opts.MaxToolNameLength
+func (o *Options) nameBudget() int {
+	n := o.MaxToolNameLength
 	if n <= 0 {
 		n = DefaultMaxToolNameLength
 	}
@@ -62,21 +60,4 @@ func strictName(s string) bool {
 
 func strictByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
-}
-
-// RejectedNames lists the exposed tool names of the current catalog that a host in Options.Hosts would reject:
-// the host's prefix and the name together are longer than its limit.
-func (r *Router) RejectedNames() []RejectedName {
-	var out []RejectedName
-	for _, h := range r.opts.Hosts {
-		for name := range r.cat.Load().tools {
-			if n := len(h.Prefix) + len(name); n > h.MaxLength {
-				out = append(out, RejectedName{Host: h.Name, Name: name, Length: n, Limit: h.MaxLength})
-			}
-		}
-	}
-	slices.SortFunc(out, func(a, b RejectedName) int {
-		return strings.Compare(a.Host+"\x00"+a.Name, b.Host+"\x00"+b.Name)
-	})
-	return out
 }

@@ -130,7 +130,7 @@ func TestNameBudget(t *testing.T) {
 		t.Errorf("a name within the budget changed")
 	}
 	for _, tc := range []struct{ opt, want int }{{0, 46}, {64, 64}, {100, 64}, {3, 12}, {30, 30}} {
-		if got := (&Router{opts: Options{MaxToolNameLength: tc.opt}}).nameBudget(); got != tc.want {
+		if got := (&Options{MaxToolNameLength: tc.opt}).nameBudget(); got != tc.want {
 			t.Errorf("MaxToolNameLength %d: budget %d, want %d", tc.opt, got, tc.want)
 		}
 	}

@@ -72,13 +72,16 @@ type instruments struct {
 	// The attribute sets of the measurements, made once per distinct set: a measurement then allocates nothing.
 	legSets     *attrset.Cache[legKey]
 	sessionSets *attrset.Cache[upSessionKey]
+
+	// audit receives one event per forwarded call (Options.Audit); nil: none.
+	audit func(CallEvent)
 }
 
 func newInstruments(r *Router, o Options) (instruments, error) {
 	tp, mp, prop := o.Tracer, o.Meter, o.Propagator
 	_, noopTracer := tp.(tracenoop.TracerProvider)
 	_, noopMeter := mp.(metricnoop.MeterProvider)
-	in := instruments{tracing: tp != nil && !noopTracer, metering: mp != nil && !noopMeter,
+	in := instruments{tracing: tp != nil && !noopTracer, metering: mp != nil && !noopMeter, audit: o.Audit,
 		legSets: &attrset.Cache[legKey]{}, sessionSets: &attrset.Cache[upSessionKey]{}}
 	if tp == nil {
 		tp = tracenoop.NewTracerProvider()
@@ -300,9 +303,9 @@ func (c *call) resourceURI() string {
 // startLeg opens the MCP client span of one upstream leg and counts it in flight. It returns the context to
 // write with (it carries the span, which the HTTP transport turns into a traceparent header) and the traceparent
 // to put in the message's _meta, empty when nothing is traced.
-func (r *Router) startLeg(ctx context.Context, c *call) (context.Context, string) {
+func (in *instruments) startLeg(ctx context.Context, c *call) (context.Context, string) {
 	c.link.up.inflight.Add(1)
-	if !r.inst.tracing {
+	if !in.tracing {
 		return ctx, ""
 	}
 	version, sid, modern := c.link.handshake()
@@ -341,18 +344,20 @@ func (r *Router) startLeg(ctx context.Context, c *call) (context.Context, string
 	if uri := c.resourceURI(); uri != "" {
 		attrs = append(attrs, semconv.McpResourceURIKey.String(uri)) // not in the span name: high cardinality
 	}
-	ctx, c.span = r.inst.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	ctx, c.span = in.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	carrier := propagation.MapCarrier{}
-	r.inst.propagator.Inject(ctx, carrier)
+	in.propagator.Inject(ctx, carrier)
 	return ctx, carrier["traceparent"]
 }
 
 // endLeg records a finished upstream leg that got no answer of the upstream's (or whose answer is not at hand):
 // metrics, audit, and the span's end.
-func (r *Router) endLeg(c *call, outcome string) { r.endLegAnswered(c, outcome, jsonrpc.Message{}) }
+func (in *instruments) endLeg(c *call, outcome string) {
+	in.endLegAnswered(c, outcome, jsonrpc.Message{})
+}
 
 // endLegAnswered records a finished upstream leg; answer is the upstream's response, when the leg ended in one.
-func (r *Router) endLegAnswered(c *call, outcome string, answer jsonrpc.Message) {
+func (in *instruments) endLegAnswered(c *call, outcome string, answer jsonrpc.Message) {
 	if c.timer != nil {
 		c.timer.Stop()
 	}
@@ -369,7 +374,7 @@ func (r *Router) endLegAnswered(c *call, outcome string, answer jsonrpc.Message)
 	switch outcome {
 	case outcomeOK:
 		// Only worth a look at the result when something records it.
-		if c.method == protocol.MethodToolsCall && (r.inst.metering || c.span != nil) && ToolError(answer.Result()) {
+		if c.method == protocol.MethodToolsCall && (in.metering || c.span != nil) && ToolError(answer.Result()) {
 			errType = errToolError
 		}
 	case outcomeError:
@@ -379,17 +384,17 @@ func (r *Router) endLegAnswered(c *call, outcome string, answer jsonrpc.Message)
 	case outcomeTimeout, outcomeCancelled, outcomeFailed:
 		errType = outcome
 	}
-	if r.inst.metering {
+	if in.metering {
 		k := legKey{upstream: up.cfg.Name, kind: up.cfg.Kind, method: c.method, tool: c.tool(), prompt: c.prompt(),
 			version: c.link.version(), errType: errType, code: code, hasCode: hasCode}
-		r.inst.clientOp.Record(ctx, elapsed.Seconds(), r.inst.legSets.Record(k)...)
+		in.clientOp.Record(ctx, elapsed.Seconds(), in.legSets.Record(k)...)
 	}
 	up.inflight.Add(-1)
-	if r.opts.Audit != nil {
-		r.opts.Audit(CallEvent{
+	if in.audit != nil {
+		in.audit(CallEvent{
 			Session: c.session.logID(), Principal: c.session.params.Principal, Upstream: up.cfg.Name,
 			Method: c.method, Tool: c.tool(), Outcome: outcome, Code: c.code, Duration: elapsed,
-			DefinitionHash: c.session.definitionHash(up, c.method, c.name),
+			DefinitionHash: c.session.r.inst.definitionHash(c.session, up, c.method, c.name),
 		})
 	}
 	if c.span != nil {
@@ -435,33 +440,15 @@ func ToolError(res []byte) bool {
 
 // upstreamSessionEnded records mcp.client.session.duration of one upstream session (a connection of the link,
 // from its handshake to its end). A stateless (2026-07-28) upstream has no session, and nothing is recorded.
-func (r *Router) upstreamSessionEnded(l *link, conn *upstream.Conn, since time.Time) {
-	if !r.inst.metering || conn.Server.Modern() {
+func (in *instruments) upstreamSessionEnded(l *link, conn *upstream.Conn, since time.Time) {
+	if !in.metering || conn.Server.Modern() {
 		return
 	}
 	k := upSessionKey{upstream: l.up.cfg.Name, kind: l.up.cfg.Kind, version: conn.Server.ProtocolVersion}
 	if l.ctx.Err() == nil {
 		k.errType = errConnectionLost // the gateway did not close it
 	}
-	r.inst.clientSession.Record(context.Background(), time.Since(since).Seconds(), r.inst.sessionSets.Record(k)...)
-}
-
-// Offers reports whether the catalog lists a tool (or, with prompt, a prompt) by this exposed name; the
-// meta-tools of search mode count as listed. The front end names in its metrics only what is listed, so that
-// clients cannot mint label values.
-func (r *Router) Offers(prompt bool, name string) bool {
-	c := r.current()
-	if c == nil {
-		return false
-	}
-	if prompt {
-		_, ok := c.prompts[name]
-		return ok
-	}
-	if _, ok := c.tools[name]; ok {
-		return true
-	}
-	return name == toolSearch || name == toolCall
+	in.clientSession.Record(context.Background(), time.Since(since).Seconds(), in.sessionSets.Record(k)...)
 }
 
 // WhenClosed runs f once the session has ended (closed, expired, or the router stopped), on a goroutine of its
@@ -470,8 +457,8 @@ func (s *Session) WhenClosed(f func()) { context.AfterFunc(s.ctx, f) }
 
 // auditDenied records a request the policy refused: it is answered as if the item did not exist, but the audit
 // log says what happened.
-func (s *Session) auditDenied(up *Upstream, method, name string) {
-	s.auditRefusal(up, method, name, outcomeDenied, "policy", 0)
+func (in *instruments) auditDenied(s *Session, up *Upstream, method, name string) {
+	s.r.inst.auditRefusal(s, up, method, name, outcomeDenied, "policy", 0)
 }
 
 // Outcomes of requests the gateway refused itself (CallEvent.Outcome): denied by the policy, refused by another
@@ -492,7 +479,7 @@ const (
 // auditRefusal records a request the gateway answered with a refusal instead of forwarding: every refusal is an
 // audit event, with the rule that made it (reason) and the code the client got (0 when it was answered as if the
 // item did not exist). up is nil when no upstream was chosen.
-func (s *Session) auditRefusal(up *Upstream, method, name, outcome, reason string, code int) {
+func (in *instruments) auditRefusal(s *Session, up *Upstream, method, name, outcome, reason string, code int) {
 	if s.r.opts.Audit == nil {
 		return
 	}
@@ -500,21 +487,21 @@ func (s *Session) auditRefusal(up *Upstream, method, name, outcome, reason strin
 		Reason: reason, Code: code}
 	if up != nil {
 		e.Upstream = up.cfg.Name
-		e.DefinitionHash = s.definitionHash(up, method, name)
+		e.DefinitionHash = s.r.inst.definitionHash(s, up, method, name)
 	}
 	s.r.opts.Audit(e)
 }
 
 // refuse answers a request with an error and audits the refusal (see auditRefusal).
-func (s *Session) refuse(out *Stream, m jsonrpc.Message, up *Upstream, name string, code int, reason, msg string) {
-	s.auditRefusal(up, m.Method(), name, outcomeRefused, reason, code)
+func (in *instruments) refuse(s *Session, out *Stream, m jsonrpc.Message, up *Upstream, name string, code int, reason, msg string) {
+	s.r.inst.auditRefusal(s, up, m.Method(), name, outcomeRefused, reason, code)
 	replyError(out, m.ID(), code, msg)
 }
 
 // definitionHash is the pin hash of the tool (tools/call) or prompt (prompts/get) a request of the session names
 // by its exposed name, as the session's catalog has it; "" for other methods, or when the catalog no longer
 // routes the name to that upstream.
-func (s *Session) definitionHash(up *Upstream, method, exposed string) string {
+func (in *instruments) definitionHash(s *Session, up *Upstream, method, exposed string) string {
 	var index map[string]target
 	switch method {
 	case protocol.MethodToolsCall:

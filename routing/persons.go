@@ -2,8 +2,6 @@ package routing
 
 import (
 	"sync"
-
-	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
 
 // Per-person lists of per-user upstreams (issue 17: "per-user list differences after connecting are honoured
@@ -42,18 +40,4 @@ func (ps *persons) get(principal string, create bool) *ownLists {
 	ps.m[principal] = p
 	ps.order = append(ps.order, principal)
 	return p
-}
-
-// ownListsChanged makes the person's sessions see their own lists: they use them from their next request and
-// hear list_changed now.
-func (r *Router) ownListsChanged(principal string, p *ownLists) {
-	for _, s := range append(r.allSessions(), r.pooledSessions()...) {
-		if s.params.Principal != principal {
-			continue
-		}
-		s.person.Store(p)
-		for _, k := range []listKind{kindTools, kindPrompts, kindResources} {
-			s.notify(jsonrpc.AppendNotification(nil, k.changedMethod(), nil))
-		}
-	}
 }

@@ -28,15 +28,22 @@ const maxStatelessSessions = 256
 // size (16 KiB), so the pool keeps at most 256 of them.
 const maxStatelessPerPrincipal = 16
 
-// modernPool holds the stateless sessions by key.
+// modernPool holds the stateless sessions of 2026-07-28 clients by key: it starts them, evicts the idle ones
+// past its bounds, and closes those idle past the session idle timeout.
 type modernPool struct {
+	// spawn starts a session of the router's with the era newEra makes (newSession).
+	spawn func(p SessionParams, newEra func(*Session) era) *Session
+	parks *parkTable      // a session with a parked call is not idle
+	idle  time.Duration   // Options.SessionIdleTimeout
+	gone  *sync.WaitGroup // evicted sessions being closed; Run waits for them
+
 	mu sync.Mutex
 	m  map[string]*Session
 }
 
 // PooledSession returns the session that serves 2026-07-28 requests of p's principal with p's capabilities and
 // log level, starting one when there is none. Principal, Allow and Context are as for NewSession.
-func (r *Router) PooledSession(p SessionParams) *Session {
+func (pl *modernPool) PooledSession(p SessionParams) *Session {
 	// Toward legacy upstreams the gateway speaks the newest legacy version on the client's behalf.
 	p.ProtocolVersion = protocol.LatestLegacy
 	if levelIndex(p.LogLevel) < 0 {
@@ -46,12 +53,12 @@ func (r *Router) PooledSession(p SessionParams) *Session {
 	// The key is a hash: the pool's map must not keep a second copy of every capabilities object.
 	sum := sha256.Sum256([]byte(p.Principal + "\x00" + string(p.Capabilities) + "\x00" + p.LogLevel + "\x00" + p.Endpoint))
 	key := string(sum[:])
-	r.pool.mu.Lock()
-	defer r.pool.mu.Unlock()
-	if r.pool.m == nil {
-		r.pool.m = map[string]*Session{}
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.m == nil {
+		pl.m = map[string]*Session{}
 	}
-	if s := r.pool.m[key]; s != nil {
+	if s := pl.m[key]; s != nil {
 		// The session applies the policy its latest request brought, not its first's: the caller's claims may
 		// have changed with a new token (a request that carries its own, WithAllow, is judged by that).
 		s.allowNow.Store(&p.Allow)
@@ -59,79 +66,66 @@ func (r *Router) PooledSession(p SessionParams) *Session {
 		return s
 	}
 	mine := 0
-	for _, s := range r.pool.m {
+	for _, s := range pl.m {
 		if s.params.Principal == p.Principal {
 			mine++
 		}
 	}
 	switch {
 	case mine >= maxStatelessPerPrincipal:
-		r.evictIdle(func(s *Session) bool { return s.params.Principal == p.Principal })
-	case len(r.pool.m) >= maxStatelessSessions:
-		r.evictIdle(func(*Session) bool { return true })
+		pl.evictIdle(func(s *Session) bool { return s.params.Principal == p.Principal })
+	case len(pl.m) >= maxStatelessSessions:
+		pl.evictIdle(func(*Session) bool { return true })
 	}
-	s := newSession(r, p, newSessionID(), func(s *Session) era { return &pooledClient{s: s, key: key} })
-	r.pool.m[key] = s
+	s := pl.spawn(p, func(s *Session) era { return &pooledClient{s: s, key: key} })
+	pl.m[key] = s
 	return s
 }
 
-// evictIdle closes the least recently used idle pooled session that which selects; r.pool.mu is held.
-func (r *Router) evictIdle(which func(*Session) bool) {
+// evictIdle closes the least recently used idle pooled session that which selects; pl.mu is held.
+func (pl *modernPool) evictIdle(which func(*Session) bool) {
 	var oldest *Session
-	for _, s := range r.pool.m {
-		if which(s) && s.InFlight() == 0 && !r.parks.holds(s) && (oldest == nil || s.lastUsed.Load() < oldest.lastUsed.Load()) {
+	for _, s := range pl.m {
+		if which(s) && s.InFlight() == 0 && !pl.parks.holds(s) && (oldest == nil || s.lastUsed.Load() < oldest.lastUsed.Load()) {
 			oldest = s
 		}
 	}
 	if oldest != nil {
-		delete(r.pool.m, oldest.era.(*pooledClient).key)
-		r.closing.Go(oldest.Close) // closing stops children, which takes a while; Run waits for it
+		delete(pl.m, oldest.era.(*pooledClient).key)
+		pl.gone.Go(oldest.Close) // closing stops children, which takes a while; Run waits for it
 	}
-}
-
-// Listener starts a stateless session of its own for one subscriptions/listen stream: its standalone stream
-// carries the list changes and resource updates the stream asked for. The caller closes it when the stream ends.
-func (r *Router) Listener(p SessionParams) *Session {
-	p.ProtocolVersion = protocol.LatestLegacy
-	p.LogLevel = ""
-	s := newSession(r, p, newSessionID(), func(s *Session) era { return &pooledClient{s: s, listener: true} })
-	r.catchUp() // as NewSession
-	r.mu.Lock()
-	r.sessions[s.id] = s // list changes reach it like any session; it is never stored
-	r.mu.Unlock()
-	return s
 }
 
 // unpool forgets a closing pooled session.
-func (r *Router) unpool(s *Session, key string) {
-	r.pool.mu.Lock()
-	if r.pool.m[key] == s {
-		delete(r.pool.m, key)
+func (pl *modernPool) unpool(s *Session, key string) {
+	pl.mu.Lock()
+	if pl.m[key] == s {
+		delete(pl.m, key)
 	}
-	r.pool.mu.Unlock()
+	pl.mu.Unlock()
 }
 
 // pooledSessions lists the pooled sessions.
-func (r *Router) pooledSessions() []*Session {
-	r.pool.mu.Lock()
-	defer r.pool.mu.Unlock()
-	out := make([]*Session, 0, len(r.pool.m))
-	for _, s := range r.pool.m {
+func (pl *modernPool) pooledSessions() []*Session {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	out := make([]*Session, 0, len(pl.m))
+	for _, s := range pl.m {
 		out = append(out, s)
 	}
 	return out
 }
 
 // expirePooled closes pooled sessions idle for the session idle timeout.
-func (r *Router) expirePooled(now time.Time) {
-	cutoff := now.Add(-r.opts.SessionIdleTimeout).UnixNano()
-	for _, s := range r.pooledSessions() {
-		if s.lastUsed.Load() < cutoff && s.InFlight() == 0 && !r.parks.holds(s) {
+func (pl *modernPool) expirePooled(now time.Time) {
+	cutoff := now.Add(-pl.idle).UnixNano()
+	for _, s := range pl.pooledSessions() {
+		if s.lastUsed.Load() < cutoff && s.InFlight() == 0 && !pl.parks.holds(s) {
 			s.Close()
 			continue
 		}
 		for _, up := range s.links.closeIdle(now) {
-			s.childGone(up)
+			s.links.childGone(s, up)
 		}
 	}
 }
@@ -154,13 +148,13 @@ func (pc *pooledClient) hearsUnrelated() bool { return pc.listener }
 // serverRequest parks the upstream's request: a modern client is asked through an input_required result
 // (mrtr.go).
 func (pc *pooledClient) serverRequest(l *link, m jsonrpc.Message, rel *call) {
-	pc.s.r.park(pc.s, l, m, rel)
+	pc.s.r.parkTable.park(pc.s, l, m, rel)
 }
 
 // serverRequestCancelled withdraws the request from its park: it waits there, not on a stream.
 func (pc *pooledClient) serverRequestCancelled(l *link, m jsonrpc.Message) {
 	if st, e, ok := jsonrpc.Lookup(m.Params(), "requestId"); ok {
-		pc.s.r.parks.withdraw(pc.s, l, m.Params()[st:e])
+		pc.s.r.parkTable.withdraw(pc.s, l, m.Params()[st:e])
 	}
 }
 
@@ -188,7 +182,7 @@ func (pc *pooledClient) preempt(ctx context.Context, m jsonrpc.Message, out *Str
 		taskMethodError(out, m)
 		return true
 	case "tasks/get", "tasks/update", "tasks/cancel":
-		pc.s.modernTaskRequest(ctx, m, out)
+		pc.s.r.tasks.modernTaskRequest(ctx, pc.s, m, out)
 		return true
 	case "tools/call", "prompts/get", "resources/read":
 		if state, ok := jsonrpc.LookupString(m.Params(), "requestState"); ok && pc.s.r.OwnsState(state) {

@@ -23,12 +23,23 @@ import (
 // the full view.
 const maxProfiles = 8
 
-// profiles holds the catalog of each profile in use.
+// profiles holds the catalog of each profile in use, and starts the template sessions that list for it.
 type profiles struct {
+	core profileCore
+
 	mu    sync.Mutex
 	m     map[string]*profileView
 	order []string
 }
+
+// profileCore is what profiles see of the router: the upstreams whose template sessions list for a profile, and
+// the rebuild that gives a new profile its catalog.
+type profileCore interface {
+	upstreams() []*Upstream
+	rebuild()
+}
+
+var _ profileCore = (*Router)(nil)
 
 // profileView is one profile's catalog and the capabilities its template sessions declare.
 type profileView struct {
@@ -70,32 +81,32 @@ func capsProfile(c clientCaps) (name string, caps json.RawMessage) {
 // useProfile makes sure a profile has its catalog and template sessions, and waits (briefly) for their first
 // lists, so that a session's first tools/list is already its own. It returns the profile the session gets: ""
 // when there is no per-client upstream or too many profiles are in use.
-func (r *Router) useProfile(name string, caps json.RawMessage) string {
-	if name == "" || !r.hasPerClient() {
+func (ps *profiles) useProfile(name string, caps json.RawMessage) string {
+	if name == "" || !ps.hasPerClient() {
 		return ""
 	}
-	r.profiles.mu.Lock()
-	_, known := r.profiles.m[name]
+	ps.mu.Lock()
+	_, known := ps.m[name]
 	if !known {
-		if len(r.profiles.order) >= maxProfiles {
-			r.profiles.mu.Unlock()
+		if len(ps.order) >= maxProfiles {
+			ps.mu.Unlock()
 			return ""
 		}
-		if r.profiles.m == nil {
-			r.profiles.m = map[string]*profileView{}
+		if ps.m == nil {
+			ps.m = map[string]*profileView{}
 		}
-		r.profiles.m[name] = &profileView{caps: caps}
-		r.profiles.order = append(r.profiles.order, name)
+		ps.m[name] = &profileView{caps: caps}
+		ps.order = append(ps.order, name)
 	}
-	r.profiles.mu.Unlock()
+	ps.mu.Unlock()
 	var fresh []*Upstream
-	for _, up := range r.upstreams() {
+	for _, up := range ps.core.upstreams() {
 		if sh, created := up.ensureShadow(name, caps); created {
 			fresh = append(fresh, sh)
 		}
 	}
 	if !known {
-		r.rebuild() // the profile's catalog exists from now on, from the default lists until its own arrive
+		ps.core.rebuild() // the profile's catalog exists from now on, from the default lists until its own arrive
 	}
 	wait := time.NewTimer(5 * time.Second) // a slow upstream's lists join the profile's catalog when they come
 	defer wait.Stop()
@@ -109,8 +120,8 @@ func (r *Router) useProfile(name string, caps json.RawMessage) string {
 	return name
 }
 
-func (r *Router) hasPerClient() bool {
-	for _, up := range r.upstreams() {
+func (ps *profiles) hasPerClient() bool {
+	for _, up := range ps.core.upstreams() {
 		if up.template() {
 			return true
 		}
@@ -118,26 +129,26 @@ func (r *Router) hasPerClient() bool {
 	return false
 }
 
-func (r *Router) profileNames() []string {
-	r.profiles.mu.Lock()
-	defer r.profiles.mu.Unlock()
-	return append([]string(nil), r.profiles.order...)
+func (ps *profiles) profileNames() []string {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return append([]string(nil), ps.order...)
 }
 
-func (r *Router) profileCatalog(name string) *atomic.Pointer[catalog] {
-	r.profiles.mu.Lock()
-	defer r.profiles.mu.Unlock()
-	if v := r.profiles.m[name]; v != nil {
+func (ps *profiles) profileCatalog(name string) *atomic.Pointer[catalog] {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if v := ps.m[name]; v != nil {
 		return &v.cat
 	}
 	return nil
 }
 
 // profileCaps returns the capabilities a profile's template sessions declare.
-func (r *Router) profileCaps(name string) json.RawMessage {
-	r.profiles.mu.Lock()
-	defer r.profiles.mu.Unlock()
-	if v := r.profiles.m[name]; v != nil {
+func (ps *profiles) profileCaps(name string) json.RawMessage {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if v := ps.m[name]; v != nil {
 		return v.caps
 	}
 	return nil
@@ -161,7 +172,7 @@ func (s *Session) catalog() *catalog {
 func (s *Session) sharedCatalog() *catalog {
 	s.r.catchUp()
 	if s.profile != "" {
-		if p := s.r.profileCatalog(s.profile); p != nil {
+		if p := s.r.profiles.profileCatalog(s.profile); p != nil {
 			if c := p.Load(); c != nil {
 				return c
 			}

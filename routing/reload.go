@@ -91,8 +91,8 @@ func (r *Router) Reconfigure(cfgs []UpstreamConfig) (ReloadResult, error) {
 		}
 	}
 	r.mu.Unlock()
-	for _, p := range r.profileNames() { // new per-client upstreams list for the profiles in use too
-		caps := r.profileCaps(p)
+	for _, p := range r.profiles.profileNames() { // new per-client upstreams list for the profiles in use too
+		caps := r.profiles.profileCaps(p)
 		for _, nu := range next.list {
 			nu.ensureShadow(p, caps)
 		}

@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
+	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -45,31 +46,65 @@ type ReplicaRegistry interface {
 // of the registry within replicaTTL.
 const replicaTTL = 30 * time.Second
 
+// replicas is the router's part of sharing sessions across replicas (design §7): this replica's registration,
+// the records of its sessions in the store, and the bus channels that close, relay to and reread what another
+// replica changed.
+type replicas struct {
+	core     replicaCore
+	self     string          // Options.Replica
+	store    SessionStore    // nil: this replica alone
+	bus      Bus             // nil: this replica alone
+	registry ReplicaRegistry // nil: retries are not forwarded
+	log      *slog.Logger
+	// lateKick wakes followLate: a session could not be written to the store.
+	lateKick chan struct{}
+}
+
+// replicaCore is what sharing sees of the router: its sessions.
+type replicaCore interface {
+	Session(id string) *Session
+	allSessions() []*Session
+}
+
+var _ replicaCore = (*Router)(nil)
+
+// run follows the other replicas and keeps this one registered, until ctx ends.
+func (rp *replicas) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { rp.followEnded(ctx) })
+	wg.Go(func() { rp.followRelay(ctx) })
+	wg.Go(func() { rp.followLate(ctx) })
+	if rp.registry != nil && rp.self != "" {
+		wg.Go(func() { rp.register(ctx) })
+	}
+}
+
 // Replica is this replica's address as the others reach it ("" for none).
-func (r *Router) Replica() string { return r.opts.Replica }
+func (rp *replicas) Replica() string { return rp.self }
 
 // ReplicaGone reports whether the replica at url is known to be gone: replicas register in the shared store and
 // its registration has lapsed. Without a registry, or when the store cannot be asked, nothing is known to be gone.
-func (r *Router) ReplicaGone(ctx context.Context, url string) bool {
-	if r.opts.Replicas == nil || url == "" || url == r.opts.Replica {
+func (rp *replicas) ReplicaGone(ctx context.Context, url string) bool {
+	if rp.registry == nil || url == "" || url == rp.self {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	ok, err := r.opts.Replicas.ReplicaRegistered(ctx, url)
+	ok, err := rp.registry.ReplicaRegistered(ctx, url)
 	return err == nil && !ok
 }
 
-// registerReplica keeps this replica's address registered until ctx ends.
-func (r *Router) registerReplica(ctx context.Context) {
+// register keeps this replica's address registered until ctx ends.
+func (rp *replicas) register(ctx context.Context) {
 	t := time.NewTicker(replicaTTL / 3)
 	defer t.Stop()
 	for {
 		rctx, cancel := context.WithTimeout(ctx, storeTimeout)
-		err := r.opts.Replicas.RegisterReplica(rctx, r.opts.Replica, replicaTTL)
+		err := rp.registry.RegisterReplica(rctx, rp.self, replicaTTL)
 		cancel()
 		if err != nil && ctx.Err() == nil {
-			r.log.Warn("this replica could not register its address; retries parked here cannot be forwarded to it", "err", err)
+			rp.log.Warn("this replica could not register its address; retries parked here cannot be forwarded to it", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -88,7 +123,8 @@ const storeTimeout = 2 * time.Second
 // touchEvery throttles refreshing a session record's TTL.
 const touchEvery = 30 * time.Second
 
-func (r *Router) record(s *Session) state.SessionRecord {
+// sessionRecord is a new session's record in the store.
+func sessionRecord(s *Session) state.SessionRecord {
 	return state.SessionRecord{
 		ID: s.id, Principal: s.params.Principal, ProtocolVersion: s.params.ProtocolVersion,
 		Capabilities: s.params.Capabilities, ClientInfo: s.params.ClientInfo, Endpoint: s.params.Endpoint,
@@ -98,21 +134,21 @@ func (r *Router) record(s *Session) state.SessionRecord {
 // shareLate writes the records of the sessions started while the store could not be reached (share), with what
 // they hold now, so that the other replicas can serve them once it is back. followLate and the janitor call it;
 // it stops at the first failure, since the store is then still away, and reports whether a session is left.
-func (r *Router) shareLate() (pending bool) {
-	if r.opts.Store == nil {
+func (rp *replicas) shareLate() (pending bool) {
+	if rp.store == nil {
 		return false
 	}
-	for _, s := range r.allSessions() {
+	for _, s := range rp.core.allSessions() {
 		if s.record == nil || !s.record.unshared.Load() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-		err := r.opts.Store.Create(ctx, s.currentRecord())
+		err := rp.store.Create(ctx, s.currentRecord())
 		cancel()
 		switch {
 		case err == nil, errors.Is(err, state.ErrExists):
 			s.record.unshared.Store(false)
-			r.log.Info("session shared with the other replicas now that the store is back", "session", s.logID())
+			rp.log.Info("session shared with the other replicas now that the store is back", "session", s.logID())
 		default:
 			return true
 		}
@@ -127,15 +163,15 @@ const lateRetry = time.Second
 
 // followLate writes the sessions the store missed as soon as it is back: woken when one is missed, it tries every
 // lateRetry (one write while the store is still away) until none is left, until ctx ends.
-func (r *Router) followLate(ctx context.Context) {
-	if r.opts.Store == nil {
+func (rp *replicas) followLate(ctx context.Context) {
+	if rp.store == nil {
 		return
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-r.lateKick:
+		case <-rp.lateKick:
 		}
 		t := time.NewTicker(lateRetry)
 		for pending := true; pending; {
@@ -144,7 +180,7 @@ func (r *Router) followLate(ctx context.Context) {
 				t.Stop()
 				return
 			case <-t.C:
-				pending = r.shareLate()
+				pending = rp.shareLate()
 			}
 		}
 		t.Stop()
@@ -153,7 +189,7 @@ func (r *Router) followLate(ctx context.Context) {
 
 // currentRecord is the session's record with what it holds now: its level, subscriptions and upstream sessions.
 func (s *Session) currentRecord() state.SessionRecord {
-	rec := s.r.record(s)
+	rec := sessionRecord(s)
 	s.mu.Lock()
 	if s.logLevel >= 0 {
 		rec.LogLevel = logLevels[s.logLevel]
@@ -178,62 +214,6 @@ func (s *Session) currentRecord() state.SessionRecord {
 	return rec
 }
 
-// ErrStoreUnavailable reports that the shared state store could not be asked: whether a session exists elsewhere
-// is unknown, so the caller must not be told it does not (a client told 404 must start over).
-var ErrStoreUnavailable = errors.New("the shared session store is unavailable")
-
-// RestoreSession serves a session this replica does not hold: it loads its record and builds the session here,
-// if the record's principal is the caller's (principal "" without auth). allow and decorate are the caller's
-// policy and context decoration, as for NewSession. It returns nil when there is no such session for this
-// caller.
-func (r *Router) RestoreSession(ctx context.Context, id, principal string, allow Allow, decorate func(context.Context) context.Context) (*Session, error) {
-	if s := r.Session(id); s != nil || r.opts.Store == nil {
-		return s, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	defer cancel()
-	rec, err := r.opts.Store.Get(ctx, id)
-	if err != nil {
-		if errors.Is(err, state.ErrNotFound) {
-			return nil, nil
-		}
-		r.log.Warn("session lookup in the store failed", "err", err)
-		return nil, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
-	}
-	if rec.Principal != principal {
-		return nil, nil // another principal's session is, for this caller, no session
-	}
-	s := newSession(r, SessionParams{
-		ProtocolVersion: rec.ProtocolVersion, Capabilities: rec.Capabilities, ClientInfo: rec.ClientInfo,
-		Principal: rec.Principal, Allow: allow, Context: decorate, Endpoint: rec.Endpoint,
-	}, id, func(s *Session) era { return newLegacyClient(s) })
-	s.record = &sharedRecord{s: s} // it exists: this replica shares it as it is
-	if i := levelIndex(rec.LogLevel); i >= 0 {
-		s.logLevel = i
-	}
-	s.links.resumable = rec.UpstreamSessions
-	cat := s.catalog()
-	for _, uri := range rec.Subscriptions {
-		if rt, ok := s.resolveURI(cat, uri); ok {
-			s.subs[subKey(rt)] = uri
-			if rt.up.cfg.Mode == Shared && rt.up.addSub(rt.uri) {
-				rt.up.sendSub(rt.uri, true)
-			}
-		}
-	}
-	r.mu.Lock()
-	if other := r.sessions[id]; other != nil { // a concurrent request restored it first
-		r.mu.Unlock()
-		s.Close()
-		return other, nil
-	}
-	r.sessions[id] = s
-	r.mu.Unlock()
-	r.log.Info("session restored from the store", "session", s.logID())
-	s.notify(notice("this session moved to another gateway replica: its HTTP upstream sessions are resumed, its stdio upstream sessions start afresh (a local server's in-memory state is not carried over)"))
-	return s, nil
-}
-
 // notice is a notifications/message of the gateway's own.
 func notice(text string) []byte {
 	b := []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"notice","logger":"switchboard","data":`)
@@ -242,23 +222,23 @@ func notice(text string) []byte {
 }
 
 // followEnded closes local copies of sessions ended on other replicas, until ctx ends.
-func (r *Router) followEnded(ctx context.Context) {
-	r.follow(ctx, endedChannel, func(id []byte) {
-		if s := r.Session(string(id)); s != nil {
+func (rp *replicas) followEnded(ctx context.Context) {
+	rp.follow(ctx, endedChannel, func(id []byte) {
+		if s := rp.core.Session(string(id)); s != nil {
 			s.Close()
 		}
 	})
 }
 
 // follow hands every message of a bus channel to handle until ctx ends, resubscribing after failures.
-func (r *Router) follow(ctx context.Context, channel string, handle func([]byte)) {
-	if r.opts.Bus == nil {
+func (rp *replicas) follow(ctx context.Context, channel string, handle func([]byte)) {
+	if rp.bus == nil {
 		return
 	}
 	for ctx.Err() == nil {
-		ch, stop, err := r.opts.Bus.Subscribe(ctx, channel)
+		ch, stop, err := rp.bus.Subscribe(ctx, channel)
 		if err != nil {
-			r.log.Warn("cannot follow the other replicas; retrying", "channel", channel, "err", err)
+			rp.log.Warn("cannot follow the other replicas; retrying", "channel", channel, "err", err)
 			t := time.NewTimer(5 * time.Second)
 			select {
 			case <-ctx.Done():
@@ -295,19 +275,19 @@ type sharedRecord struct {
 }
 
 // share writes a new session's record; without the store the session still works on this replica.
-func (r *Router) share(s *Session) {
-	if r.opts.Store == nil {
+func (rp *replicas) share(s *Session) {
+	if rp.store == nil {
 		return
 	}
 	s.record = &sharedRecord{s: s}
 	s.record.touched.Store(time.Now().UnixNano()) // written fresh
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	if err := r.opts.Store.Create(ctx, r.record(s)); err != nil {
-		r.log.Warn("session not shared with other replicas yet: the store failed; it is written when the store is back", "session", s.logID(), "err", err)
+	if err := rp.store.Create(ctx, sessionRecord(s)); err != nil {
+		rp.log.Warn("session not shared with other replicas yet: the store failed; it is written when the store is back", "session", s.logID(), "err", err)
 		s.record.unshared.Store(true)
 		select {
-		case r.lateKick <- struct{}{}: // followLate writes it once the store is back
+		case rp.lateKick <- struct{}{}: // followLate writes it once the store is back
 		default:
 		}
 	}
@@ -399,13 +379,13 @@ func (sr *sharedRecord) relayCancel(params []byte) {
 }
 
 // followRelay delivers relayed client messages to the sessions held here, until ctx ends.
-func (r *Router) followRelay(ctx context.Context) {
-	r.follow(ctx, relayChannel, func(msg []byte) {
+func (rp *replicas) followRelay(ctx context.Context) {
+	rp.follow(ctx, relayChannel, func(msg []byte) {
 		sid, raw, ok := bytes.Cut(msg, []byte{'\n'})
 		if !ok {
 			return
 		}
-		s := r.Session(string(sid))
+		s := rp.core.Session(string(sid))
 		if s == nil {
 			return
 		}

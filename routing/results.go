@@ -196,8 +196,8 @@ type elicitation struct {
 // elicitationTTL bounds how long an unfinished elicitation is remembered.
 const elicitationTTL = time.Hour
 
-func (r *Router) noteElicitation(l *link, id string, s *Session) {
-	e := &r.elicits
+// note remembers which session an upstream's URL elicitation belongs to.
+func (e *elicitations) note(l *link, id string, s *Session) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.m == nil {
@@ -206,9 +206,8 @@ func (r *Router) noteElicitation(l *link, id string, s *Session) {
 	e.m[elicitationKey{l, id}] = elicitation{s: s, when: time.Now()}
 }
 
-// expireElicitations forgets elicitations older than elicitationTTL, or of a session that ended.
-func (r *Router) expireElicitations(now time.Time) {
-	e := &r.elicits
+// expire forgets elicitations older than elicitationTTL, or of a session that ended.
+func (e *elicitations) expire(now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for k, v := range e.m {

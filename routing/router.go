@@ -20,7 +20,6 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/switchboard-mcp/switchboard/auth/vault"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
 
@@ -128,11 +127,6 @@ type Router struct {
 	inflight inflightCounts
 	cat      atomic.Pointer[catalog]
 	cursors  cursorCodec
-	// stateAEAD seals requestState (mrtr.go); ownState starts every requestState it seals (OwnsState).
-	stateAEAD *vault.Sealer
-	ownState  string
-	// grantWaits are the retries waiting for a person to finish connecting (connect.go).
-	grantWaits grantWaiters
 	// ctx lives from New until Run returns; sessions and links derive from it.
 	ctx  context.Context
 	stop context.CancelFunc
@@ -145,15 +139,18 @@ type Router struct {
 	reloadMu  sync.Mutex // serialises Reconfigure
 	elicits   elicitations
 	inst      instruments
-	pool      modernPool     // sessions of 2026-07-28 clients (pool.go)
 	tasks     taskHost       // the gateway-made tasks this replica runs (taskhost.go)
 	closing   sync.WaitGroup // pooled sessions evicted and being closed; Run waits for them
 	shape     atomic.Pointer[Shape]
-	pins      pinBook    // pins of tool and prompt definitions (pins.go)
 	embed     embeddings // tool vectors for hybrid search (embed.go)
-	parks     parkTable  // upstream calls waiting for a 2026-07-28 client's input (mrtr.go)
-	// lateKick wakes followLate: a session could not be written to the store (replicas.go).
-	lateKick chan struct{}
+
+	// The components: each owns one feature, sees the router through a narrow interface, and runs from the one
+	// list in Run. Embedded ones carry the admin methods gateway calls.
+	pinBook    // pins of tool and prompt definitions (pinbook.go)
+	replicas   // sessions shared with the other replicas (replicas.go)
+	grants     // per-user grants: retries waiting for a person to connect (connect.go)
+	modernPool // sessions of 2026-07-28 clients (pool.go)
+	parkTable  // upstream calls waiting for a 2026-07-28 client's input, and their sealed requestState (mrtr.go)
 
 	mu       sync.Mutex
 	running  bool // Run has started the upstreams; reloads start new ones at once
@@ -199,7 +196,7 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 	}
 	r := &Router{
 		opts: opts, log: opts.Logger,
-		cursors: cursorCodec{key: key}, stateAEAD: newStateAEAD(key), ownState: statePrefix + stateKeyID(key) + ".",
+		cursors:  cursorCodec{key: key},
 		sessions: map[string]*Session{}, readyCh: make(chan struct{}),
 	}
 	r.ctx, r.stop = context.WithCancel(context.Background())
@@ -207,8 +204,17 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 	if r.tasks.self == "" {
 		r.tasks.self = "replica-" + newTaskID()[:16] // a name for the bus: tasks/update and tasks/cancel find it
 	}
-	r.embed.kick = make(chan struct{}, 1)
-	r.lateKick = make(chan struct{}, 1)
+	r.embed = embeddings{embedder: opts.Embedder, timeout: opts.SearchTimeout, cat: &r.cat, kick: make(chan struct{}, 1)}
+	r.parkTable = parkTable{stateAEAD: newStateAEAD(key), ownState: statePrefix + stateKeyID(key) + ".",
+		self: opts.Replica, registry: opts.Replicas, log: r.log, streams: r}
+	r.profiles.core = r
+	r.grants = grants{core: r, bus: opts.Bus, log: r.log, budget: opts.nameBudget()}
+	r.modernPool = modernPool{parks: &r.parkTable, idle: opts.SessionIdleTimeout, gone: &r.closing,
+		spawn: func(p SessionParams, newEra func(*Session) era) *Session {
+			return newSession(r, p, newSessionID(), newEra)
+		}}
+	r.replicas = replicas{core: r, self: opts.Replica, store: opts.Store, bus: opts.Bus, registry: opts.Replicas,
+		log: r.log, lateKick: make(chan struct{}, 1)}
 	set, err := r.newSet(ups, nil)
 	if err != nil {
 		return nil, err
@@ -218,13 +224,15 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 		return nil, err
 	}
 	r.shape.Store(&opts.Shape)
+	r.pinBook = pinBook{core: r, log: r.log, audit: opts.AuditDefinition, bus: opts.Bus}
 	if opts.Pinning != nil {
-		r.pins.policy.Store(opts.Pinning)
+		r.pinBook.policy.Store(opts.Pinning)
 	}
 	r.cat.Store(buildCatalog(nil, nil, "", &opts.Shape, nil))
 	if r.inst, err = newInstruments(r, opts); err != nil {
 		return nil, fmt.Errorf("routing instruments: %w", err)
 	}
+	r.pinBook.changes = r.inst.definitionChanges
 	return r, nil
 }
 
@@ -255,18 +263,10 @@ func (r *Router) Run(ctx context.Context) {
 	}
 	r.mu.Unlock()
 	r.readyChanged()
-	var followers sync.WaitGroup // they end with ctx
-	defer followers.Wait()
-	followers.Go(func() { r.followEnded(ctx) })
-	followers.Go(func() { r.followPins(ctx) })
-	followers.Go(func() { r.embedTools(ctx) })
-	followers.Go(func() { r.followRelay(ctx) })
-	followers.Go(func() { r.followGrants(ctx) })
-	followers.Go(func() { r.followLists(ctx) })
-	followers.Go(func() { r.followTasks(ctx) })
-	followers.Go(func() { r.followLate(ctx) })
-	if r.opts.Replicas != nil && r.opts.Replica != "" {
-		followers.Go(func() { r.registerReplica(ctx) })
+	var components sync.WaitGroup // they end with ctx
+	defer components.Wait()
+	for _, c := range []component{&r.pinBook, &r.embed, &r.grants, &r.tasks, &r.replicas} {
+		components.Go(func() { c.run(ctx) })
 	}
 	t := time.NewTicker(r.janitorInterval())
 	defer t.Stop()
@@ -289,6 +289,12 @@ func (r *Router) Run(ctx context.Context) {
 			r.expireSessions()
 		}
 	}
+}
+
+// component is a feature of the router with goroutines of its own: run owns them, and returns once ctx ended
+// and they did.
+type component interface {
+	run(ctx context.Context)
 }
 
 // Ready reports whether every upstream has been tried once (connected and listed, or failed), so the catalog a
@@ -343,19 +349,6 @@ func (r *Router) readyChanged() {
 	}
 }
 
-// Status reports every upstream's health, in configuration order.
-func (r *Router) Status() []UpstreamStatus {
-	out := make([]UpstreamStatus, 0, len(r.upstreams()))
-	for _, up := range r.upstreams() {
-		out = append(out, up.status())
-	}
-	return out
-}
-
-// Conflicts lists the names the catalog could not expose because they collide. It does not catch up
-// (catchUp): /readyz reads it, polled during start, and a merge per poll would undo the start's one merge.
-func (r *Router) Conflicts() []string { return r.cat.Load().conflicts }
-
 // rebuild merges the upstreams' lists anew and tells sessions about the lists that changed.
 func (r *Router) rebuild() {
 	want := r.buildReq.Add(1)
@@ -405,8 +398,8 @@ func (r *Router) buildUpTo(want uint64) {
 	pins := r.newPinRun(r.ctx)
 	changes[0].next = buildCatalog(r.upstreams(), changes[0].prev, "", shape, pins)
 	r.cat.Store(changes[0].next)
-	for _, p := range r.profileNames() {
-		ptr := r.profileCatalog(p)
+	for _, p := range r.profiles.profileNames() {
+		ptr := r.profiles.profileCatalog(p)
 		ch := change{profile: p, prev: ptr.Load()}
 		ch.next = buildCatalog(r.upstreams(), ch.prev, p, shape, pins)
 		ptr.Store(ch.next)
@@ -415,7 +408,7 @@ func (r *Router) buildUpTo(want uint64) {
 	pins.settle()
 	r.buildMu.Unlock()
 	if prev, next := changes[0].prev, changes[0].next; next.index != nil && (prev == nil || prev.index == nil || next.gen[kindTools] != prev.gen[kindTools]) {
-		r.wantVectors() // the tools changed, or search was just turned on
+		r.embed.wantVectors() // the tools changed, or search was just turned on
 	}
 	logConflicts(r.log, changes[0].prev, changes[0].next)
 	for _, ch := range changes {
@@ -483,9 +476,15 @@ func (r *Router) SetShape(sh Shape) error {
 		return err
 	}
 	r.shape.Store(&sh)
-	r.buildReq.Add(1) // a rebuild that started before this must not stand in for one after it
-	r.rebuild()
+	r.refresh()
 	return nil
+}
+
+// refresh rebuilds the catalog for a change of configuration: a rebuild that started before it must not stand
+// in for one after it.
+func (r *Router) refresh() {
+	r.buildReq.Add(1)
+	r.rebuild()
 }
 
 // CheckShape refuses a shape the catalog cannot apply: malformed globs, duplicate endpoints, and two overrides
@@ -513,19 +512,6 @@ func CheckShape(sh Shape) error {
 	}
 	return nil
 }
-
-// EndpointNames lists the endpoints configured now, in configuration order.
-func (r *Router) EndpointNames() []string {
-	sh := r.shape.Load()
-	names := make([]string, 0, len(sh.Endpoints))
-	for _, e := range sh.Endpoints {
-		names = append(names, e.Name)
-	}
-	return names
-}
-
-// HasEndpoint reports whether an endpoint of that name is configured now.
-func (r *Router) HasEndpoint(name string) bool { return r.shape.Load().endpoint(name) != nil }
 
 // logConflicts logs what changed in the catalog's conflicts: each once when it appears and once when it is gone,
 // not again on every rebuild (a busy gateway rebuilds on every list change of every upstream).
@@ -616,55 +602,6 @@ func (r *Router) Instructions() string {
 	return b.String()
 }
 
-// NewSession starts a client session for a client that sent initialize. The caller has negotiated version.
-func (r *Router) NewSession(p SessionParams) *Session {
-	s := newSession(r, p, newSessionID(), func(s *Session) era { return newLegacyClient(s) })
-	r.share(s)
-	r.catchUp() // before it is counted: it hears of the changes after it started, not of the start's
-	r.mu.Lock()
-	r.sessions[s.id] = s
-	r.mu.Unlock()
-	return s
-}
-
-// Session returns the live session with the id, or nil.
-func (r *Router) Session(id string) *Session {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.sessions[id]
-}
-
-// SessionCount reports the live client sessions.
-func (r *Router) SessionCount() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.sessions)
-}
-
-func (r *Router) dropSession(s *Session) {
-	r.mu.Lock()
-	if r.sessions[s.id] == s { // a copy that lost a restore race must not drop the one that won
-		delete(r.sessions, s.id)
-	}
-	r.mu.Unlock()
-}
-
-func (r *Router) allSessions() []*Session {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]*Session, 0, len(r.sessions))
-	for _, s := range r.sessions {
-		out = append(out, s)
-	}
-	return out
-}
-
-func (r *Router) eachSession(f func(*Session)) {
-	for _, s := range r.allSessions() {
-		f(s)
-	}
-}
-
 // janitorInterval is how often idle sessions are looked for: often enough that the shortest idle timeout is
 // honoured within a quarter of itself, and at most once a minute.
 func (r *Router) janitorInterval() time.Duration {
@@ -680,7 +617,7 @@ func (r *Router) janitorInterval() time.Duration {
 func (r *Router) expireSessions() {
 	r.shareLate()
 	now := time.Now()
-	r.expireElicitations(now)
+	r.elicits.expire(now)
 	r.expirePooled(now)
 	cutoff := now.Add(-r.opts.SessionIdleTimeout).UnixNano()
 	for _, s := range r.allSessions() {
@@ -690,7 +627,7 @@ func (r *Router) expireSessions() {
 			continue
 		}
 		for _, up := range s.links.closeIdle(now) {
-			s.childGone(up)
+			s.links.childGone(s, up)
 		}
 	}
 }

@@ -132,7 +132,7 @@ func newSession(r *Router, p SessionParams, id string, mkEra func(*Session) era)
 		logLevel:   levelIndex(p.LogLevel),
 	}
 	_ = json.Unmarshal(p.Capabilities, &s.caps)
-	s.profile = r.useProfile(capsProfile(s.caps))
+	s.profile = r.profiles.useProfile(capsProfile(s.caps))
 	ctx := r.ctx
 	if p.Context != nil {
 		ctx = p.Context(ctx)
@@ -253,7 +253,7 @@ func (s *Session) linkConnected(l *link) {
 		l.listChanged(kindTools, kindPrompts, kindResources, kindTemplates) // a new child: are its lists still its own?
 	}
 	if l.up.perUser() {
-		l.goWork(func() { s.cacheLists(l) }) // the person's own view, for the catalog of those not connected yet
+		l.goWork(func() { s.r.grants.cacheLists(s, l) }) // the person's own view, for the catalog of those not connected yet
 	}
 	prep := l.prepared()
 	s.record.recordUpstreamSession(l)
@@ -362,7 +362,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	}
 	if up.perUser() {
 		var ok bool
-		if m, ok = s.checkGrant(ctx, up, m, out); !ok {
+		if m, ok = s.r.grants.checkGrant(ctx, s, up, m, out); !ok {
 			return
 		}
 		id = m.ID()
@@ -424,7 +424,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	}
 	s.calls[c.key] = c
 	s.mu.Unlock()
-	ctx, traceparent := s.r.startLeg(ctx, c)
+	ctx, traceparent := s.r.inst.startLeg(ctx, c)
 	// The write ends with the call: its timeout, the client's cancel or the connection's loss stop it (endLeg), so
 	// it needs no timer of its own.
 	ctx, c.stopWrite = context.WithCancel(ctx)
@@ -461,7 +461,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	for tries := 0; !l.add(c.upID, c); tries++ {
 		// The connection went away since ready (a restart, a crash): wait for the next one, a few times at most.
 		if _, err := l.ready(wait.ctx()); err != nil || tries == 3 {
-			s.r.endLeg(c, outcomeFailed)
+			s.r.inst.endLeg(c, outcomeFailed)
 			s.removeCall(c)
 			replyError(out, id, protocol.CodeInternalError, fmt.Sprintf("upstream %q disconnected; retry the request", up.cfg.Name))
 			return
@@ -548,7 +548,7 @@ func (s *Session) cancelCall(out *Stream, params []byte) {
 	if c == nil || !c.link.takeIf(c) {
 		return // unknown, finished, or crossing its response: ignored, as the spec allows
 	}
-	s.r.endLeg(c, outcomeCancelled)
+	s.r.inst.endLeg(c, outcomeCancelled)
 	if c.park != nil {
 		c.park.finished()
 	}

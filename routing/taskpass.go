@@ -37,18 +37,14 @@ func (up *Upstream) offersTasks() bool {
 }
 
 // upstreamTasks reports whether some upstream offers the tasks extension.
-func (r *Router) upstreamTasks() bool {
-	for _, up := range r.upstreams() {
+func (h *taskHost) upstreamTasks() bool {
+	for _, up := range h.r.upstreams() {
 		if up.offersTasks() {
 			return true
 		}
 	}
 	return false
 }
-
-// OffersTasks reports whether the gateway offers 2026-07-28 clients the tasks extension: it makes tasks itself,
-// or an upstream does.
-func (r *Router) OffersTasks() bool { return r.tasks.enabled() || r.upstreamTasks() }
 
 // taskBinding is what a sealed task id is bound to: the principal (any bytes, so its length first) and the
 // endpoint.
@@ -58,19 +54,19 @@ func taskBinding(principal, endpoint string) []byte {
 }
 
 // sealUpstreamTask exposes an upstream's task id to principal at endpoint.
-func (r *Router) sealUpstreamTask(principal, endpoint, upstream, id string) string {
-	sealed := r.stateAEAD.Seal(nil, []byte(upstream+"\x00"+id), taskBinding(principal, endpoint))
+func (t *parkTable) sealUpstreamTask(principal, endpoint, upstream, id string) string {
+	sealed := t.stateAEAD.Seal(nil, []byte(upstream+"\x00"+id), taskBinding(principal, endpoint))
 	return upstreamTaskPrefix + base64.RawURLEncoding.EncodeToString(sealed)
 }
 
 // openUpstreamTask returns the upstream and the upstream's id of an exposed task id, if principal holds it at
 // endpoint.
-func (r *Router) openUpstreamTask(principal, endpoint, exposed string) (upstream, id string, ok bool) {
+func (t *parkTable) openUpstreamTask(principal, endpoint, exposed string) (upstream, id string, ok bool) {
 	sealed, err := base64.RawURLEncoding.Strict().DecodeString(strings.TrimPrefix(exposed, upstreamTaskPrefix))
 	if err != nil {
 		return "", "", false
 	}
-	raw, err := r.stateAEAD.Open(sealed, taskBinding(principal, endpoint))
+	raw, err := t.stateAEAD.Open(sealed, taskBinding(principal, endpoint))
 	if err != nil {
 		return "", "", false
 	}
@@ -80,8 +76,8 @@ func (r *Router) openUpstreamTask(principal, endpoint, exposed string) (upstream
 
 // exposeUpstreamTasks returns the transform of a modern client's tools/call to an upstream that offers tasks: a
 // CreateTaskResult's id is sealed for the caller. nil when the call cannot become the upstream's task.
-func (s *Session) exposeUpstreamTasks(up *Upstream, next func([]byte) []byte) func([]byte) []byte {
-	if !s.era.modern() || !s.declaresTasks() || !up.offersTasks() {
+func (h *taskHost) exposeUpstreamTasks(s *Session, up *Upstream, next func([]byte) []byte) func([]byte) []byte {
+	if !s.era.modern() || !s.r.tasks.declaresTasks(s) || !up.offersTasks() {
 		return next
 	}
 	return func(res []byte) []byte {
@@ -99,7 +95,7 @@ func (s *Session) exposeUpstreamTasks(up *Upstream, next func([]byte) []byte) fu
 
 // upstreamTaskRequest routes tasks/get, tasks/update or tasks/cancel of an upstream's task to that upstream, with
 // its own id, and shows the answer with the exposed one.
-func (s *Session) upstreamTaskRequest(ctx context.Context, m jsonrpc.Message, out *Stream, exposed string) {
+func (h *taskHost) upstreamTaskRequest(ctx context.Context, s *Session, m jsonrpc.Message, out *Stream, exposed string) {
 	name, id, ok := s.r.openUpstreamTask(s.params.Principal, s.params.Endpoint, exposed)
 	up := s.r.upstream(name)
 	if !ok || up == nil || !s.allowsUpstream(ctx, up) {

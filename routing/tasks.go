@@ -23,12 +23,12 @@ func exposeTask(up *Upstream) func(string) string {
 }
 
 // taskTarget resolves an exposed task id to its upstream and the upstream's own id.
-func (r *Router) taskTarget(exposed string) (*Upstream, string, bool) {
+func (h *taskHost) taskTarget(exposed string) (*Upstream, string, bool) {
 	name, id, ok := strings.Cut(exposed, ":")
 	if !ok {
 		return nil, "", false
 	}
-	up := r.upstream(name)
+	up := h.r.upstream(name)
 	return up, id, up != nil
 }
 
@@ -50,7 +50,7 @@ func (up *Upstream) supportsTaskCalls() bool {
 
 // taskCall prepares a task-augmented tools/call: refused with -32601 where the upstream has no task support
 // (the spec's answer for a tool that does not take tasks), otherwise its CreateTaskResult is translated.
-func (s *Session) taskCall(up *Upstream) (func([]byte) []byte, error) {
+func (h *taskHost) taskCall(s *Session, up *Upstream) (func([]byte) []byte, error) {
 	if !up.supportsTaskCalls() {
 		return nil, fmt.Errorf("upstream %q does not support task-augmented tools/call", up.cfg.Name)
 	}
@@ -89,13 +89,13 @@ func (t *taskSet) has(id string) bool {
 const maxTasksPerSession = 10000
 
 // taskRequest routes tasks/get, tasks/result and tasks/cancel by the task id.
-func (s *Session) taskRequest(ctx context.Context, m jsonrpc.Message, out *Stream) {
+func (h *taskHost) taskRequest(ctx context.Context, s *Session, m jsonrpc.Message, out *Stream) {
 	exposed, _ := jsonrpc.LookupString(m.Params(), "taskId")
 	if s.r.tasks.enabled() && gatewayTaskID(exposed) {
-		s.legacyTaskRequest(ctx, m, out, exposed)
+		s.r.tasks.legacyTaskRequest(ctx, s, m, out, exposed)
 		return
 	}
-	up, id, ok := s.r.taskTarget(exposed)
+	up, id, ok := s.r.tasks.taskTarget(exposed)
 	if !ok || !s.allowsUpstream(ctx, up) || (s.usesMain(up) && !s.tasks.has(exposed)) {
 		replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("unknown task %q", exposed))
 		return
@@ -115,13 +115,13 @@ func (s *Session) taskRequest(ctx context.Context, m jsonrpc.Message, out *Strea
 
 // listTasks merges tasks/list across the upstreams this session has tasks with; through an upstream session other
 // clients share, only the session's own tasks are listed. The merged list is returned in one page.
-func (s *Session) listTasks(ctx context.Context, m jsonrpc.Message, out *Stream) {
+func (h *taskHost) listTasks(ctx context.Context, s *Session, m jsonrpc.Message, out *Stream) {
 	ctx, cancel := context.WithTimeout(ctx, s.r.opts.RequestTimeout)
 	defer cancel()
 	defer context.AfterFunc(s.ctx, cancel)() // the session's end stops it too
 	b := []byte(`{"tasks":[`)
 	n := 0
-	for _, t := range s.gatewayTasksPage(ctx) {
+	for _, t := range s.r.tasks.gatewayTasksPage(ctx, s) {
 		if n > 0 {
 			b = append(b, ',')
 		}

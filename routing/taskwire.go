@@ -72,26 +72,25 @@ func gatewayTaskID(id string) bool { return id != "" && !strings.Contains(id, ":
 // whole gateway's), with its own view and policy, so a task made through /mcp/team is nobody's at /mcp/ops, nor
 // at /mcp/fin, nor at the whole catalog, even for its own caller. A record an older replica wrote has no
 // endpoint: it is the whole catalog's, unknown at every endpoint.
-func (s *Session) holds(rec state.TaskRecord) bool {
+func (h *taskHost) holds(s *Session, rec state.TaskRecord) bool {
 	return rec.Principal == s.params.Principal && rec.Endpoint == s.params.Endpoint
 }
 
 // refusedTask audits a request for a task that exists but is bound elsewhere: the caller is told it is unknown.
-func (s *Session) refusedTask(rec state.TaskRecord, method string) {
+func (h *taskHost) refusedTask(s *Session, rec state.TaskRecord, method string) {
 	if up := s.r.upstream(rec.Upstream); up != nil {
-		s.auditDenied(up, method, rec.Tool)
+		s.r.inst.auditDenied(s, up, method, rec.Tool)
 	}
 }
 
 // findTask returns the caller's task: a task bound to another principal or another endpoint, an expired one and
 // one that never existed are the same unknown task (-32602), so an id says nothing about anybody else's work.
-func (s *Session) findTask(ctx context.Context, id, method string) (state.TaskRecord, error) {
-	h := &s.r.tasks
+func (h *taskHost) findTask(ctx context.Context, s *Session, id, method string) (state.TaskRecord, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	rec, err := h.store().GetTask(ctx, id)
-	if err == nil && !s.holds(rec) {
-		s.refusedTask(rec, method)
+	if err == nil && !s.r.tasks.holds(s, rec) {
+		s.r.tasks.refusedTask(s, rec, method)
 		err = state.ErrNotFound
 	}
 	if err == nil && !state.TaskTerminal(rec.Status) {
@@ -130,13 +129,13 @@ func unknownTask(out *Stream, id []byte, taskID string) {
 
 // modernTaskRequest serves tasks/get, tasks/update and tasks/cancel for a 2026-07-28 client: "For requests that
 // do not carry the extension, the server MUST reject tasks/get, tasks/update and tasks/cancel" with -32021.
-func (s *Session) modernTaskRequest(ctx context.Context, m jsonrpc.Message, out *Stream) {
+func (h *taskHost) modernTaskRequest(ctx context.Context, s *Session, m jsonrpc.Message, out *Stream) {
 	id := m.ID()
-	if !s.r.tasks.enabled() && !s.r.upstreamTasks() {
+	if !s.r.tasks.enabled() && !s.r.tasks.upstreamTasks() {
 		replyError(out, id, protocol.CodeMethodNotFound, fmt.Sprintf("method %q: this gateway runs no tasks", m.Method()))
 		return
 	}
-	if !s.declaresTasks() {
+	if !s.r.tasks.declaresTasks(s) {
 		missingTasksError(out, id, m.Method())
 		return
 	}
@@ -146,7 +145,7 @@ func (s *Session) modernTaskRequest(ctx context.Context, m jsonrpc.Message, out 
 		return
 	}
 	if isUpstreamTask(taskID) {
-		s.upstreamTaskRequest(ctx, m, out, taskID)
+		s.r.tasks.upstreamTaskRequest(ctx, s, m, out, taskID)
 		return
 	}
 	if !s.r.tasks.enabled() || !gatewayTaskID(taskID) {
@@ -159,9 +158,9 @@ func (s *Session) modernTaskRequest(ctx context.Context, m jsonrpc.Message, out 
 	}
 	switch m.Method() {
 	case "tasks/get":
-		rec, err := s.findTask(ctx, taskID, m.Method())
+		rec, err := s.r.tasks.findTask(ctx, s, taskID, m.Method())
 		if err != nil {
-			s.taskStoreError(out, id, taskID, err)
+			s.r.tasks.taskStoreError(s, out, id, taskID, err)
 			return
 		}
 		reply(out, id, detailedTask(rec))
@@ -171,16 +170,16 @@ func (s *Session) modernTaskRequest(ctx context.Context, m jsonrpc.Message, out 
 			replyError(out, id, protocol.CodeInvalidParams, "tasks/update needs params.inputResponses, an object mapping inputRequests keys to results")
 			return
 		}
-		s.answerTask(ctx, taskID, responses)
+		s.r.tasks.answerTask(ctx, s, taskID, responses)
 		reply(out, id, []byte(`{}`))
 	case "tasks/cancel":
-		s.cancelTask(ctx, taskID)
+		s.r.tasks.cancelTask(ctx, s, taskID)
 		reply(out, id, []byte(`{}`))
 	}
 }
 
 // taskStoreError answers a failed read of a task.
-func (s *Session) taskStoreError(out *Stream, id []byte, taskID string, err error) {
+func (h *taskHost) taskStoreError(s *Session, out *Stream, id []byte, taskID string, err error) {
 	if errors.Is(err, state.ErrNotFound) {
 		unknownTask(out, id, taskID)
 		return
@@ -192,13 +191,12 @@ func (s *Session) taskStoreError(out *Stream, id []byte, taskID string, err erro
 // answerTask adds the client's input responses to its task, keeping only answers to requests still outstanding
 // ("a server SHOULD ignore any inputResponses mapped to a key that is not currently outstanding"), and wakes the
 // replica that runs it.
-func (s *Session) answerTask(ctx context.Context, taskID string, responses map[string]json.RawMessage) {
-	h := &s.r.tasks
+func (h *taskHost) answerTask(ctx context.Context, s *Session, taskID string, responses map[string]json.RawMessage) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var rec, refused state.TaskRecord
 	err := h.store().UpdateTask(ctx, taskID, func(r *state.TaskRecord) error {
-		if !s.holds(*r) {
+		if !s.r.tasks.holds(s, *r) {
 			refused = *r
 			return state.ErrNotFound
 		}
@@ -230,19 +228,18 @@ func (s *Session) answerTask(ctx context.Context, taskID string, responses map[s
 	if err == nil {
 		h.wakeOwner(ctx, rec)
 	} else if refused.ID != "" {
-		s.refusedTask(refused, "tasks/update")
+		s.r.tasks.refusedTask(s, refused, "tasks/update")
 	}
 }
 
 // cancelTask records the caller's cancellation of its task and wakes the replica that runs it, which stops the
 // call. The task is cancelled from now on: a late answer does not change that.
-func (s *Session) cancelTask(ctx context.Context, taskID string) (state.TaskRecord, error) {
-	h := &s.r.tasks
+func (h *taskHost) cancelTask(ctx context.Context, s *Session, taskID string) (state.TaskRecord, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var rec, refused state.TaskRecord
 	err := h.store().UpdateTask(ctx, taskID, func(r *state.TaskRecord) error {
-		if !s.holds(*r) {
+		if !s.r.tasks.holds(s, *r) {
 			refused = *r
 			return state.ErrNotFound
 		}
@@ -260,35 +257,35 @@ func (s *Session) cancelTask(ctx context.Context, taskID string) (state.TaskReco
 	if err == nil {
 		h.wakeOwner(ctx, rec)
 	} else if refused.ID != "" {
-		s.refusedTask(refused, "tasks/cancel")
+		s.r.tasks.refusedTask(s, refused, "tasks/cancel")
 	}
 	return rec, err
 }
 
 // legacyTaskRequest serves a 2025-11-25 client's tasks/get, tasks/result and tasks/cancel of a gateway-made task.
-func (s *Session) legacyTaskRequest(ctx context.Context, m jsonrpc.Message, out *Stream, taskID string) {
+func (h *taskHost) legacyTaskRequest(ctx context.Context, s *Session, m jsonrpc.Message, out *Stream, taskID string) {
 	id := m.ID()
 	switch m.Method() {
 	case "tasks/get":
-		rec, err := s.findTask(ctx, taskID, m.Method())
+		rec, err := s.r.tasks.findTask(ctx, s, taskID, m.Method())
 		if err != nil {
-			s.taskStoreError(out, id, taskID, err)
+			s.r.tasks.taskStoreError(s, out, id, taskID, err)
 			return
 		}
 		reply(out, id, append(appendTaskFields([]byte{'{'}, rec, false), '}'))
 	case "tasks/cancel":
-		rec, err := s.cancelTask(ctx, taskID)
+		rec, err := s.r.tasks.cancelTask(ctx, s, taskID)
 		switch {
 		case errors.Is(err, errTaskEnded):
 			// "-32602 if the task is already terminal"
 			replyError(out, id, protocol.CodeInvalidParams, fmt.Sprintf("task %q has already ended (%s)", taskID, rec.Status))
 		case err != nil:
-			s.taskStoreError(out, id, taskID, err)
+			s.r.tasks.taskStoreError(s, out, id, taskID, err)
 		default:
 			reply(out, id, append(appendTaskFields([]byte{'{'}, rec, false), '}'))
 		}
 	case "tasks/result":
-		if !s.goWork(func() { s.awaitTaskResult(ctx, id, out, taskID) }) {
+		if !s.goWork(func() { s.r.tasks.awaitTaskResult(ctx, s, id, out, taskID) }) {
 			out.Abandon()
 		}
 	}
@@ -296,16 +293,15 @@ func (s *Session) legacyTaskRequest(ctx context.Context, m jsonrpc.Message, out 
 
 // awaitTaskResult answers tasks/result once the task has ended ("blocks until the task is terminal, then
 // returns exactly the original result or error"), within the hard request timeout.
-func (s *Session) awaitTaskResult(ctx context.Context, id []byte, out *Stream, taskID string) {
-	h := &s.r.tasks
+func (h *taskHost) awaitTaskResult(ctx context.Context, s *Session, id []byte, out *Stream, taskID string) {
 	wait, cancel := context.WithTimeout(s.ctx, s.r.opts.MaxRequestTimeout)
 	defer cancel()
 	every := min(h.poll(), time.Second)
 	asked := map[string]bool{} // the input requests put to the client on this stream
 	for {
-		rec, err := s.findTask(wait, taskID, "tasks/result")
+		rec, err := s.r.tasks.findTask(wait, s, taskID, "tasks/result")
 		if err != nil {
-			s.taskStoreError(out, id, taskID, err)
+			s.r.tasks.taskStoreError(s, out, id, taskID, err)
 			return
 		}
 		if rec.Status == state.TaskInputRequired {
@@ -348,8 +344,7 @@ func (s *Session) awaitTaskResult(ctx context.Context, id []byte, out *Stream, t
 
 // gatewayTasksPage is the caller's gateway-made tasks for tasks/list (2025-11-25): a task is bound to its caller
 // and its endpoint, so a caller's list is its own tasks made where the session is.
-func (s *Session) gatewayTasksPage(ctx context.Context) [][]byte {
-	h := &s.r.tasks
+func (h *taskHost) gatewayTasksPage(ctx context.Context, s *Session) [][]byte {
 	if !h.enabled() {
 		return nil
 	}
@@ -362,7 +357,7 @@ func (s *Session) gatewayTasksPage(ctx context.Context) [][]byte {
 	}
 	out := make([][]byte, 0, len(recs))
 	for _, rec := range recs {
-		if rec.UpstreamTask != "" || !s.holds(rec) || (s.params.Principal == "" && rec.Session != s.id) {
+		if rec.UpstreamTask != "" || !s.r.tasks.holds(s, rec) || (s.params.Principal == "" && rec.Session != s.id) {
 			continue
 		}
 		out = append(out, append(appendTaskFields([]byte{'{'}, rec, false), '}'))
@@ -425,7 +420,7 @@ func (lc *legacyClient) askForTask(ctx context.Context, out *Stream, rec state.T
 		}
 	}
 	if len(answers) > 0 {
-		s.answerTask(ctx, rec.ID, answers)
+		s.r.tasks.answerTask(ctx, s, rec.ID, answers)
 	}
 	return ""
 }

@@ -394,7 +394,7 @@ func (up *Upstream) newItem(k listKind, raw []byte) (item, bool) {
 	}
 	it := item{raw: jsonrpc.Compact(nil, raw), id: id}
 	if k == kindTools || k == kindPrompts {
-		it.exposed = exposedName(up.cfg.Prefix, id, up.r.nameBudget())
+		it.exposed = exposedName(up.cfg.Prefix, id, up.r.opts.nameBudget())
 		it.exposedRaw = it.raw
 		if it.exposed != id {
 			it.exposedRaw = replaceMember(it.raw, "name", it.exposed)

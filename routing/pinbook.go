@@ -131,6 +131,12 @@ const pinsChannel = "switchboard:pins"
 // pinBook is the router's part of pinning: the policy, the store's pins as last read, and the drift of the
 // current catalog.
 type pinBook struct {
+	core    pinCore
+	log     *slog.Logger
+	audit   func(DefinitionEvent) // nil: none
+	bus     Bus                   // nil: this replica alone
+	changes metric.Int64Counter   // drift found, by upstream, kind and action
+
 	policy atomic.Pointer[Pinning]
 
 	approveMu sync.Mutex // serialises ApprovePins
@@ -144,10 +150,20 @@ type pinBook struct {
 	fullLogged bool              // the in-memory pins reached state.MaxPins (logged once)
 }
 
+// pinCore is the pin book's view of the router: the upstreams whose definitions it pins, the rebuild an approval
+// asks for, and the bus channels it follows.
+type pinCore interface {
+	upstreams() []*Upstream
+	refresh()
+	follow(ctx context.Context, channel string, handle func([]byte))
+}
+
+var _ pinCore = (*Router)(nil)
+
 // pinRun judges the items of one rebuild against their pins and collects what it finds. It runs under buildMu.
 type pinRun struct {
 	ctx     context.Context
-	r       *Router
+	b       *pinBook
 	pol     *Pinning
 	drift   map[pinKey]Drift
 	flagged map[pinKey][]string // invisible characters, by item
@@ -158,8 +174,7 @@ type pinRun struct {
 }
 
 // newPinRun starts the judging of one rebuild; on its first use it reads every stored pin.
-func (r *Router) newPinRun(ctx context.Context) *pinRun {
-	b := &r.pins
+func (b *pinBook) newPinRun(ctx context.Context) *pinRun {
 	pol := b.policy.Load()
 	if pol == nil {
 		return nil
@@ -167,16 +182,15 @@ func (r *Router) newPinRun(ctx context.Context) *pinRun {
 	b.mu.Lock()
 	loaded := b.loaded
 	b.mu.Unlock()
-	run := &pinRun{ctx: ctx, r: r, pol: pol, drift: map[pinKey]Drift{}, flagged: map[pinKey][]string{}, hashes: map[pinKey]string{}}
-	if !loaded && !r.loadPins(ctx) {
+	run := &pinRun{ctx: ctx, b: b, pol: pol, drift: map[pinKey]Drift{}, flagged: map[pinKey][]string{}, hashes: map[pinKey]string{}}
+	if !loaded && !b.loadPins(ctx) {
 		run.storeDown = true // one wait for a failing store per rebuild, not two
 	}
 	return run
 }
 
 // loadPins replaces the cache with every pin in the store; it reports whether the store answered.
-func (r *Router) loadPins(ctx context.Context) bool {
-	b := &r.pins
+func (b *pinBook) loadPins(ctx context.Context) bool {
 	pol := b.policy.Load()
 	if pol == nil || pol.Store == nil {
 		b.mu.Lock()
@@ -193,7 +207,7 @@ func (r *Router) loadPins(ctx context.Context) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err != nil {
-		r.storeTrouble(err)
+		b.storeTrouble(err)
 		return false
 	}
 	b.cache, b.loaded, b.storeOK = all, true, true
@@ -201,13 +215,13 @@ func (r *Router) loadPins(ctx context.Context) bool {
 }
 
 // storeTrouble logs a store failure once per outage. Under b.mu.
-func (r *Router) storeTrouble(err error) {
-	if r.pins.storeOK || r.pins.cache == nil {
-		r.log.Warn("the pin store failed: definitions without a known pin are served unpinned until it answers", "err", err)
+func (b *pinBook) storeTrouble(err error) {
+	if b.storeOK || b.cache == nil {
+		b.log.Warn("the pin store failed: definitions without a known pin are served unpinned until it answers", "err", err)
 	}
-	r.pins.storeOK = false
-	if r.pins.cache == nil {
-		r.pins.cache = map[string]string{}
+	b.storeOK = false
+	if b.cache == nil {
+		b.cache = map[string]string{}
 	}
 }
 
@@ -234,7 +248,7 @@ func (p *pinRun) check(up *Upstream, k listKind, it *item, exposed string) (with
 // pinOf returns an item's pin (see the order at the top of this file); ok is false when it has none and the
 // store could not set one.
 func (p *pinRun) pinOf(key pinKey, seen string, def []byte) (pinned string, ok bool) {
-	b := &p.r.pins
+	b := p.b
 	sk := key.storeKey()
 	b.mu.Lock()
 	stored, has := b.cache[sk]
@@ -270,7 +284,7 @@ func (p *pinRun) pinOf(key pinKey, seen string, def []byte) (pinned string, ok b
 		}
 		if len(b.cache) >= state.MaxPins {
 			if !b.fullLogged {
-				p.r.log.Warn("the pins kept in memory are at their maximum: new definitions are served unpinned", "max", state.MaxPins)
+				p.b.log.Warn("the pins kept in memory are at their maximum: new definitions are served unpinned", "max", state.MaxPins)
 				b.fullLogged = true
 			}
 			return "", false
@@ -288,7 +302,7 @@ func (p *pinRun) pinOf(key pinKey, seen string, def []byte) (pinned string, ok b
 	defer b.mu.Unlock()
 	if err != nil {
 		p.storeDown = true
-		p.r.storeTrouble(err)
+		p.b.storeTrouble(err)
 		return "", false
 	}
 	b.cache[sk], b.storeOK = cur, true
@@ -305,7 +319,7 @@ func (p *pinRun) remember(sk, stored string, has bool, want string) {
 	if hash, _, _ := strings.Cut(stored, " "); has && hash == want {
 		return
 	}
-	b := &p.r.pins
+	b := p.b
 	if p.pol.Store == nil {
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -331,7 +345,7 @@ func (p *pinRun) remember(sk, stored string, has bool, want string) {
 	defer b.mu.Unlock()
 	if err != nil {
 		p.storeDown = true
-		p.r.storeTrouble(err)
+		p.b.storeTrouble(err)
 		return
 	}
 	if b.cache == nil {
@@ -346,7 +360,7 @@ func (p *pinRun) settle() {
 	if p == nil {
 		return
 	}
-	r, b := p.r, &p.r.pins
+	b := p.b
 	b.mu.Lock()
 	prev := b.drift
 	b.drift = p.drift
@@ -371,30 +385,30 @@ func (p *pinRun) settle() {
 		if d.Withheld {
 			action = "withheld"
 		}
-		r.log.Warn("definition changed since it was pinned", "upstream", d.Upstream, "kind", d.Kind, "name", d.Name,
+		b.log.Warn("definition changed since it was pinned", "upstream", d.Upstream, "kind", d.Kind, "name", d.Name,
 			"pinned", d.Pinned, "seen", d.Seen, "action", action,
 			"approve", "POST /admin/pins/approve, or switchboard pin with a lock file")
-		r.inst.definitionChanges.Add(p.ctx, 1, metric.WithAttributes(attribute.String("upstream", d.Upstream),
+		b.changes.Add(p.ctx, 1, metric.WithAttributes(attribute.String("upstream", d.Upstream),
 			attribute.String("kind", d.Kind), attribute.String("action", action)))
-		r.auditDefinition(DefinitionEvent{Upstream: d.Upstream, Kind: d.Kind, Name: d.Name, Action: action, Pinned: d.Pinned, Seen: d.Seen})
+		b.auditDefinition(DefinitionEvent{Upstream: d.Upstream, Kind: d.Kind, Name: d.Name, Action: action, Pinned: d.Pinned, Seen: d.Seen})
 	}
 	for _, key := range sortedPinKeys(prev) {
 		if _, ok := p.drift[key]; !ok {
-			r.log.Info("definition matches its pin again", "upstream", key.up, "kind", key.kind, "name", key.name)
+			b.log.Info("definition matches its pin again", "upstream", key.up, "kind", key.kind, "name", key.name)
 		}
 	}
 	slices.SortFunc(fresh, comparePinKeys)
 	for _, key := range fresh {
 		chars := p.flagged[key]
-		r.log.Warn("definition contains invisible or bidirectional-control characters", "upstream", key.up,
+		b.log.Warn("definition contains invisible or bidirectional-control characters", "upstream", key.up,
 			"kind", key.kind, "name", key.name, "characters", chars, "stripped", p.pol.StripInvisible)
-		r.auditDefinition(DefinitionEvent{Upstream: key.up, Kind: string(key.kind), Name: key.name, Action: "invisible", Seen: p.hashes[key], Invisible: chars})
+		b.auditDefinition(DefinitionEvent{Upstream: key.up, Kind: string(key.kind), Name: key.name, Action: "invisible", Seen: p.hashes[key], Invisible: chars})
 	}
 }
 
-func (r *Router) auditDefinition(e DefinitionEvent) {
-	if r.opts.AuditDefinition != nil {
-		r.opts.AuditDefinition(e)
+func (b *pinBook) auditDefinition(e DefinitionEvent) {
+	if b.audit != nil {
+		b.audit(e)
 	}
 }
 
@@ -410,22 +424,21 @@ func sortedPinKeys[V any](m map[pinKey]V) []pinKey {
 
 // SetPinning applies a new pinning policy (a reload, or a lock file rewritten): the catalog is rebuilt, and
 // sessions hear list_changed where what they see changed.
-func (r *Router) SetPinning(p Pinning) {
-	r.pins.policy.Store(&p)
-	r.pins.mu.Lock()
-	r.pins.loaded = false // a store of another config, perhaps
-	r.pins.mu.Unlock()
-	r.buildReq.Add(1) // a rebuild that started before this must not stand in for one after it
-	r.rebuild()
+func (b *pinBook) SetPinning(p Pinning) {
+	b.policy.Store(&p)
+	b.mu.Lock()
+	b.loaded = false // a store of another config, perhaps
+	b.mu.Unlock()
+	b.core.refresh()
 }
 
 // Drifts lists the tools and prompts whose definitions differ from their pins now, sorted.
-func (r *Router) Drifts() []Drift {
-	r.pins.mu.Lock()
-	defer r.pins.mu.Unlock()
-	out := make([]Drift, 0, len(r.pins.drift))
-	for _, key := range sortedPinKeys(r.pins.drift) {
-		out = append(out, r.pins.drift[key])
+func (b *pinBook) Drifts() []Drift {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]Drift, 0, len(b.drift))
+	for _, key := range sortedPinKeys(b.drift) {
+		out = append(out, b.drift[key])
 	}
 	return out
 }
@@ -478,17 +491,17 @@ func (e *AmbiguousApprovalError) Error() string {
 // ApprovePins accepts the drift the filter matches: each item's current definition becomes its pin, in the store
 // (every replica follows) and in the lock file when there is one. The items return to the lists, and sessions
 // hear list_changed.
-func (r *Router) ApprovePins(ctx context.Context, f PinFilter) (res Approval, err error) {
+func (b *pinBook) ApprovePins(ctx context.Context, f PinFilter) (res Approval, err error) {
 	// One approval at a time: each derives the lock file from the one before, and a second writer would drop
 	// the first's entries.
-	r.pins.approveMu.Lock()
-	defer r.pins.approveMu.Unlock()
-	pol := r.pins.policy.Load()
+	b.approveMu.Lock()
+	defer b.approveMu.Unlock()
+	pol := b.policy.Load()
 	if pol == nil {
 		return Approval{}, ErrNoDrift
 	}
 	var todo []Drift
-	for _, d := range r.Drifts() {
+	for _, d := range b.Drifts() {
 		if !f.matches(d) {
 			continue
 		}
@@ -517,17 +530,16 @@ func (r *Router) ApprovePins(ctx context.Context, f PinFilter) (res Approval, er
 			res.LockFile = pol.LockPath
 			if werr := lock.Write(pol.LockPath); werr != nil {
 				res.LockError = werr.Error()
-				r.log.Warn("approvals are kept in the pin store, but the lock file cannot be written back; run switchboard pin to update it",
+				b.log.Warn("approvals are kept in the pin store, but the lock file cannot be written back; run switchboard pin to update it",
 					"lockFile", pol.LockPath, "err", werr)
 			} else {
 				next := *pol
 				next.Lock = lock
-				r.pins.policy.CompareAndSwap(pol, &next)
+				b.policy.CompareAndSwap(pol, &next)
 			}
 		}
-		r.announcePins(ctx)
-		r.buildReq.Add(1)
-		r.rebuild()
+		b.announcePins(ctx)
+		b.core.refresh()
 	}()
 	for _, d := range todo {
 		key := pinKey{up: d.Upstream, kind: pin.Kind(d.Kind), name: d.Name}
@@ -546,52 +558,51 @@ func (r *Router) ApprovePins(ctx context.Context, f PinFilter) (res Approval, er
 				return res, fmt.Errorf("approve %s %q of upstream %q (%d approved before it): %w", d.Kind, d.Name, d.Upstream, len(res.Approved), err)
 			}
 		}
-		r.pins.mu.Lock()
-		if r.pins.cache == nil {
-			r.pins.cache = map[string]string{}
+		b.mu.Lock()
+		if b.cache == nil {
+			b.cache = map[string]string{}
 		}
-		r.pins.cache[key.storeKey()] = v
-		r.pins.mu.Unlock()
+		b.cache[key.storeKey()] = v
+		b.mu.Unlock()
 		// The lock file pins what it pinned: an upstream trusted on first use stays so (writing its one approved
 		// tool would make every other tool of it "new in a pinned upstream").
 		if pol.LockPath != "" && pol.Lock.Pinned(key.up) {
 			lock, lockChanged = lock.With(key.up, key.kind, key.name, d.Seen), true
 		}
 		res.Approved = append(res.Approved, d)
-		r.log.Info("definition approved", "upstream", d.Upstream, "kind", d.Kind, "name", d.Name, "pinned", d.Pinned, "seen", d.Seen)
-		r.auditDefinition(DefinitionEvent{Upstream: d.Upstream, Kind: d.Kind, Name: d.Name, Action: "approved", Pinned: d.Pinned, Seen: d.Seen})
+		b.log.Info("definition approved", "upstream", d.Upstream, "kind", d.Kind, "name", d.Name, "pinned", d.Pinned, "seen", d.Seen)
+		b.auditDefinition(DefinitionEvent{Upstream: d.Upstream, Kind: d.Kind, Name: d.Name, Action: "approved", Pinned: d.Pinned, Seen: d.Seen})
 	}
 	return res, nil
 }
 
 // announcePins tells the other replicas that pins were approved, so that they reread them: one message for a
 // whole approval, since each makes every replica reread every pin.
-func (r *Router) announcePins(ctx context.Context) {
-	if r.opts.Bus == nil {
+func (b *pinBook) announcePins(ctx context.Context) {
+	if b.bus == nil {
 		return
 	}
 	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	if err := r.opts.Bus.Publish(sctx, pinsChannel, []byte("approved")); err != nil {
-		r.log.Warn("cannot tell the other replicas of an approval; they apply it when they next reread the pins", "err", err)
+	if err := b.bus.Publish(sctx, pinsChannel, []byte("approved")); err != nil {
+		b.log.Warn("cannot tell the other replicas of an approval; they apply it when they next reread the pins", "err", err)
 	}
 }
 
-// followPins rereads the pins and rebuilds whenever another replica approves one, until ctx ends.
-func (r *Router) followPins(ctx context.Context) {
-	r.follow(ctx, pinsChannel, func([]byte) {
-		r.loadPins(ctx)
-		r.buildReq.Add(1)
-		r.rebuild()
+// run rereads the pins and rebuilds whenever another replica approves one, until ctx ends.
+func (b *pinBook) run(ctx context.Context) {
+	b.core.follow(ctx, pinsChannel, func([]byte) {
+		b.loadPins(ctx)
+		b.core.refresh()
 	})
 }
 
 // Definitions returns the pin of every tool and prompt each upstream lists now, by upstream, for a lock file; and
 // the upstreams that have not listed their definitions (down, or still starting), whose pins are unknown.
-func (r *Router) Definitions() (map[string]pin.Locked, []string) {
+func (b *pinBook) Definitions() (map[string]pin.Locked, []string) {
 	defs := map[string]pin.Locked{}
 	var unlisted []string
-	for _, up := range r.upstreams() {
+	for _, up := range b.core.upstreams() {
 		if !up.hasListed() {
 			unlisted = append(unlisted, up.cfg.Name)
 			continue

@@ -1,0 +1,146 @@
+package routing
+
+// The router's table of client sessions: starting one (NewSession, a stateless Listener, RestoreSession for one
+// another replica started), finding and counting them, and telling them of a person's own lists.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/switchboard-mcp/switchboard/routing/state"
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
+)
+
+// NewSession starts a client session for a client that sent initialize. The caller has negotiated version.
+func (r *Router) NewSession(p SessionParams) *Session {
+	s := newSession(r, p, newSessionID(), func(s *Session) era { return newLegacyClient(s) })
+	r.share(s)
+	r.catchUp() // before it is counted: it hears of the changes after it started, not of the start's
+	r.mu.Lock()
+	r.sessions[s.id] = s
+	r.mu.Unlock()
+	return s
+}
+
+// Session returns the live session with the id, or nil.
+func (r *Router) Session(id string) *Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sessions[id]
+}
+
+// SessionCount reports the live client sessions.
+func (r *Router) SessionCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.sessions)
+}
+
+func (r *Router) dropSession(s *Session) {
+	r.mu.Lock()
+	if r.sessions[s.id] == s { // a copy that lost a restore race must not drop the one that won
+		delete(r.sessions, s.id)
+	}
+	r.mu.Unlock()
+}
+
+func (r *Router) allSessions() []*Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*Session, 0, len(r.sessions))
+	for _, s := range r.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+func (r *Router) eachSession(f func(*Session)) {
+	for _, s := range r.allSessions() {
+		f(s)
+	}
+}
+
+// Listener starts a stateless session of its own for one subscriptions/listen stream: its standalone stream
+// carries the list changes and resource updates the stream asked for. The caller closes it when the stream ends.
+func (r *Router) Listener(p SessionParams) *Session {
+	p.ProtocolVersion = protocol.LatestLegacy
+	p.LogLevel = ""
+	s := newSession(r, p, newSessionID(), func(s *Session) era { return &pooledClient{s: s, listener: true} })
+	r.catchUp() // as NewSession
+	r.mu.Lock()
+	r.sessions[s.id] = s // list changes reach it like any session; it is never stored
+	r.mu.Unlock()
+	return s
+}
+
+// ErrStoreUnavailable reports that the shared state store could not be asked: whether a session exists elsewhere
+// is unknown, so the caller must not be told it does not (a client told 404 must start over).
+var ErrStoreUnavailable = errors.New("the shared session store is unavailable")
+
+// RestoreSession serves a session this replica does not hold: it loads its record and builds the session here,
+// if the record's principal is the caller's (principal "" without auth). allow and decorate are the caller's
+// policy and context decoration, as for NewSession. It returns nil when there is no such session for this
+// caller.
+func (r *Router) RestoreSession(ctx context.Context, id, principal string, allow Allow, decorate func(context.Context) context.Context) (*Session, error) {
+	if s := r.Session(id); s != nil || r.opts.Store == nil {
+		return s, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	rec, err := r.opts.Store.Get(ctx, id)
+	if err != nil {
+		if errors.Is(err, state.ErrNotFound) {
+			return nil, nil
+		}
+		r.log.Warn("session lookup in the store failed", "err", err)
+		return nil, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+	}
+	if rec.Principal != principal {
+		return nil, nil // another principal's session is, for this caller, no session
+	}
+	s := newSession(r, SessionParams{
+		ProtocolVersion: rec.ProtocolVersion, Capabilities: rec.Capabilities, ClientInfo: rec.ClientInfo,
+		Principal: rec.Principal, Allow: allow, Context: decorate, Endpoint: rec.Endpoint,
+	}, id, func(s *Session) era { return newLegacyClient(s) })
+	s.record = &sharedRecord{s: s} // it exists: this replica shares it as it is
+	if i := levelIndex(rec.LogLevel); i >= 0 {
+		s.logLevel = i
+	}
+	s.links.resumable = rec.UpstreamSessions
+	cat := s.catalog()
+	for _, uri := range rec.Subscriptions {
+		if rt, ok := s.resolveURI(cat, uri); ok {
+			s.subs[subKey(rt)] = uri
+			if rt.up.cfg.Mode == Shared && rt.up.addSub(rt.uri) {
+				rt.up.sendSub(rt.uri, true)
+			}
+		}
+	}
+	r.mu.Lock()
+	if other := r.sessions[id]; other != nil { // a concurrent request restored it first
+		r.mu.Unlock()
+		s.Close()
+		return other, nil
+	}
+	r.sessions[id] = s
+	r.mu.Unlock()
+	r.log.Info("session restored from the store", "session", s.logID())
+	s.notify(notice("this session moved to another gateway replica: its HTTP upstream sessions are resumed, its stdio upstream sessions start afresh (a local server's in-memory state is not carried over)"))
+	return s, nil
+}
+
+// ownListsChanged makes the person's sessions see their own lists: they use them from their next request and
+// hear list_changed now.
+func (r *Router) ownListsChanged(principal string, p *ownLists) {
+	for _, s := range append(r.allSessions(), r.pooledSessions()...) {
+		if s.params.Principal != principal {
+			continue
+		}
+		s.person.Store(p)
+		for _, k := range []listKind{kindTools, kindPrompts, kindResources} {
+			s.notify(jsonrpc.AppendNotification(nil, k.changedMethod(), nil))
+		}
+	}
+}
