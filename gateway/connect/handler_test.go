@@ -251,17 +251,17 @@ func TestExpired(t *testing.T) {
 	}{
 		{"link", func(e *env) int {
 			p := e.link(alice)
-			time.Sleep(MaxLinkTTL + time.Second)
+			time.Sleep(MaxLinkTTL + time.Second) // the bubble's clock: each case runs in synctest.Test below
 			return e.get(p, "alice").Code
 		}, http.StatusGone},
 		{"link just in time", func(e *env) int {
 			p := e.link(alice)
-			time.Sleep(MaxLinkTTL - time.Second)
+			time.Sleep(MaxLinkTTL - time.Second) // the bubble's clock: each case runs in synctest.Test below
 			return e.get(p, "alice").Code
 		}, http.StatusFound},
 		{"callback", func(e *env) int {
 			cb := e.authorize(e.get(e.link(alice), "alice"))
-			time.Sleep(11 * time.Minute)
+			time.Sleep(11 * time.Minute) // the bubble's clock: each case runs in synctest.Test below
 			return e.get(cb, "alice").Code
 		}, http.StatusBadRequest},
 	}
