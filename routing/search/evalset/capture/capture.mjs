@@ -29,7 +29,7 @@ const failLog = path.join(here, 'failures.txt');
 // Dummy credentials that many servers check for at start-up; none of them is real, and no capture makes a call
 // beyond tools/list (a server that needs its service to list its tools fails and is reported).
 const dummyEnv = {
-  HOME: path.join(scratch, 'home'), NODE_ENV: 'production', NO_COLOR: '1', CI: '1',
+  HOME: path.join(scratch, 'home'), KUBECONFIG: path.join(scratch, 'home', 'kubeconfig'), NODE_ENV: 'production', NO_COLOR: '1', CI: '1',
   PUPPETEER_SKIP_DOWNLOAD: '1', PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD: '1',
   API_KEY: 'dummy-key', ACCESS_TOKEN: 'dummy-token', AUTH_TOKEN: 'dummy-token',
   GITHUB_PERSONAL_ACCESS_TOKEN: 'dummy-github-personal-access-token',
@@ -289,6 +289,9 @@ function keepTool(t) {
 
 async function capture(only) {
   fs.mkdirSync(path.join(scratch, 'home'), { recursive: true });
+  // a kubeconfig with one context on an address where nothing listens, for the Kubernetes servers
+  fs.writeFileSync(dummyEnv.KUBECONFIG, 'apiVersion: v1\nkind: Config\ncurrent-context: dummy\nclusters:\n- name: dummy\n  cluster: {server: "https://127.0.0.1:9"}\n' +
+    'contexts:\n- name: dummy\n  context: {cluster: dummy, user: dummy}\nusers:\n- name: dummy\n  user: {token: dummy}\n');
   let prev = { servers: [] };
   if (only.length && fs.existsSync(out)) prev = JSON.parse(fs.readFileSync(out, 'utf8'));
   const servers = [], failures = [];
