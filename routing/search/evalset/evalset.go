@@ -5,6 +5,34 @@
 //
 // testdata/tools.json says where each server's tools came from: most are the tools/list output of the server's
 // npm package, a few are written from the server's documentation.
+//
+// # The catalog (issue 34)
+//
+// testdata/catalog.json is a larger catalog for an evaluation that cannot flatter the search: the tools/list of
+// well over 80 real MCP servers, over 1,000 tools, with every definition kept whole (name, title, description,
+// inputSchema, and outputSchema and annotations where the server gives them) and near-duplicates across servers
+// (several web searches, several GitHub-, Jira- or Slack-like servers) kept as real catalogs have them. Catalog
+// returns its servers and CatalogDocs its tools as the gateway would index them. Its shape is
+//
+//	{"about": "...", "servers": [{"upstream": "brave", "purpose": "one line", "purposeFrom": "package.json description",
+//	  "source": "tools/list of npm PACKAGE@VERSION (serverInfo NAME VERSION), captured over stdio",
+//	  "instructions": "...", "tools": [{"name", "title", "description", "inputSchema", "outputSchema", "annotations"}]}]}
+//
+// Each server's purpose is one line from its package's description or its README, never from its tools: it is what
+// a writer of queries sees when the queries are written blind (without the tool lists).
+//
+// The catalog came from capture/capture.mjs (a Node script with no dependencies, since nearly all the servers are npm
+// packages), which reads capture/servers.json: the npm packages and versions, plus the example servers of the
+// official Go SDK and of mcp-go built as plain commands. Servers are installed outside the repository and started
+// over stdio, one at a time under a timeout, with dummy credentials; no call but initialize and tools/list is made.
+// To capture it again:
+//
+//	cd routing/search/evalset/capture
+//	node capture.mjs install     # npm install --ignore-scripts into $SCRATCH (default /work/scratch-eval), go build the examples
+//	node capture.mjs capture     # writes ../testdata/catalog.json and capture/failures.txt
+//	node capture.mjs purposes    # prints "upstream<TAB>purpose", one line a server, for the blind query writer
+//
+// capture/failures.txt lists the servers of servers.json that gave no tools on the last capture, and why.
 package evalset
 
 import (
@@ -23,6 +51,9 @@ var toolsJSON string
 
 //go:embed testdata/queries.txt
 var queriesTxt string
+
+//go:embed testdata/catalog.json
+var catalogJSON string
 
 // Server is one MCP server of the set and its tools.
 type Server struct {
@@ -176,4 +207,87 @@ func Evaluate(qs []Query, rank func(query string) []string) Result {
 	r.Recall10 /= n
 	r.MRR /= n
 	return r
+}
+
+// CatalogServer is one server of the catalog (testdata/catalog.json): a real MCP server's tools/list, kept whole.
+type CatalogServer struct {
+	Upstream     string        `json:"upstream"`    // short lowercase name; its tools are exposed as <Upstream>__<name>
+	Purpose      string        `json:"purpose"`     // one line on what the server is for, from its package, not its tools
+	PurposeFrom  string        `json:"purposeFrom"` // where Purpose was taken from ("package.json description", "README")
+	Source       string        `json:"source"`      // package@version, its serverInfo, and how the tools were captured
+	Instructions string        `json:"instructions"`
+	Tools        []CatalogTool `json:"tools"`
+}
+
+// CatalogTool is one tool definition as the server listed it.
+type CatalogTool struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+}
+
+// Catalog returns the servers of the catalog, in the order of capture/servers.json.
+func Catalog() []CatalogServer {
+	var f struct {
+		Servers []CatalogServer `json:"servers"`
+	}
+	if err := json.Unmarshal([]byte(catalogJSON), &f); err != nil {
+		panic("evalset: testdata/catalog.json: " + err.Error()) // embedded at build time, so a test catches it
+	}
+	return f.Servers
+}
+
+// CatalogDocs returns the catalog's tools as the gateway would index them, named <upstream>__<tool>, with the
+// top-level parameters of each input schema in the schema's order.
+func CatalogDocs() []search.Doc {
+	var docs []search.Doc
+	for _, s := range Catalog() {
+		for _, t := range s.Tools {
+			docs = append(docs, search.Doc{
+				Name:         s.Upstream + "__" + t.Name,
+				Title:        t.Title,
+				Description:  t.Description,
+				Params:       SchemaParams(t.InputSchema),
+				Upstream:     s.Upstream,
+				Instructions: s.Instructions,
+			})
+		}
+	}
+	return docs
+}
+
+// SchemaParams returns the top-level properties of a JSON Schema object, in the order the schema lists them, with
+// their descriptions. A schema it cannot read gives no parameters.
+func SchemaParams(schema json.RawMessage) []search.Param {
+	var s struct {
+		Properties json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(schema, &s) != nil || len(s.Properties) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(s.Properties)))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	var ps []search.Param
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return ps
+		}
+		name, _ := tok.(string)
+		var p struct {
+			Description string `json:"description"`
+		}
+		var raw json.RawMessage
+		if dec.Decode(&raw) != nil {
+			return ps
+		}
+		_ = json.Unmarshal(raw, &p) // a property that is not an object (true, false) has no description
+		ps = append(ps, search.Param{Name: name, Description: p.Description})
+	}
+	return ps
 }
