@@ -128,7 +128,7 @@ func (c *Console) funcs() template.FuncMap {
 		"rate": func(f float64) string {
 			return strconv.FormatFloat(f, 'f', 1, 64) + "/min"
 		},
-		"plural":  plural,
+		"plural": plural,
 		"minutes": func(d time.Duration) string {
 			if d < time.Minute { // a gateway just started: its metrics go back no further
 				return plural(int(d.Seconds()), "second")
