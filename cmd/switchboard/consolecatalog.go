@@ -404,12 +404,10 @@ func (s *consoleSource) ApproveAll(ctx context.Context, by string) (int, error) 
 	return len(res.Approved), nil
 }
 
+// logApproval logs a lock file that could not be written (the console logs the approval itself).
 func (s *consoleSource) logApproval(by string, res routing.Approval) {
-	for _, d := range res.Approved {
-		s.log.Info("console: definition approved", "by", by, "upstream", d.Upstream, "kind", d.Kind, "name", d.Name, "seen", d.Seen)
-	}
 	if res.LockError != "" {
-		s.log.Error("console: the approval holds, but the lock file was not written", "lockFile", res.LockFile, "err", res.LockError)
+		s.log.Error("console: the approval holds, but the lock file was not written", "by", by, "lockFile", res.LockFile, "err", res.LockError)
 	}
 }
 
