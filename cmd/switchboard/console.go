@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"path"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -15,7 +14,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/switchboard-mcp/switchboard/auth/browser"
+	"github.com/switchboard-mcp/switchboard/auth/vault"
 	"github.com/switchboard-mcp/switchboard/cmd/internal/config"
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/gateway/connect"
@@ -240,42 +239,61 @@ func (s *consoleSource) Reload(_ context.Context, by string) (console.ReloadResu
 	return *s.last.Load(), nil
 }
 
-// consolePages mounts the console, with the pages of per-user OAuth when there are (pages, paths): the console
-// for the admins of the browser sign-in, or for anyone on a loopback-only gateway without auth. It refuses a
-// console that nobody could use.
-func consolePages(cfg *config.Config, src *consoleSource, users *userOAuth, pages http.Handler, paths []string, log *slog.Logger) (http.Handler, []string, error) {
+// consoleSignIn is the browser sign-in that tells the console's admins: per-user OAuth's when it runs (nil mount),
+// else one of the console's own when the config has auth.browser with auth.tokenKeys and publicURL; nil for
+// none.
+func consoleSignIn(ctx context.Context, cfg *config.Config, users *userOAuth, log *slog.Logger, idp *http.Client) (s *browserSignIn, mount bool, err error) {
+	if users != nil {
+		return users.signIn, false, nil
+	}
+	a := cfg.Auth
+	if a == nil || a.Browser == nil || a.TokenKeys == "" || cfg.PublicURL == "" {
+		return nil, false, nil
+	}
+	keys, err := vault.ParseKeys(a.TokenKeys)
+	if err != nil {
+		return nil, false, fmt.Errorf("auth.tokenKeys: %w", err)
+	}
+	defer clear(keys)
+	current := strings.TrimSpace(strings.Split(a.TokenKeys, ":")[0])
+	s, err = newBrowserSignIn(ctx, cfg, keys[current], log, idp)
+	return s, err == nil, err
+}
+
+// consolePages mounts the console beside the pages already there (pages at paths: per-user OAuth's), with the
+// sign-in's routes when mount says so: for the admins of the browser sign-in (signIn), or for anyone on a
+// loopback-only gateway without auth. It refuses a console that nobody could use.
+func consolePages(cfg *config.Config, src *consoleSource, signIn *browserSignIn, mount bool, pages http.Handler, paths []string, log *slog.Logger) (http.Handler, []string, error) {
 	opts := console.Options{Source: src, Logger: log, SecureCookie: strings.HasPrefix(cfg.PublicURL, "https://")}
-	var wrap func(http.Handler) http.Handler
+	wrap := func(h http.Handler) http.Handler { return h }
 	switch {
-	case users != nil:
-		opts.CSRF = csrf{users.signIn}
+	case signIn != nil:
+		opts.CSRF = csrf{signIn}
 		opts.Admin = func(r *http.Request) (string, bool) {
-			usr, ok := browser.UserFrom(r.Context())
-			if !ok || !slices.ContainsFunc(users.admins, func(pat string) bool { ok, _ := path.Match(pat, usr.Subject); return ok }) {
-				return "", false
-			}
-			return cmp.Or(usr.Name, usr.Email, usr.Subject), true
+			usr, ok := signIn.isAdmin(r)
+			return cmp.Or(usr.Name, usr.Email, usr.Subject), ok
 		}
-		wrap = users.signIn.Require
+		wrap = signIn.Require
 	case cfg.Auth == nil && config.IsLoopback(cfg.Listen):
 		opts.Admin = func(*http.Request) (string, bool) { return "local admin", true }
-		wrap = func(h http.Handler) http.Handler { return h }
 	case cfg.Auth == nil:
 		return nil, nil, fmt.Errorf("console.enabled on %s, which is not loopback, without auth: nobody could be told an admin; add auth with auth.browser (docs/console.md), or listen on a loopback address", cfg.Listen)
 	default:
-		return nil, nil, errors.New("console.enabled needs the browser sign-in to know its admins, which the gateway runs with a user-oauth upstream (auth.browser, auth.tokenKeys, publicURL): docs/console.md")
+		return nil, nil, errors.New("console.enabled with auth needs the browser sign-in to know its admins: auth.browser (with admins), auth.tokenKeys and publicURL (docs/console.md)")
 	}
 	c, err := console.New(opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	mux := chi.NewRouter()
-	if pages != nil {
-		for _, p := range paths {
-			mux.Handle(p, pages)
-		}
+	paths = slices.Clone(paths)
+	for _, p := range paths {
+		mux.Handle(p, pages)
+	}
+	if mount {
+		paths = append(paths, signIn.routes(mux)...)
 	}
 	mux.Handle("/console", wrap(c))
 	mux.Handle("/console/*", wrap(c))
-	return mux, append(slices.Clone(paths), "/console", "/console/*"), nil
+	return mux, append(paths, "/console", "/console/*"), nil
 }

@@ -29,7 +29,7 @@ func TestConsolePagesWho(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := &config.Config{Listen: tc.listen, Auth: tc.auth}
-			h, paths, err := consolePages(cfg, &consoleSource{}, nil, nil, nil, nil)
+			h, paths, err := consolePages(cfg, &consoleSource{}, nil, false, nil, nil, nil)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)

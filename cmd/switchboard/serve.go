@@ -221,7 +221,11 @@ func build(ctx context.Context, cfg *config.Config, f serveFlags, log *slog.Logg
 	var con *consoleSource
 	if cfg.Console.Enabled {
 		con = newConsoleSource(cfg, g.router, users, tel.Metrics, log)
-		if gopts.Pages, gopts.PagePaths, err = consolePages(cfg, con, users, gopts.Pages, gopts.PagePaths, log); err != nil {
+		signIn, mount, err := consoleSignIn(ctx, cfg, users, log, f.idp)
+		if err != nil {
+			return nil, &startError{what: "cannot start the console", err: err}
+		}
+		if gopts.Pages, gopts.PagePaths, err = consolePages(cfg, con, signIn, mount, gopts.Pages, gopts.PagePaths, log); err != nil {
 			return nil, &startError{what: "cannot start the console", err: err}
 		}
 	}

@@ -91,7 +91,7 @@ func TestE2EUserOAuth(t *testing.T) {
 	if err != nil {
 		missing("no Node 22 for oidc-provider: %v", err)
 	}
-	node, _, _ := nodePeers(t, root, missing)
+	node, everythingJS, _ := nodePeers(t, root, missing)
 	chromium, err := findChromium()
 	if err != nil {
 		missing("%v: run .ci/setup (Debian's chromium)", err)
@@ -340,6 +340,31 @@ func TestE2EUserOAuth(t *testing.T) {
 			t.Errorf("after the revocation the flash says %q", got)
 		}
 		js.callElicits(ctx, t, "alice", whoamiTool, publicURL) // the grant is gone: the next call asks to connect
+	})
+
+	t.Run("6c_the_console_signs_in_without_user_oauth", func(t *testing.T) {
+		// A gateway with auth.browser and no user-oauth upstream: the console runs the sign-in itself.
+		listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		base := "http://" + listen
+		id, secret := registerSignInClient(ctx, t, idp.Issuer, base+"/auth/callback")
+		cfg := fmt.Sprintf(`listen: %q
+publicURL: %q
+console: {enabled: true}
+auth:
+  issuer: %q
+  audience: %q
+  browser: {clientId: %q, clientSecret: "${BROWSER_CLIENT_SECRET}", admins: {sub: [alice]}}
+  tokenKeys: "${SWITCHBOARD_TOKEN_KEYS}"
+upstreams:
+  - {name: everything, command: %q, args: [%q, "stdio"]}
+`, listen, base, idp.Issuer, base+"/mcp", id, node, everythingJS)
+		startUserOAuthGateway(ctx, t, bin, tmp, "console-only", listen, fmt.Sprintf("127.0.0.1:%d", freePort(t)), cfg,
+			[]string{"BROWSER_CLIENT_SECRET=" + secret, "SWITCHBOARD_TOKEN_KEYS=" + newTokenKeys(t)})
+		alice.follow(t, base+"/console").want(t, http.StatusOK, "Overview")
+		if got := alice.eval(t, `document.querySelector("main table").textContent`); !strings.Contains(got, "everything") {
+			t.Errorf("alice's overview shows %q; want the upstream everything", got)
+		}
+		bob.follow(t, base+"/console/config").want(t, http.StatusForbidden, "Admins only")
 	})
 
 	t.Run("7_callback_on_a_second_replica", func(t *testing.T) {
