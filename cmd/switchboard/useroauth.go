@@ -109,11 +109,7 @@ func newUserOAuth(ctx context.Context, cfg *config.Config, redis *state.Redis, l
 	if err != nil {
 		return nil, fmt.Errorf("auth.tokenKeys: %w", err)
 	}
-	signIn, err := newBrowserSignIn(ctx, cfg, keys[current], log, idp)
-	if err != nil {
-		return nil, err
-	}
-	clear(keys)
+	defer clear(keys)
 	u := &userOAuth{log: log, publicURL: strings.TrimSuffix(cfg.PublicURL, "/"), sealer: keyring}
 	if redis != nil {
 		u.store = redis
@@ -152,7 +148,9 @@ func newUserOAuth(ctx context.Context, cfg *config.Config, redis *state.Redis, l
 		ok, _, err := u.store.Allow(ctx, "connect-links:"+principal, linkRate, linkBurst)
 		return ok, err
 	})
-	u.signIn = signIn
+	if u.signIn, err = newBrowserSignIn(ctx, cfg, keys[current], log, idp); err != nil {
+		return nil, err
+	}
 	return u, nil
 }
 
