@@ -33,6 +33,8 @@ const (
 	auditTailBytes = 8 << 20
 	// chainCacheTTL is how long a verification is kept for an unchanged file.
 	chainCacheTTL = 30 * time.Second
+	// maxVerifiedBytes bounds the log the audit page verifies: a page load must not read gigabytes.
+	maxVerifiedBytes = 256 << 20
 )
 
 // auditRecord is an audit record's fields as auth.Auditor writes them.
@@ -129,7 +131,13 @@ func (a *auditLog) verify(now time.Time) console.ChainState {
 	if !a.verified.At.IsZero() && st.Size() == a.size && st.ModTime().Equal(a.modTime) && now.Sub(a.verified.At) < chainCacheTTL {
 		return a.verified
 	}
-	cs := a.check(now)
+	var cs console.ChainState
+	if st.Size() > maxVerifiedBytes {
+		cs = console.ChainState{Detail: fmt.Sprintf("The audit log is %d MiB, more than the console verifies on a page load (%d MiB): "+
+			"rotate it, or run switchboard audit verify %s.", st.Size()>>20, maxVerifiedBytes>>20, a.path), At: now}
+	} else {
+		cs = a.check(now)
+	}
 	a.verified, a.size, a.modTime = cs, st.Size(), st.ModTime()
 	return cs
 }
