@@ -63,7 +63,7 @@ func newConsoleSource(cfg *config.Config, r *routing.Router, users *userOAuth, m
 }
 
 // recording wraps the gateway's reloader so that the console shows the last reload whatever asked for it (SIGHUP,
-// a watched file, the admin API, the console's own button). applied is the config a successful reload applied.
+// a watched file, the admin API, the console's own button).
 func (s *consoleSource) recording(reload gateway.Reloader) gateway.Reloader {
 	wrapped := func() (routing.ReloadResult, error) {
 		res, err := reload()
@@ -74,7 +74,8 @@ func (s *consoleSource) recording(reload gateway.Reloader) gateway.Reloader {
 	return wrapped
 }
 
-// applied records the configuration a reload applied.
+// applied records the configuration a reload applied (the reloader's apply calls it). Its restart-only keys are
+// shown as the file has them; the reload's summary names them.
 func (s *consoleSource) applied(cfg *config.Config) { s.running.Store(cfg) }
 
 // reloadResultOf is a reload's outcome as the config page shows it: what changed, or why nothing did, with each
