@@ -224,7 +224,7 @@ func restartOnly(old, cur *config.Config) []string {
 		{"requestTimeout", old.RequestTimeout, cur.RequestTimeout}, {"maxRequestTimeout", old.MaxRequestTimeout, cur.MaxRequestTimeout},
 		{"sessionIdleTimeout", old.SessionIdleTimeout, cur.SessionIdleTimeout}, {"cursorSecret", old.CursorSecret, cur.CursorSecret},
 		{"listCacheTTL", old.ListCacheTTL, cur.ListCacheTTL},
-		{"log.format", old.Log.Format, cur.Log.Format}, {"auth", old.Auth, cur.Auth},
+		{"log.format", old.Log.Format, cur.Log.Format}, {"auth", old.Auth, cur.Auth}, {"console", old.Console, cur.Console},
 		{"maxToolNameLength", old.MaxToolNameLength, cur.MaxToolNameLength}, {"clientHosts", old.ClientHosts, cur.ClientHosts},
 		{"search", old.Search, cur.Search}, {"serverCard", old.ServerCard, cur.ServerCard},
 		{"resourceNamespacing", old.ResourceNamespacing, cur.ResourceNamespacing},

@@ -218,13 +218,30 @@ func build(ctx context.Context, cfg *config.Config, f serveFlags, log *slog.Logg
 		}
 		gopts.Grants = users
 	}
+	var con *consoleSource
+	if cfg.Console.Enabled {
+		con = newConsoleSource(cfg, g.router, users, tel.Metrics, log)
+		signIn, mount, err := consoleSignIn(ctx, cfg, users, log, f.idp)
+		if err != nil {
+			return nil, &startError{what: "cannot start the console", err: err}
+		}
+		if gopts.Pages, gopts.PagePaths, err = consolePages(cfg, con, signIn, mount, gopts.Pages, gopts.PagePaths, log); err != nil {
+			return nil, &startError{what: "cannot start the console", err: err}
+		}
+	}
 	g.srv = gateway.New(g.router, gopts)
 	g.lockFile.Store(&cfg.Pinning.LockFile)
 	g.reload = reloader(f.path, cfg, g.router, latest, users, g.policies, log, f.allowEmpty, pinStoreOf(store), func(cfg *config.Config) {
 		level.Set(cfg.Log.Level)
 		g.srv.SetLimits(limitsOf(cfg, g.limiter))
 		g.lockFile.Store(&cfg.Pinning.LockFile)
+		if con != nil {
+			con.applied(cfg)
+		}
 	})
+	if con != nil {
+		g.reload = con.recording(g.reload)
+	}
 	if f.adminListen != "" && !f.checkOnly {
 		if g.adminLn, err = net.Listen("tcp", f.adminListen); err != nil {
 			return nil, &startError{what: "cannot listen for the admin API", attrs: []any{"addr", f.adminListen}, err: err}

@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -184,5 +185,18 @@ func TestTeamExample(t *testing.T) {
 	res, err = agentSession.CallTool(ctx, &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": "everything__get-sum", "arguments": map[string]any{"a": 2, "b": 3}}})
 	if err != nil || res.IsError || !strings.Contains(text(res), "5") {
 		t.Errorf("call_tool everything__get-sum: %v %s", err, text(res))
+	}
+
+	// The console is on: its catalog shows where list_shared comes from and its preset, and runs the search.
+	for path, want := range map[string][]string{
+		"/console/catalog?endpoint=/mcp/notes":                   {"list_shared", "files/list_directory (renamed; described; preset path)"},
+		"/console/catalog?endpoint=/mcp/agent&q=add+two+numbers": {"everything__get-sum"},
+	} {
+		code, body := adminDo(t, http.MethodGet, base+path)
+		for _, w := range want {
+			if code != http.StatusOK || !strings.Contains(body, w) {
+				t.Errorf("GET %s: HTTP %d, without %q", path, code, w)
+			}
+		}
 	}
 }

@@ -41,9 +41,9 @@ type userOAuth struct {
 	discovery *connect.Discovery
 	tokens    *connect.Tokens
 	links     *connect.Links
-	signIn    *browser.SignIn
-	sealer    *vault.Keyring
-	admins    []string // subjects who see the status view on /connections
+	// signIn is the browser sign-in; its admins see the status view on /connections.
+	signIn *browserSignIn
+	sealer *vault.Keyring
 	// router is set once it exists: the connect handler's notifications go to it.
 	router atomic.Pointer[routing.Router]
 }
@@ -109,13 +109,7 @@ func newUserOAuth(ctx context.Context, cfg *config.Config, redis *state.Redis, l
 	if err != nil {
 		return nil, fmt.Errorf("auth.tokenKeys: %w", err)
 	}
-	// The sign-in cookie's key comes from the sealing key, so replicas that share the keys share sign-ins, and a
-	// key rotation signs people out once.
-	cookieKey, err := hkdf.Key(sha256.New, keys[current], nil, "switchboard browser sign-in cookie v1", 32)
-	if err != nil {
-		return nil, err
-	}
-	clear(keys)
+	defer clear(keys)
 	u := &userOAuth{log: log, publicURL: strings.TrimSuffix(cfg.PublicURL, "/"), sealer: keyring}
 	if redis != nil {
 		u.store = redis
@@ -154,17 +148,52 @@ func newUserOAuth(ctx context.Context, cfg *config.Config, redis *state.Redis, l
 		ok, _, err := u.store.Allow(ctx, "connect-links:"+principal, linkRate, linkBurst)
 		return ok, err
 	})
-	secure := strings.HasPrefix(u.publicURL, "https://")
-	if u.signIn, err = browser.New(ctx, browser.Config{
-		Issuer: a.Issuer, ClientID: a.Browser.ClientID, ClientSecret: a.Browser.ClientSecret,
-		RedirectURL: u.publicURL + signInPrefix + "callback", CookieKey: cookieKey, Secure: secure, Logger: log,
-	}, idp); err != nil {
-		return nil, fmt.Errorf("auth.browser: %w", err)
-	}
-	if m := a.Browser.Admins; m != nil {
-		u.admins = m.Sub
+	if u.signIn, err = newBrowserSignIn(ctx, cfg, keys[current], log, idp); err != nil {
+		return nil, err
 	}
 	return u, nil
+}
+
+// browserSignIn is the gateway's browser sign-in (auth.browser) with its admins (auth.browser.admins' subjects).
+type browserSignIn struct {
+	*browser.SignIn
+	admins []string
+}
+
+// newBrowserSignIn starts the browser sign-in at the issuer. Its cookie's key comes from sealKey, the current
+// sealing key of auth.tokenKeys, so replicas that share the keys share sign-ins, and a key rotation signs people
+// out once.
+func newBrowserSignIn(ctx context.Context, cfg *config.Config, sealKey []byte, log *slog.Logger, idp *http.Client) (*browserSignIn, error) {
+	a, publicURL := cfg.Auth, strings.TrimSuffix(cfg.PublicURL, "/")
+	cookieKey, err := hkdf.Key(sha256.New, sealKey, nil, "switchboard browser sign-in cookie v1", 32)
+	if err != nil {
+		return nil, err
+	}
+	s, err := browser.New(ctx, browser.Config{
+		Issuer: a.Issuer, ClientID: a.Browser.ClientID, ClientSecret: a.Browser.ClientSecret,
+		RedirectURL: publicURL + signInPrefix + "callback", CookieKey: cookieKey, Secure: strings.HasPrefix(publicURL, "https://"), Logger: log,
+	}, idp)
+	if err != nil {
+		return nil, fmt.Errorf("auth.browser: %w", err)
+	}
+	b := &browserSignIn{SignIn: s}
+	if m := a.Browser.Admins; m != nil {
+		b.admins = m.Sub
+	}
+	return b, nil
+}
+
+// isAdmin reports whether r is signed in as a subject auth.browser.admins names, and who.
+func (b *browserSignIn) isAdmin(r *http.Request) (browser.User, bool) {
+	usr, ok := browser.UserFrom(r.Context())
+	return usr, ok && slices.ContainsFunc(b.admins, func(pat string) bool { ok, _ := path.Match(pat, usr.Subject); return ok })
+}
+
+// routes mounts the sign-in's callback and sign-out on mux, and returns their paths.
+func (b *browserSignIn) routes(mux chi.Router) []string {
+	mux.Method(http.MethodGet, signInPrefix+"callback", b.Callback())
+	mux.Handle(signInPrefix+"signout", b.SignOut())
+	return []string{signInPrefix + "*"}
 }
 
 // headers makes a user-oauth upstream's requests carry the principal's own token (refreshed before it expires; a
@@ -302,8 +331,8 @@ func (u *userOAuth) pages(r *routing.Router) (http.Handler, []string, error) {
 			return usr.Key(), display, true
 		},
 		IsAdmin: func(r *http.Request) bool {
-			usr, ok := browser.UserFrom(r.Context())
-			return ok && slices.ContainsFunc(u.admins, func(pat string) bool { ok, _ := path.Match(pat, usr.Subject); return ok })
+			_, ok := u.signIn.isAdmin(r)
+			return ok
 		},
 		Logger: u.log,
 	})
@@ -311,17 +340,16 @@ func (u *userOAuth) pages(r *routing.Router) (http.Handler, []string, error) {
 		return nil, nil, err
 	}
 	mux := chi.NewRouter()
-	mux.Method(http.MethodGet, signInPrefix+"callback", u.signIn.Callback())
-	mux.Handle(signInPrefix+"signout", u.signIn.SignOut())
+	paths := u.signIn.routes(mux)
 	mux.Method(http.MethodGet, connect.MetadataDocumentPath, h) // fetched by authorization servers: no sign-in
 	mux.Handle(connect.Prefix+"*", u.signIn.Require(h))
 	mux.Handle("/connections", u.signIn.Require(page))
 	mux.Handle("/connections/*", u.signIn.Require(page))
-	return mux, []string{signInPrefix + "*", connect.Prefix + "*", "/connections", "/connections/*"}, nil
+	return mux, append(paths, connect.Prefix+"*", "/connections", "/connections/*"), nil
 }
 
-// csrf adapts the browser sign-in to the connections page.
-type csrf struct{ s *browser.SignIn }
+// csrf adapts the browser sign-in to the connections page and the console.
+type csrf struct{ s *browserSignIn }
 
 // Token is the sign-in session's anti-forgery token.
 func (c csrf) Token(r *http.Request) string { return c.s.CSRFToken(r) }

@@ -91,7 +91,7 @@ func TestE2EUserOAuth(t *testing.T) {
 	if err != nil {
 		missing("no Node 22 for oidc-provider: %v", err)
 	}
-	node, _, _ := nodePeers(t, root, missing)
+	node, everythingJS, _ := nodePeers(t, root, missing)
 	chromium, err := findChromium()
 	if err != nil {
 		missing("%v: run .ci/setup (Debian's chromium)", err)
@@ -126,7 +126,7 @@ func TestE2EUserOAuth(t *testing.T) {
 
 	// 3. The gateway, in memory.
 	gw := startUserOAuthGateway(ctx, t, bin, tmp, "switchboard", gwListen, gwAdmin,
-		userOAuthConfig(gwListen, publicURL, idp.Issuer, signInID, up.URL, ""), env)
+		userOAuthConfig(gwListen, publicURL, idp.Issuer, signInID, up.URL, "console: {enabled: true}\n"), env)
 
 	// 4. The browser, and the MCP clients' tokens: an authorization-code grant with PKCE at the identity
 	// provider, for the gateway's audience, found from the gateway's own 401 and metadata.
@@ -320,6 +320,51 @@ func TestE2EUserOAuth(t *testing.T) {
 		if got := js.callText(ctx, t, "alice", whoamiTool); got != "alice" {
 			t.Fatalf("alice after connecting from the page: whoami = %q", got)
 		}
+	})
+
+	t.Run("6b_the_console_is_for_admins", func(t *testing.T) {
+		// bob, signed in but not in auth.browser.admins, gets the refusal and nothing of the gateway.
+		bob.follow(t, publicURL+"/console").want(t, http.StatusForbidden, "Admins only")
+		// alice, an admin, sees her own grant on the people page, and revokes it there.
+		if err := alice.do(chromedp.Navigate(publicURL+"/console/people"), chromedp.WaitVisible(chromedp.CSS(`form[action$="/people/revoke"] button`))); err != nil {
+			t.Fatalf("alice: /console/people: %v\n%s", err, alice.where())
+		}
+		if got := alice.eval(t, `document.querySelector("main table").textContent`); !strings.Contains(got, "alice") || !strings.Contains(got, "mcp") {
+			t.Errorf("alice's people page shows %q; want her grant with its scope mcp", got)
+		}
+		alice.shoot(t, shots, "console-live-people.png")
+		if err := alice.do(chromedp.Click(chromedp.CSS(`form[action$="/people/revoke"] button`)), chromedp.WaitVisible(chromedp.CSS("p.flash"))); err != nil {
+			t.Fatalf("alice: revoking on /console/people: %v\n%s", err, alice.where())
+		}
+		if got := alice.eval(t, `document.querySelector("p.flash").textContent`); !strings.HasPrefix(got, "Revoked.") {
+			t.Errorf("after the revocation the flash says %q", got)
+		}
+		js.callElicits(ctx, t, "alice", whoamiTool, publicURL) // the grant is gone: the next call asks to connect
+	})
+
+	t.Run("6c_the_console_signs_in_without_user_oauth", func(t *testing.T) {
+		// A gateway with auth.browser and no user-oauth upstream: the console runs the sign-in itself.
+		listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		base := "http://" + listen
+		id, secret := registerSignInClient(ctx, t, idp.Issuer, base+"/auth/callback")
+		cfg := fmt.Sprintf(`listen: %q
+publicURL: %q
+console: {enabled: true}
+auth:
+  issuer: %q
+  audience: %q
+  browser: {clientId: %q, clientSecret: "${BROWSER_CLIENT_SECRET}", admins: {sub: [alice]}}
+  tokenKeys: "${SWITCHBOARD_TOKEN_KEYS}"
+upstreams:
+  - {name: everything, command: %q, args: [%q, "stdio"]}
+`, listen, base, idp.Issuer, base+"/mcp", id, node, everythingJS)
+		startUserOAuthGateway(ctx, t, bin, tmp, "console-only", listen, fmt.Sprintf("127.0.0.1:%d", freePort(t)), cfg,
+			[]string{"BROWSER_CLIENT_SECRET=" + secret, "SWITCHBOARD_TOKEN_KEYS=" + newTokenKeys(t)})
+		alice.follow(t, base+"/console").want(t, http.StatusOK, "Overview")
+		if got := alice.eval(t, `document.querySelector("main table").textContent`); !strings.Contains(got, "everything") {
+			t.Errorf("alice's overview shows %q; want the upstream everything", got)
+		}
+		bob.follow(t, base+"/console/config").want(t, http.StatusForbidden, "Admins only")
 	})
 
 	t.Run("7_callback_on_a_second_replica", func(t *testing.T) {

@@ -128,8 +128,13 @@ func (c *Console) funcs() template.FuncMap {
 		"rate": func(f float64) string {
 			return strconv.FormatFloat(f, 'f', 1, 64) + "/min"
 		},
-		"plural":  plural,
-		"minutes": func(d time.Duration) string { return plural(int(math.Round(d.Minutes())), "minute") },
+		"plural": plural,
+		"minutes": func(d time.Duration) string {
+			if d < time.Minute { // a gateway just started: its metrics go back no further
+				return plural(int(d.Seconds()), "second")
+			}
+			return plural(int(math.Round(d.Minutes())), "minute")
+		},
 		"stateClass": func(s string) string {
 			switch s {
 			case "ready", "ok", "pinned":

@@ -70,7 +70,8 @@ type Overview struct {
 	Replica  string
 	Replicas []Replica
 	// Sessions counts the client sessions open, RunningTasks the tasks not
-	// yet finished, across replicas when the store says.
+	// yet finished, across replicas when the store says (-1 when the
+	// gateway cannot count them: the page says so).
 	Sessions     int
 	RunningTasks int
 	// Window is how far back the upstreams' rates and latencies look.

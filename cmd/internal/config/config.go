@@ -101,6 +101,8 @@ type Config struct {
 	CursorSecret []byte
 	// Log configures the gateway's own logging.
 	Log LogConfig
+	// Console configures the admin console at /console (off by default).
+	Console Console
 	// Auth makes the gateway an OAuth 2.1 resource server; nil = clients are
 	// not authenticated (see NoAuthOnNetwork).
 	Auth *Auth

@@ -127,6 +127,8 @@ func serverFields() []topField {
 			print: func(c *Config, w *lineWriter) {
 				w.line("log: {level: %s, format: %s}", strings.ToLower(c.Log.Level.String()), c.Log.Format)
 			}},
+		{field: field{key: "console", typ: tBlock, sub: consoleFields, doc: "The admin console in the browser at /console (docs/console.md). Unset: off."},
+			decode: readConsole, show: 14, print: (*Config).writeConsole},
 	}
 }
 
