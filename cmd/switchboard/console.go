@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/gateway/connect"
 	"github.com/switchboard-mcp/switchboard/gateway/console"
 	"github.com/switchboard-mcp/switchboard/routing"
+	"github.com/switchboard-mcp/switchboard/routing/state"
 )
 
 // consoleSource is the running gateway as the admin console sees it (console.Source): the router (its status,
@@ -35,6 +36,8 @@ type consoleSource struct {
 	// reload reloads the config file; last is the result of the last reload by any path (nil before one).
 	reload gateway.Reloader
 	last   atomic.Pointer[console.ReloadResult]
+	// replicas lists the live replicas from the shared store (nil without one: this replica alone).
+	replicas state.ReplicaRegistry
 	// metrics are the gateway's own, sampled; audit reads the audit log back (nil: none configured).
 	metrics *recentMetrics
 	audit   *auditLog
@@ -49,7 +52,7 @@ var _ console.Source = (*consoleSource)(nil)
 const consoleWindow = 5 * time.Minute
 
 // newConsoleSource adapts the gateway to the console. metrics serves the gateway's Prometheus exposition.
-func newConsoleSource(cfg *config.Config, r *routing.Router, users *userOAuth, metrics http.Handler, log *slog.Logger) *consoleSource {
+func newConsoleSource(cfg *config.Config, r *routing.Router, users *userOAuth, store *state.Redis, metrics http.Handler, log *slog.Logger) *consoleSource {
 	s := &consoleSource{
 		router: r, users: users, log: log,
 		metrics: newRecentMetrics(metrics, consoleWindow, time.Now),
@@ -57,6 +60,9 @@ func newConsoleSource(cfg *config.Config, r *routing.Router, users *userOAuth, m
 	}
 	if cfg.Console.AuditLog != "" {
 		s.audit = &auditLog{path: cfg.Console.AuditLog}
+	}
+	if store != nil { // a nil *state.Redis in the interface would not be nil
+		s.replicas = store
 	}
 	s.running.Store(cfg)
 	return s
@@ -128,6 +134,15 @@ func plural(n int, one, many string) string {
 func (s *consoleSource) Overview(ctx context.Context) (console.Overview, error) {
 	recent, window := s.metrics.sample(ctx)
 	ov := console.Overview{Replica: s.router.Replica(), Sessions: s.router.SessionCount(), RunningTasks: -1, Window: window}
+	if s.replicas != nil {
+		live, err := s.replicas.Replicas(ctx)
+		if err != nil {
+			return console.Overview{}, fmt.Errorf("list replicas: %w", err)
+		}
+		for _, r := range live {
+			ov.Replicas = append(ov.Replicas, console.Replica{ID: r.URL, Address: r.URL, LastSeen: r.Registered})
+		}
+	}
 	for _, st := range s.router.Status() {
 		u := console.UpstreamStatus{Name: st.Name, State: st.State, Transport: st.Transport, Restarts: st.Restarts, Error: st.Error}
 		if st.Drained {

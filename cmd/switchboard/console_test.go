@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +16,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/gateway/console"
 	"github.com/switchboard-mcp/switchboard/routing"
 	"github.com/switchboard-mcp/switchboard/routing/pin"
+	"github.com/switchboard-mcp/switchboard/routing/state"
 )
 
 // TestConsolePagesWho: the console is mounted for a loopback gateway without auth, and refused at the start where
@@ -188,5 +192,37 @@ func TestAuditLogLatest(t *testing.T) {
 	}
 	if _, err := (&auditLog{path: filepath.Join(t.TempDir(), "missing")}).latest(console.AuditFilter{}); err == nil {
 		t.Error("a missing log read without an error")
+	}
+}
+
+// TestConsoleReplicas: with a shared store the overview lists the live replicas the store knows, when each last
+// registered, and none whose registration lapsed.
+func TestConsoleReplicas(t *testing.T) {
+	r, err := routing.New(routing.Options{Replica: "http://10.0.0.1:8080"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := state.NewMemory()
+	t.Cleanup(store.Shutdown)
+	ctx := context.Background()
+	for url, ttl := range map[string]time.Duration{"http://10.0.0.1:8080": time.Minute, "http://10.0.0.2:8080": time.Minute, "http://10.0.0.3:8080": time.Nanosecond} {
+		if err := store.RegisterReplica(ctx, url, ttl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := &consoleSource{router: r, replicas: store, metrics: newRecentMetrics(http.NotFoundHandler(), consoleWindow, time.Now)}
+	ov, err := src.Overview(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, rep := range ov.Replicas {
+		if rep.LastSeen.IsZero() {
+			t.Errorf("%s: no last-seen time", rep.ID)
+		}
+		got = append(got, rep.ID)
+	}
+	if want := []string{"http://10.0.0.1:8080", "http://10.0.0.2:8080"}; !slices.Equal(got, want) || ov.Replica != want[0] {
+		t.Errorf("replicas %v (this one %q), want %v", got, ov.Replica, want)
 	}
 }

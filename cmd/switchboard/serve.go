@@ -220,7 +220,7 @@ func build(ctx context.Context, cfg *config.Config, f serveFlags, log *slog.Logg
 	}
 	var con *consoleSource
 	if cfg.Console.Enabled {
-		con = newConsoleSource(cfg, g.router, users, tel.Metrics, log)
+		con = newConsoleSource(cfg, g.router, users, store, tel.Metrics, log)
 		signIn, mount, err := consoleSignIn(ctx, cfg, users, log, f.idp)
 		if err != nil {
 			return nil, &startError{what: "cannot start the console", err: err}

@@ -37,6 +37,9 @@
 //	<prefix>rate:{<key>}                      hash: "tokens" (float), "ts" (µs, Redis TIME): a token bucket
 //	<prefix>lease:{<key>}                     sorted set: lease id → expiry (ms, Redis TIME)
 //	<prefix>replica:<hash of URL>             string: the replica's URL; PX = its registration TTL
+//	<prefix>replicas                          sorted set: registered URLs by when they last registered (ms), pruned
+//	                                           on each registration, at most MaxReplicas; Replicas checks each
+//	                                           URL's key
 //	<prefix>{pins}                            hash: pin key → pinned definition hash; no expiry (one key, one
 //	                                           slot; HGETALL lists it, at most MaxPins fields)
 //	<prefix>vector:<key>                      string: an embedding (float32 little-endian) of a text, by provider,

@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"time"
 )
 
 // Memory is the in-process Store: the single-replica default, with nothing to run. It is one store per feature
@@ -33,7 +32,7 @@ func NewMemory(opts ...Option) *Memory {
 		memEventLog:      newMemEventLog(o.eventMaxLen, o.eventTTL),
 		memBus:           &memBus{f: newFanout(o.busBuffer)},
 		memLimiter:       newMemLimiter(),
-		memReplicas:      &memReplicas{replicas: map[string]time.Time{}},
+		memReplicas:      &memReplicas{replicas: map[string]replicaReg{}},
 		memPins:          &memPins{max: o.maxPins, pins: map[string]string{}},
 		memGrants:        &memGrants{},
 		memRegistrations: &memRegistrations{},

@@ -6,17 +6,21 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// memReplicas is Memory's ReplicaRegistry: each URL's expiry, under one lock.
+// memReplicas is Memory's ReplicaRegistry: each URL's registration, under one lock.
 type memReplicas struct {
 	mu       sync.Mutex
-	replicas map[string]time.Time
+	replicas map[string]replicaReg
 }
+
+// replicaReg is one registration in memory: when it was made and when it lapses.
+type replicaReg struct{ registered, expires time.Time }
 
 // redisReplicas is Redis's ReplicaRegistry: a key per URL that expires with its registration.
 type redisReplicas struct {
@@ -40,12 +44,12 @@ func (m *memReplicas) RegisterReplica(ctx context.Context, url string, ttl time.
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := time.Now()
-	for u, exp := range m.replicas { // a handful of entries: sweeping on every registration is cheap
-		if !now.Before(exp) {
+	for u, reg := range m.replicas { // a handful of entries: sweeping on every registration is cheap
+		if !now.Before(reg.expires) {
 			delete(m.replicas, u)
 		}
 	}
-	m.replicas[url] = now.Add(ttl)
+	m.replicas[url] = replicaReg{registered: now, expires: now.Add(ttl)}
 	return nil
 }
 
@@ -56,8 +60,63 @@ func (m *memReplicas) ReplicaRegistered(ctx context.Context, url string) (bool, 
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	exp, ok := m.replicas[url]
-	return ok && time.Now().Before(exp), nil
+	reg, ok := m.replicas[url]
+	return ok && time.Now().Before(reg.expires), nil
+}
+
+// Replicas implements ReplicaRegistry.
+func (m *memReplicas) Replicas(ctx context.Context) ([]ReplicaRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	var out []ReplicaRecord
+	for u, reg := range m.replicas {
+		if now.Before(reg.expires) {
+			out = append(out, ReplicaRecord{URL: u, Registered: reg.registered})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].URL < out[j].URL })
+	if len(out) > MaxReplicas {
+		out = out[:MaxReplicas]
+	}
+	return out, nil
+}
+
+// replicaIndexKey is the sorted set of registered URLs, scored by the Unix millisecond of their last registration
+// (the registering replica's clock): what Replicas reads. The per-URL keys stay the truth ReplicaRegistered asks.
+func (r *redisReplicas) replicaIndexKey() string { return r.prefix + "replicas" }
+
+// Replicas implements ReplicaRegistry: the index's members whose own key is still there (the keys expire on the
+// server's clock; the index's scores, on the registering replica's, only prune it), newest registrations first
+// when there are more than MaxReplicas.
+func (r *redisReplicas) Replicas(ctx context.Context) ([]ReplicaRecord, error) {
+	urls, err := r.c.ZRevRange(ctx, r.replicaIndexKey(), 0, MaxReplicas-1).Result()
+	if err != nil {
+		return nil, unavailable("list replicas", err)
+	}
+	if len(urls) == 0 {
+		return nil, nil
+	}
+	pipe := r.c.Pipeline()
+	gets := make([]*redis.StringCmd, len(urls))
+	for i, u := range urls {
+		gets[i] = pipe.Get(ctx, r.replicaKey(u))
+	}
+	scores := pipe.ZMScore(ctx, r.replicaIndexKey(), urls...)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, unavailable("list replicas", err)
+	}
+	var out []ReplicaRecord
+	for i, u := range urls {
+		if v, err := gets[i].Result(); err == nil && v == u && i < len(scores.Val()) {
+			out = append(out, ReplicaRecord{URL: u, Registered: time.UnixMilli(int64(scores.Val()[i]))})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].URL < out[j].URL })
+	return out, nil
 }
 
 // replicaKey names a registration: the URL is hashed, so a key's length and characters never depend on it.
@@ -71,7 +130,18 @@ func (r *redisReplicas) RegisterReplica(ctx context.Context, url string, ttl tim
 	if err := checkReplica(url, ttl); err != nil {
 		return err
 	}
-	if err := r.c.Set(ctx, r.replicaKey(url), url, ttl).Err(); err != nil {
+	// The index is pruned of registrations older than ttl and held to MaxReplicas (the oldest go first) on every
+	// registration, in the same round trip; it never expires itself.
+	now := time.Now()
+	idx := r.replicaIndexKey()
+	_, err := r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, r.replicaKey(url), url, ttl)
+		p.ZAdd(ctx, idx, redis.Z{Score: float64(now.UnixMilli()), Member: url})
+		p.ZRemRangeByScore(ctx, idx, "-inf", fmt.Sprintf("(%d", now.Add(-ttl).UnixMilli()))
+		p.ZRemRangeByRank(ctx, idx, 0, -MaxReplicas-1)
+		return nil
+	})
+	if err != nil {
 		return unavailable("register replica", err)
 	}
 	return nil

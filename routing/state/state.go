@@ -141,7 +141,21 @@ type ReplicaRegistry interface {
 	RegisterReplica(ctx context.Context, url string, ttl time.Duration) error
 	// ReplicaRegistered reports whether url is registered and its registration has not lapsed.
 	ReplicaRegistered(ctx context.Context, url string) (bool, error)
+	// Replicas lists the replicas whose registration has not lapsed, with when each last registered, sorted by
+	// URL; at most MaxReplicas.
+	Replicas(ctx context.Context) ([]ReplicaRecord, error)
 }
+
+// ReplicaRecord is one live replica's registration.
+type ReplicaRecord struct {
+	URL string
+	// Registered is when the replica last registered (by its own clock, in Redis): when it was last heard from.
+	Registered time.Time
+}
+
+// MaxReplicas bounds the replicas Replicas lists, and so the registry's index in Redis: far more than a
+// deployment runs, so only a flood of registrations meets it (the earliest to lapse are dropped first).
+const MaxReplicas = 1024
 
 // PinStore keeps the pinned hash of each tool's and prompt's definition, shared by every replica: the first
 // definition seen is trusted, later ones are compared with it, and an admin's approval replaces it.

@@ -831,6 +831,9 @@ func testReplicas(t *testing.T, newStore factory) {
 	if err := h.RegisterReplica(ctx, b, h.ttl); err != nil {
 		t.Fatal(err)
 	}
+	if live, err := h.Replicas(ctx); err != nil || len(live) != 2 || live[0].URL != a || live[1].URL != b {
+		t.Errorf("Replicas = %+v, %v; want a and b", live, err)
+	}
 	for url, want := range map[string]bool{a: true, b: true, "http://evil.example/mcp": false, a + "/": false} {
 		if got, err := h.ReplicaRegistered(ctx, url); err != nil || got != want {
 			t.Errorf("ReplicaRegistered(%q) = %v, %v; want %v", url, got, err, want)
@@ -846,6 +849,11 @@ func testReplicas(t *testing.T, newStore factory) {
 	}
 	if ok, err := h.ReplicaRegistered(ctx, a); err != nil || !ok {
 		t.Errorf("a, registered again 0.6 TTL ago: ReplicaRegistered = %v, %v; want true", ok, err)
+	}
+	// Replicas lists the live ones only.
+	live, err := h.Replicas(ctx)
+	if err != nil || len(live) != 1 || live[0].URL != a || live[0].Registered.IsZero() {
+		t.Errorf("Replicas = %+v, %v; want a alone, with when it registered", live, err)
 	}
 }
 
