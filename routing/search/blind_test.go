@@ -45,7 +45,8 @@ func TestBlindRecall(t *testing.T) {
 			t.Logf("held-out miss (rank %d): %q want %v got %v", m.Rank, m.Query.Text, m.Query.Want, m.Top)
 		}
 	}
-	const minHeld5, minHeldEquiv5 = 0.0, 0.0 // set from the first measurement below
+	// The first measurement (package search as issue 16 left it): held-out strict recall@5 0.723, equivalent 0.796.
+	const minHeld5, minHeldEquiv5 = 0.71, 0.78
 	if rh.Strict.Recall5 < minHeld5 {
 		t.Errorf("held-out strict recall@5 = %.3f, want ≥ %.3f", rh.Strict.Recall5, minHeld5)
 	}
