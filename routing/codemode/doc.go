@@ -14,7 +14,7 @@
 // # Where scripts run
 //
 // An [Engine] with [Options.Worker] runs each script in a sandbox worker process: the gateway's own executable
-// re-executed with a hidden subcommand that calls [WorkerMain]. A worker bounds its memory with RLIMIT_DATA
+// re-executed with a hidden subcommand that calls [WorkerMain]. A worker (but one built with the race detector) bounds its memory with RLIMIT_DATA
 // (and writes no files, opens few descriptors), speaks one JSON frame a line on stdin and stdout, and sends
 // the script's tool calls back to the parent, which makes them. The pool is bounded (Options.Workers), and so
 // is the queue before it (Options.MaxWaiting; past it Run returns [ErrBusy]). A worker whose run broke a limit

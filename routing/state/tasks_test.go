@@ -346,7 +346,10 @@ func TestTaskSizeBound(t *testing.T) {
 
 func testTaskSizeBound(t *testing.T, newStore factory) {
 	h := newStore(t)
-	ctx := ctxT(t)
+	// Longer than ctxT's: records of MaxTaskSize bytes through miniredis under the race detector, on a busy
+	// machine, took more than its 20 s.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
 	const ttl = time.Hour // real time passes while big records are encoded
 	big := bigTask(t, sampleTask("big", "alice", ttl), MaxTaskSize)
 	if err := h.CreateTask(ctx, big, 0); err != nil {
