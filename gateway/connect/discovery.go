@@ -376,11 +376,15 @@ func discoverHint(err error) string {
 }
 
 // probe sends the upstream an initialize without credentials and returns
-// the Bearer challenge of its 401. Any other answer, or a 401 without a
-// challenge, gives an empty challenge: Discover then tries the well-known
-// URLs. Only a failure to get an answer is an error.
+// the Bearer challenge of its 401. An upstream that lets an anonymous
+// initialize in (the specification lets a server guard only what follows)
+// is asked once more, with a tools/list outside any session, whose 401 says
+// which scope the upstream wants first; without one, the challenge is
+// empty and Discover tries the well-known URLs. Any other answer, or a 401
+// without a challenge, gives an empty challenge. Only a failure to get an
+// answer is an error.
 func (d *Discovery) probe(ctx context.Context, mcpURL string) (upstreamauth.Challenge, error) {
-	body, err := json.Marshal(map[string]any{
+	ch, refused, err := d.probeWith(ctx, mcpURL, map[string]any{
 		"jsonrpc": "2.0",
 		"id":      1,
 		"method":  "initialize",
@@ -390,18 +394,36 @@ func (d *Discovery) probe(ctx context.Context, mcpURL string) (upstreamauth.Chal
 			"clientInfo":      map[string]any{"name": d.clientName, "version": "discovery"},
 		},
 	})
+	if err != nil || refused {
+		return ch, err
+	}
+	ch, _, err = d.probeWith(ctx, mcpURL, map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
 	if err != nil {
-		return upstreamauth.Challenge{}, err
+		// The first answer was an answer: the well-known URLs remain.
+		return upstreamauth.Challenge{}, nil
+	}
+	return ch, nil
+}
+
+// probeWith POSTs msg without credentials and returns the Bearer challenge
+// of a 401, and whether it was one.
+func (d *Discovery) probeWith(ctx context.Context, mcpURL string, msg map[string]any) (upstreamauth.Challenge, bool, error) {
+	body, err := json.Marshal(msg)
+	if err != nil {
+		return upstreamauth.Challenge{}, false, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, mcpURL, bytes.NewReader(body))
 	if err != nil {
-		return upstreamauth.Challenge{}, err
+		return upstreamauth.Challenge{}, false, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	if msg["method"] != "initialize" {
+		req.Header.Set("MCP-Protocol-Version", probeProtocolVersion)
+	}
 	resp, err := d.http.Do(req)
 	if err != nil {
-		return upstreamauth.Challenge{}, err
+		return upstreamauth.Challenge{}, false, err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusUnauthorized {
@@ -409,12 +431,12 @@ func (d *Discovery) probe(ctx context.Context, mcpURL string) (upstreamauth.Chal
 			// It let an anonymous client in: end the session it opened.
 			d.endSession(ctx, mcpURL, sid)
 		}
-		return upstreamauth.Challenge{}, nil
+		return upstreamauth.Challenge{}, false, nil
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxProbeBody))
 	// RFC 9110 §5.3: several fields are one comma-separated list.
 	ch, _ := upstreamauth.ParseChallenge(strings.Join(resp.Header.Values("WWW-Authenticate"), ", "))
-	return ch, nil
+	return ch, true, nil
 }
 
 // endSession deletes the MCP session the probe opened, best effort.

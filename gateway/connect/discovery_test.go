@@ -39,6 +39,10 @@ type fakeUpstream struct {
 	// leaves out WWW-Authenticate.
 	probeStatus int
 	noChallenge bool
+	// guardAfterInit lets an anonymous initialize in and challenges any
+	// other request for scope "admin", as servers that guard only what
+	// follows the handshake do.
+	guardAfterInit bool
 	// cimd advertises Client ID Metadata Documents; noRegistration hides
 	// the registration endpoint.
 	cimd, noRegistration bool
@@ -71,14 +75,24 @@ func (f *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/mcp" && r.Method == http.MethodPost:
 		f.mu.Lock()
 		f.probes++
-		status, challenge := f.probeStatus, !f.noChallenge
+		status, challenge, guard := f.probeStatus, !f.noChallenge, f.guardAfterInit
 		f.mu.Unlock()
 		if r.Header.Get("Authorization") != "" {
 			http.Error(w, "the probe carried credentials", http.StatusBadRequest)
 			return
 		}
 		var body struct{ Method string }
-		if json.NewDecoder(r.Body).Decode(&body) != nil || body.Method != "initialize" {
+		err := json.NewDecoder(r.Body).Decode(&body)
+		if guard && err == nil {
+			if body.Method == "initialize" {
+				w.WriteHeader(http.StatusOK)
+				return
+			}
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata="%s/.well-known/oauth-protected-resource/mcp", scope="admin"`, f.base))
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if err != nil || body.Method != "initialize" {
 			http.Error(w, "not an initialize", http.StatusBadRequest)
 			return
 		}
@@ -490,6 +504,25 @@ func TestDiscoveryCache(t *testing.T) {
 			t.Errorf("%d probes, %d registrations after the TTL, want 3, 1 (the stored one reused)", probes, regs)
 		}
 	})
+}
+
+// TestDiscoveryProbeAfterInitialize: an upstream that lets an anonymous
+// initialize in is probed once more with a request that needs a token, and
+// its challenge's scope is asked for (the scope-step-up scenario's first
+// authorization).
+func TestDiscoveryProbeAfterInitialize(t *testing.T) {
+	e := newDiscoveryEnv(t)
+	e.up.guardAfterInit = true
+	flow, err := e.build().Flow(context.Background(), "github")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := authQuery(t, flow).Get("scope"); got != "repo admin" {
+		t.Errorf("scope %q, want the configured and the challenge's: \"repo admin\"", got)
+	}
+	if probes, _, _ := e.up.stats(); probes != 2 {
+		t.Errorf("%d probes, want 2 (initialize, then tools/list)", probes)
+	}
 }
 
 // TestDiscoveryShared: callers that need one discovery at once share it.
