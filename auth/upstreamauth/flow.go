@@ -154,6 +154,10 @@ func NewFlow(cfg FlowConfig) (*Flow, error) {
 	return f, nil
 }
 
+// Issuer is the issuer of the flow's authorization server: what a grant it
+// made is bound to.
+func (f *Flow) Issuer() string { return f.srv.Issuer }
+
 // authMethod resolves the client's token endpoint authentication.
 func authMethod(c Client, supported []string) (string, error) {
 	m := c.AuthMethod

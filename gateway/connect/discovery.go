@@ -44,6 +44,9 @@ const (
 	secretMargin = time.Minute
 	// probeProtocolVersion is the MCP version of the probe's initialize.
 	probeProtocolVersion = "2025-11-25"
+	// movedEvery bounds how often Moved looks at an upstream's metadata
+	// again: each 401 could otherwise cost a fetch.
+	movedEvery = 10 * time.Second
 	// maxProbeBody bounds what is read of the probe's refusal, to reuse the
 	// connection; the rest is dropped.
 	maxProbeBody = 64 << 10
@@ -147,6 +150,8 @@ type Discovery struct {
 	// gen counts each upstream's Forgets, so that a discovery that was in
 	// flight during one does not cache what it found.
 	gen map[string]uint64
+	// looked is when Moved last looked at each upstream's metadata.
+	looked map[string]time.Time
 }
 
 // discovered is one upstream's cached discovery: a flow, or the error.
@@ -186,6 +191,7 @@ func NewDiscovery(cfg DiscoveryConfig) (*Discovery, error) {
 		cache:      map[string]*discovered{},
 		rejected:   map[string]string{},
 		gen:        map[string]uint64{},
+		looked:     map[string]time.Time{},
 	}
 	// upstreamauth.ChooseIdentity refuses a client_id URL that is not https
 	// (the authorization server fetches it): with a loopback http gateway
@@ -302,6 +308,46 @@ func (d *Discovery) Forget(upstream string) {
 	delete(d.cache, upstream)
 	d.gen[upstream]++
 	d.group.Forget(upstream)
+}
+
+// Moved is asked after the upstream refused a person's token (401), with
+// its challenge: it reports whether the upstream's protected-resource
+// metadata now names another authorization server than the cached flow's
+// (SEP-2352, an authorization server migration). The cached flow is then
+// dropped, so that the next Flow discovers the new server and registers
+// there (registrations are kept by issuer: the old client is never shown to
+// the new server), and grants of the old server are not refreshed at the
+// new one (Tokens compares the grant's issuer). It looks at most once every
+// 10 seconds per upstream; a failure to look is no move.
+func (d *Discovery) Moved(ctx context.Context, upstream string, ch upstreamauth.Challenge) bool {
+	u, ok := d.upstreams[upstream]
+	if !ok {
+		return false
+	}
+	d.mu.Lock()
+	e, now := d.cache[upstream], time.Now()
+	if e == nil || e.flow == nil || now.Sub(d.looked[upstream]) < movedEvery {
+		d.mu.Unlock()
+		return false
+	}
+	d.looked[upstream] = now
+	d.mu.Unlock()
+	dctx, cancel := context.WithTimeout(ctx, discoveryTimeout)
+	defer cancel()
+	srv, err := upstreamauth.Discover(dctx, d.http, u.URL, ch)
+	if err != nil || srv.Issuer == e.flow.Issuer() {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cache[upstream] == e {
+		delete(d.cache, upstream)
+		d.gen[upstream]++
+		d.group.Forget(upstream)
+	}
+	d.log.Info("connect: the upstream's authorization server changed; discovering and registering again",
+		"upstream", upstream, "from", e.flow.Issuer(), "to", srv.Issuer)
+	return true
 }
 
 // discover finds upstream's flow; the entry holds the error when it fails.

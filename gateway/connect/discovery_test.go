@@ -43,6 +43,9 @@ type fakeUpstream struct {
 	// other request for scope "admin", as servers that guard only what
 	// follows the handshake do.
 	guardAfterInit bool
+	// moved makes the metadata name the authorization server <base>/v2
+	// (another issuer, same endpoints) instead of <base>.
+	moved bool
 	// cimd advertises Client ID Metadata Documents; noRegistration hides
 	// the registration endpoint.
 	cimd, noRegistration bool
@@ -105,10 +108,16 @@ func (f *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.WriteHeader(status)
 	case r.URL.Path == "/.well-known/oauth-protected-resource/mcp":
+		f.mu.Lock()
+		as := f.base
+		if f.moved {
+			as += "/v2"
+		}
+		f.mu.Unlock()
 		writeJSON(w, http.StatusOK, map[string]any{
-			"resource": f.mcpURL(), "authorization_servers": []string{f.base}, "scopes_supported": []string{"repo", "read", "admin"},
+			"resource": f.mcpURL(), "authorization_servers": []string{as}, "scopes_supported": []string{"repo", "read", "admin"},
 		})
-	case r.URL.Path == "/.well-known/oauth-authorization-server":
+	case r.URL.Path == "/.well-known/oauth-authorization-server" || r.URL.Path == "/.well-known/oauth-authorization-server/v2":
 		f.mu.Lock()
 		f.metaHits++
 		status, cimd, reg := f.metaStatus, f.cimd, !f.noRegistration
@@ -118,7 +127,7 @@ func (f *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		meta := map[string]any{
-			"issuer":                           f.base,
+			"issuer":                           f.base + strings.TrimPrefix(r.URL.Path, "/.well-known/oauth-authorization-server"),
 			"authorization_endpoint":           f.base + "/authorize",
 			"token_endpoint":                   f.base + "/token",
 			"revocation_endpoint":              f.base + "/revoke",
@@ -523,6 +532,57 @@ func TestDiscoveryProbeAfterInitialize(t *testing.T) {
 	if probes, _, _ := e.up.stats(); probes != 2 {
 		t.Errorf("%d probes, want 2 (initialize, then tools/list)", probes)
 	}
+}
+
+// TestDiscoveryMoved (SEP-2352): after a 401, an upstream whose metadata
+// names another authorization server has its cached flow dropped; the next
+// Flow is the new server's, with a registration of its own, and a grant of
+// the old server is deleted rather than refreshed at the new one. Moved
+// looks again only after 10 seconds, and an unmoved server is no move.
+func TestDiscoveryMoved(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newDiscoveryEnv(t)
+		d := e.build()
+		ctx := context.Background()
+		old, err := d.Flow(ctx, "github")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Moved(ctx, "github", upstreamauth.Challenge{}) {
+			t.Error("Moved while the metadata names the same server")
+		}
+		e.up.moved = true
+		if d.Moved(ctx, "github", upstreamauth.Challenge{}) {
+			t.Error("Moved looked again within 10 seconds")
+		}
+		time.Sleep(movedEvery)
+		if !d.Moved(ctx, "github", upstreamauth.Challenge{}) {
+			t.Fatal("the metadata names another server, and Moved says no")
+		}
+		flow, err := d.Flow(ctx, "github")
+		if err != nil || flow == old || flow.Issuer() != e.up.base+"/v2" {
+			t.Fatalf("after the move: %v, issuer %q", err, flow.Issuer())
+		}
+		if _, _, regs := e.up.stats(); regs != 2 {
+			t.Errorf("%d registrations, want one per server", regs)
+		}
+		// A grant of the old server is not refreshed at the new one.
+		env := newEnv(t)
+		tk, err := NewTokens(TokensConfig{Store: env.store, Flows: d, Sealer: env.sealer, Logger: env.tokens.log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.putGrant(alice, grant{AccessToken: "at-1-secretish", RefreshToken: "rt-1-secretish", Issuer: old.Issuer(), Expiry: time.Now().Add(time.Hour)})
+		if _, err := tk.Refresh(ctx, alice.Key(), "github", "at-1-secretish"); !errIs(err, ErrNotConnected) {
+			t.Errorf("refreshing a grant of the old server: %v, want ErrNotConnected", err)
+		}
+		if _, err := env.grant(alice); err == nil {
+			t.Error("the old server's grant is still stored")
+		}
+		if n, _ := e.up.as.counts(); n != 0 {
+			t.Errorf("%d refreshes sent, want none", n)
+		}
+	})
 }
 
 // TestDiscoveryShared: callers that need one discovery at once share it.

@@ -349,6 +349,7 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g := newGrant(tok, nil)
+	g.Issuer = flow.Issuer()
 	// A grant that answers a step-up carries the count, for the retry limit.
 	_, g.StepUps = stepUp(ctx, h.store, h.sealer, rec.Principal, rec.Upstream)
 	sealed, err := sealGrant(h.sealer, rec.Principal, rec.Upstream, g)

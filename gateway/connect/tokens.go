@@ -58,6 +58,9 @@ type grant struct {
 	// StepUps counts the step-ups in a row, carried into the grant that answers one, so that an upstream that
 	// keeps refusing is not answered by asking the person again and again (maxStepUps).
 	StepUps int `json:"stepUps,omitempty"`
+	// Issuer is the authorization server that issued the grant: after a migration to another (SEP-2352) the
+	// grant is of no use, its refresh token least of all, and the person connects again.
+	Issuer string `json:"issuer,omitempty"`
 }
 
 // maxStepUps bounds the step-ups in a row: with the first connection, at most three authorizations for one
@@ -402,6 +405,13 @@ func (t *Tokens) refreshLocked(ctx context.Context, principal, upstream, rejecte
 	flow, err := t.flows.Flow(rctx, upstream)
 	if err != nil {
 		return t.keepOrFail(g, upstream, rejected, fmt.Errorf("connect: no flow for %s: %w", upstream, err))
+	}
+	if g.Issuer != "" && g.Issuer != flow.Issuer() {
+		// Never sent to the new server: a refresh token is the old one's.
+		t.forget(rctx, principal, upstream, sealed)
+		t.log.Info("connect: the upstream's authorization server changed; the grant of the old one is deleted",
+			"upstream", upstream, "sub", subject(principal))
+		return nil, &NotConnectedError{Upstream: upstream, Reason: "the upstream's authorization server changed"}
 	}
 	nt, _, err := flow.Refresh(rctx, &oauth2.Token{AccessToken: g.AccessToken, TokenType: g.TokenType, RefreshToken: g.RefreshToken, Expiry: g.Expiry})
 	if err != nil {

@@ -25,7 +25,17 @@ type RetryOn401 struct {
 	Principal func(ctx context.Context) string
 	// Logger receives failed refreshes, never a token. nil means slog.Default().
 	Logger *slog.Logger
+	// Moves, when set, is asked after a 401 whether the upstream's authorization server changed (Discovery is
+	// one): the refresh then finds the new server's flow, and ends the grant of the old one.
+	Moves ServerMoves
 }
+
+// ServerMoves tells whether an upstream's authorization server changed (SEP-2352).
+type ServerMoves interface {
+	Moved(ctx context.Context, upstream string, ch upstreamauth.Challenge) bool
+}
+
+var _ ServerMoves = (*Discovery)(nil)
 
 var _ http.RoundTripper = (*RetryOn401)(nil)
 
@@ -63,6 +73,10 @@ func (t *RetryOn401) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	if principal == "" || !bearer || (r.Body != nil && r.Body != http.NoBody && r.GetBody == nil) {
 		return resp, nil
+	}
+	if t.Moves != nil {
+		ch, _ := upstreamauth.ParseChallenge(strings.Join(resp.Header.Values("WWW-Authenticate"), ", "))
+		t.Moves.Moved(r.Context(), t.Upstream, ch)
 	}
 	tok, err := t.Tokens.Refresh(r.Context(), principal, t.Upstream, rejected)
 	if err != nil {

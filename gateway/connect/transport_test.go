@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/auth/upstreamauth"
 )
 
 // TestRetryOn401: a person's request refused with 401 is sent again, once, with the refreshed token and the same
@@ -166,3 +168,45 @@ func TestStepUp(t *testing.T) {
 		t.Errorf("StepUp for a token no longer stored: %t, %v", ok, err)
 	}
 }
+
+// movesFunc is a ServerMoves over a function.
+type movesFunc func(upstream string, ch upstreamauth.Challenge) bool
+
+func (f movesFunc) Moved(_ context.Context, upstream string, ch upstreamauth.Challenge) bool {
+	return f(upstream, ch)
+}
+
+// TestRetryOn401AsksMoves: a person's 401 asks whether the authorization server moved, with the challenge, before
+// the refresh (which then finds the new server's flow); a request without a person does not.
+func TestRetryOn401AsksMoves(t *testing.T) {
+	e := newEnv(t)
+	e.putGrant(alice, grant{AccessToken: "at-1-secretish", Expiry: time.Now().Add(time.Hour)})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="https://up.example/.well-known/oauth-protected-resource"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	t.Cleanup(up.Close)
+	var asked []string
+	rt := &RetryOn401{
+		Base: http.DefaultTransport, Tokens: e.tokens, Upstream: "github", Logger: e.tokens.log,
+		Principal: func(ctx context.Context) string { s, _ := ctx.Value(principalKey{}).(string); return s },
+		Moves: movesFunc(func(upstream string, ch upstreamauth.Challenge) bool {
+			asked = append(asked, upstream+" "+ch.ResourceMetadata)
+			return false
+		}),
+	}
+	for _, p := range []string{"", alice.Key()} {
+		req, _ := http.NewRequestWithContext(context.WithValue(context.Background(), principalKey{}, p), http.MethodGet, up.URL, nil)
+		req.Header.Set("Authorization", "Bearer at-1-secretish")
+		resp, err := (&http.Client{Transport: rt}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if len(asked) != 1 || asked[0] != "github https://up.example/.well-known/oauth-protected-resource" {
+		t.Errorf("Moved asked %q, want once, for alice's 401, with the challenge", asked)
+	}
+}
+
+type principalKey struct{}
