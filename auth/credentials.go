@@ -251,6 +251,9 @@ type TokenExchangeSource struct {
 	// behind a request: the session that feeds the catalog, and a per-user session's own housekeeping.
 	own *ClientCredentialsSource
 
+	// fetch gets a caller's token: exchange (RFC 8693), or idJAG's two steps (NewIDJAGSource).
+	fetch func(ctx context.Context, p *Principal) (exchanged, error)
+
 	mu       sync.Mutex
 	cache    map[[32]byte]exchanged
 	inflight map[[32]byte]*exchangeCall
@@ -284,8 +287,10 @@ func NewTokenExchangeSource(cfg TokenExchangeConfig, client *http.Client) *Token
 		ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, TokenURL: cfg.TokenURL, Scopes: cfg.Scopes,
 		EndpointParams: params,
 	}, client)
-	return &TokenExchangeSource{cfg: cfg, client: client, now: time.Now, own: own,
+	s := &TokenExchangeSource{cfg: cfg, client: client, now: time.Now, own: own,
 		cache: map[[32]byte]exchanged{}, inflight: map[[32]byte]*exchangeCall{}}
+	s.fetch = s.exchange
+	return s
 }
 
 // ErrNoSubjectToken is returned by token exchange for a caller without a
@@ -318,7 +323,7 @@ func (s *TokenExchangeSource) Header(ctx context.Context, p *Principal) (http.He
 	}
 	s.mu.Unlock()
 	if !running {
-		call.val, call.err = s.exchange(ctx, p)
+		call.val, call.err = s.fetch(ctx, p)
 		s.mu.Lock()
 		delete(s.inflight, key)
 		if call.err == nil {

@@ -154,6 +154,10 @@ func NewFlow(cfg FlowConfig) (*Flow, error) {
 	return f, nil
 }
 
+// Issuer is the issuer of the flow's authorization server: what a grant it
+// made is bound to.
+func (f *Flow) Issuer() string { return f.srv.Issuer }
+
 // authMethod resolves the client's token endpoint authentication.
 func authMethod(c Client, supported []string) (string, error) {
 	m := c.AuthMethod
@@ -217,8 +221,10 @@ func (p Pending) LogValue() slog.Value {
 // code challenge method"; the state is checked at Finish, as "MCP clients
 // SHOULD use and verify state parameters in the authorization code flow and
 // discard any results that do not include or have a mismatch with the
-// original state".
-func (f *Flow) Start() (Pending, string) {
+// original state". extra scopes are asked for beside the flow's own: a
+// step-up's (SEP-2350), the union of the granted scopes and those the
+// upstream's insufficient_scope challenge named.
+func (f *Flow) Start(extra ...string) (Pending, string) {
 	p := Pending{
 		State:     rand.Text(),
 		Verifier:  oauth2.GenerateVerifier(),
@@ -227,6 +233,15 @@ func (f *Flow) Start() (Pending, string) {
 		CreatedAt: time.Now().Round(0),
 	}
 	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(p.Verifier)}
+	if len(extra) > 0 {
+		scopes := slices.Clone(f.conf.Scopes)
+		for _, s := range extra {
+			if s != "" && !slices.Contains(scopes, s) {
+				scopes = append(scopes, s)
+			}
+		}
+		opts = append(opts, oauth2.SetAuthURLParam("scope", strings.Join(scopes, " ")))
+	}
 	if !f.omitResource {
 		// "The resource parameter MUST be included in both authorization
 		// requests and token requests" (Resource Parameter Implementation).

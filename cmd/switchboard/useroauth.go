@@ -236,7 +236,7 @@ func (u *userOAuth) httpClient(name string) *http.Client {
 	tr.MaxIdleConns = 0
 	tr.MaxIdleConnsPerHost = 1024
 	return &http.Client{Transport: &connect.RetryOn401{
-		Base: tr, Tokens: u.tokens, Upstream: name, Logger: u.log,
+		Base: tr, Tokens: u.tokens, Upstream: name, Logger: u.log, Moves: u.discovery,
 		Principal: func(ctx context.Context) string { return auth.PrincipalFrom(ctx).Key() },
 	}}
 }

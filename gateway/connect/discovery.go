@@ -44,6 +44,9 @@ const (
 	secretMargin = time.Minute
 	// probeProtocolVersion is the MCP version of the probe's initialize.
 	probeProtocolVersion = "2025-11-25"
+	// movedEvery bounds how often Moved looks at an upstream's metadata
+	// again: each 401 could otherwise cost a fetch.
+	movedEvery = 10 * time.Second
 	// maxProbeBody bounds what is read of the probe's refusal, to reuse the
 	// connection; the rest is dropped.
 	maxProbeBody = 64 << 10
@@ -147,6 +150,8 @@ type Discovery struct {
 	// gen counts each upstream's Forgets, so that a discovery that was in
 	// flight during one does not cache what it found.
 	gen map[string]uint64
+	// looked is when Moved last looked at each upstream's metadata.
+	looked map[string]time.Time
 }
 
 // discovered is one upstream's cached discovery: a flow, or the error.
@@ -186,6 +191,7 @@ func NewDiscovery(cfg DiscoveryConfig) (*Discovery, error) {
 		cache:      map[string]*discovered{},
 		rejected:   map[string]string{},
 		gen:        map[string]uint64{},
+		looked:     map[string]time.Time{},
 	}
 	// upstreamauth.ChooseIdentity refuses a client_id URL that is not https
 	// (the authorization server fetches it): with a loopback http gateway
@@ -304,6 +310,46 @@ func (d *Discovery) Forget(upstream string) {
 	d.group.Forget(upstream)
 }
 
+// Moved is asked after the upstream refused a person's token (401), with
+// its challenge: it reports whether the upstream's protected-resource
+// metadata now names another authorization server than the cached flow's
+// (SEP-2352, an authorization server migration). The cached flow is then
+// dropped, so that the next Flow discovers the new server and registers
+// there (registrations are kept by issuer: the old client is never shown to
+// the new server), and grants of the old server are not refreshed at the
+// new one (Tokens compares the grant's issuer). It looks at most once every
+// 10 seconds per upstream; a failure to look is no move.
+func (d *Discovery) Moved(ctx context.Context, upstream string, ch upstreamauth.Challenge) bool {
+	u, ok := d.upstreams[upstream]
+	if !ok {
+		return false
+	}
+	d.mu.Lock()
+	e, now := d.cache[upstream], time.Now()
+	if e == nil || e.flow == nil || now.Sub(d.looked[upstream]) < movedEvery {
+		d.mu.Unlock()
+		return false
+	}
+	d.looked[upstream] = now
+	d.mu.Unlock()
+	dctx, cancel := context.WithTimeout(ctx, discoveryTimeout)
+	defer cancel()
+	srv, err := upstreamauth.Discover(dctx, d.http, u.URL, ch)
+	if err != nil || srv.Issuer == e.flow.Issuer() {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cache[upstream] == e {
+		delete(d.cache, upstream)
+		d.gen[upstream]++
+		d.group.Forget(upstream)
+	}
+	d.log.Info("connect: the upstream's authorization server changed; discovering and registering again",
+		"upstream", upstream, "from", e.flow.Issuer(), "to", srv.Issuer)
+	return true
+}
+
 // discover finds upstream's flow; the entry holds the error when it fails.
 func (d *Discovery) discover(ctx context.Context, u UpstreamOAuth, rejected string) *discovered {
 	e, err := d.discoverFlow(ctx, u, rejected)
@@ -376,11 +422,15 @@ func discoverHint(err error) string {
 }
 
 // probe sends the upstream an initialize without credentials and returns
-// the Bearer challenge of its 401. Any other answer, or a 401 without a
-// challenge, gives an empty challenge: Discover then tries the well-known
-// URLs. Only a failure to get an answer is an error.
+// the Bearer challenge of its 401. An upstream that lets an anonymous
+// initialize in (the specification lets a server guard only what follows)
+// is asked once more, with a tools/list outside any session, whose 401 says
+// which scope the upstream wants first; without one, the challenge is
+// empty and Discover tries the well-known URLs. Any other answer, or a 401
+// without a challenge, gives an empty challenge. Only a failure to get an
+// answer is an error.
 func (d *Discovery) probe(ctx context.Context, mcpURL string) (upstreamauth.Challenge, error) {
-	body, err := json.Marshal(map[string]any{
+	ch, refused, err := d.probeWith(ctx, mcpURL, map[string]any{
 		"jsonrpc": "2.0",
 		"id":      1,
 		"method":  "initialize",
@@ -390,18 +440,36 @@ func (d *Discovery) probe(ctx context.Context, mcpURL string) (upstreamauth.Chal
 			"clientInfo":      map[string]any{"name": d.clientName, "version": "discovery"},
 		},
 	})
+	if err != nil || refused {
+		return ch, err
+	}
+	ch, _, err = d.probeWith(ctx, mcpURL, map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
 	if err != nil {
-		return upstreamauth.Challenge{}, err
+		// The first answer was an answer: the well-known URLs remain.
+		return upstreamauth.Challenge{}, nil
+	}
+	return ch, nil
+}
+
+// probeWith POSTs msg without credentials and returns the Bearer challenge
+// of a 401, and whether it was one.
+func (d *Discovery) probeWith(ctx context.Context, mcpURL string, msg map[string]any) (upstreamauth.Challenge, bool, error) {
+	body, err := json.Marshal(msg)
+	if err != nil {
+		return upstreamauth.Challenge{}, false, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, mcpURL, bytes.NewReader(body))
 	if err != nil {
-		return upstreamauth.Challenge{}, err
+		return upstreamauth.Challenge{}, false, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	if msg["method"] != "initialize" {
+		req.Header.Set("MCP-Protocol-Version", probeProtocolVersion)
+	}
 	resp, err := d.http.Do(req)
 	if err != nil {
-		return upstreamauth.Challenge{}, err
+		return upstreamauth.Challenge{}, false, err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusUnauthorized {
@@ -409,12 +477,12 @@ func (d *Discovery) probe(ctx context.Context, mcpURL string) (upstreamauth.Chal
 			// It let an anonymous client in: end the session it opened.
 			d.endSession(ctx, mcpURL, sid)
 		}
-		return upstreamauth.Challenge{}, nil
+		return upstreamauth.Challenge{}, false, nil
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxProbeBody))
 	// RFC 9110 §5.3: several fields are one comma-separated list.
 	ch, _ := upstreamauth.ParseChallenge(strings.Join(resp.Header.Values("WWW-Authenticate"), ", "))
-	return ch, nil
+	return ch, true, nil
 }
 
 // endSession deletes the MCP session the probe opened, best effort.

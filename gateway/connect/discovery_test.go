@@ -39,6 +39,13 @@ type fakeUpstream struct {
 	// leaves out WWW-Authenticate.
 	probeStatus int
 	noChallenge bool
+	// guardAfterInit lets an anonymous initialize in and challenges any
+	// other request for scope "admin", as servers that guard only what
+	// follows the handshake do.
+	guardAfterInit bool
+	// moved makes the metadata name the authorization server <base>/v2
+	// (another issuer, same endpoints) instead of <base>.
+	moved bool
 	// cimd advertises Client ID Metadata Documents; noRegistration hides
 	// the registration endpoint.
 	cimd, noRegistration bool
@@ -71,14 +78,24 @@ func (f *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/mcp" && r.Method == http.MethodPost:
 		f.mu.Lock()
 		f.probes++
-		status, challenge := f.probeStatus, !f.noChallenge
+		status, challenge, guard := f.probeStatus, !f.noChallenge, f.guardAfterInit
 		f.mu.Unlock()
 		if r.Header.Get("Authorization") != "" {
 			http.Error(w, "the probe carried credentials", http.StatusBadRequest)
 			return
 		}
 		var body struct{ Method string }
-		if json.NewDecoder(r.Body).Decode(&body) != nil || body.Method != "initialize" {
+		err := json.NewDecoder(r.Body).Decode(&body)
+		if guard && err == nil {
+			if body.Method == "initialize" {
+				w.WriteHeader(http.StatusOK)
+				return
+			}
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata="%s/.well-known/oauth-protected-resource/mcp", scope="admin"`, f.base))
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if err != nil || body.Method != "initialize" {
 			http.Error(w, "not an initialize", http.StatusBadRequest)
 			return
 		}
@@ -91,10 +108,16 @@ func (f *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.WriteHeader(status)
 	case r.URL.Path == "/.well-known/oauth-protected-resource/mcp":
+		f.mu.Lock()
+		as := f.base
+		if f.moved {
+			as += "/v2"
+		}
+		f.mu.Unlock()
 		writeJSON(w, http.StatusOK, map[string]any{
-			"resource": f.mcpURL(), "authorization_servers": []string{f.base}, "scopes_supported": []string{"repo", "read", "admin"},
+			"resource": f.mcpURL(), "authorization_servers": []string{as}, "scopes_supported": []string{"repo", "read", "admin"},
 		})
-	case r.URL.Path == "/.well-known/oauth-authorization-server":
+	case r.URL.Path == "/.well-known/oauth-authorization-server" || r.URL.Path == "/.well-known/oauth-authorization-server/v2":
 		f.mu.Lock()
 		f.metaHits++
 		status, cimd, reg := f.metaStatus, f.cimd, !f.noRegistration
@@ -104,7 +127,7 @@ func (f *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		meta := map[string]any{
-			"issuer":                           f.base,
+			"issuer":                           f.base + strings.TrimPrefix(r.URL.Path, "/.well-known/oauth-authorization-server"),
 			"authorization_endpoint":           f.base + "/authorize",
 			"token_endpoint":                   f.base + "/token",
 			"revocation_endpoint":              f.base + "/revoke",
@@ -488,6 +511,76 @@ func TestDiscoveryCache(t *testing.T) {
 		}
 		if probes, _, regs := e.up.stats(); probes != 3 || regs != 1 {
 			t.Errorf("%d probes, %d registrations after the TTL, want 3, 1 (the stored one reused)", probes, regs)
+		}
+	})
+}
+
+// TestDiscoveryProbeAfterInitialize: an upstream that lets an anonymous
+// initialize in is probed once more with a request that needs a token, and
+// its challenge's scope is asked for (the scope-step-up scenario's first
+// authorization).
+func TestDiscoveryProbeAfterInitialize(t *testing.T) {
+	e := newDiscoveryEnv(t)
+	e.up.guardAfterInit = true
+	flow, err := e.build().Flow(context.Background(), "github")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := authQuery(t, flow).Get("scope"); got != "repo admin" {
+		t.Errorf("scope %q, want the configured and the challenge's: \"repo admin\"", got)
+	}
+	if probes, _, _ := e.up.stats(); probes != 2 {
+		t.Errorf("%d probes, want 2 (initialize, then tools/list)", probes)
+	}
+}
+
+// TestDiscoveryMoved (SEP-2352): after a 401, an upstream whose metadata
+// names another authorization server has its cached flow dropped; the next
+// Flow is the new server's, with a registration of its own, and a grant of
+// the old server is deleted rather than refreshed at the new one. Moved
+// looks again only after 10 seconds, and an unmoved server is no move.
+func TestDiscoveryMoved(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newDiscoveryEnv(t)
+		d := e.build()
+		ctx := context.Background()
+		old, err := d.Flow(ctx, "github")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Moved(ctx, "github", upstreamauth.Challenge{}) {
+			t.Error("Moved while the metadata names the same server")
+		}
+		e.up.moved = true
+		if d.Moved(ctx, "github", upstreamauth.Challenge{}) {
+			t.Error("Moved looked again within 10 seconds")
+		}
+		time.Sleep(movedEvery)
+		if !d.Moved(ctx, "github", upstreamauth.Challenge{}) {
+			t.Fatal("the metadata names another server, and Moved says no")
+		}
+		flow, err := d.Flow(ctx, "github")
+		if err != nil || flow == old || flow.Issuer() != e.up.base+"/v2" {
+			t.Fatalf("after the move: %v, issuer %q", err, flow.Issuer())
+		}
+		if _, _, regs := e.up.stats(); regs != 2 {
+			t.Errorf("%d registrations, want one per server", regs)
+		}
+		// A grant of the old server is not refreshed at the new one.
+		env := newEnv(t)
+		tk, err := NewTokens(TokensConfig{Store: env.store, Flows: d, Sealer: env.sealer, Logger: env.tokens.log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.putGrant(alice, grant{AccessToken: "at-1-secretish", RefreshToken: "rt-1-secretish", Issuer: old.Issuer(), Expiry: time.Now().Add(time.Hour)})
+		if _, err := tk.Refresh(ctx, alice.Key(), "github", "at-1-secretish"); !errIs(err, ErrNotConnected) {
+			t.Errorf("refreshing a grant of the old server: %v, want ErrNotConnected", err)
+		}
+		if _, err := env.grant(alice); err == nil {
+			t.Error("the old server's grant is still stored")
+		}
+		if n, _ := e.up.as.counts(); n != 0 {
+			t.Errorf("%d refreshes sent, want none", n)
 		}
 	})
 }

@@ -254,7 +254,9 @@ func (h *Handler) follow(w http.ResponseWriter, r *http.Request, user browser.Us
 		h.render(w, r, http.StatusBadGateway, "Cannot connect now", rec.Upstream, msgNoFlow)
 		return
 	}
-	pending, authURL := flow.Start()
+	// A step-up asks for the granted scopes and those the upstream asked for (Tokens.StepUp).
+	extra, _ := stepUp(ctx, h.store, h.sealer, rec.Principal, rec.Upstream)
+	pending, authURL := flow.Start(extra...)
 	plain, err := json.Marshal(pending)
 	if err != nil {
 		h.fail(w, r, rec.Upstream, fmt.Errorf("connect: encoding the pending authorization: %w", err))
@@ -346,7 +348,11 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 		h.finishFailed(w, r, rec, err)
 		return
 	}
-	sealed, err := sealGrant(h.sealer, rec.Principal, rec.Upstream, newGrant(tok, nil))
+	g := newGrant(tok, nil)
+	g.Issuer = flow.Issuer()
+	// A grant that answers a step-up carries the count, for the retry limit.
+	_, g.StepUps = stepUp(ctx, h.store, h.sealer, rec.Principal, rec.Upstream)
+	sealed, err := sealGrant(h.sealer, rec.Principal, rec.Upstream, g)
 	if err != nil {
 		h.fail(w, r, rec.Upstream, err)
 		return

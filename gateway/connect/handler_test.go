@@ -41,6 +41,9 @@ func TestConnect(t *testing.T) {
 	if err != nil {
 		t.Fatalf("grant: %v", err)
 	}
+	if g.Issuer != asIssuer {
+		t.Errorf("the grant is bound to issuer %q, want %q", g.Issuer, asIssuer)
+	}
 	if !secretish.MatchString(g.AccessToken) || !secretish.MatchString(g.RefreshToken) || g.Scope != "repo" || g.Expiry.IsZero() {
 		t.Errorf("grant: scope %q, expiry %v, tokens issued by the fake: %t", g.Scope, g.Expiry, secretish.MatchString(g.AccessToken))
 	}

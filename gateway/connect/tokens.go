@@ -51,6 +51,15 @@ type grant struct {
 	Scope string `json:"scope,omitempty"`
 	// Obtained is when the tokens were issued or last refreshed.
 	Obtained time.Time `json:"obtained"`
+	// StepUp, when set, is the scope to ask for when the person connects again: the upstream refused the access
+	// token for a scope it lacks (403 insufficient_scope, SEP-2350), so the grant is not used until then.
+	StepUp []string `json:"stepUp,omitempty"`
+	// StepUps counts the step-ups in a row, carried into the grant that answers one, so that an upstream that
+	// keeps refusing is not answered by asking the person again and again (maxStepUps).
+	StepUps int `json:"stepUps,omitempty"`
+	// Issuer is the authorization server that issued the grant: after a migration to another (SEP-2352) the
+	// grant is of no use, its refresh token least of all, and the person connects again.
+	Issuer string `json:"issuer,omitempty"`
 }
 
 // newGrant is tok as kept; prev is the grant it refreshes (nil for a new
@@ -254,6 +263,9 @@ func (t *Tokens) fresh(ctx context.Context, principal, upstream, rejected string
 		if err != nil {
 			return nil, err
 		}
+		if len(g.StepUp) > 0 {
+			return nil, &NotConnectedError{Upstream: upstream, Reason: "the upstream asks for more scopes: " + strings.Join(g.StepUp, " ")}
+		}
 		now := time.Now()
 		if seen != nil && !bytes.Equal(sealed, seen) && g.usable(now, rejected) {
 			// Another replica refreshed it while this one waited.
@@ -317,6 +329,13 @@ func (t *Tokens) refreshLocked(ctx context.Context, principal, upstream, rejecte
 	flow, err := t.flows.Flow(rctx, upstream)
 	if err != nil {
 		return t.keepOrFail(g, upstream, rejected, fmt.Errorf("connect: no flow for %s: %w", upstream, err))
+	}
+	if g.Issuer != "" && g.Issuer != flow.Issuer() {
+		// Never sent to the new server: a refresh token is the old one's.
+		t.forget(rctx, principal, upstream, sealed)
+		t.log.Info("connect: the upstream's authorization server changed; the grant of the old one is deleted",
+			"upstream", upstream, "sub", subject(principal))
+		return nil, &NotConnectedError{Upstream: upstream, Reason: "the upstream's authorization server changed"}
 	}
 	nt, _, err := flow.Refresh(rctx, &oauth2.Token{AccessToken: g.AccessToken, TokenType: g.TokenType, RefreshToken: g.RefreshToken, Expiry: g.Expiry})
 	if err != nil {
@@ -518,7 +537,7 @@ func (t *Tokens) Connected(ctx context.Context, principal, upstream string) (boo
 	if err != nil {
 		return false, err
 	}
-	return g.RefreshToken != "" || !g.expired(time.Now()), nil
+	return len(g.StepUp) == 0 && (g.RefreshToken != "" || !g.expired(time.Now())), nil
 }
 
 // GrantStatus is what the connections page shows of a grant; no token.

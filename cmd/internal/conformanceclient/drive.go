@@ -11,6 +11,7 @@ import (
 	"net/http/cookiejar"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -250,7 +251,11 @@ func (c *client) runAuth(ctx context.Context, cs *mcp.ClientSession) error {
 			return fmt.Errorf("call connect (the stand-in): %w", err)
 		}
 		c.log.Printf("client: the stand-in answered (isError %t): %s", res.IsError, resultText(res))
-		// The gateway lists the upstream through the person's session now and says so with list_changed.
+		// The gateway lists the upstream through the person's session now and says so with list_changed. A
+		// person who still sees only the stand-in after a while calls it again (at most twice): the upstream may
+		// have refused the grant meanwhile (its authorization server moved), and the stand-in then asks to
+		// connect again.
+		again := 0
 		for {
 			if tools, err = cs.ListTools(ctx, nil); err != nil {
 				return fmt.Errorf("tools/list after connecting: %w", err)
@@ -260,6 +265,15 @@ func (c *client) runAuth(ctx context.Context, cs *mcp.ClientSession) error {
 			}
 			select {
 			case <-c.listChanged:
+			case <-time.After(3 * time.Second):
+				if again < 2 && has("connect") {
+					again++
+					res, err := c.call(ctx, cs, "connect", map[string]any{})
+					if err != nil {
+						return fmt.Errorf("call connect (the stand-in) again: %w", err)
+					}
+					c.log.Printf("client: the stand-in answered again (isError %t): %s", res.IsError, resultText(res))
+				}
 			case <-ctx.Done():
 				return fmt.Errorf("no test-tool listed after connecting, and no list_changed: %w", ctx.Err())
 			}
@@ -269,6 +283,13 @@ func (c *client) runAuth(ctx context.Context, cs *mcp.ClientSession) error {
 		return fmt.Errorf("the gateway lists no tool test-tool (it lists %s)", toolNames(tools.Tools))
 	}
 	res, err := c.call(ctx, cs, "test-tool", map[string]any{})
+	if err != nil && c.person != nil {
+		// An upstream that wants more scopes than the person granted refuses the call (403 insufficient_scope),
+		// and the gateway asks the person to connect again at their next call (SEP-2350 step-up). A person shown
+		// the refusal calls again; the gateway's request to connect is answered like the first one.
+		c.log.Printf("client: call test-tool: %v; calling again, as a person would", err)
+		res, err = c.call(ctx, cs, "test-tool", map[string]any{})
+	}
 	if err != nil {
 		return fmt.Errorf("call test-tool: %w", err)
 	}
