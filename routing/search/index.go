@@ -49,6 +49,9 @@ type ranking struct {
 	Weights [numFields]float64 // each field's term frequencies count this many times
 	B       [numFields]float64 // length normalisation per field: 0 none, 1 full
 	K1      float64            // saturation of the combined term frequency
+	// Filler is how much a query's filler words count (fillerWord: "latest", "current", "want"), against 1 for
+	// the others: they say when or how politely, not what, and must not let a tool whose name has them win.
+	Filler float64
 }
 
 // defaultRanking is the measured choice (docs/benchmarks.md, "Tool search index"; TestTune reruns it). The name
@@ -76,7 +79,8 @@ func defaultRanking() ranking {
 			fieldUpstream:         0,
 			fieldInstructions:     0.75,
 		},
-		K1: 1.2,
+		K1:     1.2,
+		Filler: 0.2,
 	}
 }
 
@@ -424,6 +428,10 @@ func (ix *Index) SearchIn(st *Stats, query string, limit int, allow func(name st
 			continue
 		}
 		idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
+		qw := 1.0
+		if fillerWord(t) {
+			qw = ix.rank.Filler
+		}
 		for _, p := range ps {
 			if state[p.doc] != 1 {
 				continue
@@ -435,7 +443,7 @@ func (ix *Index) SearchIn(st *Stats, query string, limit int, allow func(name st
 					tf += ix.rank.Weights[f] * float64(c) / (norm[f].base + norm[f].perLen*float64(d.lens[f]))
 				}
 			}
-			scores[p.doc] += idf * tf / (ix.rank.K1 + tf)
+			scores[p.doc] += qw * idf * tf / (ix.rank.K1 + tf)
 		}
 	}
 	hits := topHits(ix, seen, state, scores, limit)
