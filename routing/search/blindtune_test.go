@@ -43,6 +43,12 @@ func TestBlindTune(t *testing.T) {
 			r.Filler = f
 			t.Log(row(fmt.Sprint(f), eval(r, tuned)))
 		}
+	case "expand":
+		for _, f := range []float64{0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1} {
+			r := def
+			r.Expand = f
+			t.Log(row(fmt.Sprint(f), eval(r, tuned)))
+		}
 	case "misses":
 		r := eval(def, tuned)
 		t.Log(row("tuned", r))

@@ -29,6 +29,10 @@ type Param struct {
 type Hit struct {
 	Name  string
 	Score float64
+	// Reason says in one line which of the query's words matched which field of the tool, each word under the most
+	// telling field it matched: `name: forecast; description: rain, city`. A word the query did not have, found by its intent (intentTable),
+	// names the query's word it came from: `name: weather (for umbrella)`.
+	Reason string
 }
 
 // The fields of a Doc, from the most telling to the least.
@@ -52,6 +56,8 @@ type ranking struct {
 	// Filler is how much a query's filler words count (fillerWord: "latest", "current", "want"), against 1 for
 	// the others: they say when or how politely, not what, and must not let a tool whose name has them win.
 	Filler float64
+	// Expand is how much the words a query's intent words expand to (intentTable) count.
+	Expand float64
 }
 
 // defaultRanking is the measured choice (docs/benchmarks.md, "Tool search index"; TestTune reruns it). The name
@@ -81,6 +87,7 @@ func defaultRanking() ranking {
 		},
 		K1:     1.2,
 		Filler: 0.2,
+		Expand: 0.6,
 	}
 }
 
@@ -103,6 +110,7 @@ type doc struct {
 // Index is an immutable BM25F index of tools, safe for concurrent use. The zero value and a nil *Index are empty.
 type Index struct {
 	rank     ranking
+	intents  intents // shared by every version of an index
 	docs     []*doc  // by slot; nil for a free slot
 	free     []int32 // free slots, reused before docs grows
 	byName   map[string]int32
@@ -126,9 +134,10 @@ func Build(docs []Doc) *Index {
 }
 
 func buildRanked(docs []Doc, r ranking) *Index {
-	ix := &Index{rank: r, byName: make(map[string]int32, len(docs)), postings: make(map[string][]posting),
+	a := newAnalyzer()
+	ix := &Index{rank: r, intents: newIntents(a), byName: make(map[string]int32, len(docs)), postings: make(map[string][]posting),
 		scratch: new(sync.Pool)}
-	w := writer{ix: ix, b: newBuilder()}
+	w := writer{ix: ix, b: newBuilder(a)}
 	for _, d := range docs {
 		w.upsert(d)
 	}
@@ -156,6 +165,7 @@ func (ix *Index) With(upsert []Doc, remove []string) *Index {
 	}
 	nx := &Index{
 		rank:     ix.rank,
+		intents:  ix.intents,
 		docs:     slices.Clone(ix.docs),
 		free:     slices.Clone(ix.free),
 		byName:   maps.Clone(ix.byName),
@@ -167,7 +177,7 @@ func (ix *Index) With(upsert []Doc, remove []string) *Index {
 		nx.byName = make(map[string]int32)
 		nx.postings = make(map[string][]posting)
 	}
-	w := writer{ix: nx, b: newBuilder(), owned: make(map[string]bool)}
+	w := writer{ix: nx, b: newBuilder(newAnalyzer()), owned: make(map[string]bool)}
 	for _, name := range remove {
 		w.remove(name)
 	}
@@ -265,8 +275,8 @@ type entry struct {
 	freqs freqs
 }
 
-func newBuilder() *builder {
-	return &builder{a: newAnalyzer(), slot: make(map[string]int), shared: make(map[string][]string)}
+func newBuilder(a *analyzer) *builder {
+	return &builder{a: a, slot: make(map[string]int), shared: make(map[string][]string)}
 }
 
 // doc analyses one Doc. The entries are reused by the next call.
@@ -383,9 +393,7 @@ func (ix *Index) SearchIn(st *Stats, query string, limit int, allow func(name st
 	if st.n == 0 {
 		return nil
 	}
-	terms := newAnalyzer().analyze(query)
-	slices.Sort(terms)
-	terms = slices.Compact(terms) // a repeated word counts once
+	terms := ix.queryTerms(query)
 
 	n := float64(st.n)
 	var norm [numFields]struct{ base, perLen float64 }
@@ -404,8 +412,8 @@ func (ix *Index) SearchIn(st *Stats, query string, limit int, allow func(name st
 		sc = &scratch{scores: make([]float64, len(ix.docs)), state: make([]int8, len(ix.docs))}
 	}
 	scores, state, seen := sc.scores, sc.state, sc.seen[:0]
-	for _, t := range terms {
-		ps := ix.postings[t]
+	for _, qt := range terms {
+		ps := ix.postings[qt.term]
 		if len(ps) == 0 {
 			continue
 		}
@@ -428,10 +436,7 @@ func (ix *Index) SearchIn(st *Stats, query string, limit int, allow func(name st
 			continue
 		}
 		idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
-		qw := 1.0
-		if fillerWord(t) {
-			qw = ix.rank.Filler
-		}
+		qw := qt.weight
 		for _, p := range ps {
 			if state[p.doc] != 1 {
 				continue
@@ -447,6 +452,7 @@ func (ix *Index) SearchIn(st *Stats, query string, limit int, allow func(name st
 		}
 	}
 	hits := topHits(ix, seen, state, scores, limit)
+	ix.explain(hits, terms, state)
 	for _, slot := range seen {
 		scores[slot], state[slot] = 0, 0
 	}
