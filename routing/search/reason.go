@@ -1,6 +1,9 @@
 package search
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // fieldNames are the fields as Hit.Reason names them.
 var fieldNames = [numFields]string{
@@ -19,22 +22,22 @@ func (ix *Index) explain(hits []Hit, terms []queryTerm, state []int8) {
 	if len(hits) == 0 {
 		return
 	}
-	at := make(map[int32]int, len(hits)) // slot → its hit
+	slots := make([]int32, len(hits))
 	for i, h := range hits {
-		slot := ix.byName[h.Name]
-		at[slot] = i
-		state[slot] = 2
+		slots[i] = ix.byName[h.Name]
+		state[slots[i]] = 2
 	}
-	matched := make([][numFields][]int, len(hits)) // hit → field → the terms it matched there
+	// field[i*len(terms)+t] is 1 + the most telling field in which hit i matched term t, 0 when it did not.
+	field := make([]int8, len(hits)*len(terms))
 	for ti, qt := range terms {
 		for _, p := range ix.postings[qt.term] {
 			if state[p.doc] != 2 {
 				continue
 			}
-			i := at[p.doc]
+			i := slices.Index(slots, p.doc)
 			for f, c := range p.freqs {
-				if c != 0 { // the most telling field only, so that the line stays short
-					matched[i][f] = append(matched[i][f], ti)
+				if c != 0 {
+					field[i*len(terms)+ti] = int8(f + 1)
 					break
 				}
 			}
@@ -43,18 +46,23 @@ func (ix *Index) explain(hits []Hit, terms []queryTerm, state []int8) {
 	var b strings.Builder
 	for i := range hits {
 		b.Reset()
-		for f, ts := range matched[i] {
-			if len(ts) == 0 {
-				continue
-			}
-			if b.Len() > 0 {
-				b.WriteString("; ")
-			}
-			b.WriteString(fieldNames[f])
-			b.WriteString(": ")
-			for j, ti := range ts {
-				if j > 0 {
+		row := field[i*len(terms) : (i+1)*len(terms)]
+		for f := range numFields {
+			first := true
+			for ti, g := range row {
+				if int(g) != f+1 {
+					continue
+				}
+				switch {
+				case first && b.Len() > 0:
+					b.WriteString("; ")
+				case !first:
 					b.WriteString(", ")
+				}
+				if first {
+					b.WriteString(fieldNames[f])
+					b.WriteString(": ")
+					first = false
 				}
 				b.WriteString(terms[ti].word)
 				if terms[ti].from != "" {
