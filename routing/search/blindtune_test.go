@@ -49,6 +49,12 @@ func TestBlindTune(t *testing.T) {
 			r.Expand = f
 			t.Log(row(fmt.Sprint(f), eval(r, tuned)))
 		}
+	case "coord":
+		for _, f := range []float64{0, 0.25, 0.5, 0.75, 1, 1.5, 2} {
+			r := def
+			r.Coord = f
+			t.Log(row(fmt.Sprint(f), eval(r, tuned)))
+		}
 	case "misses":
 		r := eval(def, tuned)
 		t.Log(row("tuned", r))

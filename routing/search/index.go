@@ -58,6 +58,9 @@ type ranking struct {
 	Filler float64
 	// Expand is how much the words a query's intent words expand to (intentTable) count.
 	Expand float64
+	// Coord scales a doc's score by the share of the query's weight it matched, to this power (0: not at all), so
+	// that a tool matching several of a query's words beats one matching one word many times.
+	Coord float64
 }
 
 // defaultRanking is the measured choice (docs/benchmarks.md, "Tool search index"; TestTune reruns it). The name
@@ -88,6 +91,7 @@ func defaultRanking() ranking {
 		K1:     1.2,
 		Filler: 0.2,
 		Expand: 0.6,
+		Coord:  0.25,
 	}
 }
 
@@ -124,7 +128,8 @@ type Index struct {
 // scratch is one search's accumulators, indexed by slot. Between searches every entry is zero.
 type scratch struct {
 	scores []float64
-	state  []int8 // 0 not seen, 1 allowed, -1 rejected
+	cover  []float64 // the weight of the query's terms the doc has
+	state  []int8    // 0 not seen, 1 allowed, -1 rejected
 	seen   []int32
 }
 
@@ -409,9 +414,10 @@ func (ix *Index) SearchIn(st *Stats, query string, limit int, allow func(name st
 
 	sc, _ := ix.scratch.Get().(*scratch)
 	if sc == nil {
-		sc = &scratch{scores: make([]float64, len(ix.docs)), state: make([]int8, len(ix.docs))}
+		sc = &scratch{scores: make([]float64, len(ix.docs)), cover: make([]float64, len(ix.docs)), state: make([]int8, len(ix.docs))}
 	}
-	scores, state, seen := sc.scores, sc.state, sc.seen[:0]
+	scores, cover, state, seen := sc.scores, sc.cover, sc.state, sc.seen[:0]
+	total := 0.0
 	for _, qt := range terms {
 		ps := ix.postings[qt.term]
 		if len(ps) == 0 {
@@ -437,6 +443,7 @@ func (ix *Index) SearchIn(st *Stats, query string, limit int, allow func(name st
 		}
 		idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
 		qw := qt.weight
+		total += qw
 		for _, p := range ps {
 			if state[p.doc] != 1 {
 				continue
@@ -449,12 +456,20 @@ func (ix *Index) SearchIn(st *Stats, query string, limit int, allow func(name st
 				}
 			}
 			scores[p.doc] += qw * idf * tf / (ix.rank.K1 + tf)
+			cover[p.doc] += qw
+		}
+	}
+	if ix.rank.Coord != 0 {
+		for _, slot := range seen {
+			if state[slot] == 1 {
+				scores[slot] *= math.Pow(cover[slot]/total, ix.rank.Coord)
+			}
 		}
 	}
 	hits := topHits(ix, seen, state, scores, limit)
 	ix.explain(hits, terms, state)
 	for _, slot := range seen {
-		scores[slot], state[slot] = 0, 0
+		scores[slot], cover[slot], state[slot] = 0, 0, 0
 	}
 	sc.seen = seen
 	ix.scratch.Put(sc)
