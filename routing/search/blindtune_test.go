@@ -55,6 +55,12 @@ func TestBlindTune(t *testing.T) {
 			r.Coord = f
 			t.Log(row(fmt.Sprint(f), eval(r, tuned)))
 		}
+	case "upstream":
+		for _, f := range []float64{0.5, 1, 2, 3, 4, 5, 7} {
+			r := def
+			r.Weights[5] = f
+			t.Log(row(fmt.Sprint(f), eval(r, tuned)))
+		}
 	case "misses":
 		r := eval(def, tuned)
 		t.Log(row("tuned", r))
