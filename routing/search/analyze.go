@@ -240,17 +240,3 @@ func isStopWord(w string) bool {
 	}
 	return false
 }
-
-// fillerWord reports the query terms (stems) that carry no capability: when ("latest", "current", "today", "now"),
-// how politely or how much ("want", "need", "help", "some"), and the verbs of asking ("tell", "know", "give").
-// They are not stop words, since tools have them in their names ("get_latest_release", "current_time"), but a
-// query's intent words must outrank them. They are weighed by ranking.Filler, in queries only.
-func fillerWord(term string) bool {
-	switch term {
-	case "latest", "current", "recent", "today", "now", "right", "want", "need", "like", "let", "know", "tell",
-		"give", "help", "some", "ani", "go", "thing", "someth", "way", "sure", "quick", "possibl", "abl", "thank",
-		"hey", "hi", "here", "ok", "okay", "realli", "actual", "wanna", "gonna", "stuff", "etc":
-		return true
-	}
-	return false
-}
