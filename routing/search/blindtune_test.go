@@ -83,7 +83,6 @@ func TestBlindTune(t *testing.T) {
 		bs := []float64{0, 0.25, 0.5, 0.75, 0.9, 1}
 		k1s := []float64{0.5, 0.75, 0.9, 1.2, 1.5, 2, 3}
 		var sumDef, sumFit float64
-		var fits []search.Ranking
 		for i := range k {
 			var train []evalset.BlindQuery
 			for j := range k {
@@ -103,10 +102,8 @@ func TestBlindTune(t *testing.T) {
 			d, fit := eval(def, folds[i]).Strict.Recall5, eval(r, folds[i]).Strict.Recall5
 			sumDef += d
 			sumFit += fit
-			fits = append(fits, r)
 			t.Logf("fold %d: %+v\n  default %.3f fitted %.3f on the fold", i, r, d, fit)
 		}
 		t.Logf("mean over folds: default %.3f fitted %.3f", sumDef/k, sumFit/k)
-		_ = fits
 	}
 }
