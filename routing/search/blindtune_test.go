@@ -105,5 +105,19 @@ func TestBlindTune(t *testing.T) {
 			t.Logf("fold %d: %+v\n  default %.3f fitted %.3f on the fold", i, r, d, fit)
 		}
 		t.Logf("mean over folds: default %.3f fitted %.3f", sumDef/k, sumFit/k)
+	case "fit": // the same ascent on the whole tuned split, for the candidate the cross-validation vouches for
+		r := def
+		score := func(r search.Ranking) float64 {
+			res := eval(r, tuned)
+			return res.Strict.Recall5 + res.Strict.MRR
+		}
+		for range 2 {
+			for f := range search.NumFields {
+				ascend(&r, &r.Weights[f], []float64{0, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 4, 5, 7, 10}, score)
+				ascend(&r, &r.B[f], []float64{0, 0.25, 0.5, 0.75, 0.9, 1}, score)
+			}
+			ascend(&r, &r.K1, []float64{0.5, 0.75, 0.9, 1.2, 1.5, 2, 3}, score)
+		}
+		t.Logf("%+v\n%s\n%s", r, row("default", eval(def, tuned)), row("fitted", eval(r, tuned)))
 	}
 }
