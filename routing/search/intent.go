@@ -66,7 +66,6 @@ invoice: billing
 payment: charge billing
 spend: cost billing
 # files and data
-folder: directory
 rename: move
 contents: read list
 inside: list contents
