@@ -61,6 +61,16 @@ func TestBlindTune(t *testing.T) {
 			r.Weights[5] = f
 			t.Log(row(fmt.Sprint(f), eval(r, tuned)))
 		}
+	case "ablate": // what each part adds, in aggregate on both splits
+		for _, v := range []struct {
+			name string
+			edit func(*search.Ranking)
+		}{{"all", func(*search.Ranking) {}}, {"no intent", func(r *search.Ranking) { r.Expand = 0 }},
+			{"no filler", func(r *search.Ranking) { r.Filler = 1 }}, {"no coord", func(r *search.Ranking) { r.Coord = 0 }}} {
+			r := def
+			v.edit(&r)
+			t.Logf("%s\n%s\n%s", v.name, row("tuned", eval(r, tuned)), row("held-out", eval(r, held)))
+		}
 	case "misses":
 		r := eval(def, tuned)
 		t.Log(row("tuned", r))
