@@ -45,8 +45,10 @@ func TestBlindRecall(t *testing.T) {
 			t.Logf("held-out miss (rank %d): %q want %v got %v", m.Rank, m.Query.Text, m.Query.Want, m.Top)
 		}
 	}
-	// The first measurement (package search as issue 16 left it): held-out strict recall@5 0.723, equivalent 0.796.
-	const minHeld5, minHeldEquiv5 = 0.71, 0.78
+	// The first measurement (package search as issue 16 left it): held-out strict recall@5 0.723, equivalent 0.796;
+	// with filler words down-weighted, the intent table, coordination and the weights refitted (issue 34): 0.743,
+	// 0.820.
+	const minHeld5, minHeldEquiv5 = 0.735, 0.81
 	if rh.Strict.Recall5 < minHeld5 {
 		t.Errorf("held-out strict recall@5 = %.3f, want ≥ %.3f", rh.Strict.Recall5, minHeld5)
 	}
