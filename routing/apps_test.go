@@ -199,7 +199,7 @@ func TestAppViewsServed(t *testing.T) {
 		t.Errorf("search mode serves apps2__get-time naming %q", s)
 	}
 	res := `{"content":[{"type":"text","text":"12:00"}],"_meta":{"ui":{"resourceUri":"ui://get-time/mcp-app.html"}}}`
-	got := string(new(Session).uriTransform(c, b, toolURIs, nil)([]byte(res)))
+	got := string(c.uriTransform(b, toolURIs, nil)([]byte(res)))
 	if want := strings.Replace(res, `"ui://`, `"apps2+ui://`, 1); got != want {
 		t.Errorf("result\n got %s\nwant %s", got, want)
 	}

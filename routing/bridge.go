@@ -109,7 +109,7 @@ func (lc *legacyClient) bridgeInput(c *call, result []byte) {
 			fail(protocol.CodeInternalError, fmt.Sprintf("upstream %q asked for input of an unknown kind (%q)", c.link.up.cfg.Name, req.Method))
 			return
 		}
-		if why := s.refuses(m); why != "" {
+		if why := s.caps.refuses(m); why != "" {
 			fail(-32021, fmt.Sprintf("upstream %q needs input this client cannot give: %s", c.link.up.cfg.Name, why))
 			return
 		}
@@ -204,7 +204,7 @@ func (lc *legacyClient) retryWithInput(c *call, answers map[string]json.RawMessa
 	wctx, stopWrite := context.WithCancel(s.ctx)
 	defer stopWrite()
 	n.stopWrite = stopWrite
-	n.timer = time.AfterFunc(c.link.up.timeout(), func() { s.timeout(n) })
+	n.timer = time.AfterFunc(c.link.up.timeout(), n.expire)
 	s.mu.Lock()
 	if s.calls[c.key] != c {
 		s.mu.Unlock()
@@ -214,7 +214,7 @@ func (lc *legacyClient) retryWithInput(c *call, answers map[string]json.RawMessa
 	s.calls[c.key] = n
 	s.mu.Unlock()
 	ctx, _ := s.r.inst.startLeg(wctx, n)
-	mirrored := s.paramValues(c.link, n, params)
+	mirrored := n.paramValues(c.link, params)
 	if !c.link.add(n.upID, n) {
 		s.r.inst.endLeg(n, outcomeFailed)
 		s.removeCall(n)

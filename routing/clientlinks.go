@@ -2,6 +2,7 @@ package routing
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"time"
@@ -190,7 +191,7 @@ func (cl *clientLinks) warm(s *Session) {
 	for _, up := range ups {
 		shown := false
 		for name, t := range cat.tools {
-			if t.up == up && t.withheld == nil && cat.inView(s.params.Endpoint, kindTools, name) && s.allows(ctx, up, kindTools, t.name) {
+			if t.up == up && t.withheld == nil && cat.inView(s.params.Endpoint, kindTools, name) && s.scope.allows(ctx, up, kindTools, t.name) {
 				shown = true
 				break
 			}
@@ -198,8 +199,77 @@ func (cl *clientLinks) warm(s *Session) {
 		if !shown {
 			continue
 		}
-		if _, err := s.linkFor(up); err != nil {
+		if _, err := s.links.linkFor(s, up); err != nil {
 			s.r.log.Debug("per-client upstream session not started ahead of use", "upstream", up.cfg.Name, "err", err)
 		}
+	}
+}
+
+// usesMain reports whether the session reaches up through the upstream's main session, shared by every client,
+// rather than through one of its own. A stateless upstream keeps nothing per client: every request carries the
+// client's capabilities.
+func (cl *clientLinks) usesMain(s *Session, up *Upstream) bool {
+	return up.cfg.Mode == Shared || up.modern() && (s.era.modern() || !up.legacyLinks())
+}
+
+// linkFor returns the upstream session that serves this client for up, starting a per-client one on first use.
+func (cl *clientLinks) linkFor(s *Session, up *Upstream) (*link, error) {
+	if cl.usesMain(s, up) {
+		return up.main, nil
+	}
+	if up.cfg.Kind == "http" && cl.peek(up) == nil {
+		s.record.latestUpstreamSession(up) // a store read, outside any lock, only when a link is to be made
+	}
+	caps := s.params.Capabilities
+	if len(caps) == 0 {
+		caps = json.RawMessage(`{}`)
+	}
+	return cl.open(s, up, upstream.ClientHello{
+		ProtocolVersion: s.params.ProtocolVersion,
+		Capabilities:    caps,
+		ClientInfo:      s.r.clientInfo(),
+		Legacy:          up.modern(), // a legacy client's own session of an upstream that speaks both eras
+	})
+}
+
+// connected brings a fresh per-client upstream session up to the client's state.
+func (cl *clientLinks) connected(s *Session, l *link) {
+	if s.children.has(l.up) {
+		l.listChanged(kindTools, kindPrompts, kindResources, kindTemplates) // a new child: are its lists still its own?
+	}
+	if l.up.perUser() {
+		l.goWork(func() { s.r.grants.cacheLists(s, l) }) // the person's own view, for the catalog of those not connected yet
+	}
+	prep := l.prepared()
+	s.record.recordUpstreamSession(l)
+	s.subs.restoreOn(l)
+	s.mu.Lock()
+	level := s.logLevel
+	s.mu.Unlock()
+	_, logs := l.up.capability("logging")
+	setLevel := level >= 0 && logs
+	waitRoots := s.caps.Roots != nil && !s.era.modern()
+	if !setLevel && !waitRoots {
+		l.setUp(prep)
+		return
+	}
+	// The reader runs once connected returns, so what the calls wait for is awaited here, in the background;
+	// calls wait on prep meanwhile (bounded by their own timeout).
+	started := l.goWork(func() { // bounded by the link's context, the request timeout and rootsAnswerWait
+		defer l.setUp(prep)
+		ctx, cancel := context.WithTimeout(l.ctx, l.up.timeout())
+		defer cancel()
+		if setLevel {
+			params := append(append([]byte(`{"level":"`), logLevels[level]...), `"}`...)
+			if _, err := l.request(ctx, "logging/setLevel", params); err != nil {
+				l.log.Debug("setLevel not applied", "err", err)
+			}
+		}
+		if waitRoots {
+			l.awaitRoots(ctx)
+		}
+	})
+	if !started {
+		l.setUp(prep) // the link closed: its calls fail, none may wait
 	}
 }

@@ -235,7 +235,7 @@ func (g *grants) callStandIn(ctx context.Context, s *Session, up *Upstream, m js
 	if !ok {
 		return
 	}
-	l, err := s.linkFor(up)
+	l, err := s.links.linkFor(s, up)
 	if err == nil {
 		rctx, cancel := context.WithTimeout(ctx, up.timeout())
 		_, err = l.ready(rctx)
@@ -512,7 +512,7 @@ func (g *grants) grantConnected(note grantNote) {
 	// catalog (and list_changed the clients) without waiting for a retry.
 	if up := g.core.upstream(note.Upstream); up != nil && up.storeListed() && up.standingIn.Load() {
 		s.goWork(func() {
-			l, err := s.linkFor(up)
+			l, err := s.links.linkFor(s, up)
 			if err != nil {
 				return
 			}

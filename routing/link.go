@@ -539,7 +539,7 @@ func (l *link) serverRequest(m jsonrpc.Message, related []byte) {
 			fmt.Sprintf("switchboard cannot tell which client %s is for: this upstream is shared by several sessions; configure it with session: per-client", m.Method()), nil))
 		return
 	}
-	if why := s.refuses(m); why != "" {
+	if why := s.caps.refuses(m); why != "" {
 		l.respond(jsonrpc.AppendError(nil, m.ID(), protocol.CodeMethodNotFound, why, nil))
 		return
 	}
@@ -656,7 +656,7 @@ func (l *link) forwardNotice(m jsonrpc.Message, related []byte, want func(*Sessi
 		return // the template session serves the catalog only; its per-client twins speak to the clients
 	}
 	l.r.eachSession(func(s *Session) {
-		if s.allowsUpstream(context.Background(), l.up) && want(s) { // no request: the session's own policy
+		if s.scope.allowsUpstream(context.Background(), l.up) && want(s) { // no request: the session's own policy
 			s.notify(clone(m.Raw()))
 		}
 	})

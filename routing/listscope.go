@@ -1,7 +1,6 @@
 package routing
 
 import (
-	"context"
 	"encoding/json"
 	"time"
 
@@ -12,29 +11,7 @@ import (
 // data", "private" when it "contains private data that is not meant to be shared between callers"; ttlMs is
 // how long "the client MAY consider the result fresh" (server/utilities/caching.mdx). The front end writes them
 // (gateway/modern.go); this says what routing knows of a list: whether the caller shaped it, and how long the
-// upstreams let their own lists be kept.
-
-// ListCache reports, for a list request (tools/list, prompts/list, resources/list, resources/templates/list) of
-// the session made with ctx, whether its answer is shaped by the caller (private) and the shortest ttlMs the
-// upstreams' own lists of that kind carried (capped false when none carried one; then nothing caps it here).
-//
-// A list is the caller's when a policy judges the request (a policy may have rules per person), when the
-// session sees lists of its own (a person's per-user upstreams, persons.go; its own upstream sessions' lists,
-// children.go), or, for tools/list, in search mode. Otherwise it is what everyone at the session's endpoint is
-// shown: the shared catalog (of the session's capability profile) through the endpoint's view.
-func (s *Session) ListCache(ctx context.Context, method string) (private bool, upstreamTTL time.Duration, capped bool) {
-	k, ok := listKindOf(method)
-	if !ok {
-		return true, 0, true // not a list: nothing said here makes it shareable
-	}
-	private = *s.policy(ctx) != nil || s.catalog() != s.sharedCatalog() || k == kindTools && s.r.embed.searchMode(s) != nil
-	for _, up := range s.r.upstreams() {
-		if v := up.listTTL[k].Load(); v > 0 && (!capped || time.Duration(v-1)*time.Millisecond < upstreamTTL) {
-			upstreamTTL, capped = time.Duration(v-1)*time.Millisecond, true
-		}
-	}
-	return private, upstreamTTL, capped
-}
+// upstreams let their own lists be kept (Session.ListCache, in sessionapi.go).
 
 // listKindOf is the kind of list a method lists.
 func listKindOf(method string) (listKind, bool) {

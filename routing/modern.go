@@ -43,22 +43,6 @@ func (l *link) modern() bool {
 	return l.conn != nil && l.conn.Server.Modern()
 }
 
-// adaptMeta makes a request's _meta speak the upstream's era. A legacy upstream learnt the client's version,
-// capabilities and level in initialize; the stateless era's keys would only mislead it (some servers decide per
-// request, from _meta, which era they serve). A stateless upstream needs them on every request: a legacy client's
-// capabilities and level come from its session. The message is rebuilt only when _meta changes.
-func (s *Session) adaptMeta(l *link, m jsonrpc.Message) jsonrpc.Message {
-	me := s.upstreamMeta(l, m.Params())
-	if !me.changed {
-		return m
-	}
-	msg, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, m.ID(), m.Method(), me.params(m.Params())))
-	if err != nil {
-		return m
-	}
-	return msg
-}
-
 // metaEdit is what a request's params._meta becomes on its way upstream: forwardWith applies it in the one splice
 // that builds the upstream message, together with the id, the name and the progress token.
 type metaEdit struct {
@@ -67,7 +51,10 @@ type metaEdit struct {
 	changed bool   // meta differs from params._meta
 }
 
-// upstreamMeta works out the _meta of a request to l's upstream, as adaptMeta describes.
+// upstreamMeta works out the _meta of a request to l's upstream, in the upstream's era. A legacy upstream learnt
+// the client's version, capabilities and level in initialize; the stateless era's keys would only mislead it (some
+// servers decide per request, from _meta, which era they serve). A stateless upstream needs them on every request:
+// a legacy client's capabilities and level come from its session.
 func (s *Session) upstreamMeta(l *link, params []byte) metaEdit {
 	if params == nil {
 		params = []byte(`{}`)

@@ -204,8 +204,7 @@ func (p *park) flush() {
 func (p *park) detachedCopy(c *call) *call {
 	n := c.next()
 	n.out, n.park = p.buf, p
-	s := c.session
-	n.timer = time.AfterFunc(parkTTL, func() { s.timeout(n) })
+	n.timer = time.AfterFunc(parkTTL, n.expire)
 	return n
 }
 
@@ -362,7 +361,7 @@ func (pc *pooledClient) resume(ctx context.Context, m jsonrpc.Message, out *Stre
 	if st, e, ok := jsonrpc.Lookup(m.Params(), "_meta", "progressToken"); ok {
 		n.token = append(n.inline.token[:0], m.Params()[st:e]...)
 	}
-	n.timer = time.AfterFunc(cur.link.up.timeout(), func() { s.timeout(n) })
+	n.timer = time.AfterFunc(cur.link.up.timeout(), n.expire)
 	// Registered before it can be reached, so that a flush or a cancellation that follows at once finds it.
 	s.mu.Lock()
 	n.key = s.callKey(n.out, n.clientID)

@@ -229,7 +229,7 @@ func TestAdaptMeta(t *testing.T) {
 			} else {
 				m = mustParse(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":`+tc.params+`}`)
 			}
-			got := s.adaptMeta(tc.l, m)
+			got := adaptMeta(s, tc.l, m)
 			if string(got.ID()) != "3" || got.Method() != "tools/call" {
 				t.Errorf("adaptMeta changed the request: %s", got.Raw())
 			}
@@ -622,4 +622,17 @@ func TestParkedRetryProgressToken(t *testing.T) {
 			}
 		})
 	}
+}
+
+// adaptMeta is the request as upstreamMeta makes it for l's upstream, rebuilt only when _meta changes.
+func adaptMeta(s *Session, l *link, m jsonrpc.Message) jsonrpc.Message {
+	me := s.upstreamMeta(l, m.Params())
+	if !me.changed {
+		return m
+	}
+	msg, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, m.ID(), m.Method(), me.params(m.Params())))
+	if err != nil {
+		return m
+	}
+	return msg
 }

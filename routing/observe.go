@@ -451,10 +451,6 @@ func (in *instruments) upstreamSessionEnded(l *link, conn *upstream.Conn, since 
 	in.clientSession.Record(context.Background(), time.Since(since).Seconds(), in.sessionSets.Record(k)...)
 }
 
-// WhenClosed runs f once the session has ended (closed, expired, or the router stopped), on a goroutine of its
-// own; the front end records the session's duration with it.
-func (s *Session) WhenClosed(f func()) { context.AfterFunc(s.ctx, f) }
-
 // auditDenied records a request the policy refused: it is answered as if the item did not exist, but the audit
 // log says what happened.
 func (in *instruments) auditDenied(s *Session, up *Upstream, method, name string) {

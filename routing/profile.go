@@ -154,33 +154,6 @@ func (ps *profiles) profileCaps(name string) json.RawMessage {
 	return nil
 }
 
-// catalog returns the catalog this session sees: its profile's, with the person's own lists (persons.go) and
-// the session's children's (children.go) where it has them.
-func (s *Session) catalog() *catalog {
-	c := s.sharedCatalog()
-	person := s.person.Load()
-	if person != nil {
-		c = person.catalogFor(s.r, c, s.profile, nil)
-	}
-	if s.children.live.Load() {
-		c = s.children.catalogFor(s.r, c, s.profile, person)
-	}
-	return c
-}
-
-// sharedCatalog is the catalog of the session's profile, before the person's own lists.
-func (s *Session) sharedCatalog() *catalog {
-	s.r.catchUp()
-	if s.profile != "" {
-		if p := s.r.profiles.profileCatalog(s.profile); p != nil {
-			if c := p.Load(); c != nil {
-				return c
-			}
-		}
-	}
-	return s.r.cat.Load()
-}
-
 // ensureShadow starts the template session of a per-client upstream for a profile: a hidden upstream with the
 // same configuration whose only job is to list what clients of that profile see.
 func (up *Upstream) ensureShadow(profile string, caps json.RawMessage) (*Upstream, bool) {

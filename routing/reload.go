@@ -121,20 +121,6 @@ func (r *Router) Reconfigure(cfgs []UpstreamConfig) (ReloadResult, error) {
 	return res, nil
 }
 
-// dropUpstream closes the session's per-client session of an upstream that is going away, and forgets its
-// subscriptions there.
-func (s *Session) dropUpstream(up *Upstream) {
-	s.mu.Lock()
-	for k := range s.subs {
-		if k.up == up {
-			delete(s.subs, k)
-		}
-	}
-	s.mu.Unlock()
-	s.links.drop(up)
-	s.children.drop(up) // the catalog's rebuild tells the client
-}
-
 // RestartUpstream re-establishes an upstream's sessions: its main session and every per-client one. Calls in
 // flight on them fail with an error naming the upstream; the sessions come back at once.
 func (r *Router) RestartUpstream(name string) error {

@@ -194,10 +194,8 @@ func (s *Session) currentRecord() state.SessionRecord {
 	if s.logLevel >= 0 {
 		rec.LogLevel = logLevels[s.logLevel]
 	}
-	for _, uri := range s.subs {
-		rec.Subscriptions = append(rec.Subscriptions, uri)
-	}
 	s.mu.Unlock() // a session's lock and a link's are never held together
+	rec.Subscriptions = append(rec.Subscriptions, s.subs.uris()...)
 	links := s.links.snapshot()
 	slices.Sort(rec.Subscriptions)
 	for up, l := range links {
@@ -343,13 +341,6 @@ func (sr *sharedRecord) remove() {
 			s.r.log.Warn("other replicas not told the session ended", "session", s.logID(), "err", err)
 		}
 	}
-}
-
-// End ends the session at its client's request, on every replica: the record goes, and the other replicas
-// close their copy.
-func (s *Session) End() {
-	s.record.remove()
-	s.Close()
 }
 
 // relayChannel carries client messages that reached a replica other than the one holding what they answer or

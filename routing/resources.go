@@ -266,7 +266,7 @@ func rewriteURIs(res []byte, places uriPlaces, expose func(string) string) []byt
 
 // uriTransform returns the transform that shows the client the URIs a result of up names (places) as the
 // catalog exposes them, around inner; inner itself when up's URIs are all shown as they are.
-func (s *Session) uriTransform(c *catalog, up *Upstream, places uriPlaces, inner func([]byte) []byte) func([]byte) []byte {
+func (c *catalog) uriTransform(up *Upstream, places uriPlaces, inner func([]byte) []byte) func([]byte) []byte {
 	if !c.rewritesURIs(up) {
 		return inner
 	}

@@ -111,8 +111,8 @@ func (r *Router) RestoreSession(ctx context.Context, id, principal string, allow
 	s.links.resumable = rec.UpstreamSessions
 	cat := s.catalog()
 	for _, uri := range rec.Subscriptions {
-		if rt, ok := s.resolveURI(cat, uri); ok {
-			s.subs[subKey(rt)] = uri
+		if rt, ok := s.scope.resolveURI(cat, uri); ok {
+			s.subs.add(subKey(rt), uri)
 			if rt.up.cfg.Mode == Shared && rt.up.addSub(rt.uri) {
 				rt.up.sendSub(rt.uri, true)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/routing/state"
@@ -23,20 +24,26 @@ type subKey struct {
 	uri string
 }
 
-// subscribe handles resources/subscribe and resources/unsubscribe.
-func (s *Session) subscribe(ctx context.Context, m jsonrpc.Message, out *Stream, on bool) {
+// subscriptions are one session's resource subscriptions, by subKey, each with the URI the client named.
+type subscriptions struct {
+	mu sync.Mutex
+	m  map[subKey]string
+}
+
+// handle handles resources/subscribe and resources/unsubscribe.
+func (ss *subscriptions) handle(ctx context.Context, s *Session, m jsonrpc.Message, out *Stream, on bool) {
 	uri, ok := jsonrpc.LookupString(m.Params(), "uri")
 	if !ok {
 		replyError(out, m.ID(), protocol.CodeInvalidParams, m.Method()+" needs params.uri")
 		return
 	}
 	// A subscription is found by the name the client gave it, whatever the catalog calls the resource now.
-	key, had := s.subscription(uri)
+	key, had := ss.find(uri)
 	if !had {
 		cat := s.catalog()
-		rt, ok := s.resolveURI(cat, uri)
-		if !ok || !cat.inViewURI(s.params.Endpoint, uri) || !s.allowsURI(ctx, rt.up, rt.uri) {
-			s.noResource(out, m.ID(), cat, uri)
+		rt, ok := s.scope.resolveURI(cat, uri)
+		if !ok || !cat.inViewURI(s.params.Endpoint, uri) || !s.scope.allowsURI(ctx, rt.up, rt.uri) {
+			s.scope.noResource(out, m.ID(), cat, uri)
 			return
 		}
 		key = subKey(rt)
@@ -47,15 +54,15 @@ func (s *Session) subscribe(ctx context.Context, m jsonrpc.Message, out *Stream,
 		return
 	}
 	// The check and the change happen under one lock, so that concurrent requests of one session count once.
-	s.mu.Lock()
-	_, had = s.subs[key]
+	ss.mu.Lock()
+	_, had = ss.m[key]
 	changed := on != had
 	if changed && on {
-		s.subs[key] = uri
+		ss.m[key] = uri
 	} else if changed {
-		delete(s.subs, key)
+		delete(ss.m, key)
 	}
-	s.mu.Unlock()
+	ss.mu.Unlock()
 	if !changed {
 		reply(out, m.ID(), []byte("{}")) // already so: both are idempotent
 		return
@@ -87,11 +94,11 @@ func (s *Session) subscribe(ctx context.Context, m jsonrpc.Message, out *Stream,
 	s.forwardWith(ctx, up, m, out, uri, nil, edits...)
 }
 
-// subscription finds the session's subscription the client named uri.
-func (s *Session) subscription(uri string) (subKey, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, named := range s.subs {
+// find finds the session's subscription the client named uri.
+func (ss *subscriptions) find(uri string) (subKey, bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for k, named := range ss.m {
 		if named == uri {
 			return k, true
 		}
@@ -99,20 +106,20 @@ func (s *Session) subscription(uri string) (subKey, bool) {
 	return subKey{}, false
 }
 
-// subscribed returns the URI the session subscribed to up's uri by, if it did.
-func (s *Session) subscribed(up *Upstream, uri string) (string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	named, ok := s.subs[subKey{up, uri}]
+// named returns the URI the session subscribed to up's uri by, if it did.
+func (ss *subscriptions) named(up *Upstream, uri string) (string, bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	named, ok := ss.m[subKey{up, uri}]
 	return named, ok
 }
 
-// dropSubscriptions releases a closing session's subscriptions on shared upstreams.
-func (s *Session) dropSubscriptions() {
-	s.mu.Lock()
-	subs := s.subs
-	s.subs = map[subKey]string{}
-	s.mu.Unlock()
+// release releases a closing session's subscriptions on shared upstreams.
+func (ss *subscriptions) release() {
+	ss.mu.Lock()
+	subs := ss.m
+	ss.m = map[subKey]string{}
+	ss.mu.Unlock()
 	for k := range subs {
 		switch up := k.up; {
 		case up.modern():
@@ -125,19 +132,48 @@ func (s *Session) dropSubscriptions() {
 	}
 }
 
-// resubscribe restores the session's subscriptions on a fresh per-client upstream session.
-func (s *Session) resubscribe(l *link) {
-	s.mu.Lock()
+// restoreOn restores the session's subscriptions on a fresh per-client upstream session.
+func (ss *subscriptions) restoreOn(l *link) {
+	ss.mu.Lock()
 	var uris []string
-	for k := range s.subs {
+	for k := range ss.m {
 		if k.up == l.up {
 			uris = append(uris, k.uri)
 		}
 	}
-	s.mu.Unlock()
+	ss.mu.Unlock()
 	for _, uri := range uris {
 		l.up.sendSubOn(l, uri, true)
 	}
+}
+
+// add records a subscription restored from the session's shared record.
+func (ss *subscriptions) add(key subKey, uri string) {
+	ss.mu.Lock()
+	ss.m[key] = uri
+	ss.mu.Unlock()
+}
+
+// dropUpstream forgets the subscriptions on an upstream that is going away.
+func (ss *subscriptions) dropUpstream(up *Upstream) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for k := range ss.m {
+		if k.up == up {
+			delete(ss.m, k)
+		}
+	}
+}
+
+// uris are the URIs the client subscribed by, for the session's record.
+func (ss *subscriptions) uris() []string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	uris := make([]string, 0, len(ss.m))
+	for _, uri := range ss.m {
+		uris = append(uris, uri)
+	}
+	return uris
 }
 
 // canSubscribe reports whether the upstream declared resources.subscribe.
@@ -208,7 +244,7 @@ func (l *link) updated(m jsonrpc.Message) {
 		return
 	}
 	deliver := func(s *Session) {
-		named, ok := s.subscribed(l.up, uri)
+		named, ok := s.subs.named(l.up, uri)
 		switch {
 		case !ok:
 		case named == uri:

@@ -232,7 +232,7 @@ func (h *taskHost) hostTask(ctx context.Context, s *Session, t target, m jsonrpc
 		replyError(out, m.ID(), protocol.CodeInvalidParams, "malformed params")
 		return true
 	}
-	rctx := context.WithValue(WithAllow(context.WithoutCancel(ctx), *s.policy(ctx)), taskRunKey{}, true)
+	rctx := context.WithValue(WithAllow(context.WithoutCancel(ctx), *s.scope.policy(ctx)), taskRunKey{}, true)
 	job := &taskJob{h: h, s: rs, ctx: rctx, id: callID, tool: name, up: t.up.cfg.Name, principal: s.params.Principal,
 		endpoint: s.params.Endpoint, creator: s.id, modern: modern, ttl: h.capTTL(ttl), call: call}
 	window := time.Duration(0)
@@ -252,11 +252,11 @@ func (pc *pooledClient) hostTaskRetry(ctx context.Context, m jsonrpc.Message, ou
 		return false
 	}
 	name, _ := jsonrpc.LookupString(m.Params(), "name")
-	t, ok := s.named(ctx, s.catalog(), kindTools, name, "")
+	t, ok := s.scope.named(ctx, s.catalog(), kindTools, name, "")
 	if !ok || t.tasks == "" || t.tasks == taskForbidden || !h.reserve() {
 		return false
 	}
-	rctx := context.WithValue(WithAllow(context.WithoutCancel(ctx), *s.policy(ctx)), taskRunKey{}, true)
+	rctx := context.WithValue(WithAllow(context.WithoutCancel(ctx), *s.scope.policy(ctx)), taskRunKey{}, true)
 	job := &taskJob{h: h, s: s, ctx: rctx, id: clone(m.ID()), tool: name, up: t.up.cfg.Name, principal: s.params.Principal,
 		endpoint: s.params.Endpoint, creator: s.id, modern: true, ttl: h.ttl(), call: m}
 	job.start(out, m.ID(), h.window(), func(ctx context.Context, o *Stream) { pc.resume(ctx, m, o, state) })

@@ -98,7 +98,7 @@ func (h *taskHost) exposeUpstreamTasks(s *Session, up *Upstream, next func([]byt
 func (h *taskHost) upstreamTaskRequest(ctx context.Context, s *Session, m jsonrpc.Message, out *Stream, exposed string) {
 	name, id, ok := s.r.openUpstreamTask(s.params.Principal, s.params.Endpoint, exposed)
 	up := s.r.upstream(name)
-	if !ok || up == nil || !s.allowsUpstream(ctx, up) {
+	if !ok || up == nil || !s.scope.allowsUpstream(ctx, up) {
 		if m.MethodIs("tasks/get") {
 			unknownTask(out, m.ID(), exposed)
 			return

@@ -96,7 +96,7 @@ func (h *taskHost) taskRequest(ctx context.Context, s *Session, m jsonrpc.Messag
 		return
 	}
 	up, id, ok := s.r.tasks.taskTarget(exposed)
-	if !ok || !s.allowsUpstream(ctx, up) || (s.usesMain(up) && !s.tasks.has(exposed)) {
+	if !ok || !s.scope.allowsUpstream(ctx, up) || (s.links.usesMain(s, up) && !s.tasks.has(exposed)) {
 		replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("unknown task %q", exposed))
 		return
 	}
@@ -108,7 +108,7 @@ func (h *taskHost) taskRequest(ctx context.Context, s *Session, m jsonrpc.Messag
 	if m.MethodIs("tasks/result") {
 		// The task's result is a tool's: its resources are named as the client sees them, and older clients get
 		// it in their revision's shape, as for the tools/call it stands for.
-		transform = s.resultTransform(s.uriTransform(s.catalog(), up, toolURIs, transform))
+		transform = resultTransform(s.params.ProtocolVersion, s.catalog().uriTransform(up, toolURIs, transform))
 	}
 	s.forwardWith(ctx, up, m, out, "", transform, jsonrpc.ParamEdit{Path: []string{"taskId"}, With: jsonrpc.AppendQuote(nil, id)})
 }
@@ -129,12 +129,12 @@ func (h *taskHost) listTasks(ctx context.Context, s *Session, m jsonrpc.Message,
 		n++
 	}
 	for _, up := range s.r.upstreams() {
-		shared := s.usesMain(up)
+		shared := s.links.usesMain(s, up)
 		l := up.main
 		if !shared {
 			l = s.links.peek(up)
 		}
-		if l == nil || !up.supportsTaskCalls() || !s.allowsUpstream(ctx, up) {
+		if l == nil || !up.supportsTaskCalls() || !s.scope.allowsUpstream(ctx, up) {
 			continue
 		}
 		cursor := ""

@@ -179,7 +179,7 @@ func (up *Upstream) stopAndWait() {
 func (up *Upstream) connected(l *link, conn *upstream.Conn) {
 	if l != up.main {
 		if s := l.owner; s != nil {
-			s.linkConnected(l)
+			s.links.connected(s, l)
 		} else {
 			l.setUp(l.prepared())
 		}
