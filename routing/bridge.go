@@ -189,7 +189,7 @@ func (lc *legacyClient) retryWithInput(c *call, answers map[string]json.RawMessa
 		params = jsonrpc.DeleteMembers(params, "requestState")
 	}
 	n := c.next()
-	n.upID = c.link.mint()
+	n.upID = c.link.pending.mint()
 	n.started = time.Now()
 	req, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, jsonrpc.AppendInt(nil, n.upID), c.method, params))
 	if err != nil {
@@ -220,7 +220,7 @@ func (lc *legacyClient) retryWithInput(c *call, answers map[string]json.RawMessa
 		s.removeCall(n)
 		return errors.New("upstream " + c.link.up.cfg.Name + " disconnected while the client was answering; retry the request")
 	}
-	if err := c.link.writeRequest(ctx, n.bridge.req, mirrored); err != nil && c.link.takeIf(n) {
+	if err := c.link.writeRequest(ctx, n.bridge.req, mirrored); err != nil && c.link.pending.takeIf(n) {
 		n.failed(outcomeFailed, protocol.CodeInternalError, fmt.Sprintf("upstream %q: sending %s failed: %v", c.link.up.cfg.Name, c.method, err))
 	}
 	return nil

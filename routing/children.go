@@ -19,32 +19,6 @@ import (
 // listSettle is how long a burst of list_changed is let settle before the lists are fetched once.
 const listSettle = 50 * time.Millisecond
 
-// listChanged acts on an upstream's list_changed on l: a client's own upstream session refetches for that client
-// (a person's per-user session for the person, connect.go), any other link refreshes the upstream's lists for
-// the catalog.
-func (l *link) listChanged(kinds ...listKind) {
-	s := l.owner
-	if s == nil {
-		l.up.invalidate(kinds...)
-		return
-	}
-	l.mu.Lock()
-	for _, k := range kinds {
-		l.relist[k] = true
-	}
-	busy := l.relisting
-	l.relisting = true
-	l.mu.Unlock()
-	if busy {
-		return // the running relister takes these too
-	}
-	if !l.goWork(func() { s.links.relistChild(s, l) }) {
-		l.mu.Lock()
-		l.relisting = false
-		l.mu.Unlock()
-	}
-}
-
 // relistChild fetches what l's upstream announced, once the announcements settle, until none is left. It runs
 // on the link's goroutine group and ends with it.
 func (cl *clientLinks) relistChild(s *Session, l *link) {

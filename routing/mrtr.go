@@ -178,7 +178,7 @@ func (p *park) flush() {
 	}
 	cur := p.cur
 	next := p.detachedCopy(cur)
-	if !cur.link.swap(cur, next) {
+	if !cur.link.pending.swap(cur, next) {
 		// The call ended first (answer, timeout, cancellation): its client has its answer, and the upstream's
 		// requests have nobody to answer them.
 		p.mu.Unlock()
@@ -367,7 +367,7 @@ func (pc *pooledClient) resume(ctx context.Context, m jsonrpc.Message, out *Stre
 	n.key = s.callKey(n.out, n.clientID)
 	s.calls[n.key] = n
 	s.mu.Unlock()
-	swapped := cur.link.swap(cur, n)
+	swapped := cur.link.pending.swap(cur, n)
 	if swapped {
 		cur.timer.Stop()
 		p.cur, p.attached = n, true

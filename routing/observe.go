@@ -260,28 +260,6 @@ func (k upSessionKey) Attrs() []attribute.KeyValue {
 	return a
 }
 
-// handshake is what the current connection's handshake settled: the negotiated version, the upstream's session
-// id, and whether the upstream is stateless (2026-07-28).
-func (l *link) handshake() (version, sessionID string, modern bool) {
-	l.mu.Lock()
-	conn := l.conn
-	l.mu.Unlock()
-	if conn == nil {
-		return "", "", false
-	}
-	return conn.Server.ProtocolVersion, conn.SessionID(), conn.Server.Modern()
-}
-
-// version is the protocol version negotiated on the link's current connection ("" while it has none).
-func (l *link) version() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.conn == nil {
-		return ""
-	}
-	return l.conn.Server.ProtocolVersion
-}
-
 // prompt is the prompt a prompts/get names (its exposed name); "" for other methods.
 func (c *call) prompt() string {
 	if c.method != protocol.MethodPromptsGet {

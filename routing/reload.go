@@ -31,7 +31,8 @@ func (r *Router) newSet(cfgs []UpstreamConfig, prev *upstreamSet) (*upstreamSet,
 				continue
 			}
 		}
-		up := &Upstream{cfg: c, r: r, transport: c.Transport, inflight: r.inflight.of(c.Name), kick: make(chan struct{}, 1), subs: map[string]int{}, triedCh: make(chan struct{})}
+		up := &Upstream{cfg: c, r: r, transport: c.Transport, inflight: r.inflight.of(c.Name), kick: make(chan struct{}, 1), triedCh: make(chan struct{})}
+		up.subs.up, up.shadows.up = up, up
 		up.newMainLink()
 		set.list = append(set.list, up)
 		set.byName[c.Name] = up
@@ -94,7 +95,7 @@ func (r *Router) Reconfigure(cfgs []UpstreamConfig) (ReloadResult, error) {
 	for _, p := range r.profiles.profileNames() { // new per-client upstreams list for the profiles in use too
 		caps := r.profiles.profileCaps(p)
 		for _, nu := range next.list {
-			nu.ensureShadow(p, caps)
+			nu.shadows.ensure(p, caps)
 		}
 	}
 	// Stop what left in parallel: a stdio child's shutdown takes up to two grace periods.
@@ -135,19 +136,6 @@ func (r *Router) RestartUpstream(name string) error {
 		}
 	})
 	return nil
-}
-
-// restart drops the link's current connection; the link redials at once. The state changes first, so that new
-// calls wait for the new connection instead of writing to the closing one.
-func (l *link) restart() {
-	l.mu.Lock()
-	conn := l.conn
-	l.mu.Unlock()
-	if conn == nil {
-		return
-	}
-	l.setState(linkConnecting, nil, nil)
-	conn.Close()
 }
 
 // DrainUpstream takes an upstream out of service (on) or back in (off): while drained it leaves the catalog and

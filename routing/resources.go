@@ -60,12 +60,6 @@ func namespaceOf(name string) string {
 	return name
 }
 
-// namespace is the namespace of up's URIs (namespaceOf its name).
-func (up *Upstream) namespace() string { return namespaceOf(up.cfg.Name) }
-
-// namespaced is uri with up's namespace.
-func (up *Upstream) namespaced(uri string) string { return up.namespace() + "+" + uri }
-
 // uriRoute is where a client-visible URI leads: the upstream and the URI it knows.
 type uriRoute struct {
 	up  *Upstream

@@ -202,19 +202,3 @@ func isClosed(s *Session) bool {
 	defer s.mu.Unlock()
 	return s.closed
 }
-
-// elicitationComplete routes notifications/elicitation/complete by its elicitationId.
-func (l *link) elicitationComplete(m jsonrpc.Message) {
-	id, _ := jsonrpc.LookupString(m.Params(), "elicitationId")
-	e := &l.r.elicits
-	e.mu.Lock()
-	rec, ok := e.m[elicitationKey{l, id}]
-	delete(e.m, elicitationKey{l, id})
-	e.mu.Unlock()
-	switch {
-	case ok:
-		rec.s.notify(clone(m.Raw()))
-	case l.owner != nil:
-		l.owner.notify(clone(m.Raw()))
-	}
-}

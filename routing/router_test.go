@@ -174,7 +174,7 @@ func TestLinkIDsDiffer(t *testing.T) {
 	up := &Upstream{cfg: UpstreamConfig{Name: "fake"}}
 	seen := map[int64]bool{}
 	for range 64 {
-		id := newLink(r, up, nil, upstream.ClientHello{}).mint()
+		id := newLink(r, up, nil, upstream.ClientHello{}).pending.mint()
 		if id < 1 || id > maxSafeID {
 			t.Fatalf("minted id %d outside [1, 2^53)", id)
 		}

@@ -113,8 +113,8 @@ func (r *Router) RestoreSession(ctx context.Context, id, principal string, allow
 	for _, uri := range rec.Subscriptions {
 		if rt, ok := s.scope.resolveURI(cat, uri); ok {
 			s.subs.add(subKey(rt), uri)
-			if rt.up.cfg.Mode == Shared && rt.up.addSub(rt.uri) {
-				rt.up.sendSub(rt.uri, true)
+			if rt.up.cfg.Mode == Shared && rt.up.subs.add(rt.uri) {
+				rt.up.subs.send(rt.uri, true)
 			}
 		}
 	}

@@ -147,51 +147,6 @@ func (s *Session) notify(msg []byte) {
 	s.standalone.Push(msg, ClassNotice)
 }
 
-// awaitRoots holds a fresh per-client upstream session's first calls until it has the client's roots: a server
-// that limits itself to them (server-filesystem) asks with roots/list once initialized, and a call that arrives
-// before the answer is refused ("Access denied … outside allowed directories"). Only servers known to ask (their
-// catalog session asked, or a client's did) are waited for, so the others' first calls cost nothing; the waits
-// for the request and for the client's answer are bounded (the request may sit on a standalone stream the client
-// never opened).
-func (l *link) awaitRoots(ctx context.Context) {
-	if !l.up.asksRoots.Load() {
-		return
-	}
-	wait := time.NewTimer(rootsAnswerWait)
-	defer wait.Stop()
-	select {
-	case <-l.rootsAsked:
-	case <-wait.C:
-		return
-	case <-ctx.Done():
-		return
-	}
-	select {
-	case <-l.rootsAnswered:
-	case <-wait.C:
-		l.log.Debug("the client did not answer roots/list in time; calls go ahead")
-		return
-	case <-ctx.Done():
-		return
-	}
-	// The server applies the roots on its own time once it has them (server-filesystem resolves each on the disk
-	// first), and nothing tells when it is done: a call right behind the answer would still be refused.
-	settle := time.NewTimer(rootsSettle)
-	defer settle.Stop()
-	select {
-	case <-settle.C:
-	case <-ctx.Done():
-	}
-}
-
-// rootsAnswerWait bounds how long first calls wait for the upstream's roots/list and the client's answer.
-const rootsAnswerWait = 2 * time.Second
-
-// rootsSettle is how long first calls wait after the client's roots answer reached the upstream, for the server
-// to apply them. Sessions started when their client is initialized (warm) are past it by the first call, in
-// general.
-const rootsSettle = 250 * time.Millisecond
-
 func (s *Session) removeCall(c *call) {
 	s.mu.Lock()
 	if s.calls[c.key] == c {
@@ -256,7 +211,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 		}
 	}
 	c := &call{
-		link: l, upID: l.mint(), method: m.Method(), session: s,
+		link: l, upID: l.pending.mint(), method: m.Method(), session: s,
 		out: out, started: time.Now(), name: name, transform: transform,
 	}
 	// The ids and the token live in the call's own buffers while they fit, which most do: no allocation each.
@@ -326,7 +281,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 		}
 	}
 	if err := l.writeRequest(ctx, msg, mirrored); err != nil {
-		if l.takeIf(c) {
+		if l.pending.takeIf(c) {
 			c.failed(outcomeFailed, protocol.CodeInternalError, fmt.Sprintf("upstream %q: sending %s failed: %v", up.cfg.Name, c.method, err))
 		}
 	}
@@ -362,7 +317,7 @@ func (w *lazyTimeout) stop() {
 // expire ends a call the upstream did not finish in time: the upstream is told to stop, the client gets an
 // error it can act on.
 func (c *call) expire() {
-	if !c.link.takeIf(c) {
+	if !c.link.pending.takeIf(c) {
 		return
 	}
 	what := c.method
@@ -403,7 +358,7 @@ func (s *Session) cancelCall(out *Stream, params []byte) {
 	if c == nil {
 		s.record.relayCancel(params) // the call may run on another replica (handleRelayed never relays again)
 	}
-	if c == nil || !c.link.takeIf(c) {
+	if c == nil || !c.link.pending.takeIf(c) {
 		return // unknown, finished, or crossing its response: ignored, as the spec allows
 	}
 	s.r.inst.endLeg(c, outcomeCancelled)

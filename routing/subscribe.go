@@ -49,7 +49,7 @@ func (ss *subscriptions) handle(ctx context.Context, s *Session, m jsonrpc.Messa
 		key = subKey(rt)
 	}
 	up := key.up
-	if _, ok := up.capability("resources"); !ok || !up.canSubscribe() {
+	if _, ok := up.capability("resources"); !ok || !up.subs.can() {
 		replyError(out, m.ID(), protocol.CodeMethodNotFound, fmt.Sprintf("upstream %q does not support resource subscriptions", up.cfg.Name))
 		return
 	}
@@ -75,14 +75,14 @@ func (ss *subscriptions) handle(ctx context.Context, s *Session, m jsonrpc.Messa
 	})
 	if up.modern() {
 		// No resources/subscribe in 2026-07-28: the upstream's resource listen is widened or narrowed instead.
-		if on && up.addSub(key.uri) || !on && up.dropSub(key.uri) {
-			up.relisten()
+		if on && up.subs.add(key.uri) || !on && up.subs.drop(key.uri) {
+			up.subs.relisten()
 		}
 		reply(out, m.ID(), []byte("{}"))
 		return
 	}
 	if up.cfg.Mode == Shared {
-		if on && !up.addSub(key.uri) || !on && !up.dropSub(key.uri) {
+		if on && !up.subs.add(key.uri) || !on && !up.subs.drop(key.uri) {
 			reply(out, m.ID(), []byte("{}")) // the shared session's subscription stays as it is for the others
 			return
 		}
@@ -123,11 +123,11 @@ func (ss *subscriptions) release() {
 	for k := range subs {
 		switch up := k.up; {
 		case up.modern():
-			if up.dropSub(k.uri) {
-				up.relisten()
+			if up.subs.drop(k.uri) {
+				up.subs.relisten()
 			}
-		case up.cfg.Mode == Shared && up.dropSub(k.uri):
-			up.sendSub(k.uri, false)
+		case up.cfg.Mode == Shared && up.subs.drop(k.uri):
+			up.subs.send(k.uri, false)
 		}
 	}
 }
@@ -143,7 +143,7 @@ func (ss *subscriptions) restoreOn(l *link) {
 	}
 	ss.mu.Unlock()
 	for _, uri := range uris {
-		l.up.sendSubOn(l, uri, true)
+		sendSubOn(l, uri, true)
 	}
 }
 
@@ -176,53 +176,67 @@ func (ss *subscriptions) uris() []string {
 	return uris
 }
 
-// canSubscribe reports whether the upstream declared resources.subscribe.
-func (up *Upstream) canSubscribe() bool {
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	return up.subscribe
+// sharedSubs are the resource subscriptions an upstream holds for its clients on its main session: counted per
+// URI on a shared upstream (subscribed once, unsubscribed when the last session leaves), one listen request on a
+// stateless one (listen.go). Its fields are guarded by the upstream's mu.
+type sharedSubs struct {
+	up    *Upstream
+	count map[string]int // the sessions subscribed to each URI through the shared session
+	// listen ends the subscriptions/listen that carries a stateless upstream's resource updates (listen.go).
+	listen context.CancelFunc
 }
 
-// addSub counts one more session subscribed to uri; it reports whether it is the first.
-func (up *Upstream) addSub(uri string) bool {
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	up.subs[uri]++
-	return up.subs[uri] == 1
+// can reports whether the upstream declared resources.subscribe.
+func (ss *sharedSubs) can() bool {
+	ss.up.mu.Lock()
+	defer ss.up.mu.Unlock()
+	return ss.up.subscribe
 }
 
-// dropSub counts one session less; it reports whether it was the last.
-func (up *Upstream) dropSub(uri string) bool {
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	if up.subs[uri] == 0 {
+// add counts one more session subscribed to uri; it reports whether it is the first.
+func (ss *sharedSubs) add(uri string) bool {
+	ss.up.mu.Lock()
+	defer ss.up.mu.Unlock()
+	if ss.count == nil {
+		ss.count = map[string]int{}
+	}
+	ss.count[uri]++
+	return ss.count[uri] == 1
+}
+
+// drop counts one session less; it reports whether it was the last.
+func (ss *sharedSubs) drop(uri string) bool {
+	ss.up.mu.Lock()
+	defer ss.up.mu.Unlock()
+	if ss.count[uri] == 0 {
 		return false
 	}
-	up.subs[uri]--
-	if up.subs[uri] == 0 {
-		delete(up.subs, uri)
+	ss.count[uri]--
+	if ss.count[uri] == 0 {
+		delete(ss.count, uri)
 		return true
 	}
 	return false
 }
 
-// resubscribeShared restores the counted subscriptions after the shared session was re-established.
-func (up *Upstream) resubscribeShared() {
-	up.mu.Lock()
-	uris := make([]string, 0, len(up.subs))
-	for uri := range up.subs {
+// restore restores the counted subscriptions after the shared session was re-established.
+func (ss *sharedSubs) restore() {
+	ss.up.mu.Lock()
+	uris := make([]string, 0, len(ss.count))
+	for uri := range ss.count {
 		uris = append(uris, uri)
 	}
-	up.mu.Unlock()
+	ss.up.mu.Unlock()
 	for _, uri := range uris {
-		up.sendSub(uri, true)
+		ss.send(uri, true)
 	}
 }
 
-// sendSub (un)subscribes the shared session to uri in the background.
-func (up *Upstream) sendSub(uri string, on bool) { up.sendSubOn(up.main, uri, on) }
+// send (un)subscribes the shared session to uri in the background.
+func (ss *sharedSubs) send(uri string, on bool) { sendSubOn(ss.up.main, uri, on) }
 
-func (up *Upstream) sendSubOn(l *link, uri string, on bool) {
+// sendSubOn (un)subscribes the upstream session l to uri in the background.
+func sendSubOn(l *link, uri string, on bool) {
 	method := "resources/unsubscribe"
 	if on {
 		method = "resources/subscribe"
@@ -235,30 +249,4 @@ func (up *Upstream) sendSubOn(l *link, uri string, on bool) {
 			l.log.Debug(method+" failed", "uri", uri, "err", err)
 		}
 	})
-}
-
-// updated delivers notifications/resources/updated to the sessions subscribed to its URI.
-func (l *link) updated(m jsonrpc.Message) {
-	uri, ok := jsonrpc.LookupString(m.Params(), "uri")
-	if !ok {
-		return
-	}
-	deliver := func(s *Session) {
-		named, ok := s.subs.named(l.up, uri)
-		switch {
-		case !ok:
-		case named == uri:
-			s.notify(clone(m.Raw()))
-		default: // the client subscribed by the namespaced name: its update says that one
-			s.notify(m.AppendWith(nil, nil, jsonrpc.ParamEdit{Path: []string{"uri"}, With: jsonrpc.AppendQuote(nil, named)}))
-		}
-	}
-	if l.owner != nil {
-		deliver(l.owner)
-		return
-	}
-	if l.up.template() && !l.up.modern() {
-		return // a stateless upstream's template link is every client's link
-	}
-	l.r.eachSession(deliver)
 }

@@ -339,29 +339,12 @@ func (h *taskHost) cancelParked(st, bind, reason string) {
 	p.mu.Lock()
 	cur := p.cur
 	p.mu.Unlock()
-	if cur != nil && cur.link.takeIf(cur) {
+	if cur != nil && cur.link.pending.takeIf(cur) {
 		h.r.inst.endLeg(cur, outcomeCancelled)
 		cur.link.sendCancel(cur.upID, reason)
 	}
 	p.finished()
 	p.forget()
-}
-
-// gatewayTasks is how the gateway runs a tool of up (item, as the upstream lists it) as a task of its own: ""
-// when it does not, because nobody asked, or the upstream takes tasks for it itself (they pass through): a
-// 2026-07-28 upstream that offers the extension decides per call, a 2025-11-25 one per tool.
-func (up *Upstream) gatewayTasks(ov *Override, item []byte) string {
-	ts := up.cfg.Tasks
-	if ov != nil && ov.TaskSupport != "" {
-		ts = ov.TaskSupport
-	}
-	if ts == "" || up.r == nil || !up.r.tasks.enabled() || up.offersTasks() {
-		return ""
-	}
-	if native, _ := jsonrpc.LookupString(item, "execution", "taskSupport"); (native == taskOptional || native == taskRequired) && up.supportsTaskCalls() {
-		return ""
-	}
-	return ts
 }
 
 // withoutKeys returns the object obj without the members whose keys are in drop's, or nil when none is left.

@@ -26,16 +26,6 @@ const upstreamTaskPrefix = "sbtp1."
 // isUpstreamTask reports whether a task id is an upstream's task as the gateway exposes it.
 func isUpstreamTask(id string) bool { return strings.HasPrefix(id, upstreamTaskPrefix) }
 
-// offersTasks reports whether a 2026-07-28 upstream offers the tasks extension.
-func (up *Upstream) offersTasks() bool {
-	v, ok := up.capability("extensions")
-	if !ok {
-		return false
-	}
-	_, _, ok = jsonrpc.Lookup(v, ExtensionTasks)
-	return ok
-}
-
 // upstreamTasks reports whether some upstream offers the tasks extension.
 func (h *taskHost) upstreamTasks() bool {
 	for _, up := range h.r.upstreams() {

@@ -32,22 +32,6 @@ func (h *taskHost) taskTarget(exposed string) (*Upstream, string, bool) {
 	return up, id, up != nil
 }
 
-// supportsTaskCalls reports whether the upstream declared tasks.requests.tools.call.
-func (up *Upstream) supportsTaskCalls() bool {
-	v, ok := up.capability("tasks")
-	if !ok {
-		return false
-	}
-	var t struct {
-		Requests struct {
-			Tools struct {
-				Call *struct{} `json:"call"`
-			} `json:"tools"`
-		} `json:"requests"`
-	}
-	return json.Unmarshal(v, &t) == nil && t.Requests.Tools.Call != nil
-}
-
 // taskCall prepares a task-augmented tools/call: refused with -32601 where the upstream has no task support
 // (the spec's answer for a tool that does not take tasks), otherwise its CreateTaskResult is translated.
 func (h *taskHost) taskCall(s *Session, up *Upstream) (func([]byte) []byte, error) {
@@ -174,26 +158,4 @@ func (h *taskHost) listTasks(ctx context.Context, s *Session, m jsonrpc.Message,
 		}
 	}
 	reply(out, m.ID(), append(b, "]}"...))
-}
-
-// taskStatus delivers notifications/tasks/status to the session the task belongs to.
-func (l *link) taskStatus(m jsonrpc.Message) {
-	id, ok := jsonrpc.LookupString(m.Params(), "taskId")
-	if !ok {
-		return
-	}
-	exposed := exposeTask(l.up)(id)
-	msg := editString(editString(clone(m.Raw()), exposeTask(l.up), "params", "taskId"), exposeTask(l.up), "params", "_meta", protocol.MetaRelatedTask, "taskId")
-	if l.owner != nil {
-		l.owner.notify(msg)
-		return
-	}
-	if l.up.template() {
-		return
-	}
-	l.r.eachSession(func(s *Session) {
-		if s.tasks.has(exposed) {
-			s.notify(msg)
-		}
-	})
 }
