@@ -120,7 +120,7 @@ func (lc *legacyClient) bridgeInput(c *call, result []byte) {
 		lc.serverReqs[p.gid] = &serverReq{out: c.out, answer: p.ch}
 		s.mu.Unlock()
 		asked = append(asked, p)
-		if !c.out.Push(m.AppendWithID(nil, jsonrpc.AppendInt(nil, p.gid)), ClassRequest) {
+		if !c.out.Push(m.AppendWithID(nil, jsonrpc.AppendInt(nil, p.gid)), classRequest) {
 			fail(protocol.CodeInternalError, "the client is not reading its stream")
 			lc.forgetAsks(asked)
 			return

@@ -125,7 +125,7 @@ func TestBuildCatalogMergeAndPrefix(t *testing.T) {
 		// The name member is spliced; everything else, nested "name" members included, is byte-identical.
 		`{"name":"fs__read","description":"reads","inputSchema":{"type":"object","properties":{"name":{"type":"string"}}}}`,
 		`{"title":"Write","name":"fs__write","inputSchema":{"type":"object"},"annotations":{"name":"keep me"}}`,
-		`{"name":"` + exposedName("fs__", "a.b", DefaultMaxToolNameLength) + `","inputSchema":{}}`,
+		`{"name":"` + exposedName("fs__", "a.b", defaultMaxToolNameLength) + `","inputSchema":{}}`,
 		`{"name":"search","inputSchema":{"type":"object"}}`, // prefix "": unchanged, the same bytes
 	}
 	if got := itemStrings(c, kindTools); !equalStrings(got, wantTools) {
@@ -141,7 +141,7 @@ func TestBuildCatalogMergeAndPrefix(t *testing.T) {
 		t.Errorf("templates: %d, want 2", got)
 	}
 	for exposed, want := range map[string]target{
-		"fs__read": {up: fs, name: "read"}, "fs__write": {up: fs, name: "write"}, exposedName("fs__", "a.b", DefaultMaxToolNameLength): {up: fs, name: "a.b"}, "search": {up: web, name: "search"},
+		"fs__read": {up: fs, name: "read"}, "fs__write": {up: fs, name: "write"}, exposedName("fs__", "a.b", defaultMaxToolNameLength): {up: fs, name: "a.b"}, "search": {up: web, name: "search"},
 	} {
 		if got, ok := c.tools[exposed]; !ok || got.up != want.up || got.name != want.name {
 			t.Errorf("tools[%q] = %v, %v; want %s/%s", exposed, got, ok, want.up.cfg.Name, want.name)

@@ -54,10 +54,10 @@ func (cl *clientLinks) open(s *Session, up *Upstream, hello upstream.ClientHello
 		return nil, errSessionClosed
 	}
 	if up.removed.Load() {
-		return nil, &RemovedError{Upstream: up.cfg.Name}
+		return nil, &removedError{Upstream: up.cfg.Name}
 	}
 	if n := up.cfg.MaxInstances; n > 0 && int(up.instances.Load()) >= n {
-		return nil, &InstanceLimitError{Upstream: up.cfg.Name, Max: n}
+		return nil, &instanceLimitError{Upstream: up.cfg.Name, Max: n}
 	}
 	up.instances.Add(1)
 	l := newLink(s.r, up, s, hello)

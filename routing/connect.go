@@ -262,7 +262,7 @@ func (g *grants) callStandIn(ctx context.Context, s *Session, up *Upstream, m js
 // person to finish connecting, and what the other replicas say of a connection or of new cached lists.
 type grants struct {
 	core   grantCore
-	bus    Bus // nil: this replica alone
+	bus    replicaBus // nil: this replica alone
 	log    *slog.Logger
 	budget int // the length exposed names fit (Options.nameBudget)
 	waits  grantWaiters

@@ -237,14 +237,14 @@ func (l *link) ready(ctx context.Context) (*upstream.Conn, error) {
 		case state == linkReady:
 			return conn, nil
 		case state == linkClosed:
-			return nil, &NotConnectedError{Upstream: l.up.cfg.Name, Err: errSessionClosed}
+			return nil, &notConnectedError{Upstream: l.up.cfg.Name, Err: errSessionClosed}
 		case state == linkDown:
-			return nil, &UnavailableError{Upstream: l.up.cfg.Name, Err: err}
+			return nil, &unavailableError{Upstream: l.up.cfg.Name, Err: err}
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return nil, &NotConnectedError{Upstream: l.up.cfg.Name, Err: ctx.Err()}
+			return nil, &notConnectedError{Upstream: l.up.cfg.Name, Err: ctx.Err()}
 		}
 	}
 }
@@ -337,7 +337,7 @@ func (l *link) write(ctx context.Context, msg jsonrpc.Message) error {
 	conn := l.conn
 	l.mu.Unlock()
 	if conn == nil {
-		return &NotConnectedError{Upstream: l.up.cfg.Name}
+		return &notConnectedError{Upstream: l.up.cfg.Name}
 	}
 	return conn.Write(ctx, msg)
 }
@@ -349,7 +349,7 @@ func (l *link) writeRequest(ctx context.Context, msg jsonrpc.Message, params []u
 	conn := l.conn
 	l.mu.Unlock()
 	if conn == nil {
-		return &NotConnectedError{Upstream: l.up.cfg.Name}
+		return &notConnectedError{Upstream: l.up.cfg.Name}
 	}
 	return conn.WriteRequest(ctx, msg, params)
 }
@@ -361,7 +361,7 @@ func (l *link) request(ctx context.Context, method string, params []byte) ([]byt
 	}
 	c := &ownRequest{upID: l.pending.mint(), method: method, answer: make(chan jsonrpc.Message, 1)}
 	if !l.add(c.upID, c) {
-		return nil, &NotConnectedError{Upstream: l.up.cfg.Name}
+		return nil, &notConnectedError{Upstream: l.up.cfg.Name}
 	}
 	id := jsonrpc.AppendInt(nil, c.upID)
 	if err := l.writeBuilt(ctx, jsonrpc.AppendRequest(nil, id, method, params)); err != nil {
@@ -371,7 +371,7 @@ func (l *link) request(ctx context.Context, method string, params []byte) ([]byt
 	select {
 	case m := <-c.answer:
 		if e := m.Error(); e != nil {
-			return nil, &UpstreamError{Upstream: l.up.cfg.Name, Method: method, Message: errorMessage(e)}
+			return nil, &upstreamError{Upstream: l.up.cfg.Name, Method: method, Message: errorMessage(e)}
 		}
 		return m.Result(), nil
 	case <-ctx.Done():

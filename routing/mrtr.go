@@ -77,7 +77,7 @@ type parkTable struct {
 	stateAEAD *vault.Sealer
 	ownState  string
 	self      string          // Options.Replica, sealed into each state
-	registry  ReplicaRegistry // where StateOwner checks an address; nil: no forwarding
+	registry  replicaRegistry // where StateOwner checks an address; nil: no forwarding
 	log       *slog.Logger
 	streams   parkCore
 
@@ -285,9 +285,9 @@ func (t *parkTable) withdraw(s *Session, l *link, upID []byte) {
 	}
 }
 
-// IsGatewayState reports whether a requestState looks minted by a Switchboard: this deployment's, or another's in
+// isGatewayState reports whether a requestState looks minted by a Switchboard: this deployment's, or another's in
 // front of or behind it (OwnsState tells them apart).
-func IsGatewayState(state string) bool { return strings.HasPrefix(state, statePrefix) }
+func isGatewayState(state string) bool { return strings.HasPrefix(state, statePrefix) }
 
 // OwnsState reports whether a requestState was minted under this deployment's key (and so names a call parked on
 // one of its replicas). Another gateway's state, such as that of a Switchboard behind this one, is the upstream's
@@ -548,7 +548,7 @@ func (t *parkTable) StateOwner(ctx context.Context, principal string, m jsonrpc.
 	defer cancel()
 	registered, err := t.registry.ReplicaRegistered(ctx, parts[4])
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+		return "", fmt.Errorf("%w: %w", errStoreUnavailable, err)
 	}
 	if !registered {
 		t.log.Warn("a requestState names a replica that is not registered; the retry is served here", "replica", parts[4])

@@ -134,7 +134,7 @@ type pinBook struct {
 	core    pinCore
 	log     *slog.Logger
 	audit   func(DefinitionEvent) // nil: none
-	bus     Bus                   // nil: this replica alone
+	bus     replicaBus                   // nil: this replica alone
 	changes metric.Int64Counter   // drift found, by upstream, kind and action
 
 	policy atomic.Pointer[Pinning]

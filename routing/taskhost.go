@@ -34,8 +34,8 @@ import (
 // write to the record on any replica and wake the owner (at once when local, over the bus otherwise; the owner
 // also polls, so a lost message only delays).
 
-// TaskStore keeps gateway-made tasks, shared by every replica; routing/state implements it.
-type TaskStore interface {
+// taskStore keeps gateway-made tasks, shared by every replica; routing/state implements it.
+type taskStore interface {
 	CreateTask(ctx context.Context, rec state.TaskRecord, limit int) error
 	GetTask(ctx context.Context, id string) (state.TaskRecord, error)
 	UpdateTask(ctx context.Context, id string, fn func(*state.TaskRecord) error) error
@@ -44,7 +44,7 @@ type TaskStore interface {
 
 // TaskOptions configure gateway-made tasks. With no Store there are none.
 type TaskOptions struct {
-	Store TaskStore
+	Store taskStore
 	// TTL is how long a task and its result are kept (zero: 1h); a 2025-11-25 client may ask for less.
 	TTL time.Duration
 	// PollInterval is the polling interval suggested to clients (zero: 1s).
@@ -71,8 +71,8 @@ const (
 	taskRequired  = "required"
 )
 
-// TaskSupportValid reports whether v is a taskSupport value ("" means unset).
-func TaskSupportValid(v string) bool {
+// taskSupportValid reports whether v is a taskSupport value ("" means unset).
+func taskSupportValid(v string) bool {
 	return v == "" || v == taskForbidden || v == taskOptional || v == taskRequired
 }
 
@@ -100,7 +100,7 @@ type taskRun struct {
 
 func (h *taskHost) enabled() bool { return h.r.opts.Tasks.Store != nil }
 
-func (h *taskHost) store() TaskStore { return h.r.opts.Tasks.Store }
+func (h *taskHost) store() taskStore { return h.r.opts.Tasks.Store }
 
 func (h *taskHost) ttl() time.Duration { return orDefault(h.r.opts.Tasks.TTL, time.Hour) }
 

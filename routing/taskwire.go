@@ -404,7 +404,7 @@ func (lc *legacyClient) askForTask(ctx context.Context, out *Stream, rec state.T
 			delete(lc.serverReqs, gid)
 			s.mu.Unlock()
 		}
-		if !out.Push(m.AppendWithID(nil, jsonrpc.AppendInt(nil, gid)), ClassRequest) {
+		if !out.Push(m.AppendWithID(nil, jsonrpc.AppendInt(nil, gid)), classRequest) {
 			forget()
 			return "the client is not reading its stream"
 		}
