@@ -67,7 +67,7 @@ type item struct {
 
 // itemRef says which upstream an item comes from and its name (or URI) there.
 type itemRef struct {
-	up   *Upstream
+	up   *upstreamServer
 	name string
 }
 
@@ -79,7 +79,7 @@ func (k listKind) policyKind() string {
 // target is where an exposed name leads: an upstream and the name it knows the item by, and for a tool with an
 // override, the argument presets every call gets.
 type target struct {
-	up      *Upstream
+	up      *upstreamServer
 	name    string
 	exposed string // the name clients call it by: the index's key, kept so that a call can use it (requestedName)
 	presets map[string]json.RawMessage
@@ -97,7 +97,7 @@ type target struct {
 
 // templateRoute matches concrete URIs against one upstream's resource template.
 type templateRoute struct {
-	up   *Upstream
+	up   *upstreamServer
 	tmpl string         // as the upstream knows it
 	re   *regexp.Regexp // what tmpl produces
 	// exposed is the template as clients see it, and xre what that produces: the namespace and tmpl when ns.
@@ -122,8 +122,8 @@ type catalog struct {
 	nsMode      Namespacing
 	nsURIs      map[string]bool
 	nsTemplates map[string]bool
-	nsUpstreams map[*Upstream]bool
-	namespaces  map[string]*Upstream
+	nsUpstreams map[*upstreamServer]bool
+	namespaces  map[string]*upstreamServer
 	ambiguous   map[string][]string
 	conflicts   []string
 	headers     headerIndex // x-mcp-header bindings of the tools (headers.go)
@@ -149,14 +149,14 @@ type catalog struct {
 //
 // shape applies the admin's overrides to the items and computes each endpoint's view; nil applies none. pins
 // judges tools and prompts against their pins (pins.go); nil judges nothing.
-func buildCatalog(ups []*Upstream, prev *catalog, profile string, shape *Shape, pins *pinRun) *catalog {
-	return buildCatalogOf(ups, prev, func(up *Upstream) [numKinds][]item { return up.listsFor(profile) }, shape, pins)
+func buildCatalog(ups []*upstreamServer, prev *catalog, profile string, shape *Shape, pins *pinRun) *catalog {
+	return buildCatalogOf(ups, prev, func(up *upstreamServer) [numKinds][]item { return up.listsFor(profile) }, shape, pins)
 }
 
 // buildCatalogOf is buildCatalog with each upstream's lists given by listsOf. It runs the catalog's stages in
 // order: merge (each upstream's items, with the overrides, pins and resource namespaces applied to each), the
 // apps' views, the search index, the endpoints' views, search modes, and the lists' generations.
-func buildCatalogOf(ups []*Upstream, prev *catalog, listsOf func(*Upstream) [numKinds][]item, shape *Shape, pins *pinRun) *catalog {
+func buildCatalogOf(ups []*upstreamServer, prev *catalog, listsOf func(*upstreamServer) [numKinds][]item, shape *Shape, pins *pinRun) *catalog {
 	b := newCatalogBuild(ups, prev, listsOf, shape, pins)
 	for ui, up := range ups {
 		b.merge(up, b.all[ui])
@@ -180,13 +180,13 @@ type catalogBuild struct {
 	pins      *pinRun
 	all       [][numKinds][]item // each upstream's lists, in ups' order
 	naming    uriNaming
-	owner     map[string]string    // kind and exposed name → the upstream that has it
-	tmplOwner map[string]*Upstream // exposed template → its upstream
+	owner     map[string]string          // kind and exposed name → the upstream that has it
+	tmplOwner map[string]*upstreamServer // exposed template → its upstream
 	appTools  []appTool
 }
 
 // newCatalogBuild takes each upstream's lists and decides how resource URIs are named (nameURIs).
-func newCatalogBuild(ups []*Upstream, prev *catalog, listsOf func(*Upstream) [numKinds][]item, shape *Shape, pins *pinRun) *catalogBuild {
+func newCatalogBuild(ups []*upstreamServer, prev *catalog, listsOf func(*upstreamServer) [numKinds][]item, shape *Shape, pins *pinRun) *catalogBuild {
 	b := &catalogBuild{
 		c: &catalog{
 			tools:     map[string]target{},
@@ -196,7 +196,7 @@ func newCatalogBuild(ups []*Upstream, prev *catalog, listsOf func(*Upstream) [nu
 		shape: shape, pins: pins,
 		all:       make([][numKinds][]item, len(ups)),
 		owner:     map[string]string{},
-		tmplOwner: map[string]*Upstream{},
+		tmplOwner: map[string]*upstreamServer{},
 	}
 	for i, up := range ups {
 		b.all[i] = listsOf(up)
@@ -212,7 +212,7 @@ func newCatalogBuild(ups []*Upstream, prev *catalog, listsOf func(*Upstream) [nu
 
 // merge adds an upstream's items to the catalog. A drained upstream leaves the lists but keeps its names
 // routable, so that a call to it gets an error that says it is drained rather than that it does not exist.
-func (b *catalogBuild) merge(up *Upstream, lists [numKinds][]item) {
+func (b *catalogBuild) merge(up *upstreamServer, lists [numKinds][]item) {
 	c := b.c
 	drained := up.drained.Load()
 	for k := listKind(0); k < numKinds; k++ {
@@ -243,7 +243,7 @@ func (b *catalogBuild) merge(up *Upstream, lists [numKinds][]item) {
 // upstream has that name (ok false). Its pin is checked: a withheld definition is routable, to say why, but not
 // listed (hide). raw is the definition as listed: the override applied, the gateway's task support, invisible
 // characters stripped when the pin policy says so.
-func (b *catalogBuild) named(up *Upstream, k listKind, it *item, hide bool) (raw []byte, exposed string, hidden, ok bool) {
+func (b *catalogBuild) named(up *upstreamServer, k listKind, it *item, hide bool) (raw []byte, exposed string, hidden, ok bool) {
 	c, pins := b.c, b.pins
 	raw, exposed = it.raw, it.exposed
 	if exposed == "" {
@@ -298,7 +298,7 @@ func (b *catalogBuild) named(up *Upstream, k listKind, it *item, hide bool) (raw
 
 // resource adds a resource under its URI, namespaced when the naming says so; ok is false when another upstream
 // has the URI it would be exposed by, or the namespace is taken.
-func (b *catalogBuild) resource(up *Upstream, it item) (raw []byte, ok bool) {
+func (b *catalogBuild) resource(up *upstreamServer, it item) (raw []byte, ok bool) {
 	c := b.c
 	raw, exposed := it.raw, it.id
 	if b.naming.resource(it.id) {
@@ -320,7 +320,7 @@ func (b *catalogBuild) resource(up *Upstream, it item) (raw []byte, ok bool) {
 
 // template adds a resource template, namespaced when the naming says so; ok is false when it does not parse,
 // another upstream has the template it would be exposed as, or the namespace is taken.
-func (b *catalogBuild) template(up *Upstream, it item) (raw []byte, ok bool) {
+func (b *catalogBuild) template(up *upstreamServer, it item) (raw []byte, ok bool) {
 	c := b.c
 	re, err := templateRegexp(it.id)
 	if err != nil {
@@ -505,13 +505,13 @@ func (c *catalog) inViewURI(endpoint, uri string) bool {
 }
 
 // resourceUpstream finds the upstream that serves a client-visible resource URI (resolveURI).
-func (c *catalog) resourceUpstream(uri string) *Upstream {
+func (c *catalog) resourceUpstream(uri string) *upstreamServer {
 	rt, _ := c.resolveURI(uri)
 	return rt.up
 }
 
 // templateUpstream finds the upstream that offers a client-visible resource template.
-func (c *catalog) templateUpstream(tmpl string) *Upstream {
+func (c *catalog) templateUpstream(tmpl string) *upstreamServer {
 	rt, _ := c.resolveTemplate(tmpl)
 	return rt.up
 }

@@ -77,7 +77,7 @@ func (cl *clientLinks) relist(s *Session, l *link, serverCaps json.RawMessage, d
 
 // setChildLists makes the lists of some kinds of up, as the session's own upstream session has them, the ones
 // the session sees, and tells the client of each list that changed as it sees it.
-func (cl *clientLinks) setChildLists(s *Session, up *Upstream, kinds []listKind, fetched [numKinds][]item) {
+func (cl *clientLinks) setChildLists(s *Session, up *upstreamServer, kinds []listKind, fetched [numKinds][]item) {
 	before := s.catalog()
 	if !s.children.setKinds(up, kinds, fetched, s.person.Load().listsOf(up, s.profile)) {
 		return
@@ -87,7 +87,7 @@ func (cl *clientLinks) setChildLists(s *Session, up *Upstream, kinds []listKind,
 
 // childGone forgets the lists of up's child when the session's own upstream session of it closed (idle): the
 // next one starts afresh, listing what the template does.
-func (cl *clientLinks) childGone(s *Session, up *Upstream) {
+func (cl *clientLinks) childGone(s *Session, up *upstreamServer) {
 	before := s.catalog()
 	if s.children.drop(up) {
 		s.links.notifyChanged(s, before, s.catalog())

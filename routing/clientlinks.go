@@ -17,7 +17,7 @@ import (
 // Its lock is its own, never held with the session's or a link's.
 type clientLinks struct {
 	mu sync.Mutex
-	m  map[*Upstream]*link
+	m  map[*upstreamServer]*link
 	// resumable maps an upstream's name to "<protocol> <session id>": an HTTP upstream session another replica
 	// recorded for this client, which the first link attaches to instead of starting afresh.
 	resumable map[string]string
@@ -25,7 +25,7 @@ type clientLinks struct {
 }
 
 // peek returns the client's link to up without marking it used.
-func (cl *clientLinks) peek(up *Upstream) *link {
+func (cl *clientLinks) peek(up *upstreamServer) *link {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	return cl.m[up]
@@ -43,7 +43,7 @@ func (cl *clientLinks) all() []*link {
 }
 
 // open returns the client's link to up, starting one with hello under s's context on first use.
-func (cl *clientLinks) open(s *Session, up *Upstream, hello upstream.ClientHello) (*link, error) {
+func (cl *clientLinks) open(s *Session, up *upstreamServer, hello upstream.ClientHello) (*link, error) {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if l := cl.m[up]; l != nil {
@@ -68,7 +68,7 @@ func (cl *clientLinks) open(s *Session, up *Upstream, hello upstream.ClientHello
 	}
 	l.start(s.ctx)
 	if cl.m == nil {
-		cl.m = map[*Upstream]*link{}
+		cl.m = map[*upstreamServer]*link{}
 	}
 	cl.m[up] = l
 	return l, nil
@@ -83,7 +83,7 @@ func (cl *clientLinks) resumes(name string) bool {
 }
 
 // resume notes an upstream session recorded by another replica, unless the client has a link to up already.
-func (cl *clientLinks) resume(up *Upstream, v string) {
+func (cl *clientLinks) resume(up *upstreamServer, v string) {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if _, linked := cl.m[up]; linked {
@@ -96,7 +96,7 @@ func (cl *clientLinks) resume(up *Upstream, v string) {
 }
 
 // drop closes the client's link to up, if any: the upstream was removed or replaced.
-func (cl *clientLinks) drop(up *Upstream) {
+func (cl *clientLinks) drop(up *upstreamServer) {
 	cl.mu.Lock()
 	l := cl.m[up]
 	delete(cl.m, up)
@@ -108,9 +108,9 @@ func (cl *clientLinks) drop(up *Upstream) {
 }
 
 // closeIdle closes the links unused for their upstream's idle timeout, and returns their upstreams.
-func (cl *clientLinks) closeIdle(now time.Time) []*Upstream {
+func (cl *clientLinks) closeIdle(now time.Time) []*upstreamServer {
 	cl.mu.Lock()
-	candidates := make(map[*Upstream]*link, len(cl.m))
+	candidates := make(map[*upstreamServer]*link, len(cl.m))
 	for up, l := range cl.m {
 		if up.cfg.IdleTimeout > 0 {
 			candidates[up] = l
@@ -129,7 +129,7 @@ func (cl *clientLinks) closeIdle(now time.Time) []*Upstream {
 		}
 		cl.mu.Unlock()
 	}
-	ups := make([]*Upstream, 0, len(idle))
+	ups := make([]*upstreamServer, 0, len(idle))
 	for _, l := range idle {
 		l.log.Info("closing idle per-client upstream session")
 		l.close()
@@ -157,10 +157,10 @@ func (cl *clientLinks) closeAll() {
 }
 
 // snapshot returns a copy of the client's links by upstream.
-func (cl *clientLinks) snapshot() map[*Upstream]*link {
+func (cl *clientLinks) snapshot() map[*upstreamServer]*link {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	out := make(map[*Upstream]*link, len(cl.m))
+	out := make(map[*upstreamServer]*link, len(cl.m))
 	for up, l := range cl.m {
 		out[up] = l
 	}
@@ -177,7 +177,7 @@ func (cl *clientLinks) warm(s *Session) {
 	if s.caps.Roots == nil || s.era.modern() {
 		return
 	}
-	var ups []*Upstream
+	var ups []*upstreamServer
 	for _, up := range s.r.upstreams() {
 		if up.template() && up.asksRoots.Load() && !up.perUser() && !up.removed.Load() && s.links.peek(up) == nil {
 			ups = append(ups, up)
@@ -208,12 +208,12 @@ func (cl *clientLinks) warm(s *Session) {
 // usesMain reports whether the session reaches up through the upstream's main session, shared by every client,
 // rather than through one of its own. A stateless upstream keeps nothing per client: every request carries the
 // client's capabilities.
-func (cl *clientLinks) usesMain(s *Session, up *Upstream) bool {
+func (cl *clientLinks) usesMain(s *Session, up *upstreamServer) bool {
 	return up.cfg.Mode == Shared || up.modern() && (s.era.modern() || !up.legacyLinks())
 }
 
 // linkFor returns the upstream session that serves this client for up, starting a per-client one on first use.
-func (cl *clientLinks) linkFor(s *Session, up *Upstream) (*link, error) {
+func (cl *clientLinks) linkFor(s *Session, up *upstreamServer) (*link, error) {
 	if cl.usesMain(s, up) {
 		return up.main, nil
 	}

@@ -147,7 +147,7 @@ func buildIndex(c *catalog, prev *catalog) *toolIndex {
 		base = prev.index
 	}
 	next := &toolIndex{print: make(map[string]uint64, len(c.items[kindTools]))}
-	instructions := map[*Upstream]string{}
+	instructions := map[*upstreamServer]string{}
 	var upsert []search.Doc
 	for i, raw := range c.items[kindTools] {
 		ref := c.refs[kindTools][i]

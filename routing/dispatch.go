@@ -346,8 +346,8 @@ func (s *Session) setLevel(ctx context.Context, m jsonrpc.Message, out *Stream) 
 }
 
 // soleProvider returns the only upstream that declared a capability, or nil.
-func (set *upstreamSet) soleProvider(capability string) *Upstream {
-	var found *Upstream
+func (set *upstreamSet) soleProvider(capability string) *upstreamServer {
+	var found *upstreamServer
 	for _, up := range set.list {
 		if _, ok := up.capability(capability); ok {
 			if found != nil {

@@ -159,7 +159,7 @@ func (sh *Shape) endpoint(name string) *Endpoint {
 }
 
 // override returns the override of an item, or nil.
-func (sh *Shape) override(up *Upstream, k listKind, id string) *Override {
+func (sh *Shape) override(up *upstreamServer, k listKind, id string) *Override {
 	if sh == nil || len(sh.Overrides) == 0 || k > kindPrompts {
 		return nil
 	}

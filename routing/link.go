@@ -41,7 +41,7 @@ func (s linkState) String() string {
 // pending table (design §4), and reconnects with backoff when the connection is lost.
 type link struct {
 	r     *Router
-	up    *Upstream
+	up    *upstreamServer
 	owner *Session // nil for shared and template links
 	hello upstream.ClientHello
 	log   *slog.Logger
@@ -92,7 +92,7 @@ func (l *link) goWork(f func()) bool {
 }
 
 // newLink returns a link that is not connected yet; start connects it.
-func newLink(r *Router, up *Upstream, owner *Session, hello upstream.ClientHello) *link {
+func newLink(r *Router, up *upstreamServer, owner *Session, hello upstream.ClientHello) *link {
 	l := &link{
 		r: r, up: up, owner: owner, hello: hello,
 		log:     r.log.With("upstream", up.cfg.Name),

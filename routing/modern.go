@@ -15,7 +15,7 @@ import (
 )
 
 // modern reports whether the upstream speaks the 2026-07-28 era.
-func (up *Upstream) modern() bool {
+func (up *upstreamServer) modern() bool {
 	up.mu.Lock()
 	defer up.mu.Unlock()
 	return up.hello != nil && up.hello.ProtocolVersion >= protocol.Modern
@@ -27,7 +27,7 @@ func (up *Upstream) modern() bool {
 // they work, as they would for the client directly. (Over HTTP, a server that lists both eras is a stateless one,
 // whose legacy sessions could carry no server→client requests at all: there the stateless link and the
 // input_required bridge serve legacy clients better.)
-func (up *Upstream) legacyLinks() bool {
+func (up *upstreamServer) legacyLinks() bool {
 	if up.cfg.Mode != PerClient || up.cfg.Kind != "stdio" || up.cfg.Protocol == "modern" {
 		return false
 	}
@@ -211,7 +211,7 @@ const minRediscover = time.Second
 // follow the upstream's: a capability it gains has its list fetched, one it loses its list dropped. An answer
 // without a positive ttlMs is not polled; the next connection fetches it again. It ends with conn, the
 // connection whose answer it keeps fresh.
-func (up *Upstream) rediscover(l *link, conn *upstream.Conn) {
+func (up *upstreamServer) rediscover(l *link, conn *upstream.Conn) {
 	ttl := discoverTTL(conn.Server.Result)
 	for ttl > 0 {
 		t := time.NewTimer(max(ttl, minRediscover))

@@ -134,7 +134,7 @@ type pinBook struct {
 	core    pinCore
 	log     *slog.Logger
 	audit   func(DefinitionEvent) // nil: none
-	bus     replicaBus                   // nil: this replica alone
+	bus     replicaBus            // nil: this replica alone
 	changes metric.Int64Counter   // drift found, by upstream, kind and action
 
 	policy atomic.Pointer[Pinning]
@@ -153,7 +153,7 @@ type pinBook struct {
 // pinCore is the pin book's view of the router: the upstreams whose definitions it pins, the rebuild an approval
 // asks for, and the bus channels it follows.
 type pinCore interface {
-	upstreams() []*Upstream
+	upstreams() []*upstreamServer
 	refresh()
 	follow(ctx context.Context, channel string, handle func([]byte))
 }
@@ -226,7 +226,7 @@ func (b *pinBook) storeTrouble(err error) {
 }
 
 // check judges one item and reports whether to withhold it. exposed is the name clients would see.
-func (p *pinRun) check(up *Upstream, k listKind, it *item, exposed string) (withhold bool) {
+func (p *pinRun) check(up *upstreamServer, k listKind, it *item, exposed string) (withhold bool) {
 	if p == nil || k > kindPrompts || it.hash == "" {
 		return false
 	}

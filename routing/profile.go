@@ -35,7 +35,7 @@ type profiles struct {
 // profileCore is what profiles see of the router: the upstreams whose template sessions list for a profile, and
 // the rebuild that gives a new profile its catalog.
 type profileCore interface {
-	upstreams() []*Upstream
+	upstreams() []*upstreamServer
 	rebuild()
 }
 
@@ -99,7 +99,7 @@ func (ps *profiles) useProfile(name string, caps json.RawMessage) string {
 		ps.order = append(ps.order, name)
 	}
 	ps.mu.Unlock()
-	var fresh []*Upstream
+	var fresh []*upstreamServer
 	for _, up := range ps.core.upstreams() {
 		if sh, created := up.shadows.ensure(name, caps); created {
 			fresh = append(fresh, sh)
@@ -158,13 +158,13 @@ func (ps *profiles) profileCaps(name string) json.RawMessage {
 // configuration whose only job is to list what clients of a profile see. Its fields are guarded by the upstream's
 // mu.
 type shadowSet struct {
-	up  *Upstream
-	m   map[string]*Upstream
+	up  *upstreamServer
+	m   map[string]*upstreamServer
 	ctx context.Context // what shadows started later run under; set once the upstream runs
 }
 
 // ensure starts the template session of a per-client upstream for a profile.
-func (ss *shadowSet) ensure(profile string, caps json.RawMessage) (*Upstream, bool) {
+func (ss *shadowSet) ensure(profile string, caps json.RawMessage) (*upstreamServer, bool) {
 	up := ss.up
 	if !up.template() || up.modern() || up.storeListed() {
 		// A stateless upstream's lists "MUST NOT vary per connection": there is nothing a profile could see
@@ -176,11 +176,11 @@ func (ss *shadowSet) ensure(profile string, caps json.RawMessage) (*Upstream, bo
 		up.mu.Unlock()
 		return sh, false
 	}
-	sh := &Upstream{cfg: up.cfg, r: up.r, transport: up.transport, inflight: up.inflight, kick: make(chan struct{}, 1), shadowOf: up, triedCh: make(chan struct{})}
+	sh := &upstreamServer{cfg: up.cfg, r: up.r, transport: up.transport, inflight: up.inflight, kick: make(chan struct{}, 1), shadowOf: up, triedCh: make(chan struct{})}
 	sh.subs.up, sh.shadows.up = sh, sh
 	sh.main = newLink(up.r, sh, nil, upstream.ClientHello{ProtocolVersion: protocol.LatestLegacy, Capabilities: caps, ClientInfo: up.r.clientInfo()})
 	if ss.m == nil {
-		ss.m = map[string]*Upstream{}
+		ss.m = map[string]*upstreamServer{}
 	}
 	ss.m[profile] = sh
 	ctx := ss.ctx // set once the upstream runs; until then startAll starts it
@@ -195,7 +195,7 @@ func (ss *shadowSet) ensure(profile string, caps json.RawMessage) (*Upstream, bo
 func (ss *shadowSet) startAll(ctx context.Context) {
 	ss.up.mu.Lock()
 	ss.ctx = ctx
-	var waiting []*Upstream
+	var waiting []*upstreamServer
 	for _, sh := range ss.m {
 		if !sh.started() {
 			waiting = append(waiting, sh)

@@ -7,13 +7,13 @@ import (
 
 // upstreamSet is the configured upstreams, replaced whole on reload so readers need no lock.
 type upstreamSet struct {
-	list   []*Upstream
-	byName map[string]*Upstream
+	list   []*upstreamServer
+	byName map[string]*upstreamServer
 }
 
 // newSet builds a set from configurations, reusing the upstreams of prev whose fingerprint is unchanged.
 func (r *Router) newSet(cfgs []UpstreamConfig, prev *upstreamSet) (*upstreamSet, error) {
-	set := &upstreamSet{byName: map[string]*Upstream{}}
+	set := &upstreamSet{byName: map[string]*upstreamServer{}}
 	for _, c := range cfgs {
 		if c.Transport == nil {
 			return nil, fmt.Errorf("upstream %q: no transport", c.Name)
@@ -31,7 +31,7 @@ func (r *Router) newSet(cfgs []UpstreamConfig, prev *upstreamSet) (*upstreamSet,
 				continue
 			}
 		}
-		up := &Upstream{cfg: c, r: r, transport: c.Transport, inflight: r.inflight.of(c.Name), kick: make(chan struct{}, 1), triedCh: make(chan struct{})}
+		up := &upstreamServer{cfg: c, r: r, transport: c.Transport, inflight: r.inflight.of(c.Name), kick: make(chan struct{}, 1), triedCh: make(chan struct{})}
 		up.subs.up, up.shadows.up = up, up
 		up.newMainLink()
 		set.list = append(set.list, up)
@@ -64,7 +64,7 @@ func (r *Router) Reconfigure(cfgs []UpstreamConfig) (ReloadResult, error) {
 		return ReloadResult{}, err
 	}
 	var res ReloadResult
-	var gone []*Upstream
+	var gone []*upstreamServer
 	for _, old := range prev.list {
 		switch nu := next.byName[old.cfg.Name]; {
 		case nu == old:

@@ -53,7 +53,7 @@ type replicas struct {
 	core     replicaCore
 	self     string          // Options.Replica
 	store    sessionStore    // nil: this replica alone
-	bus      replicaBus             // nil: this replica alone
+	bus      replicaBus      // nil: this replica alone
 	registry replicaRegistry // nil: retries are not forwarded
 	log      *slog.Logger
 	// lateKick wakes followLate: a session could not be written to the store.
@@ -394,7 +394,7 @@ func (rp *replicas) followRelay(ctx context.Context) {
 // replica restored it: before starting a per-client link of its own, a replica reads the record again, so that one
 // client keeps one upstream session (and one upstream state) whichever replica serves it. It runs outside the
 // session's lock (a store read), and only when a per-client HTTP link is about to be made with a store.
-func (sr *sharedRecord) latestUpstreamSession(up *Upstream) {
+func (sr *sharedRecord) latestUpstreamSession(up *upstreamServer) {
 	if sr == nil {
 		return
 	}
@@ -446,8 +446,8 @@ func (sr *sharedRecord) recordUpstreamSession(l *link) {
 var (
 	_ sessionStore    = (*state.Memory)(nil)
 	_ sessionStore    = (*state.Redis)(nil)
-	_ replicaBus             = (*state.Memory)(nil)
-	_ replicaBus             = (*state.Redis)(nil)
+	_ replicaBus      = (*state.Memory)(nil)
+	_ replicaBus      = (*state.Redis)(nil)
 	_ replicaRegistry = (*state.Memory)(nil)
 	_ replicaRegistry = (*state.Redis)(nil)
 )

@@ -237,10 +237,10 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 }
 
 // upstreams returns the configured upstreams in catalog order.
-func (r *Router) upstreams() []*Upstream { return r.set.Load().list }
+func (r *Router) upstreams() []*upstreamServer { return r.set.Load().list }
 
 // upstream returns the upstream with the name, or nil.
-func (r *Router) upstream(name string) *Upstream { return r.set.Load().byName[name] }
+func (r *Router) upstream(name string) *upstreamServer { return r.set.Load().byName[name] }
 
 // NewStream returns an outbound stream (see NewStream) whose dropped notifications are counted in metrics.
 func (r *Router) NewStream(finals, maxQueued int) *Stream {

@@ -90,13 +90,13 @@ func (sc *scope) noResource(out *Stream, id []byte, cat *catalog, uri string) {
 
 // allowsUpstream reports whether the policy of a request (or, with a context that carries none, of the session)
 // lets it use the upstream at all.
-func (sc *scope) allowsUpstream(ctx context.Context, up *Upstream) bool {
+func (sc *scope) allowsUpstream(ctx context.Context, up *upstreamServer) bool {
 	allow := *sc.policy(ctx)
 	return allow == nil || allow(up.cfg.Name, "upstream", "")
 }
 
 // allows applies the request's policy to an item of an upstream.
-func (sc *scope) allows(ctx context.Context, up *Upstream, k listKind, name string) bool {
+func (sc *scope) allows(ctx context.Context, up *upstreamServer, k listKind, name string) bool {
 	allow := *sc.policy(ctx)
 	return allow == nil || allow(up.cfg.Name, k.policyKind(), name)
 }
@@ -105,7 +105,7 @@ func (sc *scope) allows(ctx context.Context, up *Upstream, k listKind, name stri
 // template of the same upstream that no deny names ("deny wins, whatever the order": a deny on one URI must hold
 // against an allow of the template that produces it). Reads, subscriptions, listen filters and completion
 // references all come through here.
-func (sc *scope) allowsURI(ctx context.Context, up *Upstream, uri string) bool {
+func (sc *scope) allowsURI(ctx context.Context, up *upstreamServer, uri string) bool {
 	allow := *sc.policy(ctx)
 	if allow == nil || allow(up.cfg.Name, kindResources.policyKind(), uri) {
 		return true
@@ -149,7 +149,7 @@ func (sc *scope) resolveURI(c *catalog, uri string) (uriRoute, bool) {
 const maxSeenURIs = 1000
 
 // noteURIs remembers the resource URIs a result of up names, by the names the client sees them by.
-func (sc *scope) noteURIs(up *Upstream, res []byte) {
+func (sc *scope) noteURIs(up *upstreamServer, res []byte) {
 	uris := collectURIs(res)
 	if len(uris) == 0 {
 		return

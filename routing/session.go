@@ -167,7 +167,7 @@ func replyError(out *Stream, id []byte, code int, msg string) {
 
 // forwardWith sends a client's request to an upstream: name is the client-visible name it targets ("" for
 // none; see call.name), transform rewrites its successful result (see call.transform), edits change its params.
-func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Message, out *Stream, name string, transform func([]byte) []byte, edits ...jsonrpc.ParamEdit) {
+func (s *Session) forwardWith(ctx context.Context, up *upstreamServer, m jsonrpc.Message, out *Stream, name string, transform func([]byte) []byte, edits ...jsonrpc.ParamEdit) {
 	id := m.ID()
 	if up.drained.Load() {
 		replyError(out, id, protocol.CodeInternalError, fmt.Sprintf("upstream %q is drained for maintenance; retry later", up.cfg.Name))
@@ -481,7 +481,7 @@ func (s *Session) sharedCatalog() *catalog {
 
 // dropUpstream closes the session's per-client session of an upstream that is going away, and forgets its
 // subscriptions there.
-func (s *Session) dropUpstream(up *Upstream) {
+func (s *Session) dropUpstream(up *upstreamServer) {
 	s.subs.dropUpstream(up)
 	s.links.drop(up)
 	s.children.drop(up) // the catalog's rebuild tells the client

@@ -20,7 +20,7 @@ import (
 // subKey names a subscription: the upstream and the URI it knows; a session's subs map it to the URI the client
 // subscribed by, which its updates carry back.
 type subKey struct {
-	up  *Upstream
+	up  *upstreamServer
 	uri string
 }
 
@@ -107,7 +107,7 @@ func (ss *subscriptions) find(uri string) (subKey, bool) {
 }
 
 // named returns the URI the session subscribed to up's uri by, if it did.
-func (ss *subscriptions) named(up *Upstream, uri string) (string, bool) {
+func (ss *subscriptions) named(up *upstreamServer, uri string) (string, bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	named, ok := ss.m[subKey{up, uri}]
@@ -155,7 +155,7 @@ func (ss *subscriptions) add(key subKey, uri string) {
 }
 
 // dropUpstream forgets the subscriptions on an upstream that is going away.
-func (ss *subscriptions) dropUpstream(up *Upstream) {
+func (ss *subscriptions) dropUpstream(up *upstreamServer) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	for k := range ss.m {
@@ -180,7 +180,7 @@ func (ss *subscriptions) uris() []string {
 // URI on a shared upstream (subscribed once, unsubscribed when the last session leaves), one listen request on a
 // stateless one (listen.go). Its fields are guarded by the upstream's mu.
 type sharedSubs struct {
-	up    *Upstream
+	up    *upstreamServer
 	count map[string]int // the sessions subscribed to each URI through the shared session
 	// listen ends the subscriptions/listen that carries a stateless upstream's resource updates (listen.go).
 	listen context.CancelFunc

@@ -66,7 +66,7 @@ func (t *parkTable) openUpstreamTask(principal, endpoint, exposed string) (upstr
 
 // exposeUpstreamTasks returns the transform of a modern client's tools/call to an upstream that offers tasks: a
 // CreateTaskResult's id is sealed for the caller. nil when the call cannot become the upstream's task.
-func (h *taskHost) exposeUpstreamTasks(s *Session, up *Upstream, next func([]byte) []byte) func([]byte) []byte {
+func (h *taskHost) exposeUpstreamTasks(s *Session, up *upstreamServer, next func([]byte) []byte) func([]byte) []byte {
 	if !s.era.modern() || !s.r.tasks.declaresTasks(s) || !up.offersTasks() {
 		return next
 	}

@@ -18,12 +18,12 @@ import (
 // bound to" the requestor's context). A session is opened at one endpoint and bound to its principal, so its
 // tasks are bound to both; through its own upstream session, the upstream knows no other client's.
 
-func exposeTask(up *Upstream) func(string) string {
+func exposeTask(up *upstreamServer) func(string) string {
 	return func(id string) string { return up.cfg.Name + ":" + id }
 }
 
 // taskTarget resolves an exposed task id to its upstream and the upstream's own id.
-func (h *taskHost) taskTarget(exposed string) (*Upstream, string, bool) {
+func (h *taskHost) taskTarget(exposed string) (*upstreamServer, string, bool) {
 	name, id, ok := strings.Cut(exposed, ":")
 	if !ok {
 		return nil, "", false
@@ -34,7 +34,7 @@ func (h *taskHost) taskTarget(exposed string) (*Upstream, string, bool) {
 
 // taskCall prepares a task-augmented tools/call: refused with -32601 where the upstream has no task support
 // (the spec's answer for a tool that does not take tasks), otherwise its CreateTaskResult is translated.
-func (h *taskHost) taskCall(s *Session, up *Upstream) (func([]byte) []byte, error) {
+func (h *taskHost) taskCall(s *Session, up *upstreamServer) (func([]byte) []byte, error) {
 	if !up.supportsTaskCalls() {
 		return nil, fmt.Errorf("upstream %q does not support task-augmented tools/call", up.cfg.Name)
 	}

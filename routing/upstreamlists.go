@@ -13,7 +13,7 @@ import (
 // with what they said of themselves (ttlMs) and what was wrong with them (malformed items).
 
 // invalidate marks lists for refetching.
-func (up *Upstream) invalidate(kinds ...listKind) {
+func (up *upstreamServer) invalidate(kinds ...listKind) {
 	up.mu.Lock()
 	for _, k := range kinds {
 		up.dirty[k] = true
@@ -26,7 +26,7 @@ func (up *Upstream) invalidate(kinds ...listKind) {
 }
 
 // refresher refetches dirty lists, coalescing bursts of list_changed into one fetch (design §5).
-func (up *Upstream) refresher(ctx context.Context) {
+func (up *upstreamServer) refresher(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -83,12 +83,12 @@ func (up *Upstream) refresher(ctx context.Context) {
 }
 
 // fetch lists every item of a kind through the main link, following the upstream's pagination to the end.
-func (up *Upstream) fetch(ctx context.Context, k listKind) ([]item, error) {
+func (up *upstreamServer) fetch(ctx context.Context, k listKind) ([]item, error) {
 	return up.fetchFrom(ctx, up.main, k)
 }
 
 // fetchFrom lists every item of a kind through l.
-func (up *Upstream) fetchFrom(ctx context.Context, l *link, k listKind) ([]item, error) {
+func (up *upstreamServer) fetchFrom(ctx context.Context, l *link, k listKind) ([]item, error) {
 	var items []item
 	cursor := ""
 	seen := map[string]bool{}
@@ -134,7 +134,7 @@ func (up *Upstream) fetchFrom(ctx context.Context, l *link, k listKind) ([]item,
 }
 
 // newItem makes a catalog item of one listed definition; false when it has no usable name or URI.
-func (up *Upstream) newItem(k listKind, raw []byte) (item, bool) {
+func (up *upstreamServer) newItem(k listKind, raw []byte) (item, bool) {
 	s, e, ok := jsonrpc.Lookup(raw, k.idField())
 	if !ok {
 		return item{}, false
@@ -167,7 +167,7 @@ func (up *Upstream) newItem(k listKind, raw []byte) (item, bool) {
 
 // malformed reports a definition withheld for having a member twice: logged and audited once per upstream, item
 // and member (each list fetch meets it again; a per-client session's fetch too).
-func (up *Upstream) malformed(k listKind, id, member string) {
+func (up *upstreamServer) malformed(k listKind, id, member string) {
 	key := k.policyKind() + "\x00" + id + "\x00" + member
 	up.mu.Lock()
 	_, seen := up.malformedSeen[key]
@@ -191,7 +191,7 @@ func (up *Upstream) malformed(k listKind, id, member string) {
 	up.r.auditDefinition(DefinitionEvent{Upstream: up.cfg.Name, Kind: k.policyKind(), Name: id, Action: "malformed"})
 }
 
-func (up *Upstream) snapshotLists() [numKinds][]item {
+func (up *upstreamServer) snapshotLists() [numKinds][]item {
 	up.mu.Lock()
 	defer up.mu.Unlock()
 	return up.lists
@@ -201,7 +201,7 @@ func (up *Upstream) snapshotLists() [numKinds][]item {
 // none): the first page's replaces what the last list said, later pages' can only shorten it. A negative one
 // counts as 0, as the specification has clients read it. Only a 2026-07-28 link's count: the field is that era's
 // (some SDKs write ttlMs 0 into every era's lists, which says nothing to a legacy client).
-func (up *Upstream) noteListTTL(l *link, k listKind, raw json.RawMessage, first bool) {
+func (up *upstreamServer) noteListTTL(l *link, k listKind, raw json.RawMessage, first bool) {
 	var v int64 // none
 	if raw != nil && l.modern() {
 		ms, ok := jsonrpc.ParseInt(raw)
@@ -222,7 +222,7 @@ func (up *Upstream) noteListTTL(l *link, k listKind, raw json.RawMessage, first 
 	}
 }
 
-func (up *Upstream) hasListed() bool {
+func (up *upstreamServer) hasListed() bool {
 	up.mu.Lock()
 	defer up.mu.Unlock()
 	return up.listed
@@ -230,7 +230,7 @@ func (up *Upstream) hasListed() bool {
 
 // listsFor returns the lists the catalog of a profile uses for this upstream: its profile's template session's
 // once it has listed them (and is up), the default template's otherwise.
-func (up *Upstream) listsFor(profile string) [numKinds][]item {
+func (up *upstreamServer) listsFor(profile string) [numKinds][]item {
 	if profile != "" && up.template() && !up.modern() {
 		up.mu.Lock()
 		sh := up.shadows.m[profile]

@@ -68,9 +68,9 @@ type UpstreamConfig struct {
 // to sample or elicit; roots are answered with an empty list.
 const templateCaps = `{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}}`
 
-// Upstream is one configured upstream as routing sees it: its main link (the shared session, or the template
+// upstreamServer is one configured upstream as routing sees it: its main link (the shared session, or the template
 // session of a per-client upstream), the lists fetched through it, and its health.
-type Upstream struct {
+type upstreamServer struct {
 	cfg       UpstreamConfig
 	r         *Router
 	transport upstream.Transport
@@ -110,7 +110,7 @@ type Upstream struct {
 	// shadows are the template sessions of capability profiles (profile.go); shadowOf is set on a shadow and
 	// names the upstream it lists for.
 	shadows  shadowSet
-	shadowOf *Upstream
+	shadowOf *upstreamServer
 
 	// standingIn: a store-listed per-user upstream shows its stand-in tool (connect.go); cachedRaw is the lists
 	// this replica last cached for it, so an unchanged list is not written again.
@@ -118,9 +118,9 @@ type Upstream struct {
 	cachedRaw  []byte
 }
 
-func (up *Upstream) template() bool { return up.cfg.Mode == PerClient }
+func (up *upstreamServer) template() bool { return up.cfg.Mode == PerClient }
 
-func (up *Upstream) timeout() time.Duration {
+func (up *upstreamServer) timeout() time.Duration {
 	if up.cfg.Timeout > 0 {
 		return up.cfg.Timeout
 	}
@@ -129,7 +129,7 @@ func (up *Upstream) timeout() time.Duration {
 
 // newMainLink prepares the main link; start connects it. It is made in New so that up.main never changes once
 // the router runs.
-func (up *Upstream) newMainLink() {
+func (up *upstreamServer) newMainLink() {
 	hello := upstream.ClientHello{ProtocolVersion: protocol.LatestLegacy, Capabilities: json.RawMessage(`{}`), ClientInfo: up.r.clientInfo()}
 	if up.template() {
 		hello.Capabilities = json.RawMessage(templateCaps)
@@ -138,7 +138,7 @@ func (up *Upstream) newMainLink() {
 }
 
 // start connects the main link and runs the list refresher until stop.
-func (up *Upstream) start(ctx context.Context) {
+func (up *upstreamServer) start(ctx context.Context) {
 	ctx, stop := context.WithCancel(ctx)
 	up.mu.Lock()
 	up.stop = stop
@@ -155,7 +155,7 @@ func (up *Upstream) start(ctx context.Context) {
 }
 
 // stopAndWait ends the main link and the refresher.
-func (up *Upstream) stopAndWait() {
+func (up *upstreamServer) stopAndWait() {
 	up.mu.Lock()
 	stop := up.stop
 	up.mu.Unlock()
@@ -171,7 +171,7 @@ func (up *Upstream) stopAndWait() {
 }
 
 // connected is called by a link once its handshake is done.
-func (up *Upstream) connected(l *link, conn *upstream.Conn) {
+func (up *upstreamServer) connected(l *link, conn *upstream.Conn) {
 	if l != up.main {
 		if s := l.owner; s != nil {
 			s.links.connected(s, l)
@@ -198,7 +198,7 @@ func (up *Upstream) connected(l *link, conn *upstream.Conn) {
 
 // setHello records what the upstream said of itself (initialize, or server/discover) and the capabilities the
 // gateway acts on, reporting whether those changed.
-func (up *Upstream) setHello(hello *upstream.ServerHello) bool {
+func (up *upstreamServer) setHello(hello *upstream.ServerHello) bool {
 	caps := map[string]json.RawMessage{}
 	_ = json.Unmarshal(hello.Capabilities, &caps)
 	var res struct{ Subscribe bool }
@@ -212,7 +212,7 @@ func (up *Upstream) setHello(hello *upstream.ServerHello) bool {
 
 // stateChanged reacts to the main link's state: when its upstream is down (a dial failed, not a connection
 // that is being re-established) the upstream drops out of the catalog until it is back, and counts as tried.
-func (up *Upstream) stateChanged(l *link) {
+func (up *upstreamServer) stateChanged(l *link) {
 	if l != up.main {
 		return
 	}
@@ -237,7 +237,7 @@ func (up *Upstream) stateChanged(l *link) {
 }
 
 // markTriedLocked notes that the first attempt finished; up.mu is held.
-func (up *Upstream) markTriedLocked() {
+func (up *upstreamServer) markTriedLocked() {
 	if !up.tried {
 		up.tried = true
 		if up.triedCh != nil { // nil only in tests that build an Upstream by hand
@@ -254,7 +254,7 @@ const maxPages = 1000
 const maxMalformedLogged = 256
 
 // instructions is what the upstream's initialize answer told the model about it ("" before it answered).
-func (up *Upstream) instructions() string {
+func (up *upstreamServer) instructions() string {
 	up.mu.Lock()
 	defer up.mu.Unlock()
 	if up.hello == nil {
@@ -264,7 +264,7 @@ func (up *Upstream) instructions() string {
 }
 
 // capability reports whether the upstream declared a server capability (and its value).
-func (up *Upstream) capability(name string) (json.RawMessage, bool) {
+func (up *upstreamServer) capability(name string) (json.RawMessage, bool) {
 	up.mu.Lock()
 	defer up.mu.Unlock()
 	v, ok := up.caps[name]
@@ -290,7 +290,7 @@ type UpstreamStatus struct {
 	Instances  int    `json:"instances,omitempty"`
 }
 
-func (up *Upstream) status() UpstreamStatus {
+func (up *upstreamServer) status() UpstreamStatus {
 	st := UpstreamStatus{Name: up.cfg.Name, Transport: up.cfg.Kind, Session: up.cfg.Mode.String(), Instances: int(up.instances.Load()), Drained: up.drained.Load()}
 	up.main.mu.Lock()
 	st.State = up.main.state.String()
@@ -321,22 +321,22 @@ func (up *Upstream) status() UpstreamStatus {
 }
 
 // started reports whether start has run.
-func (up *Upstream) started() bool {
+func (up *upstreamServer) started() bool {
 	up.mu.Lock()
 	defer up.mu.Unlock()
 	return up.stop != nil
 }
 
 // namespace is the namespace of up's URIs (namespaceOf its name).
-func (up *Upstream) namespace() string { return namespaceOf(up.cfg.Name) }
+func (up *upstreamServer) namespace() string { return namespaceOf(up.cfg.Name) }
 
 // namespaced is uri with up's namespace.
-func (up *Upstream) namespaced(uri string) string { return up.namespace() + "+" + uri }
+func (up *upstreamServer) namespaced(uri string) string { return up.namespace() + "+" + uri }
 
 // gatewayTasks is how the gateway runs a tool of up (item, as the upstream lists it) as a task of its own: ""
 // when it does not, because nobody asked, or the upstream takes tasks for it itself (they pass through): a
 // 2026-07-28 upstream that offers the extension decides per call, a 2025-11-25 one per tool.
-func (up *Upstream) gatewayTasks(ov *Override, item []byte) string {
+func (up *upstreamServer) gatewayTasks(ov *Override, item []byte) string {
 	ts := up.cfg.Tasks
 	if ov != nil && ov.TaskSupport != "" {
 		ts = ov.TaskSupport
@@ -351,7 +351,7 @@ func (up *Upstream) gatewayTasks(ov *Override, item []byte) string {
 }
 
 // offersTasks reports whether a 2026-07-28 upstream offers the tasks extension.
-func (up *Upstream) offersTasks() bool {
+func (up *upstreamServer) offersTasks() bool {
 	v, ok := up.capability("extensions")
 	if !ok {
 		return false
@@ -361,7 +361,7 @@ func (up *Upstream) offersTasks() bool {
 }
 
 // supportsTaskCalls reports whether the upstream declared tasks.requests.tools.call.
-func (up *Upstream) supportsTaskCalls() bool {
+func (up *upstreamServer) supportsTaskCalls() bool {
 	v, ok := up.capability("tasks")
 	if !ok {
 		return false
