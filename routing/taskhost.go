@@ -71,11 +71,6 @@ const (
 	taskRequired  = "required"
 )
 
-// taskSupportValid reports whether v is a taskSupport value ("" means unset).
-func taskSupportValid(v string) bool {
-	return v == "" || v == taskForbidden || v == taskOptional || v == taskRequired
-}
-
 // ExtensionTasks is the tasks extension's identifier.
 const ExtensionTasks = "io.modelcontextprotocol/tasks"
 
