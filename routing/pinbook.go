@@ -274,6 +274,13 @@ func (p *pinRun) pinOf(key pinKey, seen string, def []byte) (pinned string, ok b
 		if hash == pinNone {
 			return "", true
 		}
+		if hash != seen {
+			if old, err := pin.LegacyHash(key.kind, def); err == nil && old == hash {
+				// Kept before pins were RFC 8785: the same definition, its pin rewritten in today's form.
+				p.rewrite(sk, storedValue(seen, basis))
+				return seen, true
+			}
+		}
 		return hash, true
 	}
 	if p.pol.Store == nil {
@@ -308,6 +315,26 @@ func (p *pinRun) pinOf(key pinKey, seen string, def []byte) (pinned string, ok b
 	b.cache[sk], b.storeOK = cur, true
 	h, _, _ := strings.Cut(cur, " ")
 	return h, true
+}
+
+// rewrite replaces an item's stored pin of the older form with today's (value): in the cache, and in the store
+// when it answers.
+func (p *pinRun) rewrite(sk, value string) {
+	b := p.b
+	b.mu.Lock()
+	b.cache[sk] = value
+	b.mu.Unlock()
+	if p.pol.Store == nil || p.storeDown {
+		return
+	}
+	sctx, cancel := context.WithTimeout(p.ctx, storeTimeout)
+	defer cancel()
+	if err := p.pol.Store.SetPin(sctx, sk, value); err != nil {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		p.storeDown = true
+		b.storeTrouble(err)
+	}
 }
 
 // remember keeps the pin the lock file gives an item (lockHash, or pinNone for an item its pinned upstream lacks)
