@@ -79,7 +79,7 @@ func mayNameView(res []byte) bool {
 // and the views as its upstream names them.
 type appTool struct {
 	pos   int
-	up    *Upstream
+	up    *upstreamServer
 	name  string
 	views []string
 }
@@ -121,7 +121,7 @@ func (c *catalog) linkViews(naming uriNaming, tools []appTool) {
 // routeView returns the client-visible URI of a view up's tool names, routing it when the lists did not (an
 // unlisted view); false when that URI leads elsewhere (another upstream offers it, and URIs are not namespaced),
 // or "" and false when up's namespace is taken.
-func (c *catalog) routeView(naming uriNaming, up *Upstream, uri string) (string, bool) {
+func (c *catalog) routeView(naming uriNaming, up *upstreamServer, uri string) (string, bool) {
 	x := uri
 	if naming.resource(uri) {
 		if !c.claimNamespace(up) {

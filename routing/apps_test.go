@@ -13,7 +13,7 @@ const appToolDef = `{"name":"get-time","description":"Returns the current server
 
 // appUpstream is an upstream offering the basic example app: its tool, its view (listed unless unlisted) and
 // another resource, with the items made as a fetched list makes them (newItem: the pin hash, the views).
-func appUpstream(tb testing.TB, name string, mode Namespacing, unlisted bool) *Upstream {
+func appUpstream(tb testing.TB, name string, mode Namespacing, unlisted bool) *upstreamServer {
 	tb.Helper()
 	res := []string{`{"uri":"file:///notes.txt","name":"notes"}`}
 	if !unlisted {
@@ -62,7 +62,7 @@ func TestAppViewsNamespaced(t *testing.T) {
 		{"never, the same app twice", NamespaceNever, true, false, map[string]string{"apps1__get-time": view, "apps2__get-time": view}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ups := []*Upstream{appUpstream(t, "apps1", tc.mode, tc.unlisted)}
+			ups := []*upstreamServer{appUpstream(t, "apps1", tc.mode, tc.unlisted)}
 			if tc.two {
 				ups = append(ups, appUpstream(t, "apps2", tc.mode, tc.unlisted))
 			}
@@ -115,7 +115,7 @@ func TestAppViewsEndpoint(t *testing.T) {
 		{"excluded", NamespaceAuto, false, false, []string{"ui://*"}, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ups := []*Upstream{appUpstream(t, "apps1", tc.mode, tc.unlisted)}
+			ups := []*upstreamServer{appUpstream(t, "apps1", tc.mode, tc.unlisted)}
 			if tc.two {
 				ups = append(ups, appUpstream(t, "apps2", tc.mode, tc.unlisted))
 			}
@@ -181,7 +181,7 @@ func TestAppViewsOnlyUI(t *testing.T) {
 	up := appUpstream(t, "apps1", NamespaceAlways, false)
 	it, _ := up.newItem(kindTools, []byte(def))
 	up.lists[kindTools] = append(up.lists[kindTools], it)
-	c := buildCatalog([]*Upstream{up}, nil, "", &Shape{Endpoints: []Endpoint{{Name: "e", Include: []string{"apps1__peek"}}}}, nil)
+	c := buildCatalog([]*upstreamServer{up}, nil, "", &Shape{Endpoints: []Endpoint{{Name: "e", Include: []string{"apps1__peek"}}}}, nil)
 	if s, _ := jsonrpc.LookupString(c.toolItem("apps1__peek"), "_meta", "ui", "resourceUri"); s != "file:///notes.txt" {
 		t.Errorf("a non-view link is rewritten: %q", s)
 	}
@@ -194,12 +194,12 @@ func TestAppViewsOnlyUI(t *testing.T) {
 // are the rewritten ones; a tools/call result that names the view in its _meta gets the client's URI too.
 func TestAppViewsServed(t *testing.T) {
 	a, b := appUpstream(t, "apps1", NamespaceAuto, false), appUpstream(t, "apps2", NamespaceAuto, false)
-	c := buildCatalog([]*Upstream{a, b}, nil, "", nil, nil)
+	c := buildCatalog([]*upstreamServer{a, b}, nil, "", nil, nil)
 	if s, _ := jsonrpc.LookupString(c.toolItem("apps2__get-time"), "_meta", "ui/resourceUri"); s != "apps2+ui://get-time/mcp-app.html" {
 		t.Errorf("search mode serves apps2__get-time naming %q", s)
 	}
 	res := `{"content":[{"type":"text","text":"12:00"}],"_meta":{"ui":{"resourceUri":"ui://get-time/mcp-app.html"}}}`
-	got := string(new(Session).uriTransform(c, b, toolURIs, nil)([]byte(res)))
+	got := string(c.uriTransform(b, toolURIs, nil)([]byte(res)))
 	if want := strings.Replace(res, `"ui://`, `"apps2+ui://`, 1); got != want {
 		t.Errorf("result\n got %s\nwant %s", got, want)
 	}

@@ -112,7 +112,7 @@ func BenchmarkEndpointPage(b *testing.B) {
 		names[i] = fmt.Sprintf(`{"name":"t%05d","inputSchema":{"type":"object"}}`, i)
 	}
 	up := testUpstream("u", "u__", map[listKind][]string{kindTools: names})
-	c := buildCatalog([]*Upstream{up}, nil, "", &Shape{Endpoints: []Endpoint{
+	c := buildCatalog([]*upstreamServer{up}, nil, "", &Shape{Endpoints: []Endpoint{
 		{Name: "all", Include: []string{"*"}},
 		{Name: "half", Include: []string{"u__t0*", "u__t1*", "u__t2*", "u__t3*", "u__t4*"}},
 		{Name: "sparse", Include: []string{"u__t*00"}},

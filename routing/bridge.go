@@ -109,7 +109,7 @@ func (lc *legacyClient) bridgeInput(c *call, result []byte) {
 			fail(protocol.CodeInternalError, fmt.Sprintf("upstream %q asked for input of an unknown kind (%q)", c.link.up.cfg.Name, req.Method))
 			return
 		}
-		if why := s.refuses(m); why != "" {
+		if why := s.caps.refuses(m); why != "" {
 			fail(-32021, fmt.Sprintf("upstream %q needs input this client cannot give: %s", c.link.up.cfg.Name, why))
 			return
 		}
@@ -120,7 +120,7 @@ func (lc *legacyClient) bridgeInput(c *call, result []byte) {
 		lc.serverReqs[p.gid] = &serverReq{out: c.out, answer: p.ch}
 		s.mu.Unlock()
 		asked = append(asked, p)
-		if !c.out.Push(m.AppendWithID(nil, jsonrpc.AppendInt(nil, p.gid)), ClassRequest) {
+		if !c.out.Push(m.AppendWithID(nil, jsonrpc.AppendInt(nil, p.gid)), classRequest) {
 			fail(protocol.CodeInternalError, "the client is not reading its stream")
 			lc.forgetAsks(asked)
 			return
@@ -189,7 +189,7 @@ func (lc *legacyClient) retryWithInput(c *call, answers map[string]json.RawMessa
 		params = jsonrpc.DeleteMembers(params, "requestState")
 	}
 	n := c.next()
-	n.upID = c.link.mint()
+	n.upID = c.link.pending.mint()
 	n.started = time.Now()
 	req, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, jsonrpc.AppendInt(nil, n.upID), c.method, params))
 	if err != nil {
@@ -204,7 +204,7 @@ func (lc *legacyClient) retryWithInput(c *call, answers map[string]json.RawMessa
 	wctx, stopWrite := context.WithCancel(s.ctx)
 	defer stopWrite()
 	n.stopWrite = stopWrite
-	n.timer = time.AfterFunc(c.link.up.timeout(), func() { s.timeout(n) })
+	n.timer = time.AfterFunc(c.link.up.timeout(), n.expire)
 	s.mu.Lock()
 	if s.calls[c.key] != c {
 		s.mu.Unlock()
@@ -214,13 +214,13 @@ func (lc *legacyClient) retryWithInput(c *call, answers map[string]json.RawMessa
 	s.calls[c.key] = n
 	s.mu.Unlock()
 	ctx, _ := s.r.inst.startLeg(wctx, n)
-	mirrored := s.paramValues(c.link, n, params)
+	mirrored := n.paramValues(c.link, params)
 	if !c.link.add(n.upID, n) {
 		s.r.inst.endLeg(n, outcomeFailed)
 		s.removeCall(n)
 		return errors.New("upstream " + c.link.up.cfg.Name + " disconnected while the client was answering; retry the request")
 	}
-	if err := c.link.writeRequest(ctx, n.bridge.req, mirrored); err != nil && c.link.takeIf(n) {
+	if err := c.link.writeRequest(ctx, n.bridge.req, mirrored); err != nil && c.link.pending.takeIf(n) {
 		n.failed(outcomeFailed, protocol.CodeInternalError, fmt.Sprintf("upstream %q: sending %s failed: %v", c.link.up.cfg.Name, c.method, err))
 	}
 	return nil

@@ -135,7 +135,7 @@ func (c *call) answered(m jsonrpc.Message) {
 	}
 	res := m.Result()
 	if res != nil && (c.method == protocol.MethodToolsCall || c.method == protocol.MethodPromptsGet) && mayNameResources(res) {
-		s.noteURIs(c.link.up, res)
+		s.scope.noteURIs(c.link.up, res)
 	}
 	if res != nil && !s.era.modern() && c.link.modern() {
 		if res = legacyResult(res); c.transform != nil {

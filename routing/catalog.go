@@ -67,7 +67,7 @@ type item struct {
 
 // itemRef says which upstream an item comes from and its name (or URI) there.
 type itemRef struct {
-	up   *Upstream
+	up   *upstreamServer
 	name string
 }
 
@@ -79,7 +79,7 @@ func (k listKind) policyKind() string {
 // target is where an exposed name leads: an upstream and the name it knows the item by, and for a tool with an
 // override, the argument presets every call gets.
 type target struct {
-	up      *Upstream
+	up      *upstreamServer
 	name    string
 	exposed string // the name clients call it by: the index's key, kept so that a call can use it (requestedName)
 	presets map[string]json.RawMessage
@@ -97,7 +97,7 @@ type target struct {
 
 // templateRoute matches concrete URIs against one upstream's resource template.
 type templateRoute struct {
-	up   *Upstream
+	up   *upstreamServer
 	tmpl string         // as the upstream knows it
 	re   *regexp.Regexp // what tmpl produces
 	// exposed is the template as clients see it, and xre what that produces: the namespace and tmpl when ns.
@@ -122,8 +122,8 @@ type catalog struct {
 	nsMode      Namespacing
 	nsURIs      map[string]bool
 	nsTemplates map[string]bool
-	nsUpstreams map[*Upstream]bool
-	namespaces  map[string]*Upstream
+	nsUpstreams map[*upstreamServer]bool
+	namespaces  map[string]*upstreamServer
 	ambiguous   map[string][]string
 	conflicts   []string
 	headers     headerIndex // x-mcp-header bindings of the tools (headers.go)
@@ -149,163 +149,235 @@ type catalog struct {
 //
 // shape applies the admin's overrides to the items and computes each endpoint's view; nil applies none. pins
 // judges tools and prompts against their pins (pins.go); nil judges nothing.
-func buildCatalog(ups []*Upstream, prev *catalog, profile string, shape *Shape, pins *pinRun) *catalog {
-	return buildCatalogOf(ups, prev, func(up *Upstream) [numKinds][]item { return up.listsFor(profile) }, shape, pins)
+func buildCatalog(ups []*upstreamServer, prev *catalog, profile string, shape *Shape, pins *pinRun) *catalog {
+	return buildCatalogOf(ups, prev, func(up *upstreamServer) [numKinds][]item { return up.listsFor(profile) }, shape, pins)
 }
 
-// buildCatalogOf is buildCatalog with each upstream's lists given by listsOf.
-func buildCatalogOf(ups []*Upstream, prev *catalog, listsOf func(*Upstream) [numKinds][]item, shape *Shape, pins *pinRun) *catalog {
-	c := &catalog{
-		tools:     map[string]target{},
-		prompts:   map[string]target{},
-		resources: map[string]uriRoute{},
+// buildCatalogOf is buildCatalog with each upstream's lists given by listsOf. It runs the catalog's stages in
+// order: merge (each upstream's items, with the overrides, pins and resource namespaces applied to each), the
+// apps' views, the search index, the endpoints' views, search modes, and the lists' generations.
+func buildCatalogOf(ups []*upstreamServer, prev *catalog, listsOf func(*upstreamServer) [numKinds][]item, shape *Shape, pins *pinRun) *catalog {
+	b := newCatalogBuild(ups, prev, listsOf, shape, pins)
+	for ui, up := range ups {
+		b.merge(up, b.all[ui])
 	}
-	all := make([][numKinds][]item, len(ups))
+	c := b.c
+	c.linkViews(b.naming, b.appTools) // before the index and the views: both read the definitions it rewrites
+	searchIndex(c, prev, shape)
+	endpointViews(c, shape)
+	if shape.searching() {
+		c.modes = searchModes(c, shape) // after the views: it asks them
+	}
+	generations(c, prev)
+	return c
+}
+
+// catalogBuild is one build's state while the upstreams' items are merged: the catalog so far, how resources are
+// named, who owns each exposed name, and the tools that name an app's view.
+type catalogBuild struct {
+	c         *catalog
+	shape     *Shape
+	pins      *pinRun
+	all       [][numKinds][]item // each upstream's lists, in ups' order
+	naming    uriNaming
+	owner     map[string]string          // kind and exposed name → the upstream that has it
+	tmplOwner map[string]*upstreamServer // exposed template → its upstream
+	appTools  []appTool
+}
+
+// newCatalogBuild takes each upstream's lists and decides how resource URIs are named (nameURIs).
+func newCatalogBuild(ups []*upstreamServer, prev *catalog, listsOf func(*upstreamServer) [numKinds][]item, shape *Shape, pins *pinRun) *catalogBuild {
+	b := &catalogBuild{
+		c: &catalog{
+			tools:     map[string]target{},
+			prompts:   map[string]target{},
+			resources: map[string]uriRoute{},
+		},
+		shape: shape, pins: pins,
+		all:       make([][numKinds][]item, len(ups)),
+		owner:     map[string]string{},
+		tmplOwner: map[string]*upstreamServer{},
+	}
 	for i, up := range ups {
-		all[i] = listsOf(up)
+		b.all[i] = listsOf(up)
 	}
 	mode := NamespaceAuto
 	if len(ups) > 0 {
 		mode = ups[0].r.opts.ResourceNamespacing
 	}
-	naming := nameURIs(mode, ups, all, prev)
-	c.nsMode, c.nsURIs, c.nsTemplates = mode, naming.uris, naming.templates
-	owner := map[string]string{}
-	tmplOwner := map[string]*Upstream{}
-	var appTools []appTool
-	for ui, up := range ups {
-		// A drained upstream leaves the lists but keeps its names routable, so that a call to it gets an error
-		// that says it is drained rather than that it does not exist.
-		drained := up.drained.Load()
-		lists := all[ui]
-		for k := listKind(0); k < numKinds; k++ {
-			for _, it := range lists[k] {
-				raw := it.raw
-				hide := drained
-				name := "" // a tool's or prompt's exposed name
-				switch k {
-				case kindTools, kindPrompts:
-					exposed := it.exposed
-					if exposed == "" {
-						exposed = exposedName(up.cfg.Prefix, it.id, up.r.opts.nameBudget())
-					}
-					ov := shape.override(up, k, it.id)
-					if ov != nil && ov.Name != "" {
-						exposed = ov.Name
-					}
-					key := k.key() + "\x00" + exposed
-					if prevOwner, dup := owner[key]; dup {
-						c.conflicts = append(c.conflicts, fmt.Sprintf("%s %q of upstream %q collides with upstream %q; it is not exposed (set a prefix to tell them apart)",
-							strings.TrimSuffix(k.key(), "s"), exposed, up.cfg.Name, prevOwner))
-						continue
-					}
-					owner[key] = up.cfg.Name
-					var withheld *Drift
-					if pins.check(up, k, &it, exposed) {
-						d := pins.drift[pinKey{up: up.cfg.Name, kind: pinKind(k), name: it.id}]
-						withheld, hide = &d, true
-					}
-					switch {
-					case ov != nil:
-						raw = ov.apply(it.raw, exposed)
-					case it.exposedRaw != nil:
-						raw = it.exposedRaw
-					case exposed != it.id:
-						raw = replaceMember(it.raw, "name", exposed)
-					}
-					ts := ""
-					if k == kindTools {
-						if ts = up.gatewayTasks(ov, it.raw); ts == taskOptional || ts == taskRequired {
-							raw = jsonrpc.SetMember(raw, "execution", mergeObjects(member(raw, "execution"), []byte(`{"taskSupport":"`+ts+`"}`)))
-						}
-					}
-					if len(it.hidden) > 0 && pins != nil && pins.pol.StripInvisible {
-						raw = pin.StripText(raw)
-					}
-					m := c.targets(k)
-					t := target{up: up, name: it.id, exposed: exposed, withheld: withheld, item: -1, hash: it.hash, tasks: ts}
-					if exposed != it.id {
-						t.quoted = jsonrpc.AppendQuote(nil, it.id)
-					}
-					if !hide {
-						t.item = len(c.items[k])
-					}
-					if ov != nil && k == kindTools {
-						t.presets = compactPresets(ov.Arguments)
-					}
-					m[exposed] = t
-					name = exposed
-				case kindResources:
-					exposed := it.id
-					if naming.resource(it.id) {
-						if !c.claimNamespace(up) {
-							continue
-						}
-						exposed = up.namespaced(it.id)
-						raw = replaceMember(it.raw, "uri", exposed)
-						c.noteAlternative(it.id, exposed)
-					}
-					if other, dup := c.resources[exposed]; dup {
-						c.conflicts = append(c.conflicts, fmt.Sprintf("resource %q of upstream %q is also offered by upstream %q; reads go to %q (set resourceNamespacing: auto or always to tell them apart)",
-							exposed, up.cfg.Name, other.up.cfg.Name, other.up.cfg.Name))
-						continue
-					}
-					c.resources[exposed] = uriRoute{up, it.id}
-				case kindTemplates:
-					re, err := templateRegexp(it.id)
-					if err != nil {
-						continue
-					}
-					t := templateRoute{up: up, tmpl: it.id, re: re, exposed: it.id, xre: re}
-					if naming.template(it.id) {
-						if !c.claimNamespace(up) {
-							continue
-						}
-						xre, err := exposedTemplateRegexp(up.namespace(), it.id)
-						if err != nil {
-							continue
-						}
-						t.exposed, t.xre, t.ns = up.namespaced(it.id), xre, true
-						raw = replaceMember(it.raw, "uriTemplate", t.exposed)
-					}
-					if other, dup := tmplOwner[t.exposed]; dup {
-						c.conflicts = append(c.conflicts, fmt.Sprintf("resource template %q of upstream %q is also offered by upstream %q; it is listed once, and its completions and URIs go to %q (set resourceNamespacing: auto or always to tell them apart)",
-							t.exposed, up.cfg.Name, other.cfg.Name, other.cfg.Name))
-						continue
-					}
-					tmplOwner[t.exposed] = up
-					c.templates = append(c.templates, t)
-				}
-				if hide {
-					continue
-				}
-				if k == kindTools && len(it.views) > 0 {
-					appTools = append(appTools, appTool{pos: len(c.items[k]), up: up, name: name, views: it.views})
-				}
-				c.items[k] = append(c.items[k], raw)
-				c.refs[k] = append(c.refs[k], itemRef{up: up, name: it.id})
+	b.naming = nameURIs(mode, ups, b.all, prev)
+	b.c.nsMode, b.c.nsURIs, b.c.nsTemplates = mode, b.naming.uris, b.naming.templates
+	return b
+}
+
+// merge adds an upstream's items to the catalog. A drained upstream leaves the lists but keeps its names
+// routable, so that a call to it gets an error that says it is drained rather than that it does not exist.
+func (b *catalogBuild) merge(up *upstreamServer, lists [numKinds][]item) {
+	c := b.c
+	drained := up.drained.Load()
+	for k := listKind(0); k < numKinds; k++ {
+		for _, it := range lists[k] {
+			raw, hide, ok := it.raw, drained, true
+			name := "" // a tool's or prompt's exposed name
+			switch k {
+			case kindTools, kindPrompts:
+				raw, name, hide, ok = b.named(up, k, &it, hide)
+			case kindResources:
+				raw, ok = b.resource(up, it)
+			case kindTemplates:
+				raw, ok = b.template(up, it)
 			}
-		}
-	}
-	c.linkViews(naming, appTools) // before the index and the views: both read the definitions it rewrites
-	if shape.searching() {
-		c.index = buildIndex(c, prev)
-		for _, name := range []string{toolSearch, toolCall} {
-			if t, ok := c.tools[name]; ok {
-				c.conflicts = append(c.conflicts, fmt.Sprintf("tool %q of upstream %q has the name of a meta-tool; endpoints in search mode serve theirs (rename it with an override)", name, t.up.cfg.Name))
+			if !ok || hide {
+				continue
 			}
+			if k == kindTools && len(it.views) > 0 {
+				b.appTools = append(b.appTools, appTool{pos: len(c.items[k]), up: up, name: name, views: it.views})
+			}
+			c.items[k] = append(c.items[k], raw)
+			c.refs[k] = append(c.refs[k], itemRef{up: up, name: it.id})
 		}
 	}
-	if shape != nil && len(shape.Endpoints) > 0 {
-		c.views, c.endpoints = map[string]*view{}, map[string]*Endpoint{}
-		for i := range shape.Endpoints {
-			e := &shape.Endpoints[i]
-			c.endpoints[e.Name], c.views[e.Name] = e, newView(e, c)
+}
+
+// named adds a tool or prompt under its exposed name (the upstream's, prefixed, or an override's), unless another
+// upstream has that name (ok false). Its pin is checked: a withheld definition is routable, to say why, but not
+// listed (hide). raw is the definition as listed: the override applied, the gateway's task support, invisible
+// characters stripped when the pin policy says so.
+func (b *catalogBuild) named(up *upstreamServer, k listKind, it *item, hide bool) (raw []byte, exposed string, hidden, ok bool) {
+	c, pins := b.c, b.pins
+	raw, exposed = it.raw, it.exposed
+	if exposed == "" {
+		exposed = exposedName(up.cfg.Prefix, it.id, up.r.opts.nameBudget())
+	}
+	ov := b.shape.override(up, k, it.id)
+	if ov != nil && ov.Name != "" {
+		exposed = ov.Name
+	}
+	key := k.key() + "\x00" + exposed
+	if prevOwner, dup := b.owner[key]; dup {
+		c.conflicts = append(c.conflicts, fmt.Sprintf("%s %q of upstream %q collides with upstream %q; it is not exposed (set a prefix to tell them apart)",
+			strings.TrimSuffix(k.key(), "s"), exposed, up.cfg.Name, prevOwner))
+		return nil, "", hide, false
+	}
+	b.owner[key] = up.cfg.Name
+	var withheld *Drift
+	if pins.check(up, k, it, exposed) {
+		d := pins.drift[pinKey{up: up.cfg.Name, kind: pinKind(k), name: it.id}]
+		withheld, hide = &d, true
+	}
+	switch {
+	case ov != nil:
+		raw = ov.apply(it.raw, exposed)
+	case it.exposedRaw != nil:
+		raw = it.exposedRaw
+	case exposed != it.id:
+		raw = replaceMember(it.raw, "name", exposed)
+	}
+	ts := ""
+	if k == kindTools {
+		if ts = up.gatewayTasks(ov, it.raw); ts == taskOptional || ts == taskRequired {
+			raw = jsonrpc.SetMember(raw, "execution", mergeObjects(member(raw, "execution"), []byte(`{"taskSupport":"`+ts+`"}`)))
 		}
 	}
-	if shape.searching() {
-		c.modes = searchModes(c, shape) // after the views: it asks them
+	if len(it.hidden) > 0 && pins != nil && pins.pol.StripInvisible {
+		raw = pin.StripText(raw)
 	}
+	t := target{up: up, name: it.id, exposed: exposed, withheld: withheld, item: -1, hash: it.hash, tasks: ts}
+	if exposed != it.id {
+		t.quoted = jsonrpc.AppendQuote(nil, it.id)
+	}
+	if !hide {
+		t.item = len(c.items[k])
+	}
+	if ov != nil && k == kindTools {
+		t.presets = compactPresets(ov.Arguments)
+	}
+	c.targets(k)[exposed] = t
+	return raw, exposed, hide, true
+}
+
+// resource adds a resource under its URI, namespaced when the naming says so; ok is false when another upstream
+// has the URI it would be exposed by, or the namespace is taken.
+func (b *catalogBuild) resource(up *upstreamServer, it item) (raw []byte, ok bool) {
+	c := b.c
+	raw, exposed := it.raw, it.id
+	if b.naming.resource(it.id) {
+		if !c.claimNamespace(up) {
+			return nil, false
+		}
+		exposed = up.namespaced(it.id)
+		raw = replaceMember(it.raw, "uri", exposed)
+		c.noteAlternative(it.id, exposed)
+	}
+	if other, dup := c.resources[exposed]; dup {
+		c.conflicts = append(c.conflicts, fmt.Sprintf("resource %q of upstream %q is also offered by upstream %q; reads go to %q (set resourceNamespacing: auto or always to tell them apart)",
+			exposed, up.cfg.Name, other.up.cfg.Name, other.up.cfg.Name))
+		return nil, false
+	}
+	c.resources[exposed] = uriRoute{up, it.id}
+	return raw, true
+}
+
+// template adds a resource template, namespaced when the naming says so; ok is false when it does not parse,
+// another upstream has the template it would be exposed as, or the namespace is taken.
+func (b *catalogBuild) template(up *upstreamServer, it item) (raw []byte, ok bool) {
+	c := b.c
+	re, err := templateRegexp(it.id)
+	if err != nil {
+		return nil, false
+	}
+	raw = it.raw
+	t := templateRoute{up: up, tmpl: it.id, re: re, exposed: it.id, xre: re}
+	if b.naming.template(it.id) {
+		if !c.claimNamespace(up) {
+			return nil, false
+		}
+		xre, err := exposedTemplateRegexp(up.namespace(), it.id)
+		if err != nil {
+			return nil, false
+		}
+		t.exposed, t.xre, t.ns = up.namespaced(it.id), xre, true
+		raw = replaceMember(it.raw, "uriTemplate", t.exposed)
+	}
+	if other, dup := b.tmplOwner[t.exposed]; dup {
+		c.conflicts = append(c.conflicts, fmt.Sprintf("resource template %q of upstream %q is also offered by upstream %q; it is listed once, and its completions and URIs go to %q (set resourceNamespacing: auto or always to tell them apart)",
+			t.exposed, up.cfg.Name, other.cfg.Name, other.cfg.Name))
+		return nil, false
+	}
+	b.tmplOwner[t.exposed] = up
+	c.templates = append(c.templates, t)
+	return raw, true
+}
+
+// searchIndex builds the catalog's search index when some endpoint searches (derived from prev's), and reports the
+// tools that have a meta-tool's name.
+func searchIndex(c *catalog, prev *catalog, shape *Shape) {
+	if !shape.searching() {
+		return
+	}
+	c.index = buildIndex(c, prev)
+	for _, name := range []string{toolSearch, toolCall} {
+		if t, ok := c.tools[name]; ok {
+			c.conflicts = append(c.conflicts, fmt.Sprintf("tool %q of upstream %q has the name of a meta-tool; endpoints in search mode serve theirs (rename it with an override)", name, t.up.cfg.Name))
+		}
+	}
+}
+
+// endpointViews computes each configured endpoint's view of the catalog.
+func endpointViews(c *catalog, shape *Shape) {
+	if shape == nil || len(shape.Endpoints) == 0 {
+		return
+	}
+	c.views, c.endpoints = map[string]*view{}, map[string]*Endpoint{}
+	for i := range shape.Endpoints {
+		e := &shape.Endpoints[i]
+		c.endpoints[e.Name], c.views[e.Name] = e, newView(e, c)
+	}
+}
+
+// generations advances each kind's generation past prev's when its items changed, so that cursors over an
+// unchanged list stay valid.
+func generations(c *catalog, prev *catalog) {
 	for k := listKind(0); k < numKinds; k++ {
 		if prev == nil {
 			c.gen[k] = 1
@@ -316,7 +388,6 @@ func buildCatalogOf(ups []*Upstream, prev *catalog, listsOf func(*Upstream) [num
 			c.gen[k]++
 		}
 	}
-	return c
 }
 
 func sameItems(a, b [][]byte) bool {
@@ -434,13 +505,13 @@ func (c *catalog) inViewURI(endpoint, uri string) bool {
 }
 
 // resourceUpstream finds the upstream that serves a client-visible resource URI (resolveURI).
-func (c *catalog) resourceUpstream(uri string) *Upstream {
+func (c *catalog) resourceUpstream(uri string) *upstreamServer {
 	rt, _ := c.resolveURI(uri)
 	return rt.up
 }
 
 // templateUpstream finds the upstream that offers a client-visible resource template.
-func (c *catalog) templateUpstream(tmpl string) *Upstream {
+func (c *catalog) templateUpstream(tmpl string) *upstreamServer {
 	rt, _ := c.resolveTemplate(tmpl)
 	return rt.up
 }

@@ -68,8 +68,8 @@ func TestTemplatePattern(t *testing.T) {
 }
 
 // testUpstream is an Upstream with fixed lists, for the cold-path catalog functions.
-func testUpstream(name, prefix string, lists map[listKind][]string) *Upstream {
-	up := &Upstream{cfg: UpstreamConfig{Name: name, Prefix: prefix}, r: &Router{}}
+func testUpstream(name, prefix string, lists map[listKind][]string) *upstreamServer {
+	up := &upstreamServer{cfg: UpstreamConfig{Name: name, Prefix: prefix}, r: &Router{}}
 	for k, raws := range lists {
 		for _, raw := range raws {
 			var v map[string]any
@@ -119,13 +119,13 @@ func TestBuildCatalogMergeAndPrefix(t *testing.T) {
 		kindResources: {`{"uri":"https://x/1","name":"x"}`},
 		kindTemplates: {`{"uriTemplate":"https://x/{id}","name":"xs"}`},
 	})
-	c := buildCatalog([]*Upstream{fs, web}, nil, "", nil, nil)
+	c := buildCatalog([]*upstreamServer{fs, web}, nil, "", nil, nil)
 
 	wantTools := []string{
 		// The name member is spliced; everything else, nested "name" members included, is byte-identical.
 		`{"name":"fs__read","description":"reads","inputSchema":{"type":"object","properties":{"name":{"type":"string"}}}}`,
 		`{"title":"Write","name":"fs__write","inputSchema":{"type":"object"},"annotations":{"name":"keep me"}}`,
-		`{"name":"` + exposedName("fs__", "a.b", DefaultMaxToolNameLength) + `","inputSchema":{}}`,
+		`{"name":"` + exposedName("fs__", "a.b", defaultMaxToolNameLength) + `","inputSchema":{}}`,
 		`{"name":"search","inputSchema":{"type":"object"}}`, // prefix "": unchanged, the same bytes
 	}
 	if got := itemStrings(c, kindTools); !equalStrings(got, wantTools) {
@@ -141,7 +141,7 @@ func TestBuildCatalogMergeAndPrefix(t *testing.T) {
 		t.Errorf("templates: %d, want 2", got)
 	}
 	for exposed, want := range map[string]target{
-		"fs__read": {up: fs, name: "read"}, "fs__write": {up: fs, name: "write"}, exposedName("fs__", "a.b", DefaultMaxToolNameLength): {up: fs, name: "a.b"}, "search": {up: web, name: "search"},
+		"fs__read": {up: fs, name: "read"}, "fs__write": {up: fs, name: "write"}, exposedName("fs__", "a.b", defaultMaxToolNameLength): {up: fs, name: "a.b"}, "search": {up: web, name: "search"},
 	} {
 		if got, ok := c.tools[exposed]; !ok || got.up != want.up || got.name != want.name {
 			t.Errorf("tools[%q] = %v, %v; want %s/%s", exposed, got, ok, want.up.cfg.Name, want.name)
@@ -150,7 +150,7 @@ func TestBuildCatalogMergeAndPrefix(t *testing.T) {
 	if got, ok := c.prompts["fs__summarise"]; !ok || got.up != fs || got.name != "summarise" {
 		t.Errorf("prompts[fs__summarise] = %v, %v", got, ok)
 	}
-	for uri, want := range map[string]*Upstream{"file:///a": fs, "https://x/1": web, "file:///b/c": fs, "https://x/2": web, "ftp://nope": nil} {
+	for uri, want := range map[string]*upstreamServer{"file:///a": fs, "https://x/1": web, "file:///b/c": fs, "https://x/2": web, "ftp://nope": nil} {
 		if got := c.resourceUpstream(uri); got != want {
 			t.Errorf("resourceUpstream(%q) = %v, want %v", uri, got, want)
 		}
@@ -177,8 +177,8 @@ func TestBuildCatalogMergeAndPrefix(t *testing.T) {
 func TestTemplateUpstreamExact(t *testing.T) {
 	a := testUpstream("a", "", map[listKind][]string{kindTemplates: {`{"uriTemplate":"repo://{owner}","name":"owners"}`, `{"uriTemplate":"doc://{+path}","name":"docs"}`}})
 	b := testUpstream("b", "", map[listKind][]string{kindTemplates: {`{"uriTemplate":"repo://{name}","name":"names"}`, `{"uriTemplate":"doc://{#path}","name":"frags"}`}})
-	c := buildCatalog([]*Upstream{a, b}, nil, "", nil, nil)
-	for tmpl, want := range map[string]*Upstream{
+	c := buildCatalog([]*upstreamServer{a, b}, nil, "", nil, nil)
+	for tmpl, want := range map[string]*upstreamServer{
 		"repo://{owner}": a,
 		"repo://{name}":  b,
 		"doc://{+path}":  a,
@@ -187,7 +187,7 @@ func TestTemplateUpstreamExact(t *testing.T) {
 	} {
 		got := c.templateUpstream(tmpl)
 		if got != want {
-			name := func(u *Upstream) string {
+			name := func(u *upstreamServer) string {
 				if u == nil {
 					return "<none>"
 				}
@@ -213,7 +213,7 @@ func TestBuildCatalogCollisions(t *testing.T) {
 	c1 := testUpstream("c1", "x_", map[listKind][]string{kindTools: {`{"name":"_y"}`}})
 	c2 := testUpstream("c2", "x__", map[listKind][]string{kindTools: {`{"name":"y"}`}})
 	a.r.opts.ResourceNamespacing = NamespaceNever // the first upstream's router decides: here, URIs as they are
-	c := buildCatalog([]*Upstream{a, b, c1, c2}, nil, "", nil, nil)
+	c := buildCatalog([]*upstreamServer{a, b, c1, c2}, nil, "", nil, nil)
 
 	if got, want := itemStrings(c, kindTools), []string{`{"name":"search","v":"a"}`, `{"name":"only_a"}`, `{"name":"only_b"}`, `{"name":"x__y"}`}; !equalStrings(got, want) {
 		t.Errorf("tools: got %q, want %q", got, want)
@@ -255,26 +255,26 @@ func TestBuildCatalogGenerations(t *testing.T) {
 		kindTools:   {`{"name":"t1"}`},
 		kindPrompts: {`{"name":"p1"}`},
 	})
-	c1 := buildCatalog([]*Upstream{a}, nil, "", nil, nil)
+	c1 := buildCatalog([]*upstreamServer{a}, nil, "", nil, nil)
 	for k := listKind(0); k < numKinds; k++ {
 		if c1.gen[k] != 1 {
 			t.Fatalf("first generation of %s = %d, want 1", k.key(), c1.gen[k])
 		}
 	}
 	// Unchanged lists: no generation moves, so cursors stay valid.
-	c2 := buildCatalog([]*Upstream{a}, c1, "", nil, nil)
+	c2 := buildCatalog([]*upstreamServer{a}, c1, "", nil, nil)
 	if c2.gen != c1.gen {
 		t.Fatalf("rebuild without change moved generations: %v → %v", c1.gen, c2.gen)
 	}
 	// Change tools only.
 	a.lists[kindTools] = append(a.lists[kindTools], item{raw: []byte(`{"name":"t2"}`), id: "t2"})
-	c3 := buildCatalog([]*Upstream{a}, c2, "", nil, nil)
+	c3 := buildCatalog([]*upstreamServer{a}, c2, "", nil, nil)
 	if want := [numKinds]uint64{2, 1, 1, 1}; c3.gen != want {
 		t.Fatalf("generations after a tools change = %v, want %v", c3.gen, want)
 	}
 	// A change of an item's bytes (same name) is a change.
 	a.lists[kindPrompts][0].raw = []byte(`{"name":"p1","description":"new"}`)
-	c4 := buildCatalog([]*Upstream{a}, c3, "", nil, nil)
+	c4 := buildCatalog([]*upstreamServer{a}, c3, "", nil, nil)
 	if want := [numKinds]uint64{2, 2, 1, 1}; c4.gen != want {
 		t.Fatalf("generations after a prompts change = %v, want %v", c4.gen, want)
 	}
@@ -296,7 +296,7 @@ func toolsCatalog(n int) *catalog {
 	for i := range names {
 		names[i] = fmt.Sprintf(`{"name":"t%05d","inputSchema":{"type":"object"}}`, i)
 	}
-	return buildCatalog([]*Upstream{testUpstream("u", "u__", map[listKind][]string{kindTools: names})}, nil, "", nil, nil)
+	return buildCatalog([]*upstreamServer{testUpstream("u", "u__", map[listKind][]string{kindTools: names})}, nil, "", nil, nil)
 }
 
 func TestCatalogPage(t *testing.T) {
@@ -364,7 +364,7 @@ func TestCatalogPageCursorErrors(t *testing.T) {
 		kindTools:   {`{"name":"t1"}`, `{"name":"t2"}`, `{"name":"t3"}`},
 		kindPrompts: {`{"name":"p1"}`, `{"name":"p2"}`, `{"name":"p3"}`},
 	})
-	c1 := buildCatalog([]*Upstream{a}, nil, "", nil, nil)
+	c1 := buildCatalog([]*upstreamServer{a}, nil, "", nil, nil)
 	next := func(c *catalog, k listKind, cursor string) string {
 		t.Helper()
 		raw, err := c.page(k, cursor, 1, testCodec, nil, "")
@@ -384,7 +384,7 @@ func TestCatalogPageCursorErrors(t *testing.T) {
 
 	// A rebuild that does not touch tools keeps tool cursors valid.
 	a.lists[kindPrompts] = a.lists[kindPrompts][:2]
-	c2 := buildCatalog([]*Upstream{a}, c1, "", nil, nil)
+	c2 := buildCatalog([]*upstreamServer{a}, c1, "", nil, nil)
 	if _, err := c2.page(kindTools, toolCursor, 1, testCodec, nil, ""); err != nil {
 		t.Errorf("tool cursor rejected after a prompts-only change: %v", err)
 	}
@@ -403,7 +403,7 @@ func TestCatalogPageCursorErrors(t *testing.T) {
 	}
 	// The tools change: the old cursor is stale.
 	a.lists[kindTools] = a.lists[kindTools][:2]
-	c3 := buildCatalog([]*Upstream{a}, c2, "", nil, nil)
+	c3 := buildCatalog([]*upstreamServer{a}, c2, "", nil, nil)
 	if _, err := c3.page(kindTools, toolCursor, 1, testCodec, nil, ""); !errors.Is(err, errBadCursor) {
 		t.Errorf("stale tool cursor: err = %v, want errBadCursor", err)
 	}

@@ -19,32 +19,6 @@ import (
 // listSettle is how long a burst of list_changed is let settle before the lists are fetched once.
 const listSettle = 50 * time.Millisecond
 
-// listChanged acts on an upstream's list_changed on l: a client's own upstream session refetches for that client
-// (a person's per-user session for the person, connect.go), any other link refreshes the upstream's lists for
-// the catalog.
-func (l *link) listChanged(kinds ...listKind) {
-	s := l.owner
-	if s == nil {
-		l.up.invalidate(kinds...)
-		return
-	}
-	l.mu.Lock()
-	for _, k := range kinds {
-		l.relist[k] = true
-	}
-	busy := l.relisting
-	l.relisting = true
-	l.mu.Unlock()
-	if busy {
-		return // the running relister takes these too
-	}
-	if !l.goWork(func() { s.links.relistChild(s, l) }) {
-		l.mu.Lock()
-		l.relisting = false
-		l.mu.Unlock()
-	}
-}
-
 // relistChild fetches what l's upstream announced, once the announcements settle, until none is left. It runs
 // on the link's goroutine group and ends with it.
 func (cl *clientLinks) relistChild(s *Session, l *link) {
@@ -103,7 +77,7 @@ func (cl *clientLinks) relist(s *Session, l *link, serverCaps json.RawMessage, d
 
 // setChildLists makes the lists of some kinds of up, as the session's own upstream session has them, the ones
 // the session sees, and tells the client of each list that changed as it sees it.
-func (cl *clientLinks) setChildLists(s *Session, up *Upstream, kinds []listKind, fetched [numKinds][]item) {
+func (cl *clientLinks) setChildLists(s *Session, up *upstreamServer, kinds []listKind, fetched [numKinds][]item) {
 	before := s.catalog()
 	if !s.children.setKinds(up, kinds, fetched, s.person.Load().listsOf(up, s.profile)) {
 		return
@@ -113,7 +87,7 @@ func (cl *clientLinks) setChildLists(s *Session, up *Upstream, kinds []listKind,
 
 // childGone forgets the lists of up's child when the session's own upstream session of it closed (idle): the
 // next one starts afresh, listing what the template does.
-func (cl *clientLinks) childGone(s *Session, up *Upstream) {
+func (cl *clientLinks) childGone(s *Session, up *upstreamServer) {
 	before := s.catalog()
 	if s.children.drop(up) {
 		s.links.notifyChanged(s, before, s.catalog())

@@ -93,7 +93,7 @@ func childConn(t *testing.T, r *testRouter, s *Session) int {
 // settle lets the router's background work finish on synctest's clock: the list fetches after list_changed
 // (listSettle), their answers, the notifications.
 func settle() {
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // the bubble's clock
 	synctest.Wait()
 }
 

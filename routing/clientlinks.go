@@ -2,6 +2,7 @@ package routing
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"time"
@@ -16,7 +17,7 @@ import (
 // Its lock is its own, never held with the session's or a link's.
 type clientLinks struct {
 	mu sync.Mutex
-	m  map[*Upstream]*link
+	m  map[*upstreamServer]*link
 	// resumable maps an upstream's name to "<protocol> <session id>": an HTTP upstream session another replica
 	// recorded for this client, which the first link attaches to instead of starting afresh.
 	resumable map[string]string
@@ -24,7 +25,7 @@ type clientLinks struct {
 }
 
 // peek returns the client's link to up without marking it used.
-func (cl *clientLinks) peek(up *Upstream) *link {
+func (cl *clientLinks) peek(up *upstreamServer) *link {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	return cl.m[up]
@@ -42,7 +43,7 @@ func (cl *clientLinks) all() []*link {
 }
 
 // open returns the client's link to up, starting one with hello under s's context on first use.
-func (cl *clientLinks) open(s *Session, up *Upstream, hello upstream.ClientHello) (*link, error) {
+func (cl *clientLinks) open(s *Session, up *upstreamServer, hello upstream.ClientHello) (*link, error) {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if l := cl.m[up]; l != nil {
@@ -53,10 +54,10 @@ func (cl *clientLinks) open(s *Session, up *Upstream, hello upstream.ClientHello
 		return nil, errSessionClosed
 	}
 	if up.removed.Load() {
-		return nil, &RemovedError{Upstream: up.cfg.Name}
+		return nil, &removedError{Upstream: up.cfg.Name}
 	}
 	if n := up.cfg.MaxInstances; n > 0 && int(up.instances.Load()) >= n {
-		return nil, &InstanceLimitError{Upstream: up.cfg.Name, Max: n}
+		return nil, &instanceLimitError{Upstream: up.cfg.Name, Max: n}
 	}
 	up.instances.Add(1)
 	l := newLink(s.r, up, s, hello)
@@ -67,7 +68,7 @@ func (cl *clientLinks) open(s *Session, up *Upstream, hello upstream.ClientHello
 	}
 	l.start(s.ctx)
 	if cl.m == nil {
-		cl.m = map[*Upstream]*link{}
+		cl.m = map[*upstreamServer]*link{}
 	}
 	cl.m[up] = l
 	return l, nil
@@ -82,7 +83,7 @@ func (cl *clientLinks) resumes(name string) bool {
 }
 
 // resume notes an upstream session recorded by another replica, unless the client has a link to up already.
-func (cl *clientLinks) resume(up *Upstream, v string) {
+func (cl *clientLinks) resume(up *upstreamServer, v string) {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if _, linked := cl.m[up]; linked {
@@ -95,7 +96,7 @@ func (cl *clientLinks) resume(up *Upstream, v string) {
 }
 
 // drop closes the client's link to up, if any: the upstream was removed or replaced.
-func (cl *clientLinks) drop(up *Upstream) {
+func (cl *clientLinks) drop(up *upstreamServer) {
 	cl.mu.Lock()
 	l := cl.m[up]
 	delete(cl.m, up)
@@ -107,9 +108,9 @@ func (cl *clientLinks) drop(up *Upstream) {
 }
 
 // closeIdle closes the links unused for their upstream's idle timeout, and returns their upstreams.
-func (cl *clientLinks) closeIdle(now time.Time) []*Upstream {
+func (cl *clientLinks) closeIdle(now time.Time) []*upstreamServer {
 	cl.mu.Lock()
-	candidates := make(map[*Upstream]*link, len(cl.m))
+	candidates := make(map[*upstreamServer]*link, len(cl.m))
 	for up, l := range cl.m {
 		if up.cfg.IdleTimeout > 0 {
 			candidates[up] = l
@@ -128,7 +129,7 @@ func (cl *clientLinks) closeIdle(now time.Time) []*Upstream {
 		}
 		cl.mu.Unlock()
 	}
-	ups := make([]*Upstream, 0, len(idle))
+	ups := make([]*upstreamServer, 0, len(idle))
 	for _, l := range idle {
 		l.log.Info("closing idle per-client upstream session")
 		l.close()
@@ -156,10 +157,10 @@ func (cl *clientLinks) closeAll() {
 }
 
 // snapshot returns a copy of the client's links by upstream.
-func (cl *clientLinks) snapshot() map[*Upstream]*link {
+func (cl *clientLinks) snapshot() map[*upstreamServer]*link {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	out := make(map[*Upstream]*link, len(cl.m))
+	out := make(map[*upstreamServer]*link, len(cl.m))
 	for up, l := range cl.m {
 		out[up] = l
 	}
@@ -176,7 +177,7 @@ func (cl *clientLinks) warm(s *Session) {
 	if s.caps.Roots == nil || s.era.modern() {
 		return
 	}
-	var ups []*Upstream
+	var ups []*upstreamServer
 	for _, up := range s.r.upstreams() {
 		if up.template() && up.asksRoots.Load() && !up.perUser() && !up.removed.Load() && s.links.peek(up) == nil {
 			ups = append(ups, up)
@@ -190,7 +191,7 @@ func (cl *clientLinks) warm(s *Session) {
 	for _, up := range ups {
 		shown := false
 		for name, t := range cat.tools {
-			if t.up == up && t.withheld == nil && cat.inView(s.params.Endpoint, kindTools, name) && s.allows(ctx, up, kindTools, t.name) {
+			if t.up == up && t.withheld == nil && cat.inView(s.params.Endpoint, kindTools, name) && s.scope.allows(ctx, up, kindTools, t.name) {
 				shown = true
 				break
 			}
@@ -198,8 +199,77 @@ func (cl *clientLinks) warm(s *Session) {
 		if !shown {
 			continue
 		}
-		if _, err := s.linkFor(up); err != nil {
+		if _, err := s.links.linkFor(s, up); err != nil {
 			s.r.log.Debug("per-client upstream session not started ahead of use", "upstream", up.cfg.Name, "err", err)
 		}
+	}
+}
+
+// usesMain reports whether the session reaches up through the upstream's main session, shared by every client,
+// rather than through one of its own. A stateless upstream keeps nothing per client: every request carries the
+// client's capabilities.
+func (cl *clientLinks) usesMain(s *Session, up *upstreamServer) bool {
+	return up.cfg.Mode == Shared || up.modern() && (s.era.modern() || !up.legacyLinks())
+}
+
+// linkFor returns the upstream session that serves this client for up, starting a per-client one on first use.
+func (cl *clientLinks) linkFor(s *Session, up *upstreamServer) (*link, error) {
+	if cl.usesMain(s, up) {
+		return up.main, nil
+	}
+	if up.cfg.Kind == "http" && cl.peek(up) == nil {
+		s.record.latestUpstreamSession(up) // a store read, outside any lock, only when a link is to be made
+	}
+	caps := s.params.Capabilities
+	if len(caps) == 0 {
+		caps = json.RawMessage(`{}`)
+	}
+	return cl.open(s, up, upstream.ClientHello{
+		ProtocolVersion: s.params.ProtocolVersion,
+		Capabilities:    caps,
+		ClientInfo:      s.r.clientInfo(),
+		Legacy:          up.modern(), // a legacy client's own session of an upstream that speaks both eras
+	})
+}
+
+// connected brings a fresh per-client upstream session up to the client's state.
+func (cl *clientLinks) connected(s *Session, l *link) {
+	if s.children.has(l.up) {
+		l.listChanged(kindTools, kindPrompts, kindResources, kindTemplates) // a new child: are its lists still its own?
+	}
+	if l.up.perUser() {
+		l.goWork(func() { s.r.grants.cacheLists(s, l) }) // the person's own view, for the catalog of those not connected yet
+	}
+	prep := l.prepared()
+	s.record.recordUpstreamSession(l)
+	s.subs.restoreOn(l)
+	s.mu.Lock()
+	level := s.logLevel
+	s.mu.Unlock()
+	_, logs := l.up.capability("logging")
+	setLevel := level >= 0 && logs
+	waitRoots := s.caps.Roots != nil && !s.era.modern()
+	if !setLevel && !waitRoots {
+		l.setUp(prep)
+		return
+	}
+	// The reader runs once connected returns, so what the calls wait for is awaited here, in the background;
+	// calls wait on prep meanwhile (bounded by their own timeout).
+	started := l.goWork(func() { // bounded by the link's context, the request timeout and rootsAnswerWait
+		defer l.setUp(prep)
+		ctx, cancel := context.WithTimeout(l.ctx, l.up.timeout())
+		defer cancel()
+		if setLevel {
+			params := append(append([]byte(`{"level":"`), logLevels[level]...), `"}`...)
+			if _, err := l.request(ctx, "logging/setLevel", params); err != nil {
+				l.log.Debug("setLevel not applied", "err", err)
+			}
+		}
+		if waitRoots {
+			l.awaitRoots(ctx)
+		}
+	})
+	if !started {
+		l.setUp(prep) // the link closed: its calls fail, none may wait
 	}
 }

@@ -69,10 +69,10 @@ const (
 	standInTool = "connect"
 )
 
-func (up *Upstream) perUser() bool { return up.cfg.UserGrants != nil }
+func (up *upstreamServer) perUser() bool { return up.cfg.UserGrants != nil }
 
 // storeListed reports whether the upstream's lists come from the store's cache rather than a template session.
-func (up *Upstream) storeListed() bool {
+func (up *upstreamServer) storeListed() bool {
 	return up.cfg.UserGrants != nil && !up.cfg.UserGrants.ServiceLists
 }
 
@@ -84,7 +84,7 @@ func connectMessage(upstream string) string {
 // checkGrant lets a request to a per-user upstream go on when the session's principal holds a grant, returning
 // the request to forward (a 2026-07-28 retry loses the gateway's own inputResponses). Otherwise it answers the
 // client, asking it to connect, and reports false.
-func (g *grants) checkGrant(ctx context.Context, s *Session, up *Upstream, m jsonrpc.Message, out *Stream) (jsonrpc.Message, bool) {
+func (g *grants) checkGrant(ctx context.Context, s *Session, up *upstreamServer, m jsonrpc.Message, out *Stream) (jsonrpc.Message, bool) {
 	conn, principal, name := s.r.opts.Connector, s.params.Principal, up.cfg.Name
 	id := m.ID()
 	if conn == nil || principal == "" {
@@ -129,7 +129,7 @@ func (g *grants) checkGrant(ctx context.Context, s *Session, up *Upstream, m jso
 }
 
 // askToConnect mints a link and asks the client to have its person open it.
-func (g *grants) askToConnect(ctx context.Context, s *Session, up *Upstream, m jsonrpc.Message, out *Stream) {
+func (g *grants) askToConnect(ctx context.Context, s *Session, up *upstreamServer, m jsonrpc.Message, out *Stream) {
 	name, id := up.cfg.Name, m.ID()
 	elicitURL := !s.era.modern() && s.caps.Elicitation != nil && s.caps.Elicitation.URL != nil
 	inputURL := s.era.modern() && s.caps.Elicitation != nil && s.caps.Elicitation.URL != nil
@@ -188,7 +188,7 @@ func (g *grants) replyNotConnected(s *Session, out *Stream, m jsonrpc.Message, u
 }
 
 // auditNotConnected records a request that was not sent because its principal has not connected the upstream.
-func (g *grants) auditNotConnected(s *Session, up *Upstream, m jsonrpc.Message) {
+func (g *grants) auditNotConnected(s *Session, up *upstreamServer, m jsonrpc.Message) {
 	if s.r.opts.Audit == nil {
 		return
 	}
@@ -230,12 +230,12 @@ func newElicitationID() string {
 
 // callStandIn answers a call of the stand-in tool: it asks to connect, or, once connected, opens the person's
 // session of the upstream, which lists it for the catalog (the client hears list_changed).
-func (g *grants) callStandIn(ctx context.Context, s *Session, up *Upstream, m jsonrpc.Message, out *Stream) {
+func (g *grants) callStandIn(ctx context.Context, s *Session, up *upstreamServer, m jsonrpc.Message, out *Stream) {
 	m, ok := s.r.grants.checkGrant(ctx, s, up, m, out)
 	if !ok {
 		return
 	}
-	l, err := s.linkFor(up)
+	l, err := s.links.linkFor(s, up)
 	if err == nil {
 		rctx, cancel := context.WithTimeout(ctx, up.timeout())
 		_, err = l.ready(rctx)
@@ -262,7 +262,7 @@ func (g *grants) callStandIn(ctx context.Context, s *Session, up *Upstream, m js
 // person to finish connecting, and what the other replicas say of a connection or of new cached lists.
 type grants struct {
 	core   grantCore
-	bus    Bus // nil: this replica alone
+	bus    replicaBus // nil: this replica alone
 	log    *slog.Logger
 	budget int // the length exposed names fit (Options.nameBudget)
 	waits  grantWaiters
@@ -271,8 +271,8 @@ type grants struct {
 // grantCore is what grants see of the router: its sessions and upstreams, and the bus channels it follows.
 type grantCore interface {
 	Session(id string) *Session
-	upstream(name string) *Upstream
-	upstreams() []*Upstream
+	upstream(name string) *upstreamServer
+	upstreams() []*upstreamServer
 	follow(ctx context.Context, channel string, handle func([]byte))
 }
 
@@ -288,7 +288,7 @@ func (g *grants) run(ctx context.Context) {
 
 // formerStandIn returns the per-user upstream whose stand-in tool has the exposed name, when the catalog no
 // longer lists it.
-func (g *grants) formerStandIn(name string) *Upstream {
+func (g *grants) formerStandIn(name string) *upstreamServer {
 	for _, up := range g.core.upstreams() {
 		if up.perUser() && exposedName(up.cfg.Prefix, standInTool, g.budget) == name {
 			return up
@@ -298,7 +298,7 @@ func (g *grants) formerStandIn(name string) *Upstream {
 }
 
 // standIn is the stand-in tool's catalog item.
-func (up *Upstream) standIn() item {
+func (up *upstreamServer) standIn() item {
 	raw := []byte(`{"name":"` + standInTool + `","title":`)
 	raw = jsonrpc.AppendQuote(raw, "Connect your "+up.cfg.Name+" account")
 	raw = append(raw, `,"description":`...)
@@ -327,7 +327,7 @@ func (c *cachedLists) kind(k listKind) *[]json.RawMessage {
 // runStoreListed keeps a store-listed upstream's lists: the cached copy at start and whenever kicked (a save
 // here or on another replica), the stand-in while there is none. It replaces the template session and its
 // refresher.
-func (up *Upstream) runStoreListed(ctx context.Context) {
+func (up *upstreamServer) runStoreListed(ctx context.Context) {
 	for {
 		up.loadCachedLists(ctx)
 		select {
@@ -338,7 +338,7 @@ func (up *Upstream) runStoreListed(ctx context.Context) {
 	}
 }
 
-func (up *Upstream) loadCachedLists(ctx context.Context) {
+func (up *upstreamServer) loadCachedLists(ctx context.Context) {
 	lctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	data, err := up.r.opts.Connector.LoadLists(lctx, up.cfg.Name)
 	cancel()
@@ -367,7 +367,7 @@ func (up *Upstream) loadCachedLists(ctx context.Context) {
 	up.r.readyChanged()
 }
 
-func (up *Upstream) parseCachedLists(data []byte) ([numKinds][]item, map[string]json.RawMessage, error) {
+func (up *upstreamServer) parseCachedLists(data []byte) ([numKinds][]item, map[string]json.RawMessage, error) {
 	var c cachedLists
 	var lists [numKinds][]item
 	if err := json.Unmarshal(data, &c); err != nil {
@@ -512,7 +512,7 @@ func (g *grants) grantConnected(note grantNote) {
 	// catalog (and list_changed the clients) without waiting for a retry.
 	if up := g.core.upstream(note.Upstream); up != nil && up.storeListed() && up.standingIn.Load() {
 		s.goWork(func() {
-			l, err := s.linkFor(up)
+			l, err := s.links.linkFor(s, up)
 			if err != nil {
 				return
 			}

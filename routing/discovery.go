@@ -147,7 +147,7 @@ func buildIndex(c *catalog, prev *catalog) *toolIndex {
 		base = prev.index
 	}
 	next := &toolIndex{print: make(map[string]uint64, len(c.items[kindTools]))}
-	instructions := map[*Upstream]string{}
+	instructions := map[*upstreamServer]string{}
 	var upsert []search.Doc
 	for i, raw := range c.items[kindTools] {
 		ref := c.refs[kindTools][i]
@@ -282,7 +282,7 @@ func (e *embeddings) searchMode(s *Session) *SearchMode {
 // mayCall reports whether the session may see and call a tool of the catalog: in its endpoint's view, allowed
 // by its policy, and not withheld.
 func (e *embeddings) mayCall(ctx context.Context, s *Session, c *catalog, name string) bool {
-	t, ok := s.named(ctx, c, kindTools, name, "")
+	t, ok := s.scope.named(ctx, c, kindTools, name, "")
 	return ok && t.withheld == nil
 }
 
@@ -378,7 +378,7 @@ func (e *embeddings) searchTools(ctx context.Context, s *Session, m jsonrpc.Mess
 		allow := func(name string) bool {
 			return name != toolSearch && name != toolCall && s.r.embed.mayCall(ctx, s, c, name)
 		}
-		hits = s.r.embed.rank(ctx, c, s.stats.get(c, s.policy(ctx), allow), args.Query, limit, allow)
+		hits = s.r.embed.rank(ctx, c, s.stats.get(c, s.scope.policy(ctx), allow), args.Query, limit, allow)
 	}
 	b := append([]byte(nil), `{"content":[{"type":"text","text":`...)
 	b = jsonrpc.AppendQuote(b, renderHits(c, args.Query, hits))

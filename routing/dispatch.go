@@ -74,9 +74,9 @@ func (s *Session) HandleRequest(ctx context.Context, m jsonrpc.Message, out *Str
 	case "resources/read":
 		s.callURI(ctx, m, out)
 	case "resources/subscribe":
-		s.subscribe(ctx, m, out, true)
+		s.subs.handle(ctx, s, m, out, true)
 	case "resources/unsubscribe":
-		s.subscribe(ctx, m, out, false)
+		s.subs.handle(ctx, s, m, out, false)
 	case "completion/complete":
 		s.completion(ctx, m, out)
 	case "logging/setLevel":
@@ -112,35 +112,12 @@ func (s *Session) HandleNotification(m jsonrpc.Message) {
 
 func (s *Session) list(ctx context.Context, m jsonrpc.Message, out *Stream, k listKind) {
 	cursor, _ := jsonrpc.LookupString(m.Params(), "cursor")
-	page, err := s.catalog().page(k, cursor, s.r.opts.PageSize, s.r.cursors, *s.policy(ctx), s.params.Endpoint)
+	page, err := s.catalog().page(k, cursor, s.r.opts.PageSize, s.r.cursors, *s.scope.policy(ctx), s.params.Endpoint)
 	if err != nil {
 		replyError(out, m.ID(), protocol.CodeInvalidParams, err.Error())
 		return
 	}
 	reply(out, m.ID(), page)
-}
-
-// named resolves a tool or prompt name as the session sees it: its target, when the name is in the session's
-// endpoint's view and its policy allows it. What the session may not use does not exist for it; a denial is
-// audited under method ("" audits nothing: a search filtering what it may show is not a request for the tool).
-func (s *Session) named(ctx context.Context, cat *catalog, k listKind, name, method string) (target, bool) {
-	t, ok := cat.targets(k)[name]
-	if !ok {
-		return target{}, false
-	}
-	if !cat.inView(s.params.Endpoint, k, name) {
-		if method != "" {
-			s.r.inst.auditRefusal(s, t.up, method, name, outcomeRefused, reasonOutsideView, protocol.CodeInvalidParams)
-		}
-		return target{}, false // another endpoint's is unknown here, like a name nobody offers
-	}
-	if !s.allows(ctx, t.up, k, t.name) {
-		if method != "" {
-			s.r.inst.auditDenied(s, t.up, method, name)
-		}
-		return target{}, false
-	}
-	return t, true
 }
 
 // requestedName is params.name of a tools/call or prompts/get. A name of cat's, sent without escapes, comes back
@@ -171,10 +148,10 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 	if k == kindPrompts {
 		what = "prompt"
 	}
-	t, ok := s.named(ctx, cat, k, name, m.Method())
+	t, ok := s.scope.named(ctx, cat, k, name, m.Method())
 	if !ok && k == kindTools {
 		// A client retrying the stand-in it was asked to connect through, once the upstream's own list replaced it.
-		if up := s.r.grants.formerStandIn(name); up != nil && s.allowsUpstream(ctx, up) {
+		if up := s.r.grants.formerStandIn(name); up != nil && s.scope.allowsUpstream(ctx, up) {
 			s.r.grants.callStandIn(ctx, s, up, m, out)
 			return
 		}
@@ -239,7 +216,7 @@ func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream,
 	if k == kindPrompts {
 		places = promptURIs
 	}
-	s.forwardWith(ctx, t.up, m, out, name, s.resultTransform(s.uriTransform(cat, t.up, places, transform)), edits...)
+	s.forwardWith(ctx, t.up, m, out, name, resultTransform(s.params.ProtocolVersion, cat.uriTransform(t.up, places, transform)), edits...)
 }
 
 // callURI routes resources/read by the resource URI (design §5).
@@ -250,17 +227,17 @@ func (s *Session) callURI(ctx context.Context, m jsonrpc.Message, out *Stream) {
 		return
 	}
 	cat := s.catalog()
-	rt, ok := s.resolveURI(cat, uri)
+	rt, ok := s.scope.resolveURI(cat, uri)
 	if ok && !cat.inViewURI(s.params.Endpoint, uri) {
 		s.r.inst.auditRefusal(s, rt.up, m.Method(), uri, outcomeRefused, reasonOutsideView, 0)
 		ok = false // another endpoint's: unknown here
 	}
-	if ok && !s.allowsURI(ctx, rt.up, rt.uri) {
+	if ok && !s.scope.allowsURI(ctx, rt.up, rt.uri) {
 		s.r.inst.auditDenied(s, rt.up, m.Method(), uri)
 		ok = false
 	}
 	if !ok {
-		s.noResource(out, m.ID(), cat, uri)
+		s.scope.noResource(out, m.ID(), cat, uri)
 		return
 	}
 	var edits []jsonrpc.ParamEdit
@@ -282,77 +259,6 @@ func (s *Session) callURI(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	s.forwardWith(ctx, rt.up, m, out, uri, transform, edits...)
 }
 
-// noResource answers a request for a resource the session cannot reach: with the error of the client's era, and
-// the namespaced names when the catalog lists the URI only under those.
-func (s *Session) noResource(out *Stream, id []byte, cat *catalog, uri string) {
-	code := protocol.CodeResourceNotFound
-	if s.era.modern() {
-		code = protocol.CodeInvalidParams // 2026-07-28 retired -32002
-	}
-	msg := cat.ambiguity(uri)
-	if msg == "" {
-		msg = fmt.Sprintf("resource %q not found on any upstream", uri)
-	}
-	out.Push(jsonrpc.AppendError(nil, id, code, msg, append(append([]byte(`{"uri":`), jsonrpc.AppendQuote(nil, uri)...), '}')), ClassFinal)
-}
-
-// allowsUpstream reports whether the policy of a request (or, with a context that carries none, of the session)
-// lets it use the upstream at all.
-func (s *Session) allowsUpstream(ctx context.Context, up *Upstream) bool {
-	allow := *s.policy(ctx)
-	return allow == nil || allow(up.cfg.Name, "upstream", "")
-}
-
-// allows applies the request's policy to an item of an upstream.
-func (s *Session) allows(ctx context.Context, up *Upstream, k listKind, name string) bool {
-	allow := *s.policy(ctx)
-	return allow == nil || allow(up.cfg.Name, k.policyKind(), name)
-}
-
-// allowsURI applies the policy to a resource URI: allowed as a resource, or as an instance of an allowed
-// template of the same upstream that no deny names ("deny wins, whatever the order": a deny on one URI must hold
-// against an allow of the template that produces it). Reads, subscriptions, listen filters and completion
-// references all come through here.
-func (s *Session) allowsURI(ctx context.Context, up *Upstream, uri string) bool {
-	allow := *s.policy(ctx)
-	if allow == nil || allow(up.cfg.Name, kindResources.policyKind(), uri) {
-		return true
-	}
-	for _, t := range s.catalog().templates {
-		if t.up == up && t.re.MatchString(uri) && allow(up.cfg.Name, kindTemplates.policyKind(), t.tmpl) {
-			return allow(up.cfg.Name, kindInstance, uri)
-		}
-	}
-	return false
-}
-
-// kindInstance is the policy kind of a concrete URI an allowed template produces: allowed unless a deny names it
-// (auth.KindInstance).
-const kindInstance = "instance"
-
-// resolveURI finds where a client-visible URI leads: the catalog's resources and templates (namespaced or not),
-// the URIs upstreams' results named to this session (a resource_link or an embedded resource need not be
-// listed), and finally the only upstream that offers resources at all, unless the catalog lists the URI only
-// namespaced (several upstreams offer it: no silent winner).
-func (s *Session) resolveURI(c *catalog, uri string) (uriRoute, bool) {
-	if rt, ok := c.resolveURI(uri); ok {
-		return rt, true
-	}
-	s.mu.Lock()
-	rt, ok := s.seenURIs[uri]
-	s.mu.Unlock()
-	if ok {
-		return rt, true
-	}
-	if c.ambiguity(uri) != "" {
-		return uriRoute{}, false
-	}
-	if up := s.r.set.Load().soleProvider("resources"); up != nil {
-		return uriRoute{up, uri}, true
-	}
-	return uriRoute{}, false
-}
-
 // completion routes completion/completion by its reference: a prompt name or a resource template URI.
 func (s *Session) completion(ctx context.Context, m jsonrpc.Message, out *Stream) {
 	params := m.Params()
@@ -361,7 +267,7 @@ func (s *Session) completion(ctx context.Context, m jsonrpc.Message, out *Stream
 	switch typ {
 	case "ref/prompt":
 		name, _ := jsonrpc.LookupString(params, "ref", "name")
-		t, ok := s.named(ctx, cat, kindPrompts, name, m.Method())
+		t, ok := s.scope.named(ctx, cat, kindPrompts, name, m.Method())
 		if !ok {
 			replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("unknown prompt %q", name))
 			return
@@ -381,7 +287,7 @@ func (s *Session) completion(ctx context.Context, m jsonrpc.Message, out *Stream
 		if !ok {
 			rt, ok = cat.resolveURI(uri)
 		}
-		if !ok || !cat.inViewURI(s.params.Endpoint, uri) || !(s.allows(ctx, rt.up, kindTemplates, rt.uri) || s.allowsURI(ctx, rt.up, rt.uri)) {
+		if !ok || !cat.inViewURI(s.params.Endpoint, uri) || !(s.scope.allows(ctx, rt.up, kindTemplates, rt.uri) || s.scope.allowsURI(ctx, rt.up, rt.uri)) {
 			msg := cat.ambiguity(uri)
 			if msg == "" {
 				msg = fmt.Sprintf("no upstream offers resource template %q", uri)
@@ -440,8 +346,8 @@ func (s *Session) setLevel(ctx context.Context, m jsonrpc.Message, out *Stream) 
 }
 
 // soleProvider returns the only upstream that declared a capability, or nil.
-func (set *upstreamSet) soleProvider(capability string) *Upstream {
-	var found *Upstream
+func (set *upstreamSet) soleProvider(capability string) *upstreamServer {
+	var found *upstreamServer
 	for _, up := range set.list {
 		if _, ok := up.capability(capability); ok {
 			if found != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/routing/search"
 	"github.com/switchboard-mcp/switchboard/routing/search/hybrid"
+	"github.com/switchboard-mcp/switchboard/upstream"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
 
@@ -74,14 +75,16 @@ func (e *embeddings) wantVectors() {
 }
 
 // run computes the current catalog's tool vectors whenever asked, until ctx ends. A failure keeps the
-// previous vectors (searches use those whose tool is unchanged) and is retried after a pause that doubles up to
-// a minute, or at the next rebuild, whichever comes first.
+// previous vectors (searches use those whose tool is unchanged) and is retried after the upstream.Backoff of
+// the failures in a row (from a second, doubling up to a minute, jittered; a success starts it over), or at the
+// next rebuild, whichever comes first.
 func (e *embeddings) run(ctx context.Context) {
 	if e.embedder == nil {
 		return
 	}
 	var retry <-chan time.Time
-	pause := time.Second
+	backoff := upstream.Backoff{Min: time.Second, Max: time.Minute}
+	failures := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -103,11 +106,11 @@ func (e *embeddings) run(ctx context.Context) {
 		vecs, err := e.embedder.Vectors(ctx, texts)
 		if err != nil {
 			// The Embedder logged and counted it; searches use BM25 and the vectors they have.
-			retry = time.After(pause)
-			pause = min(2*pause, time.Minute)
+			retry = time.After(backoff.Delay(failures))
+			failures++
 			continue
 		}
-		pause = time.Second
+		failures = 0
 		e.cur.Store(&toolVectors{print: c.index.print, vec: vecs})
 	}
 }

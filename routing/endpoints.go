@@ -51,8 +51,8 @@ func globMatch(pattern, name string) bool {
 	return err == nil && ok
 }
 
-// CheckEndpoint reports a malformed glob of an endpoint, for the config loader and the admin API.
-func CheckEndpoint(e Endpoint) error {
+// checkEndpoint reports a malformed glob of an endpoint, for the config loader and the admin API.
+func checkEndpoint(e Endpoint) error {
 	globs := append(append([]string(nil), e.Include...), e.Exclude...)
 	if e.Search != nil {
 		globs = append(globs, e.Search.AlwaysList...)
@@ -159,7 +159,7 @@ func (sh *Shape) endpoint(name string) *Endpoint {
 }
 
 // override returns the override of an item, or nil.
-func (sh *Shape) override(up *Upstream, k listKind, id string) *Override {
+func (sh *Shape) override(up *upstreamServer, k listKind, id string) *Override {
 	if sh == nil || len(sh.Overrides) == 0 || k > kindPrompts {
 		return nil
 	}

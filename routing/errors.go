@@ -55,51 +55,51 @@ func publicReason(err error) string {
 	return "it could not be reached (the gateway's log has the details)"
 }
 
-// UnavailableError reports an upstream that cannot take a request now: its last connection attempt failed. Its
+// unavailableError reports an upstream that cannot take a request now: its last connection attempt failed. Its
 // text names the upstream and the kind of failure, and is safe to show a client; Err has the whole story.
-type UnavailableError struct {
+type unavailableError struct {
 	Upstream string
 	Err      error
 }
 
-func (e *UnavailableError) Error() string {
+func (e *unavailableError) Error() string {
 	return "upstream " + strconv.Quote(e.Upstream) + " is unavailable: " + publicReason(e.Err)
 }
 
-func (e *UnavailableError) Unwrap() error { return e.Err }
+func (e *unavailableError) Unwrap() error { return e.Err }
 
 // UnknownUpstreamError reports a name no configured upstream has (admin operations).
 type UnknownUpstreamError struct{ Name string }
 
 func (e *UnknownUpstreamError) Error() string { return "no upstream named " + strconv.Quote(e.Name) }
 
-// RemovedError reports an upstream a reload removed while a client still used it.
-type RemovedError struct{ Upstream string }
+// removedError reports an upstream a reload removed while a client still used it.
+type removedError struct{ Upstream string }
 
-func (e *RemovedError) Error() string {
+func (e *removedError) Error() string {
 	return "upstream " + strconv.Quote(e.Upstream) + " was removed from the configuration"
 }
 
-// InstanceLimitError reports a per-client upstream at its maxInstances: a new client session must wait for one
+// instanceLimitError reports a per-client upstream at its maxInstances: a new client session must wait for one
 // to close.
-type InstanceLimitError struct {
+type instanceLimitError struct {
 	Upstream string
 	Max      int
 }
 
-func (e *InstanceLimitError) Error() string {
+func (e *instanceLimitError) Error() string {
 	return "upstream " + strconv.Quote(e.Upstream) + " has reached its limit of " + strconv.Itoa(e.Max) +
 		" per-client sessions; try again later or raise maxInstances"
 }
 
-// NotConnectedError reports an upstream session with no connection at the moment: it is being re-established,
+// notConnectedError reports an upstream session with no connection at the moment: it is being re-established,
 // or its client session closed. Err, when set, says why the wait for one ended.
-type NotConnectedError struct {
+type notConnectedError struct {
 	Upstream string
 	Err      error
 }
 
-func (e *NotConnectedError) Error() string {
+func (e *notConnectedError) Error() string {
 	msg := "upstream " + strconv.Quote(e.Upstream) + " is not connected"
 	if e.Err != nil {
 		msg += ": " + publicReason(e.Err)
@@ -107,16 +107,16 @@ func (e *NotConnectedError) Error() string {
 	return msg
 }
 
-func (e *NotConnectedError) Unwrap() error { return e.Err }
+func (e *notConnectedError) Unwrap() error { return e.Err }
 
-// UpstreamError reports an upstream's error answer to one of the gateway's own requests (a list, a
+// upstreamError reports an upstream's error answer to one of the gateway's own requests (a list, a
 // subscription, a log level).
-type UpstreamError struct {
+type upstreamError struct {
 	Upstream, Method string
 	Message          string // the upstream's error message
 }
 
-func (e *UpstreamError) Error() string {
+func (e *upstreamError) Error() string {
 	return "upstream " + strconv.Quote(e.Upstream) + " refused " + e.Method + ": " + e.Message
 }
 

@@ -39,7 +39,7 @@ func TestUnavailableErrorHidesURLs(t *testing.T) {
 			if tc.err == nil {
 				t.Fatal("the failure to classify did not happen")
 			}
-			msg := (&UnavailableError{Upstream: "files", Err: tc.err}).Error()
+			msg := (&unavailableError{Upstream: "files", Err: tc.err}).Error()
 			if !strings.Contains(msg, tc.want) || strings.Count(msg, "files") != 1 {
 				t.Errorf("%q: want the upstream named once and %q", msg, tc.want)
 			}
@@ -60,12 +60,12 @@ func TestTypedErrors(t *testing.T) {
 		want string
 	}{
 		{&UnknownUpstreamError{Name: "gh"}, `no upstream named "gh"`},
-		{&RemovedError{Upstream: "gh"}, `upstream "gh" was removed from the configuration`},
-		{&InstanceLimitError{Upstream: "gh", Max: 3}, `upstream "gh" has reached its limit of 3 per-client sessions; try again later or raise maxInstances`},
-		{&NotConnectedError{Upstream: "gh"}, `upstream "gh" is not connected`},
-		{&NotConnectedError{Upstream: "gh", Err: errSessionClosed}, `upstream "gh" is not connected: the client session ended`},
-		{&NotConnectedError{Upstream: "gh", Err: fmt.Errorf("wait: %w", context.DeadlineExceeded)}, `upstream "gh" is not connected: it did not answer in time`},
-		{&UpstreamError{Upstream: "gh", Method: "logging/setLevel", Message: "no"}, `upstream "gh" refused logging/setLevel: no`},
+		{&removedError{Upstream: "gh"}, `upstream "gh" was removed from the configuration`},
+		{&instanceLimitError{Upstream: "gh", Max: 3}, `upstream "gh" has reached its limit of 3 per-client sessions; try again later or raise maxInstances`},
+		{&notConnectedError{Upstream: "gh"}, `upstream "gh" is not connected`},
+		{&notConnectedError{Upstream: "gh", Err: errSessionClosed}, `upstream "gh" is not connected: the client session ended`},
+		{&notConnectedError{Upstream: "gh", Err: fmt.Errorf("wait: %w", context.DeadlineExceeded)}, `upstream "gh" is not connected: it did not answer in time`},
+		{&upstreamError{Upstream: "gh", Method: "logging/setLevel", Message: "no"}, `upstream "gh" refused logging/setLevel: no`},
 	} {
 		if got := c.err.Error(); got != c.want {
 			t.Errorf("%T: %q, want %q", c.err, got, c.want)

@@ -46,9 +46,6 @@ func (c *catalog) paramHeaders(tool string) []ParamHeader {
 	return c.headers.tools[tool]
 }
 
-// ParamHeaders returns the x-mcp-header bindings of a tool as the session's catalog exposes it.
-func (s *Session) ParamHeaders(tool string) []ParamHeader { return s.catalog().paramHeaders(tool) }
-
 type schemaProp struct {
 	XMCPHeader json.RawMessage       `json:"x-mcp-header"`
 	Properties map[string]schemaProp `json:"properties"`
@@ -106,12 +103,12 @@ func ParamArgument(params []byte, path []string) (v string, present, ok bool) {
 // paramValues are the arguments of a tools/call to a modern upstream that its schema wants mirrored in
 // Mcp-Param-* headers: the gateway mirrors them as every 2026-07-28 client must, whichever era its own client
 // speaks.
-func (s *Session) paramValues(l *link, c *call, params []byte) []upstream.Param {
+func (c *call) paramValues(l *link, params []byte) []upstream.Param {
 	if c.method != protocol.MethodToolsCall || c.tool() == "" || !l.modern() {
 		return nil
 	}
 	var out []upstream.Param
-	for _, b := range s.catalog().paramHeaders(c.tool()) {
+	for _, b := range c.session.catalog().paramHeaders(c.tool()) {
 		if v, present, ok := ParamArgument(params, b.Path); present && ok {
 			out = append(out, upstream.Param{Header: b.Header, Value: v})
 		}

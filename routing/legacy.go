@@ -79,7 +79,7 @@ func (lc *legacyClient) serverRequest(l *link, m jsonrpc.Message, rel *call) {
 			s.r.elicits.note(l, eid, s)
 		}
 	}
-	if !out.Push(msg, ClassRequest) && (out == s.standalone || !s.standalone.Push(msg, ClassRequest)) {
+	if !out.Push(msg, classRequest) && (out == s.standalone || !s.standalone.Push(msg, classRequest)) {
 		s.mu.Lock()
 		delete(lc.serverReqs, gid)
 		s.mu.Unlock()

@@ -41,7 +41,7 @@ func (s linkState) String() string {
 // pending table (design §4), and reconnects with backoff when the connection is lost.
 type link struct {
 	r     *Router
-	up    *Upstream
+	up    *upstreamServer
 	owner *Session // nil for shared and template links
 	hello upstream.ClientHello
 	log   *slog.Logger
@@ -50,7 +50,6 @@ type link struct {
 	// attaches to it instead of starting a new one (HTTP upstreams only).
 	resumeSID, resumeProto string
 
-	nextID   atomic.Int64
 	lastUsed atomic.Int64 // unix nanoseconds of the last call, for the idle timeout of per-client sessions
 
 	mu        sync.Mutex
@@ -66,7 +65,7 @@ type link struct {
 	// prep is closed once a fresh connection is brought up to the client's state (its log level): calls wait
 	// for it, so that the upstream does not drop logs of the first call for want of a level.
 	prep     chan struct{}
-	pending  map[int64]pending
+	pending  pendingTable // its map guarded by mu
 	restarts int
 	// relist are the lists a client's own upstream session announced changed and not fetched yet; relisting
 	// says a goroutine fetches them (children.go).
@@ -93,12 +92,11 @@ func (l *link) goWork(f func()) bool {
 }
 
 // newLink returns a link that is not connected yet; start connects it.
-func newLink(r *Router, up *Upstream, owner *Session, hello upstream.ClientHello) *link {
+func newLink(r *Router, up *upstreamServer, owner *Session, hello upstream.ClientHello) *link {
 	l := &link{
 		r: r, up: up, owner: owner, hello: hello,
 		log:     r.log.With("upstream", up.cfg.Name),
 		changed: make(chan struct{}),
-		pending: map[int64]pending{},
 		done:    make(chan struct{}),
 	}
 	if owner != nil {
@@ -108,7 +106,8 @@ func newLink(r *Router, up *Upstream, owner *Session, hello upstream.ClientHello
 	// Each link's ids start at a random point of [1, 2^52): an upstream that broadcasts every answer to all its
 	// streams (supergateway does) would otherwise hand one client's answer to another's link, where an equal id
 	// waits. A link takes only answers to ids in its own pending table, and those no longer coincide.
-	l.nextID.Store(randomBelow(1<<52) + 1)
+	l.pending.mu, l.pending.m = &l.mu, map[int64]pending{}
+	l.pending.nextID.Store(randomBelow(1<<52) + 1)
 	l.rootsAsked, l.rootsAnswered = make(chan struct{}), make(chan struct{})
 	return l
 }
@@ -238,14 +237,14 @@ func (l *link) ready(ctx context.Context) (*upstream.Conn, error) {
 		case state == linkReady:
 			return conn, nil
 		case state == linkClosed:
-			return nil, &NotConnectedError{Upstream: l.up.cfg.Name, Err: errSessionClosed}
+			return nil, &notConnectedError{Upstream: l.up.cfg.Name, Err: errSessionClosed}
 		case state == linkDown:
-			return nil, &UnavailableError{Upstream: l.up.cfg.Name, Err: err}
+			return nil, &unavailableError{Upstream: l.up.cfg.Name, Err: err}
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return nil, &NotConnectedError{Upstream: l.up.cfg.Name, Err: ctx.Err()}
+			return nil, &notConnectedError{Upstream: l.up.cfg.Name, Err: ctx.Err()}
 		}
 	}
 }
@@ -291,17 +290,7 @@ func (l *link) close() {
 func (l *link) idle(cutoff int64) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.pending) == 0 && l.lastUsed.Load() < cutoff
-}
-
-// mint returns a fresh upstream id.
-func (l *link) mint() int64 {
-	id := l.nextID.Add(1)
-	if id >= maxSafeID { // unreachable in practice; wrap rather than exceed 2^53
-		l.nextID.Store(1)
-		id = 1
-	}
-	return id
+	return len(l.pending.m) == 0 && l.lastUsed.Load() < cutoff
 }
 
 // add publishes p in the pending table under its upstream id, reporting false when the link is not ready.
@@ -312,83 +301,15 @@ func (l *link) add(upID int64, p pending) bool {
 	if l.state != linkReady {
 		return false
 	}
-	l.pending[upID] = p
+	l.pending.m[upID] = p
 	return true
-}
-
-// take removes a pending request; the caller that gets it owns its completion.
-func (l *link) take(id int64) pending {
-	l.mu.Lock()
-	c := l.pending[id]
-	delete(l.pending, id)
-	l.mu.Unlock()
-	return c
-}
-
-// takeIf removes c if it is still the call pending under its id: a parked call (modern.go) is replaced under the
-// same id, and the timer or cancellation of the replaced one must not take its successor.
-func (l *link) takeIf(c *call) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.pending[c.upID] != c {
-		return false
-	}
-	delete(l.pending, c.upID)
-	return true
-}
-
-// swap puts next in the place of prev under their shared upstream id, reporting false when prev is no longer
-// pending (its answer, timeout or cancellation won the race).
-func (l *link) swap(prev, next *call) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.pending[prev.upID] != prev {
-		return false
-	}
-	l.pending[prev.upID] = next
-	return true
-}
-
-// peek returns the client call pending under id, or nil (none, or one of the gateway's own requests).
-func (l *link) peek(id int64) *call {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	c, _ := l.pending[id].(*call)
-	return c
-}
-
-// soleCaller returns a call in flight on this link when all of them belong to one session, or nil when there are
-// none or they belong to several:
-// the last resort for routing a server→client request that arrived with no stream association (design §3).
-func (l *link) soleCaller() *call {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var found *call
-	n := 0
-	for _, p := range l.pending {
-		c, ok := p.(*call)
-		if !ok || c.detached() {
-			continue // a parked call waits for its client; its upstream waits for the answers it asked for
-		}
-		if found != nil && found.session != c.session {
-			return nil
-		}
-		found = c
-		n++
-	}
-	if found != nil && found.session.era.modern() && n > 1 {
-		// A stateless session serves many clients at once: two calls of it are two clients, and guessing
-		// would show one client another's request.
-		return nil
-	}
-	return found
 }
 
 // lost fails every call in flight: the connection is gone and their answers with it.
 func (l *link) lost(err error) {
 	l.mu.Lock()
-	calls := l.pending
-	l.pending = map[int64]pending{}
+	calls := l.pending.m
+	l.pending.m = map[int64]pending{}
 	l.mu.Unlock()
 	reason := publicReason(err)
 	for _, p := range calls {
@@ -416,7 +337,7 @@ func (l *link) write(ctx context.Context, msg jsonrpc.Message) error {
 	conn := l.conn
 	l.mu.Unlock()
 	if conn == nil {
-		return &NotConnectedError{Upstream: l.up.cfg.Name}
+		return &notConnectedError{Upstream: l.up.cfg.Name}
 	}
 	return conn.Write(ctx, msg)
 }
@@ -428,7 +349,7 @@ func (l *link) writeRequest(ctx context.Context, msg jsonrpc.Message, params []u
 	conn := l.conn
 	l.mu.Unlock()
 	if conn == nil {
-		return &NotConnectedError{Upstream: l.up.cfg.Name}
+		return &notConnectedError{Upstream: l.up.cfg.Name}
 	}
 	return conn.WriteRequest(ctx, msg, params)
 }
@@ -438,23 +359,23 @@ func (l *link) request(ctx context.Context, method string, params []byte) ([]byt
 	if _, err := l.ready(ctx); err != nil {
 		return nil, err
 	}
-	c := &ownRequest{upID: l.mint(), method: method, answer: make(chan jsonrpc.Message, 1)}
+	c := &ownRequest{upID: l.pending.mint(), method: method, answer: make(chan jsonrpc.Message, 1)}
 	if !l.add(c.upID, c) {
-		return nil, &NotConnectedError{Upstream: l.up.cfg.Name}
+		return nil, &notConnectedError{Upstream: l.up.cfg.Name}
 	}
 	id := jsonrpc.AppendInt(nil, c.upID)
 	if err := l.writeBuilt(ctx, jsonrpc.AppendRequest(nil, id, method, params)); err != nil {
-		l.take(c.upID)
+		l.pending.take(c.upID)
 		return nil, fmt.Errorf("upstream %q: %s: %w", l.up.cfg.Name, method, err)
 	}
 	select {
 	case m := <-c.answer:
 		if e := m.Error(); e != nil {
-			return nil, &UpstreamError{Upstream: l.up.cfg.Name, Method: method, Message: errorMessage(e)}
+			return nil, &upstreamError{Upstream: l.up.cfg.Name, Method: method, Message: errorMessage(e)}
 		}
 		return m.Result(), nil
 	case <-ctx.Done():
-		if l.take(c.upID) != nil {
+		if l.pending.take(c.upID) != nil {
 			l.sendCancel(c.upID, "timed out")
 		}
 		return nil, fmt.Errorf("upstream %q: %s: %w", l.up.cfg.Name, method, ctx.Err())
@@ -485,183 +406,6 @@ func (l *link) serve(conn *upstream.Conn) error {
 	}
 }
 
-// route dispatches one message from the upstream.
-func (l *link) route(in upstream.Incoming) {
-	m := in.Msg
-	switch m.Kind() {
-	case jsonrpc.KindResponse:
-		id, ok := jsonrpc.ParseInt(m.ID())
-		if !ok {
-			l.log.Debug("response with an id the gateway did not mint; dropped")
-			return
-		}
-		p := l.take(id)
-		if p == nil {
-			return // cancelled or timed out: the late response is dropped (design §4)
-		}
-		p.answered(m)
-	case jsonrpc.KindRequest:
-		l.serverRequest(m, in.Related)
-	case jsonrpc.KindNotification:
-		l.notification(m, in.Related)
-	}
-}
-
-// serverRequest routes a request the upstream sends to the client (design §4).
-func (l *link) serverRequest(m jsonrpc.Message, related []byte) {
-	if m.MethodIs("ping") {
-		l.respond(jsonrpc.AppendResult(nil, m.ID(), []byte("{}")))
-		return
-	}
-	var rel *call
-	if id, ok := jsonrpc.ParseInt(related); ok {
-		rel = l.peek(id)
-	}
-	if rel == nil {
-		// No stream association (stdio, the GET stream): a request that arrives while exactly one client request
-		// is in flight belongs to it, as it would on a direct connection.
-		rel = l.soleCaller()
-	}
-	s := l.owner
-	if s == nil && rel != nil {
-		s = rel.session
-	}
-	if m.MethodIs("roots/list") {
-		l.up.asksRoots.Store(true) // its per-client sessions' first calls wait for the client's roots (awaitRoots)
-	}
-	if s == nil && l.up.template() && m.MethodIs("roots/list") {
-		// A template session lists tools for everyone and works in no one's roots.
-		l.respond(jsonrpc.AppendResult(nil, m.ID(), []byte(`{"roots":[]}`)))
-		return
-	}
-	if s == nil {
-		l.respond(jsonrpc.AppendError(nil, m.ID(), protocol.CodeInvalidRequest,
-			fmt.Sprintf("switchboard cannot tell which client %s is for: this upstream is shared by several sessions; configure it with session: per-client", m.Method()), nil))
-		return
-	}
-	if why := s.refuses(m); why != "" {
-		l.respond(jsonrpc.AppendError(nil, m.ID(), protocol.CodeMethodNotFound, why, nil))
-		return
-	}
-	s.era.serverRequest(l, m, rel)
-}
-
-// respond sends a response to the upstream; best effort.
-func (l *link) respond(msg []byte) {
-	ctx, cancel := context.WithTimeout(l.ctx, 5*time.Second)
-	defer cancel()
-	if err := l.writeBuilt(ctx, msg); err != nil {
-		l.log.Debug("reply not delivered", "err", err)
-	}
-}
-
-// notification routes a notification from the upstream.
-func (l *link) notification(m jsonrpc.Message, related []byte) {
-	if related != nil && l.modern() {
-		// A stateless upstream speaks only on request streams: one whose request the gateway has given up
-		// (cancelled, replaced, timed out) has nothing left to say to anyone.
-		if id, ok := jsonrpc.ParseInt(related); !ok || l.peek(id) == nil {
-			return
-		}
-	}
-	params := m.Params()
-	switch m.Method() {
-	case "notifications/progress":
-		s, e, ok := jsonrpc.Lookup(params, "progressToken")
-		if !ok {
-			return
-		}
-		id, ok := jsonrpc.ParseInt(params[s:e])
-		if !ok {
-			return
-		}
-		c := l.peek(id)
-		if c == nil || c.token == nil {
-			return // late progress after the response is not forwarded (design §4)
-		}
-		c.progressed()
-		msg := m.AppendWith(nil, nil, jsonrpc.ParamEdit{Path: []string{"progressToken"}, With: c.token})
-		c.out.Push(msg, ClassNotice)
-	case "notifications/cancelled":
-		if l.owner != nil {
-			l.owner.era.serverRequestCancelled(l, m)
-			return
-		}
-		l.r.eachSession(func(s *Session) { s.era.serverRequestCancelled(l, m) })
-		if st, e, ok := jsonrpc.Lookup(m.Params(), "requestId"); ok {
-			l.r.parkTable.withdraw(nil, l, m.Params()[st:e]) // stateless sessions are not in the list above
-		}
-	case "notifications/tools/list_changed":
-		l.listChanged(kindTools)
-	case "notifications/prompts/list_changed":
-		l.listChanged(kindPrompts)
-	case "notifications/resources/list_changed":
-		l.listChanged(kindResources, kindTemplates)
-	case "notifications/resources/updated":
-		l.updated(m)
-	case "notifications/tasks/status":
-		l.taskStatus(m)
-	case "notifications/elicitation/complete":
-		l.elicitationComplete(m)
-	case "notifications/message":
-		l.forwardLog(m, related)
-	case "notifications/subscriptions/acknowledged":
-		// The answer to the main link's own subscriptions/listen (upstreams.go): nobody else's business.
-	default:
-		l.forwardNotice(m, related, func(*Session) bool { return true })
-	}
-}
-
-// forwardLog passes an upstream's log message on, with the upstream named in logger so that a client reading
-// the merged log of many servers knows where each line comes from, filtered by each session's level.
-func (l *link) forwardLog(m jsonrpc.Message, related []byte) {
-	params := m.Params()
-	name := l.up.cfg.Name
-	if lg, ok := jsonrpc.LookupString(params, "logger"); ok && lg != "" {
-		name += "/" + lg
-	}
-	params = setMember(params, "logger", jsonrpc.AppendQuote(nil, name))
-	msg, err := jsonrpc.Parse(jsonrpc.AppendNotification(nil, "notifications/message", params))
-	if err != nil {
-		return
-	}
-	l.forwardNotice(msg, related, func(s *Session) bool { return s.wantsLog(params) })
-}
-
-// forwardNotice passes a notification on to the client it concerns: the call it relates to, the session that
-// owns the link, or, on a shared link with no association, every session.
-func (l *link) forwardNotice(m jsonrpc.Message, related []byte, want func(*Session) bool) {
-	var c *call
-	if id, ok := jsonrpc.ParseInt(related); ok {
-		c = l.peek(id)
-	}
-	if c == nil || c.session == nil {
-		// No stream association (stdio, or the GET stream): a notification that arrives while exactly one client
-		// request is in flight belongs with that request, as it would on a direct connection.
-		c = l.soleCaller()
-	}
-	if c != nil && c.session != nil && !c.out.Closed() {
-		if want(c.session) {
-			c.out.Push(clone(m.Raw()), ClassNotice)
-		}
-		return
-	}
-	if l.owner != nil {
-		if want(l.owner) {
-			l.owner.notify(clone(m.Raw()))
-		}
-		return
-	}
-	if l.up.template() {
-		return // the template session serves the catalog only; its per-client twins speak to the clients
-	}
-	l.r.eachSession(func(s *Session) {
-		if s.allowsUpstream(context.Background(), l.up) && want(s) { // no request: the session's own policy
-			s.notify(clone(m.Raw()))
-		}
-	})
-}
-
 // cancelledParams builds the params of notifications/cancelled for a request id (raw JSON).
 func cancelledParams(id []byte, reason string) []byte {
 	p := make([]byte, 0, 48+len(id)+len(reason))
@@ -682,4 +426,84 @@ func errorMessage(e []byte) string {
 		return string(e[s:end])
 	}
 	return msg
+}
+
+// awaitRoots holds a fresh per-client upstream session's first calls until it has the client's roots: a server
+// that limits itself to them (server-filesystem) asks with roots/list once initialized, and a call that arrives
+// before the answer is refused ("Access denied … outside allowed directories"). Only servers known to ask (their
+// catalog session asked, or a client's did) are waited for, so the others' first calls cost nothing; the waits
+// for the request and for the client's answer are bounded (the request may sit on a standalone stream the client
+// never opened).
+func (l *link) awaitRoots(ctx context.Context) {
+	if !l.up.asksRoots.Load() {
+		return
+	}
+	wait := time.NewTimer(rootsAnswerWait)
+	defer wait.Stop()
+	select {
+	case <-l.rootsAsked:
+	case <-wait.C:
+		return
+	case <-ctx.Done():
+		return
+	}
+	select {
+	case <-l.rootsAnswered:
+	case <-wait.C:
+		l.log.Debug("the client did not answer roots/list in time; calls go ahead")
+		return
+	case <-ctx.Done():
+		return
+	}
+	// The server applies the roots on its own time once it has them (server-filesystem resolves each on the disk
+	// first), and nothing tells when it is done: a call right behind the answer would still be refused.
+	settle := time.NewTimer(rootsSettle)
+	defer settle.Stop()
+	select {
+	case <-settle.C:
+	case <-ctx.Done():
+	}
+}
+
+// rootsAnswerWait bounds how long first calls wait for the upstream's roots/list and the client's answer.
+const rootsAnswerWait = 2 * time.Second
+
+// rootsSettle is how long first calls wait after the client's roots answer reached the upstream, for the server
+// to apply them. Sessions started when their client is initialized (warm) are past it by the first call, in
+// general.
+const rootsSettle = 250 * time.Millisecond
+
+// restart drops the link's current connection; the link redials at once. The state changes first, so that new
+// calls wait for the new connection instead of writing to the closing one.
+func (l *link) restart() {
+	l.mu.Lock()
+	conn := l.conn
+	l.mu.Unlock()
+	if conn == nil {
+		return
+	}
+	l.setState(linkConnecting, nil, nil)
+	conn.Close()
+}
+
+// handshake is what the current connection's handshake settled: the negotiated version, the upstream's session
+// id, and whether the upstream is stateless (2026-07-28).
+func (l *link) handshake() (version, sessionID string, modern bool) {
+	l.mu.Lock()
+	conn := l.conn
+	l.mu.Unlock()
+	if conn == nil {
+		return "", "", false
+	}
+	return conn.Server.ProtocolVersion, conn.SessionID(), conn.Server.Modern()
+}
+
+// version is the protocol version negotiated on the link's current connection ("" while it has none).
+func (l *link) version() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conn == nil {
+		return ""
+	}
+	return l.conn.Server.ProtocolVersion
 }

@@ -13,7 +13,7 @@ import (
 // listenChanges holds a subscriptions/listen request open on a stateless upstream's main link, so that its list
 // changes reach the catalog as a legacy upstream's notifications would. It returns when the connection ends (or
 // the upstream ends the subscription).
-func (up *Upstream) listenChanges(l *link) {
+func listenChanges(l *link) {
 	params := []byte(`{"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}}`)
 	if _, err := l.request(l.ctx, "subscriptions/listen", params); err != nil && l.ctx.Err() == nil {
 		l.log.Debug("list-change subscription ended", "err", err)
@@ -23,21 +23,21 @@ func (up *Upstream) listenChanges(l *link) {
 // relisten replaces the resource subscription of a stateless upstream with one for the URIs subscribed now: a
 // listen request's filter cannot change, so a changed set means a new request (and the old one's stream closed,
 // which is its cancellation).
-func (up *Upstream) relisten() {
-	up.mu.Lock()
-	if up.resListen != nil {
-		up.resListen()
-		up.resListen = nil
+func (ss *sharedSubs) relisten() {
+	ss.up.mu.Lock()
+	if ss.listen != nil {
+		ss.listen()
+		ss.listen = nil
 	}
-	uris := sortedKeys(up.subs)
-	l := up.main
+	uris := sortedKeys(ss.count)
+	l := ss.up.main
 	if len(uris) == 0 || l == nil || l.ctx == nil {
-		up.mu.Unlock()
+		ss.up.mu.Unlock()
 		return
 	}
 	ctx, cancel := context.WithCancel(l.ctx)
-	up.resListen = cancel
-	up.mu.Unlock()
+	ss.listen = cancel
+	ss.up.mu.Unlock()
 	filter, _ := json.Marshal(map[string]any{"notifications": map[string]any{"resourceSubscriptions": uris}})
 	l.goWork(func() { // ends with the next relisten, the link, or the upstream ending it
 		if _, err := l.request(ctx, "subscriptions/listen", filter); err != nil && ctx.Err() == nil {

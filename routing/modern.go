@@ -15,7 +15,7 @@ import (
 )
 
 // modern reports whether the upstream speaks the 2026-07-28 era.
-func (up *Upstream) modern() bool {
+func (up *upstreamServer) modern() bool {
 	up.mu.Lock()
 	defer up.mu.Unlock()
 	return up.hello != nil && up.hello.ProtocolVersion >= protocol.Modern
@@ -27,7 +27,7 @@ func (up *Upstream) modern() bool {
 // they work, as they would for the client directly. (Over HTTP, a server that lists both eras is a stateless one,
 // whose legacy sessions could carry no server→client requests at all: there the stateless link and the
 // input_required bridge serve legacy clients better.)
-func (up *Upstream) legacyLinks() bool {
+func (up *upstreamServer) legacyLinks() bool {
 	if up.cfg.Mode != PerClient || up.cfg.Kind != "stdio" || up.cfg.Protocol == "modern" {
 		return false
 	}
@@ -43,22 +43,6 @@ func (l *link) modern() bool {
 	return l.conn != nil && l.conn.Server.Modern()
 }
 
-// adaptMeta makes a request's _meta speak the upstream's era. A legacy upstream learnt the client's version,
-// capabilities and level in initialize; the stateless era's keys would only mislead it (some servers decide per
-// request, from _meta, which era they serve). A stateless upstream needs them on every request: a legacy client's
-// capabilities and level come from its session. The message is rebuilt only when _meta changes.
-func (s *Session) adaptMeta(l *link, m jsonrpc.Message) jsonrpc.Message {
-	me := s.upstreamMeta(l, m.Params())
-	if !me.changed {
-		return m
-	}
-	msg, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, m.ID(), m.Method(), me.params(m.Params())))
-	if err != nil {
-		return m
-	}
-	return msg
-}
-
 // metaEdit is what a request's params._meta becomes on its way upstream: forwardWith applies it in the one splice
 // that builds the upstream message, together with the id, the name and the progress token.
 type metaEdit struct {
@@ -67,7 +51,10 @@ type metaEdit struct {
 	changed bool   // meta differs from params._meta
 }
 
-// upstreamMeta works out the _meta of a request to l's upstream, as adaptMeta describes.
+// upstreamMeta works out the _meta of a request to l's upstream, in the upstream's era. A legacy upstream learnt
+// the client's version, capabilities and level in initialize; the stateless era's keys would only mislead it (some
+// servers decide per request, from _meta, which era they serve). A stateless upstream needs them on every request:
+// a legacy client's capabilities and level come from its session.
 func (s *Session) upstreamMeta(l *link, params []byte) metaEdit {
 	if params == nil {
 		params = []byte(`{}`)
@@ -224,7 +211,7 @@ const minRediscover = time.Second
 // follow the upstream's: a capability it gains has its list fetched, one it loses its list dropped. An answer
 // without a positive ttlMs is not polled; the next connection fetches it again. It ends with conn, the
 // connection whose answer it keeps fresh.
-func (up *Upstream) rediscover(l *link, conn *upstream.Conn) {
+func (up *upstreamServer) rediscover(l *link, conn *upstream.Conn) {
 	ttl := discoverTTL(conn.Server.Result)
 	for ttl > 0 {
 		t := time.NewTimer(max(ttl, minRediscover))

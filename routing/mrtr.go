@@ -77,7 +77,7 @@ type parkTable struct {
 	stateAEAD *vault.Sealer
 	ownState  string
 	self      string          // Options.Replica, sealed into each state
-	registry  ReplicaRegistry // where StateOwner checks an address; nil: no forwarding
+	registry  replicaRegistry // where StateOwner checks an address; nil: no forwarding
 	log       *slog.Logger
 	streams   parkCore
 
@@ -178,7 +178,7 @@ func (p *park) flush() {
 	}
 	cur := p.cur
 	next := p.detachedCopy(cur)
-	if !cur.link.swap(cur, next) {
+	if !cur.link.pending.swap(cur, next) {
 		// The call ended first (answer, timeout, cancellation): its client has its answer, and the upstream's
 		// requests have nobody to answer them.
 		p.mu.Unlock()
@@ -204,8 +204,7 @@ func (p *park) flush() {
 func (p *park) detachedCopy(c *call) *call {
 	n := c.next()
 	n.out, n.park = p.buf, p
-	s := c.session
-	n.timer = time.AfterFunc(parkTTL, func() { s.timeout(n) })
+	n.timer = time.AfterFunc(parkTTL, n.expire)
 	return n
 }
 
@@ -286,9 +285,9 @@ func (t *parkTable) withdraw(s *Session, l *link, upID []byte) {
 	}
 }
 
-// IsGatewayState reports whether a requestState looks minted by a Switchboard: this deployment's, or another's in
+// isGatewayState reports whether a requestState looks minted by a Switchboard: this deployment's, or another's in
 // front of or behind it (OwnsState tells them apart).
-func IsGatewayState(state string) bool { return strings.HasPrefix(state, statePrefix) }
+func isGatewayState(state string) bool { return strings.HasPrefix(state, statePrefix) }
 
 // OwnsState reports whether a requestState was minted under this deployment's key (and so names a call parked on
 // one of its replicas). Another gateway's state, such as that of a Switchboard behind this one, is the upstream's
@@ -362,13 +361,13 @@ func (pc *pooledClient) resume(ctx context.Context, m jsonrpc.Message, out *Stre
 	if st, e, ok := jsonrpc.Lookup(m.Params(), "_meta", "progressToken"); ok {
 		n.token = append(n.inline.token[:0], m.Params()[st:e]...)
 	}
-	n.timer = time.AfterFunc(cur.link.up.timeout(), func() { s.timeout(n) })
+	n.timer = time.AfterFunc(cur.link.up.timeout(), n.expire)
 	// Registered before it can be reached, so that a flush or a cancellation that follows at once finds it.
 	s.mu.Lock()
 	n.key = s.callKey(n.out, n.clientID)
 	s.calls[n.key] = n
 	s.mu.Unlock()
-	swapped := cur.link.swap(cur, n)
+	swapped := cur.link.pending.swap(cur, n)
 	if swapped {
 		cur.timer.Stop()
 		p.cur, p.attached = n, true
@@ -549,7 +548,7 @@ func (t *parkTable) StateOwner(ctx context.Context, principal string, m jsonrpc.
 	defer cancel()
 	registered, err := t.registry.ReplicaRegistered(ctx, parts[4])
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+		return "", fmt.Errorf("%w: %w", errStoreUnavailable, err)
 	}
 	if !registered {
 		t.log.Warn("a requestState names a replica that is not registered; the retry is served here", "replica", parts[4])

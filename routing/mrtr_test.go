@@ -60,7 +60,7 @@ func TestRequestStateToken(t *testing.T) {
 	r, p := stateRouter("state-test-key")
 	bind := bindHash("alice", "tools/call", "fake__ask")
 	valid := r.stateToken(p.id, 2, bind, time.Now().Add(time.Minute))
-	if !IsGatewayState(valid) || IsGatewayState("upstream-state") || IsGatewayState("") {
+	if !isGatewayState(valid) || isGatewayState("upstream-state") || isGatewayState("") {
 		t.Fatalf("IsGatewayState does not tell the gateway's tokens (%q) from others", valid)
 	}
 	other, _ := stateRouter("another-key")
@@ -229,7 +229,7 @@ func TestAdaptMeta(t *testing.T) {
 			} else {
 				m = mustParse(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":`+tc.params+`}`)
 			}
-			got := s.adaptMeta(tc.l, m)
+			got := adaptMeta(s, tc.l, m)
 			if string(got.ID()) != "3" || got.Method() != "tools/call" {
 				t.Errorf("adaptMeta changed the request: %s", got.Raw())
 			}
@@ -318,7 +318,7 @@ func inputRequired(t *testing.T, m jsonrpc.Message) (string, json.RawMessage, st
 		InputRequests map[string]json.RawMessage `json:"inputRequests"`
 		RequestState  string                     `json:"requestState"`
 	}
-	if err := json.Unmarshal(m.Result(), &res); err != nil || res.ResultType != "input_required" || len(res.InputRequests) != 1 || !IsGatewayState(res.RequestState) {
+	if err := json.Unmarshal(m.Result(), &res); err != nil || res.ResultType != "input_required" || len(res.InputRequests) != 1 || !isGatewayState(res.RequestState) {
 		t.Fatalf("answer %s, want an input_required result with one request and the gateway's requestState", m.Raw())
 	}
 	for k, v := range res.InputRequests {
@@ -501,7 +501,7 @@ type fakeRegistry struct {
 	err  error
 }
 
-var _ ReplicaRegistry = (*fakeRegistry)(nil)
+var _ replicaRegistry = (*fakeRegistry)(nil)
 
 func (f *fakeRegistry) RegisterReplica(context.Context, string, time.Duration) error { return f.err }
 func (f *fakeRegistry) ReplicaRegistered(_ context.Context, url string) (bool, error) {
@@ -529,7 +529,7 @@ func TestStateOwner(t *testing.T) {
 	registered := &fakeRegistry{urls: map[string]bool{owner: true}}
 	for _, tc := range []struct {
 		name     string
-		registry ReplicaRegistry // nil: no replicas
+		registry replicaRegistry // nil: no replicas
 		state    string
 		caller   string
 		want     string
@@ -552,7 +552,7 @@ func TestStateOwner(t *testing.T) {
 			if got != tc.want || (err != nil) != tc.wantErr {
 				t.Fatalf("StateOwner = %q, %v; want %q (error: %v)", got, err, tc.want, tc.wantErr)
 			}
-			if tc.wantErr && !errors.Is(err, ErrStoreUnavailable) {
+			if tc.wantErr && !errors.Is(err, errStoreUnavailable) {
 				t.Errorf("error %v does not wrap ErrStoreUnavailable", err)
 			}
 		})
@@ -622,4 +622,17 @@ func TestParkedRetryProgressToken(t *testing.T) {
 			}
 		})
 	}
+}
+
+// adaptMeta is the request as upstreamMeta makes it for l's upstream, rebuilt only when _meta changes.
+func adaptMeta(s *Session, l *link, m jsonrpc.Message) jsonrpc.Message {
+	me := s.upstreamMeta(l, m.Params())
+	if !me.changed {
+		return m
+	}
+	msg, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, m.ID(), m.Method(), me.params(m.Params())))
+	if err != nil {
+		return m
+	}
+	return msg
 }

@@ -15,7 +15,7 @@ const maxName = 64
 func (o *Options) nameBudget() int {
 	n := o.MaxToolNameLength
 	if n <= 0 {
-		n = DefaultMaxToolNameLength
+		n = defaultMaxToolNameLength
 	}
 	return min(max(n, 12), maxName)
 }

@@ -101,11 +101,11 @@ func FuzzExposedName(f *testing.F) {
 		f.Add("p__", s)
 	}
 	f.Fuzz(func(t *testing.T, prefix, name string) {
-		got := exposedName(prefix, name, DefaultMaxToolNameLength)
-		if !strictRE.MatchString(got) || len(got) > DefaultMaxToolNameLength {
-			t.Fatalf("exposedName(%q, %q) = %q: not strict within %d", prefix, name, got, DefaultMaxToolNameLength)
+		got := exposedName(prefix, name, defaultMaxToolNameLength)
+		if !strictRE.MatchString(got) || len(got) > defaultMaxToolNameLength {
+			t.Fatalf("exposedName(%q, %q) = %q: not strict within %d", prefix, name, got, defaultMaxToolNameLength)
 		}
-		if strictName(prefix+name) && len(prefix+name) <= DefaultMaxToolNameLength && got != prefix+name {
+		if strictName(prefix+name) && len(prefix+name) <= defaultMaxToolNameLength && got != prefix+name {
 			t.Fatalf("strict name %q changed to %q", prefix+name, got)
 		}
 	})
@@ -116,17 +116,17 @@ func FuzzExposedName(f *testing.F) {
 // within [12, 64].
 func TestNameBudget(t *testing.T) {
 	long := "everything-http__trigger-long-running-operation" // 47 characters: Claude Code rejected the session
-	got := exposedName("", long, DefaultMaxToolNameLength)
-	if len(got) != DefaultMaxToolNameLength || !strings.HasPrefix(got, long[:37]+"_") || !strictRE.MatchString(got) {
+	got := exposedName("", long, defaultMaxToolNameLength)
+	if len(got) != defaultMaxToolNameLength || !strings.HasPrefix(got, long[:37]+"_") || !strictRE.MatchString(got) {
 		t.Errorf("exposedName(%q) = %q (%d chars), want 46 characters: 37 kept, _ and a hash", long, got, len(got))
 	}
 	if len("mcp__switchboard__"+got) > 64 {
 		t.Errorf("%q is still rejected under Claude Code's prefix", got)
 	}
-	if other := exposedName("", long[:len(long)-1]+"x", DefaultMaxToolNameLength); other == got {
+	if other := exposedName("", long[:len(long)-1]+"x", defaultMaxToolNameLength); other == got {
 		t.Errorf("two names cut alike collide as %q", got)
 	}
-	if fits := "fs__read_file"; exposedName("", fits, DefaultMaxToolNameLength) != fits {
+	if fits := "fs__read_file"; exposedName("", fits, defaultMaxToolNameLength) != fits {
 		t.Errorf("a name within the budget changed")
 	}
 	for _, tc := range []struct{ opt, want int }{{0, 46}, {64, 64}, {100, 64}, {3, 12}, {30, 30}} {

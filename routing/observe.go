@@ -260,28 +260,6 @@ func (k upSessionKey) Attrs() []attribute.KeyValue {
 	return a
 }
 
-// handshake is what the current connection's handshake settled: the negotiated version, the upstream's session
-// id, and whether the upstream is stateless (2026-07-28).
-func (l *link) handshake() (version, sessionID string, modern bool) {
-	l.mu.Lock()
-	conn := l.conn
-	l.mu.Unlock()
-	if conn == nil {
-		return "", "", false
-	}
-	return conn.Server.ProtocolVersion, conn.SessionID(), conn.Server.Modern()
-}
-
-// version is the protocol version negotiated on the link's current connection ("" while it has none).
-func (l *link) version() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.conn == nil {
-		return ""
-	}
-	return l.conn.Server.ProtocolVersion
-}
-
 // prompt is the prompt a prompts/get names (its exposed name); "" for other methods.
 func (c *call) prompt() string {
 	if c.method != protocol.MethodPromptsGet {
@@ -451,13 +429,9 @@ func (in *instruments) upstreamSessionEnded(l *link, conn *upstream.Conn, since 
 	in.clientSession.Record(context.Background(), time.Since(since).Seconds(), in.sessionSets.Record(k)...)
 }
 
-// WhenClosed runs f once the session has ended (closed, expired, or the router stopped), on a goroutine of its
-// own; the front end records the session's duration with it.
-func (s *Session) WhenClosed(f func()) { context.AfterFunc(s.ctx, f) }
-
 // auditDenied records a request the policy refused: it is answered as if the item did not exist, but the audit
 // log says what happened.
-func (in *instruments) auditDenied(s *Session, up *Upstream, method, name string) {
+func (in *instruments) auditDenied(s *Session, up *upstreamServer, method, name string) {
 	s.r.inst.auditRefusal(s, up, method, name, outcomeDenied, "policy", 0)
 }
 
@@ -479,7 +453,7 @@ const (
 // auditRefusal records a request the gateway answered with a refusal instead of forwarding: every refusal is an
 // audit event, with the rule that made it (reason) and the code the client got (0 when it was answered as if the
 // item did not exist). up is nil when no upstream was chosen.
-func (in *instruments) auditRefusal(s *Session, up *Upstream, method, name, outcome, reason string, code int) {
+func (in *instruments) auditRefusal(s *Session, up *upstreamServer, method, name, outcome, reason string, code int) {
 	if s.r.opts.Audit == nil {
 		return
 	}
@@ -493,7 +467,7 @@ func (in *instruments) auditRefusal(s *Session, up *Upstream, method, name, outc
 }
 
 // refuse answers a request with an error and audits the refusal (see auditRefusal).
-func (in *instruments) refuse(s *Session, out *Stream, m jsonrpc.Message, up *Upstream, name string, code int, reason, msg string) {
+func (in *instruments) refuse(s *Session, out *Stream, m jsonrpc.Message, up *upstreamServer, name string, code int, reason, msg string) {
 	s.r.inst.auditRefusal(s, up, m.Method(), name, outcomeRefused, reason, code)
 	replyError(out, m.ID(), code, msg)
 }
@@ -501,7 +475,7 @@ func (in *instruments) refuse(s *Session, out *Stream, m jsonrpc.Message, up *Up
 // definitionHash is the pin hash of the tool (tools/call) or prompt (prompts/get) a request of the session names
 // by its exposed name, as the session's catalog has it; "" for other methods, or when the catalog no longer
 // routes the name to that upstream.
-func (in *instruments) definitionHash(s *Session, up *Upstream, method, exposed string) string {
+func (in *instruments) definitionHash(s *Session, up *upstreamServer, method, exposed string) string {
 	var index map[string]target
 	switch method {
 	case protocol.MethodToolsCall:

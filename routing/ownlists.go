@@ -18,7 +18,7 @@ const maxOwnCatalogs = 8
 // ownLists are one holder's own lists, and the catalogs built with them.
 type ownLists struct {
 	mu  sync.Mutex
-	own map[*Upstream]ownEntry
+	own map[*upstreamServer]ownEntry
 	// built is the holder's catalog by the catalog it was built on; a nil value means the base serves (the
 	// lists are all of removed upstreams).
 	built map[*catalog]*catalog
@@ -37,18 +37,18 @@ type ownEntry struct {
 }
 
 func newOwnLists() *ownLists {
-	return &ownLists{own: map[*Upstream]ownEntry{}, built: map[*catalog]*catalog{}}
+	return &ownLists{own: map[*upstreamServer]ownEntry{}, built: map[*catalog]*catalog{}}
 }
 
 // initLocked makes the maps of a zero ownLists (a session's, kept by value); o.mu is held.
 func (o *ownLists) initLocked() {
 	if o.own == nil {
-		o.own, o.built = map[*Upstream]ownEntry{}, map[*catalog]*catalog{}
+		o.own, o.built = map[*upstreamServer]ownEntry{}, map[*catalog]*catalog{}
 	}
 }
 
 // setAll records the holder's lists of up, every kind, and reports whether they changed.
-func (o *ownLists) setAll(up *Upstream, lists [numKinds][]item) bool {
+func (o *ownLists) setAll(up *upstreamServer, lists [numKinds][]item) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.initLocked()
@@ -64,7 +64,7 @@ func (o *ownLists) setAll(up *Upstream, lists [numKinds][]item) bool {
 // setKinds records the holder's lists of some kinds of up (fetched[k] for each k in kinds). A kind whose list
 // equals what the holder would see without it (base[k]) is not kept: nothing differs. It reports whether
 // anything changed.
-func (o *ownLists) setKinds(up *Upstream, kinds []listKind, fetched, base [numKinds][]item) (changed bool) {
+func (o *ownLists) setKinds(up *upstreamServer, kinds []listKind, fetched, base [numKinds][]item) (changed bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.initLocked()
@@ -91,7 +91,7 @@ func (o *ownLists) setKinds(up *Upstream, kinds []listKind, fetched, base [numKi
 }
 
 // drop forgets the holder's lists of up, reporting whether there were any.
-func (o *ownLists) drop(up *Upstream) (had bool) {
+func (o *ownLists) drop(up *upstreamServer) (had bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if _, had = o.own[up]; had {
@@ -103,7 +103,7 @@ func (o *ownLists) drop(up *Upstream) (had bool) {
 }
 
 // has reports whether the holder has own lists of up.
-func (o *ownLists) has(up *Upstream) bool {
+func (o *ownLists) has(up *upstreamServer) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	_, ok := o.own[up]
@@ -111,7 +111,7 @@ func (o *ownLists) has(up *Upstream) bool {
 }
 
 // listsOf returns the lists of up as the holder sees them under a profile: its own kinds over the upstream's.
-func (o *ownLists) listsOf(up *Upstream, profile string) [numKinds][]item {
+func (o *ownLists) listsOf(up *upstreamServer, profile string) [numKinds][]item {
 	lists := up.listsFor(profile)
 	if o == nil || up.removed.Load() {
 		return lists
@@ -155,7 +155,7 @@ func (o *ownLists) catalogFor(r *Router, base *catalog, profile string, under *o
 		o.built[base] = nil
 		return base
 	}
-	listsOf := func(up *Upstream) [numKinds][]item {
+	listsOf := func(up *upstreamServer) [numKinds][]item {
 		lists := under.listsOf(up, profile)
 		if e, ok := o.own[up]; ok && !up.removed.Load() {
 			for k := range lists {

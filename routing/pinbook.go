@@ -134,7 +134,7 @@ type pinBook struct {
 	core    pinCore
 	log     *slog.Logger
 	audit   func(DefinitionEvent) // nil: none
-	bus     Bus                   // nil: this replica alone
+	bus     replicaBus            // nil: this replica alone
 	changes metric.Int64Counter   // drift found, by upstream, kind and action
 
 	policy atomic.Pointer[Pinning]
@@ -153,7 +153,7 @@ type pinBook struct {
 // pinCore is the pin book's view of the router: the upstreams whose definitions it pins, the rebuild an approval
 // asks for, and the bus channels it follows.
 type pinCore interface {
-	upstreams() []*Upstream
+	upstreams() []*upstreamServer
 	refresh()
 	follow(ctx context.Context, channel string, handle func([]byte))
 }
@@ -226,7 +226,7 @@ func (b *pinBook) storeTrouble(err error) {
 }
 
 // check judges one item and reports whether to withhold it. exposed is the name clients would see.
-func (p *pinRun) check(up *Upstream, k listKind, it *item, exposed string) (withhold bool) {
+func (p *pinRun) check(up *upstreamServer, k listKind, it *item, exposed string) (withhold bool) {
 	if p == nil || k > kindPrompts || it.hash == "" {
 		return false
 	}
@@ -274,6 +274,13 @@ func (p *pinRun) pinOf(key pinKey, seen string, def []byte) (pinned string, ok b
 		if hash == pinNone {
 			return "", true
 		}
+		if hash != seen {
+			if old, err := pin.LegacyHash(key.kind, def); err == nil && old == hash {
+				// Kept before pins were RFC 8785: the same definition, its pin rewritten in today's form.
+				p.rewrite(sk, storedValue(seen, basis))
+				return seen, true
+			}
+		}
 		return hash, true
 	}
 	if p.pol.Store == nil {
@@ -308,6 +315,26 @@ func (p *pinRun) pinOf(key pinKey, seen string, def []byte) (pinned string, ok b
 	b.cache[sk], b.storeOK = cur, true
 	h, _, _ := strings.Cut(cur, " ")
 	return h, true
+}
+
+// rewrite replaces an item's stored pin of the older form with today's (value): in the cache, and in the store
+// when it answers.
+func (p *pinRun) rewrite(sk, value string) {
+	b := p.b
+	b.mu.Lock()
+	b.cache[sk] = value
+	b.mu.Unlock()
+	if p.pol.Store == nil || p.storeDown {
+		return
+	}
+	sctx, cancel := context.WithTimeout(p.ctx, storeTimeout)
+	defer cancel()
+	if err := p.pol.Store.SetPin(sctx, sk, value); err != nil {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		p.storeDown = true
+		b.storeTrouble(err)
+	}
 }
 
 // remember keeps the pin the lock file gives an item (lockHash, or pinNone for an item its pinned upstream lacks)

@@ -458,3 +458,40 @@ func TestPinsLockSectionRemoved(t *testing.T) {
 		t.Errorf("after the approval: listed %v, drift %+v", got, r.Drifts())
 	}
 }
+
+// TestPinsStoreLegacyForm: a pin kept in the store before pins were RFC 8785, of a definition that has not
+// changed, is no drift; it is rewritten in today's form.
+func TestPinsStoreLegacyForm(t *testing.T) {
+	def := `{"name":"read","description":"a` + "\u2028" + `b","inputSchema":{"type":"object","properties":{"n":{"maximum":1.0}}}}`
+	seen := mustHash(t, pin.Tool, def)
+	store := state.NewMemory()
+	t.Cleanup(store.Shutdown)
+	sk := pinKey{up: "fs", kind: pin.Tool, name: "read"}.storeKey()
+	old, err := pin.LegacyHash(pin.Tool, []byte(def))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old == seen {
+		t.Fatalf("test bug: the definition hashes alike in both forms (%s)", seen)
+	}
+	if err := store.SetPin(t.Context(), sk, old); err != nil {
+		t.Fatal(err)
+	}
+	up := newMutableUpstream(`[` + def + `]`)
+	r := startRouter(t, Options{Pinning: &Pinning{Store: store, Block: true}},
+		UpstreamConfig{Name: "fs", Prefix: "fs__", Mode: Shared, Transport: up.fakeTransport, Kind: "stdio"})
+	s := r.session(defaultClientCaps)
+	if got := names(listAll(t, r, s)); !slices.Equal(got, []string{"fs__read"}) {
+		t.Fatalf("the list is %v, want the unchanged tool", got)
+	}
+	if d := r.Drifts(); len(d) != 0 {
+		t.Fatalf("drift %+v for a pin in the older form of the same definition", d)
+	}
+	all, err := store.Pins(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all[sk] != seen {
+		t.Errorf("stored pin %q, want it rewritten as %s", all[sk], seen)
+	}
+}

@@ -61,7 +61,7 @@ func (pl *modernPool) PooledSession(p SessionParams) *Session {
 	if s := pl.m[key]; s != nil {
 		// The session applies the policy its latest request brought, not its first's: the caller's claims may
 		// have changed with a new token (a request that carries its own, WithAllow, is judged by that).
-		s.allowNow.Store(&p.Allow)
+		s.scope.allowNow.Store(&p.Allow)
 		s.touch()
 		return s
 	}
@@ -194,27 +194,4 @@ func (pc *pooledClient) preempt(ctx context.Context, m jsonrpc.Message, out *Str
 		}
 	}
 	return false
-}
-
-// Subscribe subscribes a listener session to a resource's updates, reporting whether an upstream honours it.
-func (s *Session) Subscribe(ctx context.Context, uri string) bool {
-	params := append(append([]byte(`{"uri":`), jsonrpc.AppendQuote(nil, uri)...), '}')
-	m, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, []byte(`"subscribe"`), "resources/subscribe", params))
-	if err != nil {
-		return false
-	}
-	out := s.r.NewStream(1, 0)
-	s.subscribe(ctx, m, out, true)
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	for {
-		msg, final, ok := out.Next(ctx)
-		if !ok {
-			return false
-		}
-		if final {
-			answer, err := jsonrpc.Parse(msg)
-			return err == nil && answer.Result() != nil
-		}
-	}
 }

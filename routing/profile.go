@@ -35,7 +35,7 @@ type profiles struct {
 // profileCore is what profiles see of the router: the upstreams whose template sessions list for a profile, and
 // the rebuild that gives a new profile its catalog.
 type profileCore interface {
-	upstreams() []*Upstream
+	upstreams() []*upstreamServer
 	rebuild()
 }
 
@@ -99,9 +99,9 @@ func (ps *profiles) useProfile(name string, caps json.RawMessage) string {
 		ps.order = append(ps.order, name)
 	}
 	ps.mu.Unlock()
-	var fresh []*Upstream
+	var fresh []*upstreamServer
 	for _, up := range ps.core.upstreams() {
-		if sh, created := up.ensureShadow(name, caps); created {
+		if sh, created := up.shadows.ensure(name, caps); created {
 			fresh = append(fresh, sh)
 		}
 	}
@@ -154,53 +154,36 @@ func (ps *profiles) profileCaps(name string) json.RawMessage {
 	return nil
 }
 
-// catalog returns the catalog this session sees: its profile's, with the person's own lists (persons.go) and
-// the session's children's (children.go) where it has them.
-func (s *Session) catalog() *catalog {
-	c := s.sharedCatalog()
-	person := s.person.Load()
-	if person != nil {
-		c = person.catalogFor(s.r, c, s.profile, nil)
-	}
-	if s.children.live.Load() {
-		c = s.children.catalogFor(s.r, c, s.profile, person)
-	}
-	return c
+// shadowSet is an upstream's template sessions of capability profiles, by profile: hidden upstreams with the same
+// configuration whose only job is to list what clients of a profile see. Its fields are guarded by the upstream's
+// mu.
+type shadowSet struct {
+	up  *upstreamServer
+	m   map[string]*upstreamServer
+	ctx context.Context // what shadows started later run under; set once the upstream runs
 }
 
-// sharedCatalog is the catalog of the session's profile, before the person's own lists.
-func (s *Session) sharedCatalog() *catalog {
-	s.r.catchUp()
-	if s.profile != "" {
-		if p := s.r.profiles.profileCatalog(s.profile); p != nil {
-			if c := p.Load(); c != nil {
-				return c
-			}
-		}
-	}
-	return s.r.cat.Load()
-}
-
-// ensureShadow starts the template session of a per-client upstream for a profile: a hidden upstream with the
-// same configuration whose only job is to list what clients of that profile see.
-func (up *Upstream) ensureShadow(profile string, caps json.RawMessage) (*Upstream, bool) {
+// ensure starts the template session of a per-client upstream for a profile.
+func (ss *shadowSet) ensure(profile string, caps json.RawMessage) (*upstreamServer, bool) {
+	up := ss.up
 	if !up.template() || up.modern() || up.storeListed() {
 		// A stateless upstream's lists "MUST NOT vary per connection": there is nothing a profile could see
 		// differently.
 		return nil, false
 	}
 	up.mu.Lock()
-	if sh := up.shadows[profile]; sh != nil {
+	if sh := ss.m[profile]; sh != nil {
 		up.mu.Unlock()
 		return sh, false
 	}
-	sh := &Upstream{cfg: up.cfg, r: up.r, transport: up.transport, inflight: up.inflight, kick: make(chan struct{}, 1), subs: map[string]int{}, shadowOf: up, triedCh: make(chan struct{})}
+	sh := &upstreamServer{cfg: up.cfg, r: up.r, transport: up.transport, inflight: up.inflight, kick: make(chan struct{}, 1), shadowOf: up, triedCh: make(chan struct{})}
+	sh.subs.up, sh.shadows.up = sh, sh
 	sh.main = newLink(up.r, sh, nil, upstream.ClientHello{ProtocolVersion: protocol.LatestLegacy, Capabilities: caps, ClientInfo: up.r.clientInfo()})
-	if up.shadows == nil {
-		up.shadows = map[string]*Upstream{}
+	if ss.m == nil {
+		ss.m = map[string]*upstreamServer{}
 	}
-	up.shadows[profile] = sh
-	ctx := up.shadowCtx // set once the upstream runs; until then startShadows starts it
+	ss.m[profile] = sh
+	ctx := ss.ctx // set once the upstream runs; until then startAll starts it
 	up.mu.Unlock()
 	if ctx != nil {
 		sh.start(ctx)
@@ -208,56 +191,29 @@ func (up *Upstream) ensureShadow(profile string, caps json.RawMessage) (*Upstrea
 	return sh, true
 }
 
-// started reports whether start has run.
-func (up *Upstream) started() bool {
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	return up.stop != nil
-}
-
-// startShadows starts the shadows made before the upstream itself started.
-func (up *Upstream) startShadows(ctx context.Context) {
-	up.mu.Lock()
-	up.shadowCtx = ctx
-	var waiting []*Upstream
-	for _, sh := range up.shadows {
+// startAll starts the shadows made before the upstream itself started.
+func (ss *shadowSet) startAll(ctx context.Context) {
+	ss.up.mu.Lock()
+	ss.ctx = ctx
+	var waiting []*upstreamServer
+	for _, sh := range ss.m {
 		if !sh.started() {
 			waiting = append(waiting, sh)
 		}
 	}
-	up.mu.Unlock()
+	ss.up.mu.Unlock()
 	for _, sh := range waiting {
 		sh.start(ctx)
 	}
 }
 
-// stopShadows ends the upstream's template sessions of every profile.
-func (up *Upstream) stopShadows() {
-	up.mu.Lock()
-	shadows := up.shadows
-	up.shadows = nil
-	up.mu.Unlock()
+// stopAll ends the upstream's template sessions of every profile.
+func (ss *shadowSet) stopAll() {
+	ss.up.mu.Lock()
+	shadows := ss.m
+	ss.m = nil
+	ss.up.mu.Unlock()
 	for _, sh := range shadows {
 		sh.stopAndWait()
 	}
-}
-
-func (up *Upstream) hasListed() bool {
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	return up.listed
-}
-
-// listsFor returns the lists the catalog of a profile uses for this upstream: its profile's template session's
-// once it has listed them (and is up), the default template's otherwise.
-func (up *Upstream) listsFor(profile string) [numKinds][]item {
-	if profile != "" && up.template() && !up.modern() {
-		up.mu.Lock()
-		sh := up.shadows[profile]
-		up.mu.Unlock()
-		if sh != nil && sh.hasListed() && sh.main.isReady() {
-			return sh.snapshotLists()
-		}
-	}
-	return up.snapshotLists()
 }

@@ -7,13 +7,13 @@ import (
 
 // upstreamSet is the configured upstreams, replaced whole on reload so readers need no lock.
 type upstreamSet struct {
-	list   []*Upstream
-	byName map[string]*Upstream
+	list   []*upstreamServer
+	byName map[string]*upstreamServer
 }
 
 // newSet builds a set from configurations, reusing the upstreams of prev whose fingerprint is unchanged.
 func (r *Router) newSet(cfgs []UpstreamConfig, prev *upstreamSet) (*upstreamSet, error) {
-	set := &upstreamSet{byName: map[string]*Upstream{}}
+	set := &upstreamSet{byName: map[string]*upstreamServer{}}
 	for _, c := range cfgs {
 		if c.Transport == nil {
 			return nil, fmt.Errorf("upstream %q: no transport", c.Name)
@@ -31,7 +31,8 @@ func (r *Router) newSet(cfgs []UpstreamConfig, prev *upstreamSet) (*upstreamSet,
 				continue
 			}
 		}
-		up := &Upstream{cfg: c, r: r, transport: c.Transport, inflight: r.inflight.of(c.Name), kick: make(chan struct{}, 1), subs: map[string]int{}, triedCh: make(chan struct{})}
+		up := &upstreamServer{cfg: c, r: r, transport: c.Transport, inflight: r.inflight.of(c.Name), kick: make(chan struct{}, 1), triedCh: make(chan struct{})}
+		up.subs.up, up.shadows.up = up, up
 		up.newMainLink()
 		set.list = append(set.list, up)
 		set.byName[c.Name] = up
@@ -63,7 +64,7 @@ func (r *Router) Reconfigure(cfgs []UpstreamConfig) (ReloadResult, error) {
 		return ReloadResult{}, err
 	}
 	var res ReloadResult
-	var gone []*Upstream
+	var gone []*upstreamServer
 	for _, old := range prev.list {
 		switch nu := next.byName[old.cfg.Name]; {
 		case nu == old:
@@ -94,7 +95,7 @@ func (r *Router) Reconfigure(cfgs []UpstreamConfig) (ReloadResult, error) {
 	for _, p := range r.profiles.profileNames() { // new per-client upstreams list for the profiles in use too
 		caps := r.profiles.profileCaps(p)
 		for _, nu := range next.list {
-			nu.ensureShadow(p, caps)
+			nu.shadows.ensure(p, caps)
 		}
 	}
 	// Stop what left in parallel: a stdio child's shutdown takes up to two grace periods.
@@ -121,20 +122,6 @@ func (r *Router) Reconfigure(cfgs []UpstreamConfig) (ReloadResult, error) {
 	return res, nil
 }
 
-// dropUpstream closes the session's per-client session of an upstream that is going away, and forgets its
-// subscriptions there.
-func (s *Session) dropUpstream(up *Upstream) {
-	s.mu.Lock()
-	for k := range s.subs {
-		if k.up == up {
-			delete(s.subs, k)
-		}
-	}
-	s.mu.Unlock()
-	s.links.drop(up)
-	s.children.drop(up) // the catalog's rebuild tells the client
-}
-
 // RestartUpstream re-establishes an upstream's sessions: its main session and every per-client one. Calls in
 // flight on them fail with an error naming the upstream; the sessions come back at once.
 func (r *Router) RestartUpstream(name string) error {
@@ -149,19 +136,6 @@ func (r *Router) RestartUpstream(name string) error {
 		}
 	})
 	return nil
-}
-
-// restart drops the link's current connection; the link redials at once. The state changes first, so that new
-// calls wait for the new connection instead of writing to the closing one.
-func (l *link) restart() {
-	l.mu.Lock()
-	conn := l.conn
-	l.mu.Unlock()
-	if conn == nil {
-		return
-	}
-	l.setState(linkConnecting, nil, nil)
-	conn.Close()
 }
 
 // DrainUpstream takes an upstream out of service (on) or back in (off): while drained it leaves the catalog and

@@ -20,8 +20,8 @@ import (
 // client is told through a log notification. A session ended by its client is ended on every replica through the
 // Bus.
 
-// SessionStore keeps session records for every replica; routing/state implements it (in Redis).
-type SessionStore interface {
+// sessionStore keeps session records for every replica; routing/state implements it (in Redis).
+type sessionStore interface {
 	Create(ctx context.Context, rec state.SessionRecord) error
 	Get(ctx context.Context, id string) (state.SessionRecord, error)
 	Update(ctx context.Context, id string, fn func(*state.SessionRecord) error) error
@@ -29,15 +29,15 @@ type SessionStore interface {
 	Delete(ctx context.Context, id string) error
 }
 
-// Bus carries messages between replicas; routing/state implements it.
-type Bus interface {
+// replicaBus carries messages between replicas; routing/state implements it.
+type replicaBus interface {
 	Publish(ctx context.Context, channel string, msg []byte) error
 	Subscribe(ctx context.Context, channel string) (<-chan []byte, func(), error)
 }
 
-// ReplicaRegistry records which replica addresses are alive; routing/state implements it. A retry is sent on only
+// replicaRegistry records which replica addresses are alive; routing/state implements it. A retry is sent on only
 // to a registered address (StateOwner).
-type ReplicaRegistry interface {
+type replicaRegistry interface {
 	RegisterReplica(ctx context.Context, url string, ttl time.Duration) error
 	ReplicaRegistered(ctx context.Context, url string) (bool, error)
 }
@@ -52,9 +52,9 @@ const replicaTTL = 30 * time.Second
 type replicas struct {
 	core     replicaCore
 	self     string          // Options.Replica
-	store    SessionStore    // nil: this replica alone
-	bus      Bus             // nil: this replica alone
-	registry ReplicaRegistry // nil: retries are not forwarded
+	store    sessionStore    // nil: this replica alone
+	bus      replicaBus      // nil: this replica alone
+	registry replicaRegistry // nil: retries are not forwarded
 	log      *slog.Logger
 	// lateKick wakes followLate: a session could not be written to the store.
 	lateKick chan struct{}
@@ -194,10 +194,8 @@ func (s *Session) currentRecord() state.SessionRecord {
 	if s.logLevel >= 0 {
 		rec.LogLevel = logLevels[s.logLevel]
 	}
-	for _, uri := range s.subs {
-		rec.Subscriptions = append(rec.Subscriptions, uri)
-	}
 	s.mu.Unlock() // a session's lock and a link's are never held together
+	rec.Subscriptions = append(rec.Subscriptions, s.subs.uris()...)
 	links := s.links.snapshot()
 	slices.Sort(rec.Subscriptions)
 	for up, l := range links {
@@ -345,13 +343,6 @@ func (sr *sharedRecord) remove() {
 	}
 }
 
-// End ends the session at its client's request, on every replica: the record goes, and the other replicas
-// close their copy.
-func (s *Session) End() {
-	s.record.remove()
-	s.Close()
-}
-
 // relayChannel carries client messages that reached a replica other than the one holding what they answer or
 // cancel: an answer to a server→client request, a cancellation of a call in flight.
 const relayChannel = "sessions:relay"
@@ -403,7 +394,7 @@ func (rp *replicas) followRelay(ctx context.Context) {
 // replica restored it: before starting a per-client link of its own, a replica reads the record again, so that one
 // client keeps one upstream session (and one upstream state) whichever replica serves it. It runs outside the
 // session's lock (a store read), and only when a per-client HTTP link is about to be made with a store.
-func (sr *sharedRecord) latestUpstreamSession(up *Upstream) {
+func (sr *sharedRecord) latestUpstreamSession(up *upstreamServer) {
 	if sr == nil {
 		return
 	}
@@ -453,10 +444,10 @@ func (sr *sharedRecord) recordUpstreamSession(l *link) {
 // routing/state is imported openly, for its record type; these are the parts of its stores routing uses, and
 // both implementations provide them.
 var (
-	_ SessionStore    = (*state.Memory)(nil)
-	_ SessionStore    = (*state.Redis)(nil)
-	_ Bus             = (*state.Memory)(nil)
-	_ Bus             = (*state.Redis)(nil)
-	_ ReplicaRegistry = (*state.Memory)(nil)
-	_ ReplicaRegistry = (*state.Redis)(nil)
+	_ sessionStore    = (*state.Memory)(nil)
+	_ sessionStore    = (*state.Redis)(nil)
+	_ replicaBus      = (*state.Memory)(nil)
+	_ replicaBus      = (*state.Redis)(nil)
+	_ replicaRegistry = (*state.Memory)(nil)
+	_ replicaRegistry = (*state.Redis)(nil)
 )

@@ -60,15 +60,9 @@ func namespaceOf(name string) string {
 	return name
 }
 
-// namespace is the namespace of up's URIs (namespaceOf its name).
-func (up *Upstream) namespace() string { return namespaceOf(up.cfg.Name) }
-
-// namespaced is uri with up's namespace.
-func (up *Upstream) namespaced(uri string) string { return up.namespace() + "+" + uri }
-
 // uriRoute is where a client-visible URI leads: the upstream and the URI it knows.
 type uriRoute struct {
-	up  *Upstream
+	up  *upstreamServer
 	uri string
 }
 
@@ -82,15 +76,15 @@ type uriNaming struct {
 // nameURIs decides, for one build, which resource URIs and templates are namespaced: in auto mode, those offered
 // by more than one upstream now, and those prev namespaced that some upstream still offers (so that one of two
 // upstreams going down, or restarting, renames nothing for the clients).
-func nameURIs(mode Namespacing, ups []*Upstream, lists [][numKinds][]item, prev *catalog) uriNaming {
+func nameURIs(mode Namespacing, ups []*upstreamServer, lists [][numKinds][]item, prev *catalog) uriNaming {
 	n := uriNaming{mode: mode}
 	if mode != NamespaceAuto {
 		return n
 	}
 	count := func(k listKind, sticky map[string]bool) map[string]bool {
-		owner := map[string]*Upstream{}
+		owner := map[string]*upstreamServer{}
 		var out map[string]bool
-		offer := func(up *Upstream, id string) {
+		offer := func(up *upstreamServer, id string) {
 			first, seen := owner[id]
 			switch {
 			case !seen:
@@ -146,7 +140,7 @@ func (n uriNaming) template(tmpl string) bool {
 
 // exposeURI is the client-visible form of a URI up named (in a result, a notification): namespaced when every
 // URI is, when it is one several upstreams offer, or when one of up's namespaced templates produces it.
-func (c *catalog) exposeURI(up *Upstream, uri string) string {
+func (c *catalog) exposeURI(up *upstreamServer, uri string) string {
 	if c.nsMode == NamespaceNever || c.nsMode == NamespaceAuto && !c.nsUpstreams[up] {
 		return uri
 	}
@@ -163,7 +157,7 @@ func (c *catalog) exposeURI(up *Upstream, uri string) string {
 
 // rewritesURIs reports whether some URI of up is client-visible under another name: results of up then have
 // theirs rewritten.
-func (c *catalog) rewritesURIs(up *Upstream) bool {
+func (c *catalog) rewritesURIs(up *upstreamServer) bool {
 	return c.nsMode == NamespaceAlways || c.nsMode == NamespaceAuto && c.nsUpstreams[up]
 }
 
@@ -266,7 +260,7 @@ func rewriteURIs(res []byte, places uriPlaces, expose func(string) string) []byt
 
 // uriTransform returns the transform that shows the client the URIs a result of up names (places) as the
 // catalog exposes them, around inner; inner itself when up's URIs are all shown as they are.
-func (s *Session) uriTransform(c *catalog, up *Upstream, places uriPlaces, inner func([]byte) []byte) func([]byte) []byte {
+func (c *catalog) uriTransform(up *upstreamServer, places uriPlaces, inner func([]byte) []byte) func([]byte) []byte {
 	if !c.rewritesURIs(up) {
 		return inner
 	}
@@ -285,7 +279,7 @@ func (s *Session) uriTransform(c *catalog, up *Upstream, places uriPlaces, inner
 
 // claimNamespace records that up has namespaced URIs in this snapshot, reporting false (and the conflict) when
 // another upstream's namespace is the same (a name with a leading digit, "1x", and one "mcp-1x").
-func (c *catalog) claimNamespace(up *Upstream) bool {
+func (c *catalog) claimNamespace(up *upstreamServer) bool {
 	ns := up.namespace()
 	if other := c.namespaces[ns]; other != nil && other != up {
 		c.conflicts = append(c.conflicts, fmt.Sprintf("upstreams %q and %q have the same resource namespace %q; the resources of %q that would need it are not exposed (rename one)",
@@ -293,7 +287,7 @@ func (c *catalog) claimNamespace(up *Upstream) bool {
 		return false
 	}
 	if c.namespaces == nil {
-		c.namespaces, c.nsUpstreams = map[string]*Upstream{}, map[*Upstream]bool{}
+		c.namespaces, c.nsUpstreams = map[string]*upstreamServer{}, map[*upstreamServer]bool{}
 	}
 	c.namespaces[ns], c.nsUpstreams[up] = up, true
 	return true

@@ -9,7 +9,7 @@ import (
 
 // namespacingUpstreams are three upstreams for the namespacing tests: two offer the same URI and the same template
 // (mem-a and mem-b), one has a name that starts with a digit, and one URI has no scheme.
-func namespacingUpstreams(mode Namespacing) (a, b, d *Upstream) {
+func namespacingUpstreams(mode Namespacing) (a, b, d *upstreamServer) {
 	a = testUpstream("mem-a", "", map[listKind][]string{
 		kindResources: {`{"uri":"memory://kg","name":"graph"}`, `{"uri":"file:///a.txt"}`},
 		kindTemplates: {`{"uriTemplate":"demo://t/{id}"}`, `{"uriTemplate":"a://only/{x}"}`},
@@ -84,8 +84,8 @@ func TestResourceNamespacing(t *testing.T) {
 	} {
 		t.Run(tc.mode.String(), func(t *testing.T) {
 			a, b, d := namespacingUpstreams(tc.mode)
-			ups := map[string]*Upstream{"mem-a": a, "mem-b": b, "1files": d}
-			c := buildCatalog([]*Upstream{a, b, d}, nil, "", nil, nil)
+			ups := map[string]*upstreamServer{"mem-a": a, "mem-b": b, "1files": d}
+			c := buildCatalog([]*upstreamServer{a, b, d}, nil, "", nil, nil)
 			if got := uris(c, kindResources); !slices.Equal(got, tc.resources) {
 				t.Errorf("resources %q, want %q", got, tc.resources)
 			}
@@ -124,7 +124,7 @@ func TestResourceNamespacing(t *testing.T) {
 // upstreams going down (or restarting) renames nothing; once nobody offers it, it is forgotten.
 func TestNamespacingSticky(t *testing.T) {
 	a, b, _ := namespacingUpstreams(NamespaceAuto)
-	c := buildCatalog([]*Upstream{a, b}, nil, "", nil, nil)
+	c := buildCatalog([]*upstreamServer{a, b}, nil, "", nil, nil)
 	bLists := b.lists
 	for _, step := range []struct {
 		what    string
@@ -137,7 +137,7 @@ func TestNamespacingSticky(t *testing.T) {
 		{"mem-a alone again", func() { a, _, _ = namespacingUpstreams(NamespaceAuto) }, []string{"memory://kg", "file:///a.txt"}},
 	} {
 		step.change()
-		c = buildCatalog([]*Upstream{a, b}, c, "", nil, nil)
+		c = buildCatalog([]*upstreamServer{a, b}, c, "", nil, nil)
 		if got := uris(c, kindResources); !slices.Equal(got, step.visible) {
 			t.Errorf("%s: resources %q, want %q", step.what, got, step.visible)
 		}

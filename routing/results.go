@@ -10,21 +10,18 @@ import (
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
-// maxSeenURIs bounds the URIs a session remembers from results.
-const maxSeenURIs = 1000
-
-// resultTransform composes what a tools/call or prompts/get result needs on its way back: the inner transform
+// resultTransform composes, for a client of version, what a tools/call or prompts/get result needs on its way back: the inner transform
 // (task ids) and translation for clients of older protocol versions. It is nil when there is nothing to do, so
 // the common answer is spliced, not rebuilt.
-func (s *Session) resultTransform(inner func([]byte) []byte) func([]byte) []byte {
-	if protocol.AtLeast(s.params.ProtocolVersion, protocol.V20250618) {
+func resultTransform(version string, inner func([]byte) []byte) func([]byte) []byte {
+	if protocol.AtLeast(version, protocol.V20250618) {
 		return inner
 	}
 	return func(res []byte) []byte {
 		if inner != nil {
 			res = inner(res)
 		}
-		return downgradeResult(res, s.params.ProtocolVersion)
+		return downgradeResult(res, version)
 	}
 }
 
@@ -46,23 +43,6 @@ func legacyResult(res []byte) []byte {
 // worth remembering (a resource_link "need not appear in resources/list").
 func mayNameResources(res []byte) bool {
 	return bytes.Contains(res, []byte(`"resource_link"`)) || bytes.Contains(res, []byte(`"resource"`))
-}
-
-// noteURIs remembers the resource URIs a result of up names, by the names the client sees them by.
-func (s *Session) noteURIs(up *Upstream, res []byte) {
-	uris := collectURIs(res)
-	if len(uris) == 0 {
-		return
-	}
-	c := s.catalog()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, u := range uris {
-		if len(s.seenURIs) >= maxSeenURIs {
-			clear(s.seenURIs)
-		}
-		s.seenURIs[c.exposeURI(up, u)] = uriRoute{up, u}
-	}
 }
 
 // collectURIs returns the string value of every "uri" member, at any depth, of a JSON value, in one pass over
@@ -221,20 +201,4 @@ func isClosed(s *Session) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closed
-}
-
-// elicitationComplete routes notifications/elicitation/complete by its elicitationId.
-func (l *link) elicitationComplete(m jsonrpc.Message) {
-	id, _ := jsonrpc.LookupString(m.Params(), "elicitationId")
-	e := &l.r.elicits
-	e.mu.Lock()
-	rec, ok := e.m[elicitationKey{l, id}]
-	delete(e.m, elicitationKey{l, id})
-	e.mu.Unlock()
-	switch {
-	case ok:
-		rec.s.notify(clone(m.Raw()))
-	case l.owner != nil:
-		l.owner.notify(clone(m.Raw()))
-	}
 }

@@ -45,7 +45,7 @@ type Options struct {
 	// the requestState of a parked call (mrtr.go), so that a retry landing elsewhere can be sent here.
 	Replica string
 	// MaxToolNameLength bounds the exposed names of tools and prompts; longer ones are shortened deterministically
-	// (names.go). Zero means DefaultMaxToolNameLength.
+	// (names.go). Zero means defaultMaxToolNameLength.
 	MaxToolNameLength int
 	// Hosts are the client hosts whose name limits RejectedNames checks the exposed catalog against.
 	Hosts []HostLimit
@@ -53,11 +53,11 @@ type Options struct {
 	// resources.go); the zero value is NamespaceAuto.
 	ResourceNamespacing Namespacing
 	// Store and Bus, when set, share sessions across replicas (design §7); nil means this replica alone.
-	Store SessionStore
-	Bus   Bus
+	Store sessionStore
+	Bus   replicaBus
 	// Replicas, when set, is where replicas register their Replica address; a stateless retry is forwarded only
 	// to a registered one (StateOwner). Nil turns forwarding off.
-	Replicas ReplicaRegistry
+	Replicas replicaRegistry
 	// Audit, when set, receives one event per forwarded call (design §10): who called what, where, and how it
 	// ended. It runs on the call's completion path and must not block.
 	Audit func(CallEvent)
@@ -80,9 +80,9 @@ type Options struct {
 	Propagator propagation.TextMapPropagator
 }
 
-// DefaultMaxToolNameLength fits Claude Code, which names a tool mcp__<server>__<tool> and whose API rejects names
+// defaultMaxToolNameLength fits Claude Code, which names a tool mcp__<server>__<tool> and whose API rejects names
 // over 64 characters: 64 - len("mcp__switchboard__") = 46.
-const DefaultMaxToolNameLength = 46
+const defaultMaxToolNameLength = 46
 
 // HostLimit is a client host's rule for tool names: it shows a tool as Prefix+name and rejects names longer than
 // MaxLength.
@@ -237,10 +237,10 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 }
 
 // upstreams returns the configured upstreams in catalog order.
-func (r *Router) upstreams() []*Upstream { return r.set.Load().list }
+func (r *Router) upstreams() []*upstreamServer { return r.set.Load().list }
 
 // upstream returns the upstream with the name, or nil.
-func (r *Router) upstream(name string) *Upstream { return r.set.Load().byName[name] }
+func (r *Router) upstream(name string) *upstreamServer { return r.set.Load().byName[name] }
 
 // NewStream returns an outbound stream (see NewStream) whose dropped notifications are counted in metrics.
 func (r *Router) NewStream(finals, maxQueued int) *Stream {
@@ -496,7 +496,7 @@ func CheckShape(sh Shape) error {
 			return fmt.Errorf("endpoint %q is empty or configured twice", e.Name)
 		}
 		seen[e.Name] = true
-		if err := CheckEndpoint(e); err != nil {
+		if err := checkEndpoint(e); err != nil {
 			return err
 		}
 	}

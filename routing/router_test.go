@@ -171,10 +171,10 @@ func TestPerClientSessionLifecycle(t *testing.T) {
 // to every stream cannot complete one client's call with another's answer (each link takes only ids it minted).
 func TestLinkIDsDiffer(t *testing.T) {
 	r := &Router{log: slog.New(slog.DiscardHandler)}
-	up := &Upstream{cfg: UpstreamConfig{Name: "fake"}}
+	up := &upstreamServer{cfg: UpstreamConfig{Name: "fake"}}
 	seen := map[int64]bool{}
 	for range 64 {
-		id := newLink(r, up, nil, upstream.ClientHello{}).mint()
+		id := newLink(r, up, nil, upstream.ClientHello{}).pending.mint()
 		if id < 1 || id > maxSafeID {
 			t.Fatalf("minted id %d outside [1, 2^53)", id)
 		}

@@ -75,9 +75,9 @@ func (r *Router) Listener(p SessionParams) *Session {
 	return s
 }
 
-// ErrStoreUnavailable reports that the shared state store could not be asked: whether a session exists elsewhere
+// errStoreUnavailable reports that the shared state store could not be asked: whether a session exists elsewhere
 // is unknown, so the caller must not be told it does not (a client told 404 must start over).
-var ErrStoreUnavailable = errors.New("the shared session store is unavailable")
+var errStoreUnavailable = errors.New("the shared session store is unavailable")
 
 // RestoreSession serves a session this replica does not hold: it loads its record and builds the session here,
 // if the record's principal is the caller's (principal "" without auth). allow and decorate are the caller's
@@ -95,7 +95,7 @@ func (r *Router) RestoreSession(ctx context.Context, id, principal string, allow
 			return nil, nil
 		}
 		r.log.Warn("session lookup in the store failed", "err", err)
-		return nil, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", errStoreUnavailable, err)
 	}
 	if rec.Principal != principal {
 		return nil, nil // another principal's session is, for this caller, no session
@@ -111,10 +111,10 @@ func (r *Router) RestoreSession(ctx context.Context, id, principal string, allow
 	s.links.resumable = rec.UpstreamSessions
 	cat := s.catalog()
 	for _, uri := range rec.Subscriptions {
-		if rt, ok := s.resolveURI(cat, uri); ok {
-			s.subs[subKey(rt)] = uri
-			if rt.up.cfg.Mode == Shared && rt.up.addSub(rt.uri) {
-				rt.up.sendSub(rt.uri, true)
+		if rt, ok := s.scope.resolveURI(cat, uri); ok {
+			s.subs.add(subKey(rt), uri)
+			if rt.up.cfg.Mode == Shared && rt.up.subs.add(rt.uri) {
+				rt.up.subs.send(rt.uri, true)
 			}
 		}
 	}

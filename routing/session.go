@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/upstream"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
@@ -35,32 +34,6 @@ type SessionParams struct {
 	Endpoint string
 	// LogLevel is the level a stateless session's requests asked for ("" for none: no log messages at all).
 	LogLevel string
-}
-
-// Allow is a policy decision: may the session see and use this item of this upstream?
-type Allow func(upstream, kind, name string) bool
-
-// policyKey is the context key of one request's own policy (WithAllow).
-type policyKey struct{}
-
-// WithAllow returns ctx carrying one request's policy, by which HandleRequest judges that request instead of by
-// its session's. A 2026-07-28 request has no session: it carries its caller's authorization, and the pooled
-// session it shares with the caller's other requests may have started under another token (other claims, other
-// scopes), so a front end sets it on each of them.
-func WithAllow(ctx context.Context, allow Allow) context.Context {
-	return context.WithValue(ctx, policyKey{}, &allow)
-}
-
-// policy returns what judges a request of the session made with ctx: the request's own policy (WithAllow), else
-// the session's current one. The pointer identifies it, for what is cached per policy.
-func (s *Session) policy(ctx context.Context) *Allow {
-	if p, ok := ctx.Value(policyKey{}).(*Allow); ok {
-		return p
-	}
-	if p := s.allowNow.Load(); p != nil {
-		return p
-	}
-	return &s.params.Allow
 }
 
 // clientCaps are the client capabilities routing acts on.
@@ -92,9 +65,10 @@ type Session struct {
 	// workers are the goroutines the session starts for its calls (bridge.go); Close waits for them.
 	workers sync.WaitGroup
 
-	links clientLinks // the client's own upstream sessions (per-client upstreams)
-	tasks taskSet     // the tasks the client created
-	found found       // tools the session's searches found, for SearchMode.ExposeFound (discovery.go)
+	links clientLinks   // the client's own upstream sessions (per-client upstreams)
+	subs  subscriptions // its resource subscriptions (subscribe.go)
+	tasks taskSet       // the tasks the client created
+	found found         // tools the session's searches found, for SearchMode.ExposeFound (discovery.go)
 	// person, when set, holds the principal's own lists of per-user upstreams (persons.go).
 	person atomic.Pointer[ownLists]
 	// children holds the lists the session's own upstream sessions announced, where they differ from its
@@ -102,15 +76,11 @@ type Session struct {
 	children ownLists
 	stats    statsCache // its search statistics for the current catalog (discovery.go)
 
-	// allowNow is a pooled session's policy as its latest request brought it (PooledSession); nil for others,
-	// whose policy is params.Allow.
-	allowNow atomic.Pointer[Allow]
+	scope scope // what its requests may address (scope.go)
 
 	mu       sync.Mutex
 	calls    map[callKey]*call
-	logLevel int                 // index into logLevels; -1 when the client set none
-	subs     map[subKey]string   // resource subscriptions: the upstream and its URI → the URI the client named
-	seenURIs map[string]uriRoute // client-visible URIs that upstreams' results named, for reads (bounded)
+	logLevel int // index into logLevels; -1 when the client set none
 	closed   bool
 }
 
@@ -127,10 +97,10 @@ func newSession(r *Router, p SessionParams, id string, mkEra func(*Session) era)
 		r: r, id: id, params: p,
 		standalone: r.NewStream(-1, 1024),
 		calls:      map[callKey]*call{},
-		subs:       map[subKey]string{},
-		seenURIs:   map[string]uriRoute{},
 		logLevel:   levelIndex(p.LogLevel),
 	}
+	s.scope = scope{s: s, seen: map[string]uriRoute{}}
+	s.subs.m = map[subKey]string{}
 	_ = json.Unmarshal(p.Capabilities, &s.caps)
 	s.profile = r.profiles.useProfile(capsProfile(s.caps))
 	ctx := r.ctx
@@ -148,30 +118,6 @@ func newSession(r *Router, p SessionParams, id string, mkEra func(*Session) era)
 	return s
 }
 
-// ID is the session id, for the Mcp-Session-Id header: 128 random bits.
-func (s *Session) ID() string { return s.id }
-
-// ProtocolVersion is the version negotiated with the client.
-func (s *Session) ProtocolVersion() string { return s.params.ProtocolVersion }
-
-// Endpoint is the catalog endpoint the session was opened on ("" for the whole catalog).
-func (s *Session) Endpoint() string { return s.params.Endpoint }
-
-// Principal is the subject the session is bound to.
-func (s *Session) Principal() string { return s.params.Principal }
-
-// Standalone is the session's stream for messages unrelated to any request (the GET stream).
-func (s *Session) Standalone() *Stream { return s.standalone }
-
-// Done is closed when the session ends.
-func (s *Session) Done() <-chan struct{} { return s.ctx.Done() }
-
-// StreamOpened and StreamClosed count the client's open streams: a session with an open stream is not idle.
-func (s *Session) StreamOpened() { s.streams.Add(1); s.touch() }
-
-// StreamClosed is the counterpart of StreamOpened.
-func (s *Session) StreamClosed() { s.streams.Add(-1); s.touch() }
-
 func (s *Session) touch() {
 	s.lastUsed.Store(time.Now().UnixNano())
 	s.record.touch()
@@ -179,25 +125,6 @@ func (s *Session) touch() {
 
 // logID is a short, non-secret form of the id for logs: the session id is a bearer of state and stays out of logs.
 func (s *Session) logID() string { return s.id[:8] }
-
-// Close ends the session: its per-client upstream sessions are closed (stdio children stopped) and its streams
-// end.
-func (s *Session) Close() {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return
-	}
-	s.closed = true
-	s.mu.Unlock()
-	s.r.dropSession(s)
-	s.era.closing()
-	s.dropSubscriptions()
-	s.cancel()
-	s.links.closeAll()
-	s.workers.Wait()
-	s.standalone.Close()
-}
 
 // goWork runs f on a goroutine that Close waits for, reporting false (and running nothing) once the session is
 // closed.
@@ -220,120 +147,6 @@ func (s *Session) notify(msg []byte) {
 	s.standalone.Push(msg, ClassNotice)
 }
 
-// usesMain reports whether the session reaches up through the upstream's main session, shared by every client,
-// rather than through one of its own. A stateless upstream keeps nothing per client: every request carries the
-// client's capabilities.
-func (s *Session) usesMain(up *Upstream) bool {
-	return up.cfg.Mode == Shared || up.modern() && (s.era.modern() || !up.legacyLinks())
-}
-
-// linkFor returns the upstream session that serves this client for up, starting a per-client one on first use.
-func (s *Session) linkFor(up *Upstream) (*link, error) {
-	if s.usesMain(up) {
-		return up.main, nil
-	}
-	if up.cfg.Kind == "http" && s.links.peek(up) == nil {
-		s.record.latestUpstreamSession(up) // a store read, outside any lock, only when a link is to be made
-	}
-	caps := s.params.Capabilities
-	if len(caps) == 0 {
-		caps = json.RawMessage(`{}`)
-	}
-	return s.links.open(s, up, upstream.ClientHello{
-		ProtocolVersion: s.params.ProtocolVersion,
-		Capabilities:    caps,
-		ClientInfo:      s.r.clientInfo(),
-		Legacy:          up.modern(), // a legacy client's own session of an upstream that speaks both eras
-	})
-}
-
-// linkConnected brings a fresh per-client upstream session up to the client's state.
-func (s *Session) linkConnected(l *link) {
-	if s.children.has(l.up) {
-		l.listChanged(kindTools, kindPrompts, kindResources, kindTemplates) // a new child: are its lists still its own?
-	}
-	if l.up.perUser() {
-		l.goWork(func() { s.r.grants.cacheLists(s, l) }) // the person's own view, for the catalog of those not connected yet
-	}
-	prep := l.prepared()
-	s.record.recordUpstreamSession(l)
-	s.resubscribe(l)
-	s.mu.Lock()
-	level := s.logLevel
-	s.mu.Unlock()
-	_, logs := l.up.capability("logging")
-	setLevel := level >= 0 && logs
-	waitRoots := s.caps.Roots != nil && !s.era.modern()
-	if !setLevel && !waitRoots {
-		l.setUp(prep)
-		return
-	}
-	// The reader runs once connected returns, so what the calls wait for is awaited here, in the background;
-	// calls wait on prep meanwhile (bounded by their own timeout).
-	started := l.goWork(func() { // bounded by the link's context, the request timeout and rootsAnswerWait
-		defer l.setUp(prep)
-		ctx, cancel := context.WithTimeout(l.ctx, l.up.timeout())
-		defer cancel()
-		if setLevel {
-			params := append(append([]byte(`{"level":"`), logLevels[level]...), `"}`...)
-			if _, err := l.request(ctx, "logging/setLevel", params); err != nil {
-				l.log.Debug("setLevel not applied", "err", err)
-			}
-		}
-		if waitRoots {
-			l.awaitRoots(ctx)
-		}
-	})
-	if !started {
-		l.setUp(prep) // the link closed: its calls fail, none may wait
-	}
-}
-
-// awaitRoots holds a fresh per-client upstream session's first calls until it has the client's roots: a server
-// that limits itself to them (server-filesystem) asks with roots/list once initialized, and a call that arrives
-// before the answer is refused ("Access denied … outside allowed directories"). Only servers known to ask (their
-// catalog session asked, or a client's did) are waited for, so the others' first calls cost nothing; the waits
-// for the request and for the client's answer are bounded (the request may sit on a standalone stream the client
-// never opened).
-func (l *link) awaitRoots(ctx context.Context) {
-	if !l.up.asksRoots.Load() {
-		return
-	}
-	wait := time.NewTimer(rootsAnswerWait)
-	defer wait.Stop()
-	select {
-	case <-l.rootsAsked:
-	case <-wait.C:
-		return
-	case <-ctx.Done():
-		return
-	}
-	select {
-	case <-l.rootsAnswered:
-	case <-wait.C:
-		l.log.Debug("the client did not answer roots/list in time; calls go ahead")
-		return
-	case <-ctx.Done():
-		return
-	}
-	// The server applies the roots on its own time once it has them (server-filesystem resolves each on the disk
-	// first), and nothing tells when it is done: a call right behind the answer would still be refused.
-	settle := time.NewTimer(rootsSettle)
-	defer settle.Stop()
-	select {
-	case <-settle.C:
-	case <-ctx.Done():
-	}
-}
-
-// rootsAnswerWait bounds how long first calls wait for the upstream's roots/list and the client's answer.
-const rootsAnswerWait = 2 * time.Second
-
-// rootsSettle is how long first calls wait after the client's roots answer reached the upstream, for the server
-// to apply them. Sessions started when their client is initialized (warm) are past it by the first call, in
-// general.
-const rootsSettle = 250 * time.Millisecond
-
 func (s *Session) removeCall(c *call) {
 	s.mu.Lock()
 	if s.calls[c.key] == c {
@@ -354,7 +167,7 @@ func replyError(out *Stream, id []byte, code int, msg string) {
 
 // forwardWith sends a client's request to an upstream: name is the client-visible name it targets ("" for
 // none; see call.name), transform rewrites its successful result (see call.transform), edits change its params.
-func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Message, out *Stream, name string, transform func([]byte) []byte, edits ...jsonrpc.ParamEdit) {
+func (s *Session) forwardWith(ctx context.Context, up *upstreamServer, m jsonrpc.Message, out *Stream, name string, transform func([]byte) []byte, edits ...jsonrpc.ParamEdit) {
 	id := m.ID()
 	if up.drained.Load() {
 		replyError(out, id, protocol.CodeInternalError, fmt.Sprintf("upstream %q is drained for maintenance; retry later", up.cfg.Name))
@@ -367,7 +180,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 		}
 		id = m.ID()
 	}
-	l, err := s.linkFor(up)
+	l, err := s.links.linkFor(s, up)
 	if err != nil {
 		replyError(out, id, protocol.CodeInternalError, err.Error())
 		return
@@ -398,7 +211,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 		}
 	}
 	c := &call{
-		link: l, upID: l.mint(), method: m.Method(), session: s,
+		link: l, upID: l.pending.mint(), method: m.Method(), session: s,
 		out: out, started: time.Now(), name: name, transform: transform,
 	}
 	// The ids and the token live in the call's own buffers while they fit, which most do: no allocation each.
@@ -431,8 +244,8 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 	defer c.stopWrite()
 	// The timer is set before the call is published in the pending table, so every reader of c.timer (they all
 	// take the call from the table first) sees it.
-	c.timer = time.AfterFunc(up.timeout(), func() { s.timeout(c) })
-	mirrored := s.paramValues(l, c, m.Params())
+	c.timer = time.AfterFunc(up.timeout(), c.expire)
+	mirrored := c.paramValues(l, m.Params())
 	if traceparent != "" {
 		// In params._meta too, where every upstream (stdio ones too) can continue the trace: the 2026-07-28
 		// schema reserves the key for exactly this.
@@ -468,7 +281,7 @@ func (s *Session) forwardWith(ctx context.Context, up *Upstream, m jsonrpc.Messa
 		}
 	}
 	if err := l.writeRequest(ctx, msg, mirrored); err != nil {
-		if l.takeIf(c) {
+		if l.pending.takeIf(c) {
 			c.failed(outcomeFailed, protocol.CodeInternalError, fmt.Sprintf("upstream %q: sending %s failed: %v", up.cfg.Name, c.method, err))
 		}
 	}
@@ -501,10 +314,10 @@ func (w *lazyTimeout) stop() {
 	}
 }
 
-// timeout ends a call the upstream did not finish in time: the upstream is told to stop, the client gets an
+// expire ends a call the upstream did not finish in time: the upstream is told to stop, the client gets an
 // error it can act on.
-func (s *Session) timeout(c *call) {
-	if !c.link.takeIf(c) {
+func (c *call) expire() {
+	if !c.link.pending.takeIf(c) {
 		return
 	}
 	what := c.method
@@ -545,7 +358,7 @@ func (s *Session) cancelCall(out *Stream, params []byte) {
 	if c == nil {
 		s.record.relayCancel(params) // the call may run on another replica (handleRelayed never relays again)
 	}
-	if c == nil || !c.link.takeIf(c) {
+	if c == nil || !c.link.pending.takeIf(c) {
 		return // unknown, finished, or crossing its response: ignored, as the spec allows
 	}
 	s.r.inst.endLeg(c, outcomeCancelled)
@@ -564,18 +377,18 @@ func (s *Session) cancelCall(out *Stream, params []byte) {
 
 // refuses says why a server→client request cannot go to this client: only clients that declared the
 // capability get one (design §4).
-func (s *Session) refuses(m jsonrpc.Message) string {
+func (caps *clientCaps) refuses(m jsonrpc.Message) string {
 	switch m.Method() {
 	case "sampling/createMessage":
-		if s.caps.Sampling == nil {
+		if caps.Sampling == nil {
 			return "the client did not declare the sampling capability"
 		}
 	case "roots/list":
-		if s.caps.Roots == nil {
+		if caps.Roots == nil {
 			return "the client did not declare the roots capability"
 		}
 	case "elicitation/create":
-		e := s.caps.Elicitation
+		e := caps.Elicitation
 		if e == nil {
 			return "the client did not declare the elicitation capability"
 		}
@@ -625,19 +438,6 @@ func randomBelow(n int64) int64 {
 	return int64(binary.BigEndian.Uint64(b[:]) % uint64(n))
 }
 
-// InFlight reports how many of the client's requests are with upstreams now.
-func (s *Session) InFlight() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.calls)
-}
-
-// Cancel ends the request with the id whose answer goes to out, as the client's notifications/cancelled would:
-// for a modern client, closing the request's stream is its cancellation.
-func (s *Session) Cancel(out *Stream, id []byte, reason string) {
-	s.cancelCall(out, cancelledParams(id, reason))
-}
-
 // callKey is how a session finds a client's call: by its id, and for a modern pool entry, which serves many
 // clients whose ids may collide, by the stream the answer goes to as well (one stream per request).
 type callKey struct {
@@ -652,11 +452,37 @@ func (s *Session) callKey(out *Stream, id []byte) callKey {
 	return callKey{out, string(id)}
 }
 
-// HandleResponse relays the client's answer to a server→client request back to the upstream that asked.
-func (s *Session) HandleResponse(m jsonrpc.Message) {
-	s.touch()
-	s.era.answer(m)
+// catalog returns the catalog this session sees: its profile's, with the person's own lists (persons.go) and
+// the session's children's (children.go) where it has them.
+func (s *Session) catalog() *catalog {
+	c := s.sharedCatalog()
+	person := s.person.Load()
+	if person != nil {
+		c = person.catalogFor(s.r, c, s.profile, nil)
+	}
+	if s.children.live.Load() {
+		c = s.children.catalogFor(s.r, c, s.profile, person)
+	}
+	return c
 }
 
-// Modern reports whether the session serves clients of the modern (2026-07-28) era.
-func (s *Session) Modern() bool { return s.era.modern() }
+// sharedCatalog is the catalog of the session's profile, before the person's own lists.
+func (s *Session) sharedCatalog() *catalog {
+	s.r.catchUp()
+	if s.profile != "" {
+		if p := s.r.profiles.profileCatalog(s.profile); p != nil {
+			if c := p.Load(); c != nil {
+				return c
+			}
+		}
+	}
+	return s.r.cat.Load()
+}
+
+// dropUpstream closes the session's per-client session of an upstream that is going away, and forgets its
+// subscriptions there.
+func (s *Session) dropUpstream(up *upstreamServer) {
+	s.subs.dropUpstream(up)
+	s.links.drop(up)
+	s.children.drop(up) // the catalog's rebuild tells the client
+}

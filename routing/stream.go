@@ -5,15 +5,15 @@ import (
 	"sync"
 )
 
-// Class tells a Stream how to treat a message when the client is slow.
-type Class uint8
+// msgClass tells a Stream how to treat a message when the client is slow.
+type msgClass uint8
 
 const (
 	// ClassNotice is a notification (progress, log, list_changed): dropped, and counted, when the queue is full.
-	ClassNotice Class = iota
-	// ClassRequest is a server→client request: refused when the queue is full, so the caller can answer the
+	ClassNotice msgClass = iota
+	// classRequest is a server→client request: refused when the queue is full, so the caller can answer the
 	// upstream with an error instead of leaving it waiting.
-	ClassRequest
+	classRequest
 	// ClassFinal is the response to a client request. It is never dropped: there is at most one per call, so the
 	// number of calls in flight already bounds it.
 	ClassFinal
@@ -52,7 +52,7 @@ func NewStream(finals, maxQueued int) *Stream {
 
 // Push queues msg. It reports false when the message was not queued: the stream is closed, or it is full and
 // msg is not a final response.
-func (s *Stream) Push(msg []byte, c Class) bool {
+func (s *Stream) Push(msg []byte, c msgClass) bool {
 	s.mu.Lock()
 	if s.closed || (c != ClassFinal && s.queued >= s.max) {
 		drop := !s.closed && c == ClassNotice

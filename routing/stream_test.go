@@ -47,7 +47,7 @@ func TestStreamFinals(t *testing.T) {
 	if got := s.Pending(); got != 1 {
 		t.Fatalf("Pending with one final queued = %d, want 1", got)
 	}
-	s.Push([]byte("r1"), ClassRequest)
+	s.Push([]byte("r1"), classRequest)
 	s.Push([]byte("f2"), ClassFinal)
 	s.Push([]byte("n-after"), ClassNotice) // queued after the last final: still delivered before the end
 	want := []popped{{"n1", false}, {"f1", true}, {"r1", false}, {"f2", true}, {"n-after", false}}
@@ -97,12 +97,12 @@ func TestStreamAbandon(t *testing.T) {
 func TestStreamClose(t *testing.T) {
 	s := NewStream(-1, 8)
 	s.Push([]byte("a"), ClassNotice)
-	s.Push([]byte("b"), ClassRequest)
+	s.Push([]byte("b"), classRequest)
 	s.Close()
 	if !s.Closed() {
 		t.Fatal("Closed = false after Close")
 	}
-	for _, c := range []Class{ClassNotice, ClassRequest, ClassFinal} {
+	for _, c := range []msgClass{ClassNotice, classRequest, ClassFinal} {
 		if s.Push([]byte("late"), c) {
 			t.Errorf("Push(class %d) accepted on a closed stream", c)
 		}
@@ -118,7 +118,7 @@ func TestStreamClose(t *testing.T) {
 
 func TestStreamBound(t *testing.T) {
 	s := NewStream(3, 2)
-	if !s.Push([]byte("n1"), ClassNotice) || !s.Push([]byte("r1"), ClassRequest) {
+	if !s.Push([]byte("n1"), ClassNotice) || !s.Push([]byte("r1"), classRequest) {
 		t.Fatal("pushes below the bound refused")
 	}
 	if s.Push([]byte("n2"), ClassNotice) {
@@ -127,7 +127,7 @@ func TestStreamBound(t *testing.T) {
 	if s.Push([]byte("n3"), ClassNotice) {
 		t.Fatal("notice accepted beyond the bound")
 	}
-	if s.Push([]byte("r2"), ClassRequest) {
+	if s.Push([]byte("r2"), classRequest) {
 		t.Fatal("request accepted beyond the bound")
 	}
 	if got := s.Dropped(); got != 2 {

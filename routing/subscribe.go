@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/routing/state"
@@ -19,43 +20,49 @@ import (
 // subKey names a subscription: the upstream and the URI it knows; a session's subs map it to the URI the client
 // subscribed by, which its updates carry back.
 type subKey struct {
-	up  *Upstream
+	up  *upstreamServer
 	uri string
 }
 
-// subscribe handles resources/subscribe and resources/unsubscribe.
-func (s *Session) subscribe(ctx context.Context, m jsonrpc.Message, out *Stream, on bool) {
+// subscriptions are one session's resource subscriptions, by subKey, each with the URI the client named.
+type subscriptions struct {
+	mu sync.Mutex
+	m  map[subKey]string
+}
+
+// handle handles resources/subscribe and resources/unsubscribe.
+func (ss *subscriptions) handle(ctx context.Context, s *Session, m jsonrpc.Message, out *Stream, on bool) {
 	uri, ok := jsonrpc.LookupString(m.Params(), "uri")
 	if !ok {
 		replyError(out, m.ID(), protocol.CodeInvalidParams, m.Method()+" needs params.uri")
 		return
 	}
 	// A subscription is found by the name the client gave it, whatever the catalog calls the resource now.
-	key, had := s.subscription(uri)
+	key, had := ss.find(uri)
 	if !had {
 		cat := s.catalog()
-		rt, ok := s.resolveURI(cat, uri)
-		if !ok || !cat.inViewURI(s.params.Endpoint, uri) || !s.allowsURI(ctx, rt.up, rt.uri) {
-			s.noResource(out, m.ID(), cat, uri)
+		rt, ok := s.scope.resolveURI(cat, uri)
+		if !ok || !cat.inViewURI(s.params.Endpoint, uri) || !s.scope.allowsURI(ctx, rt.up, rt.uri) {
+			s.scope.noResource(out, m.ID(), cat, uri)
 			return
 		}
 		key = subKey(rt)
 	}
 	up := key.up
-	if _, ok := up.capability("resources"); !ok || !up.canSubscribe() {
+	if _, ok := up.capability("resources"); !ok || !up.subs.can() {
 		replyError(out, m.ID(), protocol.CodeMethodNotFound, fmt.Sprintf("upstream %q does not support resource subscriptions", up.cfg.Name))
 		return
 	}
 	// The check and the change happen under one lock, so that concurrent requests of one session count once.
-	s.mu.Lock()
-	_, had = s.subs[key]
+	ss.mu.Lock()
+	_, had = ss.m[key]
 	changed := on != had
 	if changed && on {
-		s.subs[key] = uri
+		ss.m[key] = uri
 	} else if changed {
-		delete(s.subs, key)
+		delete(ss.m, key)
 	}
-	s.mu.Unlock()
+	ss.mu.Unlock()
 	if !changed {
 		reply(out, m.ID(), []byte("{}")) // already so: both are idempotent
 		return
@@ -68,14 +75,14 @@ func (s *Session) subscribe(ctx context.Context, m jsonrpc.Message, out *Stream,
 	})
 	if up.modern() {
 		// No resources/subscribe in 2026-07-28: the upstream's resource listen is widened or narrowed instead.
-		if on && up.addSub(key.uri) || !on && up.dropSub(key.uri) {
-			up.relisten()
+		if on && up.subs.add(key.uri) || !on && up.subs.drop(key.uri) {
+			up.subs.relisten()
 		}
 		reply(out, m.ID(), []byte("{}"))
 		return
 	}
 	if up.cfg.Mode == Shared {
-		if on && !up.addSub(key.uri) || !on && !up.dropSub(key.uri) {
+		if on && !up.subs.add(key.uri) || !on && !up.subs.drop(key.uri) {
 			reply(out, m.ID(), []byte("{}")) // the shared session's subscription stays as it is for the others
 			return
 		}
@@ -87,11 +94,11 @@ func (s *Session) subscribe(ctx context.Context, m jsonrpc.Message, out *Stream,
 	s.forwardWith(ctx, up, m, out, uri, nil, edits...)
 }
 
-// subscription finds the session's subscription the client named uri.
-func (s *Session) subscription(uri string) (subKey, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, named := range s.subs {
+// find finds the session's subscription the client named uri.
+func (ss *subscriptions) find(uri string) (subKey, bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for k, named := range ss.m {
 		if named == uri {
 			return k, true
 		}
@@ -99,94 +106,137 @@ func (s *Session) subscription(uri string) (subKey, bool) {
 	return subKey{}, false
 }
 
-// subscribed returns the URI the session subscribed to up's uri by, if it did.
-func (s *Session) subscribed(up *Upstream, uri string) (string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	named, ok := s.subs[subKey{up, uri}]
+// named returns the URI the session subscribed to up's uri by, if it did.
+func (ss *subscriptions) named(up *upstreamServer, uri string) (string, bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	named, ok := ss.m[subKey{up, uri}]
 	return named, ok
 }
 
-// dropSubscriptions releases a closing session's subscriptions on shared upstreams.
-func (s *Session) dropSubscriptions() {
-	s.mu.Lock()
-	subs := s.subs
-	s.subs = map[subKey]string{}
-	s.mu.Unlock()
+// release releases a closing session's subscriptions on shared upstreams.
+func (ss *subscriptions) release() {
+	ss.mu.Lock()
+	subs := ss.m
+	ss.m = map[subKey]string{}
+	ss.mu.Unlock()
 	for k := range subs {
 		switch up := k.up; {
 		case up.modern():
-			if up.dropSub(k.uri) {
-				up.relisten()
+			if up.subs.drop(k.uri) {
+				up.subs.relisten()
 			}
-		case up.cfg.Mode == Shared && up.dropSub(k.uri):
-			up.sendSub(k.uri, false)
+		case up.cfg.Mode == Shared && up.subs.drop(k.uri):
+			up.subs.send(k.uri, false)
 		}
 	}
 }
 
-// resubscribe restores the session's subscriptions on a fresh per-client upstream session.
-func (s *Session) resubscribe(l *link) {
-	s.mu.Lock()
+// restoreOn restores the session's subscriptions on a fresh per-client upstream session.
+func (ss *subscriptions) restoreOn(l *link) {
+	ss.mu.Lock()
 	var uris []string
-	for k := range s.subs {
+	for k := range ss.m {
 		if k.up == l.up {
 			uris = append(uris, k.uri)
 		}
 	}
-	s.mu.Unlock()
+	ss.mu.Unlock()
 	for _, uri := range uris {
-		l.up.sendSubOn(l, uri, true)
+		sendSubOn(l, uri, true)
 	}
 }
 
-// canSubscribe reports whether the upstream declared resources.subscribe.
-func (up *Upstream) canSubscribe() bool {
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	return up.subscribe
+// add records a subscription restored from the session's shared record.
+func (ss *subscriptions) add(key subKey, uri string) {
+	ss.mu.Lock()
+	ss.m[key] = uri
+	ss.mu.Unlock()
 }
 
-// addSub counts one more session subscribed to uri; it reports whether it is the first.
-func (up *Upstream) addSub(uri string) bool {
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	up.subs[uri]++
-	return up.subs[uri] == 1
+// dropUpstream forgets the subscriptions on an upstream that is going away.
+func (ss *subscriptions) dropUpstream(up *upstreamServer) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for k := range ss.m {
+		if k.up == up {
+			delete(ss.m, k)
+		}
+	}
 }
 
-// dropSub counts one session less; it reports whether it was the last.
-func (up *Upstream) dropSub(uri string) bool {
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	if up.subs[uri] == 0 {
+// uris are the URIs the client subscribed by, for the session's record.
+func (ss *subscriptions) uris() []string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	uris := make([]string, 0, len(ss.m))
+	for _, uri := range ss.m {
+		uris = append(uris, uri)
+	}
+	return uris
+}
+
+// sharedSubs are the resource subscriptions an upstream holds for its clients on its main session: counted per
+// URI on a shared upstream (subscribed once, unsubscribed when the last session leaves), one listen request on a
+// stateless one (listen.go). Its fields are guarded by the upstream's mu.
+type sharedSubs struct {
+	up    *upstreamServer
+	count map[string]int // the sessions subscribed to each URI through the shared session
+	// listen ends the subscriptions/listen that carries a stateless upstream's resource updates (listen.go).
+	listen context.CancelFunc
+}
+
+// can reports whether the upstream declared resources.subscribe.
+func (ss *sharedSubs) can() bool {
+	ss.up.mu.Lock()
+	defer ss.up.mu.Unlock()
+	return ss.up.subscribe
+}
+
+// add counts one more session subscribed to uri; it reports whether it is the first.
+func (ss *sharedSubs) add(uri string) bool {
+	ss.up.mu.Lock()
+	defer ss.up.mu.Unlock()
+	if ss.count == nil {
+		ss.count = map[string]int{}
+	}
+	ss.count[uri]++
+	return ss.count[uri] == 1
+}
+
+// drop counts one session less; it reports whether it was the last.
+func (ss *sharedSubs) drop(uri string) bool {
+	ss.up.mu.Lock()
+	defer ss.up.mu.Unlock()
+	if ss.count[uri] == 0 {
 		return false
 	}
-	up.subs[uri]--
-	if up.subs[uri] == 0 {
-		delete(up.subs, uri)
+	ss.count[uri]--
+	if ss.count[uri] == 0 {
+		delete(ss.count, uri)
 		return true
 	}
 	return false
 }
 
-// resubscribeShared restores the counted subscriptions after the shared session was re-established.
-func (up *Upstream) resubscribeShared() {
-	up.mu.Lock()
-	uris := make([]string, 0, len(up.subs))
-	for uri := range up.subs {
+// restore restores the counted subscriptions after the shared session was re-established.
+func (ss *sharedSubs) restore() {
+	ss.up.mu.Lock()
+	uris := make([]string, 0, len(ss.count))
+	for uri := range ss.count {
 		uris = append(uris, uri)
 	}
-	up.mu.Unlock()
+	ss.up.mu.Unlock()
 	for _, uri := range uris {
-		up.sendSub(uri, true)
+		ss.send(uri, true)
 	}
 }
 
-// sendSub (un)subscribes the shared session to uri in the background.
-func (up *Upstream) sendSub(uri string, on bool) { up.sendSubOn(up.main, uri, on) }
+// send (un)subscribes the shared session to uri in the background.
+func (ss *sharedSubs) send(uri string, on bool) { sendSubOn(ss.up.main, uri, on) }
 
-func (up *Upstream) sendSubOn(l *link, uri string, on bool) {
+// sendSubOn (un)subscribes the upstream session l to uri in the background.
+func sendSubOn(l *link, uri string, on bool) {
 	method := "resources/unsubscribe"
 	if on {
 		method = "resources/subscribe"
@@ -199,30 +249,4 @@ func (up *Upstream) sendSubOn(l *link, uri string, on bool) {
 			l.log.Debug(method+" failed", "uri", uri, "err", err)
 		}
 	})
-}
-
-// updated delivers notifications/resources/updated to the sessions subscribed to its URI.
-func (l *link) updated(m jsonrpc.Message) {
-	uri, ok := jsonrpc.LookupString(m.Params(), "uri")
-	if !ok {
-		return
-	}
-	deliver := func(s *Session) {
-		named, ok := s.subscribed(l.up, uri)
-		switch {
-		case !ok:
-		case named == uri:
-			s.notify(clone(m.Raw()))
-		default: // the client subscribed by the namespaced name: its update says that one
-			s.notify(m.AppendWith(nil, nil, jsonrpc.ParamEdit{Path: []string{"uri"}, With: jsonrpc.AppendQuote(nil, named)}))
-		}
-	}
-	if l.owner != nil {
-		deliver(l.owner)
-		return
-	}
-	if l.up.template() && !l.up.modern() {
-		return // a stateless upstream's template link is every client's link
-	}
-	l.r.eachSession(deliver)
 }

@@ -34,8 +34,8 @@ import (
 // write to the record on any replica and wake the owner (at once when local, over the bus otherwise; the owner
 // also polls, so a lost message only delays).
 
-// TaskStore keeps gateway-made tasks, shared by every replica; routing/state implements it.
-type TaskStore interface {
+// taskStore keeps gateway-made tasks, shared by every replica; routing/state implements it.
+type taskStore interface {
 	CreateTask(ctx context.Context, rec state.TaskRecord, limit int) error
 	GetTask(ctx context.Context, id string) (state.TaskRecord, error)
 	UpdateTask(ctx context.Context, id string, fn func(*state.TaskRecord) error) error
@@ -44,7 +44,7 @@ type TaskStore interface {
 
 // TaskOptions configure gateway-made tasks. With no Store there are none.
 type TaskOptions struct {
-	Store TaskStore
+	Store taskStore
 	// TTL is how long a task and its result are kept (zero: 1h); a 2025-11-25 client may ask for less.
 	TTL time.Duration
 	// PollInterval is the polling interval suggested to clients (zero: 1s).
@@ -71,11 +71,6 @@ const (
 	taskRequired  = "required"
 )
 
-// TaskSupportValid reports whether v is a taskSupport value ("" means unset).
-func TaskSupportValid(v string) bool {
-	return v == "" || v == taskForbidden || v == taskOptional || v == taskRequired
-}
-
 // ExtensionTasks is the tasks extension's identifier.
 const ExtensionTasks = "io.modelcontextprotocol/tasks"
 
@@ -100,7 +95,7 @@ type taskRun struct {
 
 func (h *taskHost) enabled() bool { return h.r.opts.Tasks.Store != nil }
 
-func (h *taskHost) store() TaskStore { return h.r.opts.Tasks.Store }
+func (h *taskHost) store() taskStore { return h.r.opts.Tasks.Store }
 
 func (h *taskHost) ttl() time.Duration { return orDefault(h.r.opts.Tasks.TTL, time.Hour) }
 
@@ -232,7 +227,7 @@ func (h *taskHost) hostTask(ctx context.Context, s *Session, t target, m jsonrpc
 		replyError(out, m.ID(), protocol.CodeInvalidParams, "malformed params")
 		return true
 	}
-	rctx := context.WithValue(WithAllow(context.WithoutCancel(ctx), *s.policy(ctx)), taskRunKey{}, true)
+	rctx := context.WithValue(WithAllow(context.WithoutCancel(ctx), *s.scope.policy(ctx)), taskRunKey{}, true)
 	job := &taskJob{h: h, s: rs, ctx: rctx, id: callID, tool: name, up: t.up.cfg.Name, principal: s.params.Principal,
 		endpoint: s.params.Endpoint, creator: s.id, modern: modern, ttl: h.capTTL(ttl), call: call}
 	window := time.Duration(0)
@@ -252,11 +247,11 @@ func (pc *pooledClient) hostTaskRetry(ctx context.Context, m jsonrpc.Message, ou
 		return false
 	}
 	name, _ := jsonrpc.LookupString(m.Params(), "name")
-	t, ok := s.named(ctx, s.catalog(), kindTools, name, "")
+	t, ok := s.scope.named(ctx, s.catalog(), kindTools, name, "")
 	if !ok || t.tasks == "" || t.tasks == taskForbidden || !h.reserve() {
 		return false
 	}
-	rctx := context.WithValue(WithAllow(context.WithoutCancel(ctx), *s.policy(ctx)), taskRunKey{}, true)
+	rctx := context.WithValue(WithAllow(context.WithoutCancel(ctx), *s.scope.policy(ctx)), taskRunKey{}, true)
 	job := &taskJob{h: h, s: s, ctx: rctx, id: clone(m.ID()), tool: name, up: t.up.cfg.Name, principal: s.params.Principal,
 		endpoint: s.params.Endpoint, creator: s.id, modern: true, ttl: h.ttl(), call: m}
 	job.start(out, m.ID(), h.window(), func(ctx context.Context, o *Stream) { pc.resume(ctx, m, o, state) })
@@ -339,29 +334,12 @@ func (h *taskHost) cancelParked(st, bind, reason string) {
 	p.mu.Lock()
 	cur := p.cur
 	p.mu.Unlock()
-	if cur != nil && cur.link.takeIf(cur) {
+	if cur != nil && cur.link.pending.takeIf(cur) {
 		h.r.inst.endLeg(cur, outcomeCancelled)
 		cur.link.sendCancel(cur.upID, reason)
 	}
 	p.finished()
 	p.forget()
-}
-
-// gatewayTasks is how the gateway runs a tool of up (item, as the upstream lists it) as a task of its own: ""
-// when it does not, because nobody asked, or the upstream takes tasks for it itself (they pass through): a
-// 2026-07-28 upstream that offers the extension decides per call, a 2025-11-25 one per tool.
-func (up *Upstream) gatewayTasks(ov *Override, item []byte) string {
-	ts := up.cfg.Tasks
-	if ov != nil && ov.TaskSupport != "" {
-		ts = ov.TaskSupport
-	}
-	if ts == "" || up.r == nil || !up.r.tasks.enabled() || up.offersTasks() {
-		return ""
-	}
-	if native, _ := jsonrpc.LookupString(item, "execution", "taskSupport"); (native == taskOptional || native == taskRequired) && up.supportsTaskCalls() {
-		return ""
-	}
-	return ts
 }
 
 // withoutKeys returns the object obj without the members whose keys are in drop's, or nil when none is left.

@@ -26,16 +26,6 @@ const upstreamTaskPrefix = "sbtp1."
 // isUpstreamTask reports whether a task id is an upstream's task as the gateway exposes it.
 func isUpstreamTask(id string) bool { return strings.HasPrefix(id, upstreamTaskPrefix) }
 
-// offersTasks reports whether a 2026-07-28 upstream offers the tasks extension.
-func (up *Upstream) offersTasks() bool {
-	v, ok := up.capability("extensions")
-	if !ok {
-		return false
-	}
-	_, _, ok = jsonrpc.Lookup(v, ExtensionTasks)
-	return ok
-}
-
 // upstreamTasks reports whether some upstream offers the tasks extension.
 func (h *taskHost) upstreamTasks() bool {
 	for _, up := range h.r.upstreams() {
@@ -76,7 +66,7 @@ func (t *parkTable) openUpstreamTask(principal, endpoint, exposed string) (upstr
 
 // exposeUpstreamTasks returns the transform of a modern client's tools/call to an upstream that offers tasks: a
 // CreateTaskResult's id is sealed for the caller. nil when the call cannot become the upstream's task.
-func (h *taskHost) exposeUpstreamTasks(s *Session, up *Upstream, next func([]byte) []byte) func([]byte) []byte {
+func (h *taskHost) exposeUpstreamTasks(s *Session, up *upstreamServer, next func([]byte) []byte) func([]byte) []byte {
 	if !s.era.modern() || !s.r.tasks.declaresTasks(s) || !up.offersTasks() {
 		return next
 	}
@@ -98,7 +88,7 @@ func (h *taskHost) exposeUpstreamTasks(s *Session, up *Upstream, next func([]byt
 func (h *taskHost) upstreamTaskRequest(ctx context.Context, s *Session, m jsonrpc.Message, out *Stream, exposed string) {
 	name, id, ok := s.r.openUpstreamTask(s.params.Principal, s.params.Endpoint, exposed)
 	up := s.r.upstream(name)
-	if !ok || up == nil || !s.allowsUpstream(ctx, up) {
+	if !ok || up == nil || !s.scope.allowsUpstream(ctx, up) {
 		if m.MethodIs("tasks/get") {
 			unknownTask(out, m.ID(), exposed)
 			return

@@ -18,12 +18,12 @@ import (
 // bound to" the requestor's context). A session is opened at one endpoint and bound to its principal, so its
 // tasks are bound to both; through its own upstream session, the upstream knows no other client's.
 
-func exposeTask(up *Upstream) func(string) string {
+func exposeTask(up *upstreamServer) func(string) string {
 	return func(id string) string { return up.cfg.Name + ":" + id }
 }
 
 // taskTarget resolves an exposed task id to its upstream and the upstream's own id.
-func (h *taskHost) taskTarget(exposed string) (*Upstream, string, bool) {
+func (h *taskHost) taskTarget(exposed string) (*upstreamServer, string, bool) {
 	name, id, ok := strings.Cut(exposed, ":")
 	if !ok {
 		return nil, "", false
@@ -32,25 +32,9 @@ func (h *taskHost) taskTarget(exposed string) (*Upstream, string, bool) {
 	return up, id, up != nil
 }
 
-// supportsTaskCalls reports whether the upstream declared tasks.requests.tools.call.
-func (up *Upstream) supportsTaskCalls() bool {
-	v, ok := up.capability("tasks")
-	if !ok {
-		return false
-	}
-	var t struct {
-		Requests struct {
-			Tools struct {
-				Call *struct{} `json:"call"`
-			} `json:"tools"`
-		} `json:"requests"`
-	}
-	return json.Unmarshal(v, &t) == nil && t.Requests.Tools.Call != nil
-}
-
 // taskCall prepares a task-augmented tools/call: refused with -32601 where the upstream has no task support
 // (the spec's answer for a tool that does not take tasks), otherwise its CreateTaskResult is translated.
-func (h *taskHost) taskCall(s *Session, up *Upstream) (func([]byte) []byte, error) {
+func (h *taskHost) taskCall(s *Session, up *upstreamServer) (func([]byte) []byte, error) {
 	if !up.supportsTaskCalls() {
 		return nil, fmt.Errorf("upstream %q does not support task-augmented tools/call", up.cfg.Name)
 	}
@@ -96,7 +80,7 @@ func (h *taskHost) taskRequest(ctx context.Context, s *Session, m jsonrpc.Messag
 		return
 	}
 	up, id, ok := s.r.tasks.taskTarget(exposed)
-	if !ok || !s.allowsUpstream(ctx, up) || (s.usesMain(up) && !s.tasks.has(exposed)) {
+	if !ok || !s.scope.allowsUpstream(ctx, up) || (s.links.usesMain(s, up) && !s.tasks.has(exposed)) {
 		replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("unknown task %q", exposed))
 		return
 	}
@@ -108,7 +92,7 @@ func (h *taskHost) taskRequest(ctx context.Context, s *Session, m jsonrpc.Messag
 	if m.MethodIs("tasks/result") {
 		// The task's result is a tool's: its resources are named as the client sees them, and older clients get
 		// it in their revision's shape, as for the tools/call it stands for.
-		transform = s.resultTransform(s.uriTransform(s.catalog(), up, toolURIs, transform))
+		transform = resultTransform(s.params.ProtocolVersion, s.catalog().uriTransform(up, toolURIs, transform))
 	}
 	s.forwardWith(ctx, up, m, out, "", transform, jsonrpc.ParamEdit{Path: []string{"taskId"}, With: jsonrpc.AppendQuote(nil, id)})
 }
@@ -129,12 +113,12 @@ func (h *taskHost) listTasks(ctx context.Context, s *Session, m jsonrpc.Message,
 		n++
 	}
 	for _, up := range s.r.upstreams() {
-		shared := s.usesMain(up)
+		shared := s.links.usesMain(s, up)
 		l := up.main
 		if !shared {
 			l = s.links.peek(up)
 		}
-		if l == nil || !up.supportsTaskCalls() || !s.allowsUpstream(ctx, up) {
+		if l == nil || !up.supportsTaskCalls() || !s.scope.allowsUpstream(ctx, up) {
 			continue
 		}
 		cursor := ""
@@ -174,26 +158,4 @@ func (h *taskHost) listTasks(ctx context.Context, s *Session, m jsonrpc.Message,
 		}
 	}
 	reply(out, m.ID(), append(b, "]}"...))
-}
-
-// taskStatus delivers notifications/tasks/status to the session the task belongs to.
-func (l *link) taskStatus(m jsonrpc.Message) {
-	id, ok := jsonrpc.LookupString(m.Params(), "taskId")
-	if !ok {
-		return
-	}
-	exposed := exposeTask(l.up)(id)
-	msg := editString(editString(clone(m.Raw()), exposeTask(l.up), "params", "taskId"), exposeTask(l.up), "params", "_meta", protocol.MetaRelatedTask, "taskId")
-	if l.owner != nil {
-		l.owner.notify(msg)
-		return
-	}
-	if l.up.template() {
-		return
-	}
-	l.r.eachSession(func(s *Session) {
-		if s.tasks.has(exposed) {
-			s.notify(msg)
-		}
-	})
 }

@@ -390,7 +390,7 @@ func (lc *legacyClient) askForTask(ctx context.Context, out *Stream, rec state.T
 		if err != nil {
 			return "the task's input request cannot be sent"
 		}
-		if why := s.refuses(m); why != "" {
+		if why := s.caps.refuses(m); why != "" {
 			return fmt.Sprintf("the task needs input this client cannot give: %s", why)
 		}
 		ch := make(chan jsonrpc.Message, 1)
@@ -404,7 +404,7 @@ func (lc *legacyClient) askForTask(ctx context.Context, out *Stream, rec state.T
 			delete(lc.serverReqs, gid)
 			s.mu.Unlock()
 		}
-		if !out.Push(m.AppendWithID(nil, jsonrpc.AppendInt(nil, gid)), ClassRequest) {
+		if !out.Push(m.AppendWithID(nil, jsonrpc.AppendInt(nil, gid)), classRequest) {
 			forget()
 			return "the client is not reading its stream"
 		}

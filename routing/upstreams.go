@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,9 +68,9 @@ type UpstreamConfig struct {
 // to sample or elicit; roots are answered with an empty list.
 const templateCaps = `{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}}`
 
-// Upstream is one configured upstream as routing sees it: its main link (the shared session, or the template
+// upstreamServer is one configured upstream as routing sees it: its main link (the shared session, or the template
 // session of a per-client upstream), the lists fetched through it, and its health.
-type Upstream struct {
+type upstreamServer struct {
 	cfg       UpstreamConfig
 	r         *Router
 	transport upstream.Transport
@@ -86,12 +85,9 @@ type Upstream struct {
 	lists [numKinds][]item
 	hello *upstream.ServerHello
 	caps  map[string]json.RawMessage
-	// subscribe: the upstream declared resources.subscribe; subs counts the sessions subscribed to each URI
-	// through the shared session.
-	subscribe bool
-	subs      map[string]int
-	// resListen ends the subscriptions/listen that carries a stateless upstream's resource updates (listen.go).
-	resListen  context.CancelFunc
+	// subscribe: the upstream declared resources.subscribe.
+	subscribe  bool
+	subs       sharedSubs    // the subscriptions held for its clients (subscribe.go, listen.go)
 	tried      bool          // the first connection attempt and listing have finished, either way
 	triedCh    chan struct{} // closed when tried first becomes true
 	listed     bool          // some list was fetched (set before the catalog is rebuilt with it)
@@ -111,11 +107,10 @@ type Upstream struct {
 	stop context.CancelFunc // set by start; ends the main link and the refresher
 	wg   sync.WaitGroup
 
-	// shadows are the template sessions of capability profiles (profile.go), by profile; shadowOf is set on a
-	// shadow and names the upstream it lists for. shadowCtx is what shadows started later run under.
-	shadows   map[string]*Upstream
-	shadowOf  *Upstream
-	shadowCtx context.Context
+	// shadows are the template sessions of capability profiles (profile.go); shadowOf is set on a shadow and
+	// names the upstream it lists for.
+	shadows  shadowSet
+	shadowOf *upstreamServer
 
 	// standingIn: a store-listed per-user upstream shows its stand-in tool (connect.go); cachedRaw is the lists
 	// this replica last cached for it, so an unchanged list is not written again.
@@ -123,9 +118,9 @@ type Upstream struct {
 	cachedRaw  []byte
 }
 
-func (up *Upstream) template() bool { return up.cfg.Mode == PerClient }
+func (up *upstreamServer) template() bool { return up.cfg.Mode == PerClient }
 
-func (up *Upstream) timeout() time.Duration {
+func (up *upstreamServer) timeout() time.Duration {
 	if up.cfg.Timeout > 0 {
 		return up.cfg.Timeout
 	}
@@ -134,7 +129,7 @@ func (up *Upstream) timeout() time.Duration {
 
 // newMainLink prepares the main link; start connects it. It is made in New so that up.main never changes once
 // the router runs.
-func (up *Upstream) newMainLink() {
+func (up *upstreamServer) newMainLink() {
 	hello := upstream.ClientHello{ProtocolVersion: protocol.LatestLegacy, Capabilities: json.RawMessage(`{}`), ClientInfo: up.r.clientInfo()}
 	if up.template() {
 		hello.Capabilities = json.RawMessage(templateCaps)
@@ -143,7 +138,7 @@ func (up *Upstream) newMainLink() {
 }
 
 // start connects the main link and runs the list refresher until stop.
-func (up *Upstream) start(ctx context.Context) {
+func (up *upstreamServer) start(ctx context.Context) {
 	ctx, stop := context.WithCancel(ctx)
 	up.mu.Lock()
 	up.stop = stop
@@ -156,18 +151,18 @@ func (up *Upstream) start(ctx context.Context) {
 	up.main.start(ctx)
 	up.wg.Add(1)
 	go func() { defer up.wg.Done(); up.refresher(ctx) }()
-	up.startShadows(ctx)
+	up.shadows.startAll(ctx)
 }
 
 // stopAndWait ends the main link and the refresher.
-func (up *Upstream) stopAndWait() {
+func (up *upstreamServer) stopAndWait() {
 	up.mu.Lock()
 	stop := up.stop
 	up.mu.Unlock()
 	if stop == nil {
 		return
 	}
-	up.stopShadows()
+	up.shadows.stopAll()
 	stop()
 	if !up.storeListed() { // a store-listed upstream's main link never started
 		up.main.close()
@@ -176,10 +171,10 @@ func (up *Upstream) stopAndWait() {
 }
 
 // connected is called by a link once its handshake is done.
-func (up *Upstream) connected(l *link, conn *upstream.Conn) {
+func (up *upstreamServer) connected(l *link, conn *upstream.Conn) {
 	if l != up.main {
 		if s := l.owner; s != nil {
-			s.linkConnected(l)
+			s.links.connected(s, l)
 		} else {
 			l.setUp(l.prepared())
 		}
@@ -190,20 +185,20 @@ func (up *Upstream) connected(l *link, conn *upstream.Conn) {
 	up.setHello(&hello)
 	up.invalidate(kindTools, kindPrompts, kindResources, kindTemplates)
 	if hello.ProtocolVersion >= protocol.Modern {
-		l.goWork(func() { up.listenChanges(l) }) // ends when its connection does
+		l.goWork(func() { listenChanges(l) }) // ends when its connection does
 		l.goWork(func() { up.rediscover(l, conn) })
-		up.relisten()
-		l.goWork(up.stopShadows) // profiles made before the era was known have nothing to show
+		up.subs.relisten()
+		l.goWork(up.shadows.stopAll) // profiles made before the era was known have nothing to show
 		return
 	}
 	if up.cfg.Mode == Shared {
-		up.resubscribeShared()
+		up.subs.restore()
 	}
 }
 
 // setHello records what the upstream said of itself (initialize, or server/discover) and the capabilities the
 // gateway acts on, reporting whether those changed.
-func (up *Upstream) setHello(hello *upstream.ServerHello) bool {
+func (up *upstreamServer) setHello(hello *upstream.ServerHello) bool {
 	caps := map[string]json.RawMessage{}
 	_ = json.Unmarshal(hello.Capabilities, &caps)
 	var res struct{ Subscribe bool }
@@ -217,7 +212,7 @@ func (up *Upstream) setHello(hello *upstream.ServerHello) bool {
 
 // stateChanged reacts to the main link's state: when its upstream is down (a dial failed, not a connection
 // that is being re-established) the upstream drops out of the catalog until it is back, and counts as tried.
-func (up *Upstream) stateChanged(l *link) {
+func (up *upstreamServer) stateChanged(l *link) {
 	if l != up.main {
 		return
 	}
@@ -242,7 +237,7 @@ func (up *Upstream) stateChanged(l *link) {
 }
 
 // markTriedLocked notes that the first attempt finished; up.mu is held.
-func (up *Upstream) markTriedLocked() {
+func (up *upstreamServer) markTriedLocked() {
 	if !up.tried {
 		up.tried = true
 		if up.triedCh != nil { // nil only in tests that build an Upstream by hand
@@ -251,194 +246,15 @@ func (up *Upstream) markTriedLocked() {
 	}
 }
 
-// invalidate marks lists for refetching.
-func (up *Upstream) invalidate(kinds ...listKind) {
-	up.mu.Lock()
-	for _, k := range kinds {
-		up.dirty[k] = true
-	}
-	up.mu.Unlock()
-	select {
-	case up.kick <- struct{}{}:
-	default:
-	}
-}
-
-// refresher refetches dirty lists, coalescing bursts of list_changed into one fetch (design §5).
-func (up *Upstream) refresher(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-up.kick:
-		}
-		select { // let a burst of notifications settle
-		case <-ctx.Done():
-			return
-		case <-time.After(listSettle):
-		}
-		up.mu.Lock()
-		dirty := up.dirty
-		up.dirty = [numKinds]bool{}
-		caps := up.caps
-		up.mu.Unlock()
-		changed := false
-		for k := listKind(0); k < numKinds; k++ {
-			if !dirty[k] {
-				continue
-			}
-			var items []item
-			if _, ok := caps[k.capability()]; ok {
-				fctx, cancel := context.WithTimeout(ctx, up.timeout())
-				var err error
-				items, err = up.fetch(fctx, k)
-				cancel()
-				if err != nil {
-					if ctx.Err() != nil {
-						return
-					}
-					up.r.log.Warn("listing failed", "upstream", up.cfg.Name, "method", k.method(), "err", err)
-					up.mu.Lock()
-					up.listErrors++
-					up.mu.Unlock()
-					continue
-				}
-			}
-			up.mu.Lock()
-			up.lists[k] = items
-			up.listed = true
-			up.mu.Unlock()
-			changed = true
-		}
-		if changed {
-			up.r.rebuild()
-		}
-		// Tried only once the catalog holds the lists: readiness promises a complete first catalog.
-		up.mu.Lock()
-		up.markTriedLocked()
-		up.mu.Unlock()
-		up.r.readyChanged()
-	}
-}
-
 // maxPages bounds how far an upstream's pagination is followed, against a server that never stops.
 const maxPages = 1000
-
-// fetch lists every item of a kind through the main link, following the upstream's pagination to the end.
-func (up *Upstream) fetch(ctx context.Context, k listKind) ([]item, error) {
-	return up.fetchFrom(ctx, up.main, k)
-}
-
-// fetchFrom lists every item of a kind through l.
-func (up *Upstream) fetchFrom(ctx context.Context, l *link, k listKind) ([]item, error) {
-	var items []item
-	cursor := ""
-	seen := map[string]bool{}
-	for range maxPages {
-		var params []byte
-		if cursor != "" {
-			params = append(append([]byte(`{"cursor":`), jsonrpc.AppendQuote(nil, cursor)...), '}')
-		}
-		res, err := l.request(ctx, k.method(), params)
-		if err != nil {
-			return nil, err
-		}
-		var all map[string]json.RawMessage
-		if err := json.Unmarshal(res, &all); err != nil {
-			return nil, fmt.Errorf("%s: malformed result: %w", k.method(), err)
-		}
-		up.noteListTTL(l, k, all["ttlMs"], cursor == "")
-		var next string
-		if v, ok := all["nextCursor"]; ok {
-			_ = json.Unmarshal(v, &next) // a null or odd cursor ends the list
-		}
-		var raws []json.RawMessage
-		if v, ok := all[k.key()]; ok {
-			if err := json.Unmarshal(v, &raws); err != nil {
-				return nil, fmt.Errorf("%s: malformed %s: %w", k.method(), k.key(), err)
-			}
-		}
-		for _, raw := range raws {
-			if it, ok := up.newItem(k, raw); ok {
-				items = append(items, it)
-			}
-		}
-		if next == "" {
-			return items, nil
-		}
-		if seen[next] {
-			return nil, fmt.Errorf("%s: the upstream repeated cursor %q", k.method(), next)
-		}
-		seen[next] = true
-		cursor = next
-	}
-	return nil, fmt.Errorf("%s: more than %d pages", k.method(), maxPages)
-}
-
-// newItem makes a catalog item of one listed definition; false when it has no usable name or URI.
-func (up *Upstream) newItem(k listKind, raw []byte) (item, bool) {
-	s, e, ok := jsonrpc.Lookup(raw, k.idField())
-	if !ok {
-		return item{}, false
-	}
-	id, err := jsonrpc.Unquote(raw[s:e])
-	if err != nil || id == "" {
-		return item{}, false
-	}
-	// A member twice (after unescaping) is withheld here, where every list is ingested, so that the catalog, the
-	// pins, the search index and every endpoint see one reading of each definition, the one served: otherwise
-	// the gateway would hash and strip one "description" and the client's parser keep the other.
-	if member, dup := jsonrpc.DuplicateMember(raw); dup {
-		up.malformed(k, id, member)
-		return item{}, false
-	}
-	it := item{raw: jsonrpc.Compact(nil, raw), id: id}
-	if k == kindTools || k == kindPrompts {
-		it.exposed = exposedName(up.cfg.Prefix, id, up.r.opts.nameBudget())
-		it.exposedRaw = it.raw
-		if it.exposed != id {
-			it.exposedRaw = replaceMember(it.raw, "name", it.exposed)
-		}
-		hashItem(k, &it, up.r.log)
-	}
-	if k == kindTools {
-		it.views = toolViews(it.raw)
-	}
-	return it, true
-}
 
 // maxMalformedLogged bounds the malformed definitions an upstream remembers having reported, against one that
 // renames them on every list.
 const maxMalformedLogged = 256
 
-// malformed reports a definition withheld for having a member twice: logged and audited once per upstream, item
-// and member (each list fetch meets it again; a per-client session's fetch too).
-func (up *Upstream) malformed(k listKind, id, member string) {
-	key := k.policyKind() + "\x00" + id + "\x00" + member
-	up.mu.Lock()
-	_, seen := up.malformedSeen[key]
-	full := len(up.malformedSeen) >= maxMalformedLogged
-	if !seen && !full {
-		if up.malformedSeen == nil {
-			up.malformedSeen = map[string]struct{}{}
-		}
-		up.malformedSeen[key] = struct{}{}
-	}
-	up.mu.Unlock()
-	if seen {
-		return
-	}
-	msg := "definition withheld: it has a member twice, which clients may read otherwise than the gateway"
-	if full {
-		up.r.log.Debug(msg, "upstream", up.cfg.Name, "kind", k.policyKind(), "name", id, "member", member)
-		return
-	}
-	up.r.log.Warn(msg, "upstream", up.cfg.Name, "kind", k.policyKind(), "name", id, "member", member)
-	up.r.auditDefinition(DefinitionEvent{Upstream: up.cfg.Name, Kind: k.policyKind(), Name: id, Action: "malformed"})
-}
-
 // instructions is what the upstream's initialize answer told the model about it ("" before it answered).
-func (up *Upstream) instructions() string {
+func (up *upstreamServer) instructions() string {
 	up.mu.Lock()
 	defer up.mu.Unlock()
 	if up.hello == nil {
@@ -447,14 +263,8 @@ func (up *Upstream) instructions() string {
 	return up.hello.Instructions
 }
 
-func (up *Upstream) snapshotLists() [numKinds][]item {
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	return up.lists
-}
-
 // capability reports whether the upstream declared a server capability (and its value).
-func (up *Upstream) capability(name string) (json.RawMessage, bool) {
+func (up *upstreamServer) capability(name string) (json.RawMessage, bool) {
 	up.mu.Lock()
 	defer up.mu.Unlock()
 	v, ok := up.caps[name]
@@ -480,7 +290,7 @@ type UpstreamStatus struct {
 	Instances  int    `json:"instances,omitempty"`
 }
 
-func (up *Upstream) status() UpstreamStatus {
+func (up *upstreamServer) status() UpstreamStatus {
 	st := UpstreamStatus{Name: up.cfg.Name, Transport: up.cfg.Kind, Session: up.cfg.Mode.String(), Instances: int(up.instances.Load()), Drained: up.drained.Load()}
 	up.main.mu.Lock()
 	st.State = up.main.state.String()
@@ -508,4 +318,60 @@ func (up *Upstream) status() UpstreamStatus {
 	st.Tools, st.Prompts = len(up.lists[kindTools]), len(up.lists[kindPrompts])
 	st.Resources, st.Templates = len(up.lists[kindResources]), len(up.lists[kindTemplates])
 	return st
+}
+
+// started reports whether start has run.
+func (up *upstreamServer) started() bool {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	return up.stop != nil
+}
+
+// namespace is the namespace of up's URIs (namespaceOf its name).
+func (up *upstreamServer) namespace() string { return namespaceOf(up.cfg.Name) }
+
+// namespaced is uri with up's namespace.
+func (up *upstreamServer) namespaced(uri string) string { return up.namespace() + "+" + uri }
+
+// gatewayTasks is how the gateway runs a tool of up (item, as the upstream lists it) as a task of its own: ""
+// when it does not, because nobody asked, or the upstream takes tasks for it itself (they pass through): a
+// 2026-07-28 upstream that offers the extension decides per call, a 2025-11-25 one per tool.
+func (up *upstreamServer) gatewayTasks(ov *Override, item []byte) string {
+	ts := up.cfg.Tasks
+	if ov != nil && ov.TaskSupport != "" {
+		ts = ov.TaskSupport
+	}
+	if ts == "" || up.r == nil || !up.r.tasks.enabled() || up.offersTasks() {
+		return ""
+	}
+	if native, _ := jsonrpc.LookupString(item, "execution", "taskSupport"); (native == taskOptional || native == taskRequired) && up.supportsTaskCalls() {
+		return ""
+	}
+	return ts
+}
+
+// offersTasks reports whether a 2026-07-28 upstream offers the tasks extension.
+func (up *upstreamServer) offersTasks() bool {
+	v, ok := up.capability("extensions")
+	if !ok {
+		return false
+	}
+	_, _, ok = jsonrpc.Lookup(v, ExtensionTasks)
+	return ok
+}
+
+// supportsTaskCalls reports whether the upstream declared tasks.requests.tools.call.
+func (up *upstreamServer) supportsTaskCalls() bool {
+	v, ok := up.capability("tasks")
+	if !ok {
+		return false
+	}
+	var t struct {
+		Requests struct {
+			Tools struct {
+				Call *struct{} `json:"call"`
+			} `json:"tools"`
+		} `json:"requests"`
+	}
+	return json.Unmarshal(v, &t) == nil && t.Requests.Tools.Call != nil
 }

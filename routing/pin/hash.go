@@ -68,6 +68,9 @@ func digest(canonical []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
+// LegacyHash is def's pin in the older form (legacyHash's), as a pin store kept it before pins were RFC 8785.
+func LegacyHash(kind Kind, def []byte) (string, error) { return legacyHash(kind, def) }
+
 // legacyHash is Hash as lock files written before pins were RFC 8785 hold it, kept only to read them (Lock.Match): encoding/json's
 // sorted members without HTML escaping, numbers as the upstream wrote them.
 func legacyHash(kind Kind, def []byte) (string, error) {
