@@ -21,6 +21,8 @@ type AuditEvent struct {
 	// Session is the gateway's session id, or "" (it is logged: it is not a
 	// credential once sessions are bound to principals).
 	Session string
+	// Endpoint is the endpoint the call came through ("" for the whole catalog).
+	Endpoint string
 	// Upstream is the upstream's name.
 	Upstream string
 	// Method is the JSON-RPC method (tools/call, resources/read...).
@@ -122,6 +124,9 @@ func (a *Auditor) Call(ctx context.Context, e AuditEvent) {
 	}
 	if e.Session != "" {
 		attrs = append(attrs, slog.String("session", sanitize(e.Session, 128)))
+	}
+	if e.Endpoint != "" {
+		attrs = append(attrs, slog.String("endpoint", sanitize(e.Endpoint, 64)))
 	}
 	attrs = append(attrs,
 		slog.String("upstream", sanitize(e.Upstream, 128)),

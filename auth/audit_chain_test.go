@@ -78,7 +78,7 @@ func TestAuditChainRecords(t *testing.T) {
 	a := NewStreamAuditor(log, "gw-0")
 	ctx := context.Background()
 	p := &Principal{Subject: "alice", Issuer: "https://issuer.example"}
-	a.Call(ctx, AuditEvent{Principal: p, Session: "s-1", Upstream: "files", Method: "tools/call", Tool: "read_file",
+	a.Call(ctx, AuditEvent{Principal: p, Session: "s-1", Endpoint: "team", Upstream: "files", Method: "tools/call", Tool: "read_file",
 		Outcome: "ok", Duration: 1500 * time.Microsecond, DefinitionHash: "sha256:ab12"})
 	a.Definition(ctx, DefinitionEvent{Upstream: "files", Kind: "tool", Name: "read_file", Action: "served", Pinned: "sha256:ab12", Seen: "sha256:cd34"})
 	a.Call(ctx, AuditEvent{Upstream: "files", Method: "tools/call", Tool: "delete_file", Outcome: "denied"})
@@ -115,6 +115,9 @@ func TestAuditChainRecords(t *testing.T) {
 	}
 	if !strings.Contains(ls[0], `"definitionHash":"sha256:ab12"`) || strings.Contains(ls[2], "definitionHash") {
 		t.Errorf("definitionHash: want it on the first call only:\n%s", buf)
+	}
+	if !strings.Contains(ls[0], `"endpoint":"team"`) || strings.Contains(ls[2], `"endpoint"`) {
+		t.Errorf("endpoint: want it on the first call only (the others came through /mcp):\n%s", buf)
 	}
 	if !strings.Contains(ls[1], `"outcome":"definition_served"`) || !strings.Contains(ls[2], `"level":"WARN"`) {
 		t.Errorf("records:\n%s", buf)

@@ -193,7 +193,7 @@ func (g *grants) auditNotConnected(s *Session, up *upstreamServer, m jsonrpc.Mes
 		return
 	}
 	name, _ := jsonrpc.LookupString(m.Params(), "name")
-	s.r.opts.Audit(CallEvent{Session: s.logID(), Principal: s.params.Principal, Upstream: up.cfg.Name,
+	s.r.opts.Audit(CallEvent{Session: s.logID(), Principal: s.params.Principal, Endpoint: s.params.Endpoint, Upstream: up.cfg.Name,
 		Method: m.Method(), Tool: name, Outcome: "not_connected"})
 }
 

@@ -370,7 +370,7 @@ func (in *instruments) endLegAnswered(c *call, outcome string, answer jsonrpc.Me
 	up.inflight.Add(-1)
 	if in.audit != nil {
 		in.audit(CallEvent{
-			Session: c.session.logID(), Principal: c.session.params.Principal, Upstream: up.cfg.Name,
+			Session: c.session.logID(), Principal: c.session.params.Principal, Endpoint: c.session.params.Endpoint, Upstream: up.cfg.Name,
 			Method: c.method, Tool: c.tool(), Outcome: outcome, Code: c.code, Duration: elapsed,
 			DefinitionHash: c.session.r.inst.definitionHash(c.session, up, c.method, c.name),
 		})
@@ -457,7 +457,7 @@ func (in *instruments) auditRefusal(s *Session, up *upstreamServer, method, name
 	if s.r.opts.Audit == nil {
 		return
 	}
-	e := CallEvent{Session: s.logID(), Principal: s.params.Principal, Method: method, Tool: name, Outcome: outcome,
+	e := CallEvent{Session: s.logID(), Principal: s.params.Principal, Endpoint: s.params.Endpoint, Method: method, Tool: name, Outcome: outcome,
 		Reason: reason, Code: code}
 	if up != nil {
 		e.Upstream = up.cfg.Name

@@ -115,8 +115,8 @@ func TestRefusalsAudited(t *testing.T) {
 			if len(evs) != 1 {
 				t.Fatalf("%d audit events %+v, want one", len(evs), evs)
 			}
-			if e := evs[0]; e.Outcome != c.outcome || e.Reason != c.reason || e.Tool != c.tool || e.Upstream != c.upstream || e.Method != "tools/call" {
-				t.Errorf("audit event %+v, want outcome %q reason %q tool %q upstream %q", e, c.outcome, c.reason, c.tool, c.upstream)
+			if e := evs[0]; e.Outcome != c.outcome || e.Reason != c.reason || e.Tool != c.tool || e.Upstream != c.upstream || e.Method != "tools/call" || e.Endpoint != "gh" {
+				t.Errorf("audit event %+v, want outcome %q reason %q tool %q upstream %q, endpoint gh", e, c.outcome, c.reason, c.tool, c.upstream)
 			}
 		})
 	}

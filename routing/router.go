@@ -104,6 +104,7 @@ type RejectedName struct {
 type CallEvent struct {
 	Session   string // the session's short log id
 	Principal string // the session's principal key ("" without auth)
+	Endpoint  string // the endpoint the session is on ("" for the whole catalog)
 	Upstream  string
 	Method    string
 	Tool      string // the exposed tool name, for tools/call

@@ -157,7 +157,7 @@ func TestAuditLogLatest(t *testing.T) {
 	lines := []string{
 		`{"time":"2026-12-01T12:00:00Z","level":"INFO","msg":"switchboard listening"}`,
 		`{"time":"2026-12-01T12:00:01Z","level":"INFO","msg":"audit","sub":"alice","upstream":"gh","method":"tools/call","tool":"gh__create_issue","outcome":"ok","duration_ms":12.5}`,
-		`{"time":"2026-12-01T12:00:02Z","level":"WARN","msg":"audit","sub":"bob","upstream":"gh","method":"tools/call","tool":"gh__delete_repo","outcome":"denied","reason":"policy","duration_ms":0}`,
+		`{"time":"2026-12-01T12:00:02Z","level":"WARN","msg":"audit","sub":"bob","endpoint":"team","upstream":"gh","method":"tools/call","tool":"gh__delete_repo","outcome":"denied","reason":"policy","duration_ms":0}`,
 		`{"time":"2026-12-01T12:00:03Z","level":"WARN","msg":"audit","upstream":"gh","kind":"tool","name":"create_issue","outcome":"definition_withheld","action":"withheld"}`,
 	}
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
@@ -178,7 +178,7 @@ func TestAuditLogLatest(t *testing.T) {
 		{console.AuditFilter{Person: "BOB"}, 1},
 		{console.AuditFilter{Tool: "create"}, 2},
 		{console.AuditFilter{Outcome: "denied"}, 1},
-		{console.AuditFilter{Endpoint: "team"}, 0}, // records carry no endpoint
+		{console.AuditFilter{Endpoint: "team"}, 1},
 		{console.AuditFilter{Limit: 1}, 1},
 	} {
 		if got, _ := a.latest(tc.f); len(got) != tc.want {

@@ -42,6 +42,7 @@ type auditRecord struct {
 	Time       time.Time `json:"time"`
 	Msg        string    `json:"msg"`
 	Sub        string    `json:"sub"`
+	Endpoint   string    `json:"endpoint"`
 	Upstream   string    `json:"upstream"`
 	Method     string    `json:"method"`
 	Tool       string    `json:"tool"`
@@ -54,8 +55,8 @@ type auditRecord struct {
 	Action string `json:"action"`
 }
 
-// latest gives the newest audit records that match f, newest first. The records carry no endpoint: a filter by
-// endpoint matches none.
+// latest gives the newest audit records that match f, newest first. A record made through the whole catalog
+// (/mcp) has no endpoint.
 func (a *auditLog) latest(f console.AuditFilter) ([]console.AuditEvent, error) {
 	file, err := os.Open(a.path)
 	if err != nil {
@@ -104,7 +105,7 @@ func (a *auditLog) latest(f console.AuditFilter) ([]console.AuditEvent, error) {
 
 // eventOf is a record as the audit page shows it: a call, or what pinning did about a definition.
 func eventOf(r auditRecord) console.AuditEvent {
-	e := console.AuditEvent{Time: r.Time, Person: r.Sub, Upstream: r.Upstream, Method: r.Method, Tool: r.Tool,
+	e := console.AuditEvent{Time: r.Time, Person: r.Sub, Endpoint: r.Endpoint, Upstream: r.Upstream, Method: r.Method, Tool: r.Tool,
 		Outcome: r.Outcome, Reason: r.Reason, Duration: time.Duration(r.DurationMS * float64(time.Millisecond))}
 	if r.Method == "" && r.Action != "" {
 		e.Method, e.Tool, e.Outcome = "pin "+r.Kind, r.Name, r.Action
