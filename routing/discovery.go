@@ -425,6 +425,10 @@ func appendHit(b []byte, c *catalog, h search.Hit) []byte {
 	b = append(b, schema...)
 	b = append(b, `,"score":`...)
 	b = strconv.AppendFloat(b, float64(int64(h.Score*1000+0.5))/1000, 'f', -1, 64)
+	if h.Reason != "" { // which of the query's words matched where: the model can judge a result, or ask again
+		b = append(b, `,"reason":`...)
+		b = jsonrpc.AppendQuote(b, h.Reason)
+	}
 	return append(b, '}')
 }
 
@@ -449,6 +453,9 @@ func renderHits(c *catalog, query string, hits []search.Hit) string {
 		}
 		if params := paramList(raw); params != "" {
 			sb.WriteString("\n   parameters: " + params)
+		}
+		if h.Reason != "" {
+			sb.WriteString("\n   matched: " + h.Reason)
 		}
 	}
 	return sb.String()
@@ -513,6 +520,6 @@ func unwrapCallTool(m jsonrpc.Message) (call jsonrpc.Message, why string) {
 
 // Definitions of the meta-tools. They state no count of tools: what a principal may not use leaves no trace.
 const (
-	searchToolDef = `{"name":"search_tools","title":"Search tools","description":"Finds the tools for a task among all the tools this server offers (only a few are listed). Describe the task in words, such as \"create a GitHub issue\" or \"read a file\". Each result gives a tool's name, description and inputSchema; call it with call_tool, or directly by its name.","inputSchema":{"type":"object","properties":{"query":{"type":"string","description":"The task, in words."},"limit":{"type":"integer","minimum":1,"maximum":50,"default":10,"description":"How many tools to return, best first."}},"required":["query"]},"outputSchema":{"type":"object","properties":{"tools":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"title":{"type":"string"},"description":{"type":"string"},"inputSchema":{"type":"object"},"score":{"type":"number"}},"required":["name","inputSchema","score"]}}},"required":["tools"]},"annotations":{"title":"Search tools","readOnlyHint":true,"openWorldHint":false}}`
+	searchToolDef = `{"name":"search_tools","title":"Search tools","description":"Finds the tools for a task among all the tools this server offers (only a few are listed). Describe the capability you need in a few words, not the whole request: for \"what's the latest news about the elections in Brazil?\" ask for \"web search news\". Each result gives a tool's name, description, inputSchema and the words it matched; call it with call_tool, or directly by its name.","inputSchema":{"type":"object","properties":{"query":{"type":"string","description":"The capability needed, in a few words (\"create github issue\", \"stock price\")."},"limit":{"type":"integer","minimum":1,"maximum":50,"default":10,"description":"How many tools to return, best first."}},"required":["query"]},"outputSchema":{"type":"object","properties":{"tools":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"title":{"type":"string"},"description":{"type":"string"},"inputSchema":{"type":"object"},"score":{"type":"number"},"reason":{"type":"string","description":"Which of the query's words matched which of the tool's fields."}},"required":["name","inputSchema","score"]}}},"required":["tools"]},"annotations":{"title":"Search tools","readOnlyHint":true,"openWorldHint":false}}`
 	callToolDef   = `{"name":"call_tool","title":"Call a tool","description":"Calls a tool that search_tools found, by its name, with its arguments (as its inputSchema describes them).","inputSchema":{"type":"object","properties":{"name":{"type":"string","description":"The tool's name, as search_tools gave it."},"arguments":{"type":"object","description":"The tool's arguments."}},"required":["name"]}}`
 )

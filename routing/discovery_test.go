@@ -25,6 +25,7 @@ type searchResult struct {
 			Description string          `json:"description"`
 			InputSchema json.RawMessage `json:"inputSchema"`
 			Score       float64         `json:"score"`
+			Reason      string          `json:"reason"`
 		} `json:"tools"`
 	} `json:"structuredContent"`
 }
@@ -81,10 +82,10 @@ func TestSearchMode(t *testing.T) {
 		t.Errorf("create an issue found %v", got)
 	}
 	top := res.StructuredContent.Tools[0]
-	if top.Description != "Create an issue" || !strings.Contains(string(top.InputSchema), `"owner"`) || top.Score <= 0 {
+	if top.Description != "Create an issue" || !strings.Contains(string(top.InputSchema), `"owner"`) || top.Score <= 0 || !strings.Contains(top.Reason, "issue") {
 		t.Errorf("the result carries %+v", top)
 	}
-	if text := res.Content[0].Text; !strings.Contains(text, "gh__create_issue") || !strings.Contains(text, "owner*") {
+	if text := res.Content[0].Text; !strings.Contains(text, "gh__create_issue") || !strings.Contains(text, "owner*") || !strings.Contains(text, "matched: ") {
 		t.Errorf("the text rendering is %q", text)
 	}
 	if got := searchFor(t, r, s, "find code repositories keyword", 5).names(); len(got) == 0 || got[0] != "find_code" {

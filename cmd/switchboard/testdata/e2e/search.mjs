@@ -56,7 +56,7 @@ const brief = (hits) => hits.map((h) => ({ name: h.name, score: h.score }));
 
 // canonical is JSON with sorted keys: the SDK's Zod parse of tools/list reorders an inputSchema's members.
 const canonical = (v) => JSON.stringify(v, (_, x) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : x));
-const RESULT_KEYS = new Set(["name", "title", "description", "inputSchema", "score"]);
+const RESULT_KEYS = new Set(["name", "title", "description", "inputSchema", "score", "reason"]);
 
 // open connects a client; notifications counts the tools/list_changed it hears.
 async function open(summary) {
@@ -110,6 +110,7 @@ async function searcher(client, summary) {
       expect(!META.includes(h.name), `a meta-tool is among the results: ${h.name}`);
       expect(h.inputSchema?.type === "object", `result ${h.name}: inputSchema ${JSON.stringify(h.inputSchema)}`);
       expect(typeof h.score === "number" && Number.isFinite(h.score), `result ${h.name}: score ${h.score}`);
+      expect(h.reason === undefined || (typeof h.reason === "string" && h.reason !== ""), `result ${h.name}: reason ${JSON.stringify(h.reason)}`);
       expect(i === 0 || h.score <= hits[i - 1].score, `scores increase at ${i}: ${hits.map((x) => x.score).join(", ")}`);
       expect(text.includes(h.name), `the text content does not name ${h.name}: ${text}`);
     }
