@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode"
+	"unicode/utf8"
+
+	"github.com/switchboard-mcp/switchboard/routing/pin"
 )
 
 // maxDiffLines bounds the line diff's work (it is quadratic): definitions
@@ -171,23 +173,16 @@ func middleDiff(a, b []string, off int) []diffOp {
 // except inside an emoji sequence.
 func Visible(s string) []Segment {
 	var out []Segment
-	var b strings.Builder
-	prev := rune(-1)
-	for _, r := range s {
-		if invisible(r) && !emojiPart(prev, r) {
-			if b.Len() > 0 {
-				out = append(out, Segment{Text: b.String()})
-				b.Reset()
-			}
-			out = append(out, Segment{Code: fmt.Sprintf("U+%04X", r), Name: runeName(r)})
-			prev = -1
-			continue
+	from := 0 // the start of the text not yet segmented
+	pin.Hidden(s, func(i int, r rune) {
+		if i > from {
+			out = append(out, Segment{Text: s[from:i]})
 		}
-		b.WriteRune(r)
-		prev = r
-	}
-	if b.Len() > 0 {
-		out = append(out, Segment{Text: b.String()})
+		out = append(out, Segment{Code: fmt.Sprintf("U+%04X", r), Name: runeName(r)})
+		from = i + utf8.RuneLen(r)
+	})
+	if from < len(s) {
+		out = append(out, Segment{Text: s[from:]})
 	}
 	return out
 }
@@ -201,36 +196,6 @@ func InvisibleIn(s string) []string {
 		}
 	}
 	return out
-}
-
-// invisible is routing/pin's rule, kept here so the console imports none of
-// the router: format characters (zero-width spaces and joiners, bidi
-// controls and isolates, tag characters), variation selectors, and the
-// Hangul fillers that render as blank.
-func invisible(r rune) bool {
-	switch {
-	case unicode.Is(unicode.Cf, r):
-		return true
-	case r >= 0xFE00 && r <= 0xFE0F, r >= 0xE0100 && r <= 0xE01EF:
-		return true
-	case r == 0x115F, r == 0x1160, r == 0x3164, r == 0xFFA0:
-		return true
-	}
-	return false
-}
-
-// emojiPart reports whether r, after prev, belongs to an emoji sequence: a
-// variation selector after a symbol or a keycap's character, or a joiner
-// after a symbol or its selector.
-func emojiPart(prev, r rune) bool {
-	symbol := unicode.In(prev, unicode.So, unicode.Sk)
-	switch r {
-	case 0xFE0E, 0xFE0F:
-		return symbol || prev == '#' || prev == '*' || (prev >= '0' && prev <= '9')
-	case 0x200D:
-		return symbol || prev == 0xFE0F
-	}
-	return false
 }
 
 // runeName names the invisible characters a reviewer most often meets.

@@ -36,9 +36,10 @@ func emojiPart(prev, r rune) bool {
 	return false
 }
 
-// hidden calls f for each invisible character of s that is not part of an emoji sequence, with its byte offset.
-// A hidden character is no context for the next: "a" U+FE0F U+200D hides both.
-func hidden(s string, f func(i int, r rune)) {
+// Hidden calls f for each invisible character of s that is not part of an emoji sequence, with its byte offset:
+// the one rule of what pinning reports and strips and what the console shows. A hidden character is no context for
+// the next: "a" U+FE0F U+200D hides both.
+func Hidden(s string, f func(i int, r rune)) {
 	prev := rune(-1)
 	for i, r := range s {
 		if invisible(r) && !emojiPart(prev, r) {
@@ -55,7 +56,7 @@ func hidden(s string, f func(i int, r rune)) {
 func Invisible(s string) []string {
 	var out []string
 	seen := map[rune]bool{}
-	hidden(s, func(_ int, r rune) {
+	Hidden(s, func(_ int, r rune) {
 		if !seen[r] {
 			seen[r] = true
 			out = append(out, fmt.Sprintf("U+%04X", r))
@@ -80,7 +81,7 @@ func Strip(s string) string {
 func stripOnce(s string) string {
 	var b strings.Builder
 	last := 0
-	hidden(s, func(i int, r rune) {
+	Hidden(s, func(i int, r rune) {
 		b.WriteString(s[last:i])
 		last = i + utf8.RuneLen(r)
 	})
