@@ -28,9 +28,7 @@ package connections
 
 import (
 	"context"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"html/template"
@@ -143,8 +141,7 @@ type Page struct {
 
 	base       string // BasePath
 	styleURL   string // BasePath/style.css?v=hash: a new URL whenever the CSS changes, so it can be cached for long
-	style      []byte
-	styleETag  string
+	style      *pageshell.Stylesheet
 	disconnect string // BasePath/disconnect
 
 	// now is the clock for "expires in"; tests replace it.
@@ -162,7 +159,6 @@ var files embed.FS
 // caches them and no referrer leaks their URL.
 const (
 	contentSecurityPolicy = "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-	styleCacheControl     = "public, max-age=31536000, immutable"
 )
 
 // Limits: a disconnect form is two short fields; an upstream's error is shown
@@ -235,8 +231,7 @@ func New(opts Options) (*Page, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connections: reading the stylesheet: %w", err)
 	}
-	sum := sha256.Sum256(style)
-	version := hex.EncodeToString(sum[:8])
+	sheet := pageshell.NewStylesheet(style)
 	p := &Page{
 		grants:     opts.Grants,
 		status:     opts.Status,
@@ -246,9 +241,8 @@ func New(opts Options) (*Page, error) {
 		log:        opts.Logger,
 		tmpl:       tmpl,
 		base:       base,
-		styleURL:   base + "/style.css?v=" + version,
-		style:      style,
-		styleETag:  `"` + version + `"`,
+		styleURL:   sheet.URL(base),
+		style:      sheet,
 		disconnect: base + "/disconnect",
 		now:        time.Now,
 	}
@@ -275,7 +269,7 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			p.methodNotAllowed(w, r)
 			return
 		}
-		p.serveStyle(w, r)
+		p.style.ServeHTTP(w, r)
 	case p.disconnect:
 		if !allow(w, r, http.MethodPost) {
 			p.methodNotAllowed(w, r)
@@ -483,24 +477,6 @@ func known(conns []Connection, name string) bool {
 
 func (p *Page) notSignedIn(w http.ResponseWriter, r *http.Request) {
 	p.renderError(w, r, http.StatusUnauthorized, "Not signed in", "Sign in to the gateway to see your connections, then open this page again.")
-}
-
-func (p *Page) serveStyle(w http.ResponseWriter, r *http.Request) {
-	h := w.Header()
-	h.Set("Content-Type", "text/css; charset=utf-8")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", styleCacheControl)
-	h.Set("ETag", p.styleETag)
-	if match := r.Header.Get("If-None-Match"); match != "" && strings.Contains(match, p.styleETag) {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
-	w.WriteHeader(http.StatusOK)
-	if r.Method == http.MethodHead {
-		return
-	}
-	// A failed write is the browser gone; there is no one left to tell.
-	_, _ = w.Write(p.style)
 }
 
 // errorView is what error.html renders.

@@ -43,9 +43,7 @@ package console
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"html/template"
@@ -53,6 +51,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/gateway/pageshell"
 )
 
 // Errors a Source returns that the console tells apart.
@@ -110,10 +110,9 @@ type Console struct {
 	pages  map[string]*template.Template
 	errTpl *template.Template
 
-	base      string
-	styleURL  string
-	style     []byte
-	styleETag string
+	base     string
+	styleURL string
+	style    *pageshell.Stylesheet
 
 	// now is the clock for "ago"; tests replace it.
 	now func() time.Time
@@ -129,7 +128,6 @@ var files embed.FS
 // caches them and no referrer leaks their URL.
 const (
 	contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-	styleCacheControl     = "public, max-age=31536000, immutable"
 	maxFormBytes          = 16 << 10
 )
 
@@ -180,10 +178,8 @@ func New(opts Options) (*Console, error) {
 	if err != nil {
 		return nil, fmt.Errorf("console: reading the stylesheet: %w", err)
 	}
-	sum := sha256.Sum256(style)
-	version := hex.EncodeToString(sum[:8])
-	c.style, c.styleETag = style, `"`+version+`"`
-	c.styleURL = base + "/style.css?v=" + version
+	c.style = pageshell.NewStylesheet(style)
+	c.styleURL = c.style.URL(base)
 	return c, nil
 }
 
@@ -192,7 +188,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	if path == c.base+"/style.css" {
 		if allow(w, r, http.MethodGet, http.MethodHead) {
-			c.serveStyle(w, r)
+			c.style.ServeHTTP(w, r)
 		} else {
 			c.methodNotAllowed(w, r)
 		}
@@ -298,24 +294,6 @@ func (c *Console) redirect(w http.ResponseWriter, r *http.Request, page, key str
 	}
 	noStore(w)
 	http.Redirect(w, r, u, http.StatusSeeOther)
-}
-
-func (c *Console) serveStyle(w http.ResponseWriter, r *http.Request) {
-	h := w.Header()
-	h.Set("Content-Type", "text/css; charset=utf-8")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", styleCacheControl)
-	h.Set("ETag", c.styleETag)
-	if match := r.Header.Get("If-None-Match"); match != "" && strings.Contains(match, c.styleETag) {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
-	w.WriteHeader(http.StatusOK)
-	if r.Method == http.MethodHead {
-		return
-	}
-	// A failed write is the browser gone; there is no one left to tell.
-	_, _ = w.Write(c.style)
 }
 
 // errorView is what error.html renders.

@@ -159,7 +159,7 @@ func TestStyle(t *testing.T) {
 		t.Fatalf("stylesheet: %d %q", w.Code, w.Header().Get("Content-Type"))
 	}
 	req := httptest.NewRequest(http.MethodGet, c.styleURL, nil)
-	req.Header.Set("If-None-Match", c.styleETag)
+	req.Header.Set("If-None-Match", c.style.ETag())
 	w = httptest.NewRecorder()
 	c.ServeHTTP(w, req)
 	if w.Code != http.StatusNotModified {

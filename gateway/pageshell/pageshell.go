@@ -7,8 +7,11 @@ package pageshell
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"html/template"
 	"net/http"
+	"strings"
 )
 
 // Head is what the "head" template writes: the page's meta elements after the shell's, and its title (followed by
@@ -64,4 +67,45 @@ func Render(w http.ResponseWriter, r *http.Request, status int, csp string, t *t
 		_, _ = w.Write(b.Bytes())
 	}
 	return err
+}
+
+// Stylesheet is a page's stylesheet, served at a URL that names its version: cached for a year, revalidated by its
+// ETag, never sniffed as anything but CSS.
+type Stylesheet struct {
+	css     []byte
+	etag    string
+	version string
+}
+
+// NewStylesheet versions css by its SHA-256.
+func NewStylesheet(css []byte) *Stylesheet {
+	sum := sha256.Sum256(css)
+	v := hex.EncodeToString(sum[:8])
+	return &Stylesheet{css: css, etag: `"` + v + `"`, version: v}
+}
+
+// URL is where a page served under base links the stylesheet: base + "/style.css?v=" + its version, so that a
+// new stylesheet is a new URL.
+func (s *Stylesheet) URL(base string) string { return base + "/style.css?v=" + s.version }
+
+// ETag is the stylesheet's entity tag.
+func (s *Stylesheet) ETag() string { return s.etag }
+
+// ServeHTTP serves the stylesheet, or 304 to a request that has it.
+func (s *Stylesheet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", "text/css; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "public, max-age=31536000, immutable") // the URL names the version
+	h.Set("ETag", s.etag)
+	if match := r.Header.Get("If-None-Match"); match != "" && strings.Contains(match, s.etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	// A failed write is the browser gone; there is no one left to tell.
+	_, _ = w.Write(s.css)
 }

@@ -4,6 +4,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -46,5 +47,36 @@ func TestRender(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStylesheet: the stylesheet is CSS only, cached for long under a URL that names its version, and a request
+// that has it gets 304; HEAD gets no body.
+func TestStylesheet(t *testing.T) {
+	s := NewStylesheet([]byte("body{color:#111}"))
+	if u := s.URL("/console"); !strings.HasPrefix(u, "/console/style.css?v=") || !strings.Contains(s.ETag(), u[len("/console/style.css?v="):]) {
+		t.Errorf("URL %q, ETag %q: the URL must name the version the ETag tags", u, s.ETag())
+	}
+	for _, tc := range []struct {
+		method, ifNoneMatch string
+		status              int
+		body                string
+	}{
+		{http.MethodGet, "", http.StatusOK, "body{color:#111}"},
+		{http.MethodHead, "", http.StatusOK, ""},
+		{http.MethodGet, s.ETag(), http.StatusNotModified, ""},
+		{http.MethodGet, `"other"`, http.StatusOK, "body{color:#111}"},
+	} {
+		r := httptest.NewRequest(tc.method, "/console/style.css", nil)
+		if tc.ifNoneMatch != "" {
+			r.Header.Set("If-None-Match", tc.ifNoneMatch)
+		}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		h := w.Header()
+		if w.Code != tc.status || w.Body.String() != tc.body || h.Get("X-Content-Type-Options") != "nosniff" || h.Get("ETag") != s.ETag() ||
+			(tc.status == http.StatusOK && (h.Get("Content-Type") != "text/css; charset=utf-8" || !strings.Contains(h.Get("Cache-Control"), "immutable"))) {
+			t.Errorf("%s If-None-Match %q: %d %q %v", tc.method, tc.ifNoneMatch, w.Code, w.Body, h)
+		}
 	}
 }
