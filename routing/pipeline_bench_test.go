@@ -33,7 +33,7 @@ func BenchmarkForwardedCall(b *testing.B) {
 	whole := r.NewSession(SessionParams{ProtocolVersion: protocol.V20251125, Principal: "alice"})
 	// alice's first call, to the stand-in, opens her session of the per-user upstream, whose lists then replace
 	// the stand-in (list_changed on her standalone stream).
-	if ans := roundTripTB(b, r, whole, `{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"me__connect","arguments":{}}}`); ans.Error() != nil {
+	if ans := roundTrip(b, r, whole, `{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"me__connect","arguments":{}}}`); ans.Error() != nil {
 		b.Fatalf("stand-in: %s", ans.Raw())
 	}
 	<-conn.saved
@@ -80,27 +80,4 @@ func BenchmarkForwardedCall(b *testing.B) {
 			}
 		})
 	}
-}
-
-// roundTripTB sends raw on s and returns its final answer.
-func roundTripTB(tb testing.TB, r *testRouter, s *Session, raw string) jsonrpc.Message {
-	tb.Helper()
-	m, err := jsonrpc.Parse([]byte(raw))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	out := NewStream(1, 16)
-	s.HandleRequest(context.Background(), m, out)
-	ans, final, ok := out.Next(r.ctx)
-	for ok && !final {
-		ans, final, ok = out.Next(r.ctx)
-	}
-	if !ok {
-		tb.Fatalf("no answer to %s", raw)
-	}
-	a, err := jsonrpc.Parse(ans)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return a
 }

@@ -33,7 +33,7 @@ func holdingUpstream() *fakeTransport {
 }
 
 // roundTrip sends one request and returns the final answer on its stream.
-func roundTrip(t *testing.T, r *testRouter, s *Session, raw string) jsonrpc.Message {
+func roundTrip(t testing.TB, r *testRouter, s *Session, raw string) jsonrpc.Message {
 	t.Helper()
 	out := NewStream(1, 16)
 	s.HandleRequest(context.Background(), mustParse(t, raw), out)
