@@ -4,6 +4,7 @@ import (
 	_ "embed" // see evalset.go
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 )
 
@@ -118,22 +119,13 @@ func names(s string) []string {
 }
 
 func union(a, b []string) []string {
-	out := append([]string(nil), a...)
+	out := slices.Clone(a)
 	for _, n := range b {
-		if !contains(out, n) {
+		if !slices.Contains(out, n) {
 			out = append(out, n)
 		}
 	}
 	return out
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // BlindResult is a ranking's quality on blind queries by both measures: strict (a Strict tool found) and as a
