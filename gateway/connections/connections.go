@@ -216,12 +216,9 @@ func New(opts Options) (*Page, error) {
 	if opts.User == nil {
 		return nil, errors.New("connections: Options.User is required")
 	}
-	base := opts.BasePath
-	if base == "" {
-		base = "/connections"
-	}
-	if !strings.HasPrefix(base, "/") || strings.HasSuffix(base, "/") || strings.ContainsAny(base, "?#") {
-		return nil, fmt.Errorf("connections: BasePath %q must start with / and end without one, with no query or fragment", base)
+	base, err := pageshell.BasePath(opts.BasePath, "/connections")
+	if err != nil {
+		return nil, fmt.Errorf("connections: %w", err)
 	}
 	tmpl, err := pageshell.New("connections", template.FuncMap{"head": head}).ParseFS(files, "templates/*.html")
 	if err != nil {

@@ -143,12 +143,9 @@ func New(opts Options) (*Console, error) {
 	if opts.Admin == nil {
 		return nil, errors.New("console: Options.Admin is required")
 	}
-	base := opts.BasePath
-	if base == "" {
-		base = "/console"
-	}
-	if !strings.HasPrefix(base, "/") || strings.HasSuffix(base, "/") || strings.ContainsAny(base, "?#") {
-		return nil, fmt.Errorf("console: BasePath %q must start with / and end without one, with no query or fragment", base)
+	base, err := pageshell.BasePath(opts.BasePath, "/console")
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
 	}
 	c := &Console{
 		src:   opts.Source,

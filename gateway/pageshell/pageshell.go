@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"html/template"
 	"net/http"
 	"strings"
@@ -108,4 +109,16 @@ func (s *Stylesheet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// A failed write is the browser gone; there is no one left to tell.
 	_, _ = w.Write(s.css)
+}
+
+// BasePath is the path a page is served under: base, or def when base is empty. It must start with "/" and end
+// without one, with no query or fragment, since the page builds its links and form actions by appending to it.
+func BasePath(base, def string) (string, error) {
+	if base == "" {
+		base = def
+	}
+	if !strings.HasPrefix(base, "/") || strings.HasSuffix(base, "/") || strings.ContainsAny(base, "?#") {
+		return "", fmt.Errorf("BasePath %q must start with / and end without one, with no query or fragment", base)
+	}
+	return base, nil
 }
