@@ -74,5 +74,13 @@ func FuzzParse(f *testing.F) {
 			{Path: []string{"name"}, With: []byte(`"renamed"`)},
 			{Path: []string{"_meta"}, With: []byte(`{"k":[1,2]}`), Insert: true},
 		})
+		// Deletions and nested inserts, together, leave a message Parse reads the same way.
+		checkAppendMessage(t, m, nil, []ParamEdit{
+			{Path: []string{"task"}, Delete: true},
+			{Path: []string{"arguments", "preset"}, With: []byte(`"p"`), Insert: true},
+			{Path: []string{"arguments", "b"}, Delete: true},
+			{Path: []string{"_meta", "x"}, Delete: true},
+			{Path: []string{"_meta"}, With: []byte(`{}`), Insert: true},
+		})
 	})
 }

@@ -25,14 +25,20 @@ func Splice(dst, src []byte, edits ...Edit) []byte {
 }
 
 // ParamEdit replaces the value at Path inside params with With (raw JSON,
-// which the caller must ensure is valid). Path must be non-empty.
+// which the caller must ensure is valid), or deletes the member at Path.
+// Path must be non-empty.
 type ParamEdit struct {
 	Path []string
 	With []byte
-	// Insert, for a one-member Path, adds the member as the first of params
-	// when params has none of that name: so that a message needing a new
-	// member (a _meta) is still built in one splice.
+	// Insert adds the member as the first of its object (the object at
+	// Path[:len(Path)-1], which must exist) when that object has none of
+	// its name: so that a message needing a new member (a _meta, a preset
+	// argument) is still built in one splice. Several inserts into one
+	// object go in the order given; a second of the same name is skipped.
 	Insert bool
+	// Delete removes the member at Path, its name, its value and one comma
+	// beside it; With is ignored. An absent member is nothing to delete.
+	Delete bool
 }
 
 // AppendWithID appends the message with its id replaced by id (raw JSON: a
@@ -54,6 +60,7 @@ type pendingEdit struct {
 	src        int  // editID, editInsertID or an index into the ParamEdits
 	member     bool // insert the ParamEdit as a new member: "key":value
 	comma      bool // and a comma after it (params has other members)
+	last       bool // a deletion of its object's last member: the comma before it goes too
 }
 
 const (
@@ -102,33 +109,36 @@ func (m Message) appendWith(dst, id []byte, edits []ParamEdit, out *Message) []b
 		base := int(m.params.start)
 	next:
 		for k, pe := range edits {
-			if pe.With == nil || len(pe.Path) == 0 {
+			if pe.With == nil && !pe.Delete || len(pe.Path) == 0 {
 				continue
 			}
-			s, e, st := LookupStatus(params, pe.Path...)
-			member, comma := false, false
-			switch {
-			case st == Found:
-			case st == Absent && pe.Insert && len(pe.Path) == 1 && len(params) > 0 && params[skipWS(params, 0)] == '{':
-				open := skipWS(params, 0) + 1
-				s, e, member = open, open, true
-				comma = params[skipWS(params, open)] != '}'
-			default:
+			pending, ok := paramEdit(params, pe)
+			if !ok {
 				continue
 			}
-			s, e = s+base, e+base
+			pending.start, pending.end, pending.src = pending.start+base, pending.end+base, k
 			for _, o := range es {
-				if s < o.end && o.start < e || member && s == o.start {
+				if pending.start < o.end && o.start < pending.end {
 					continue next
 				}
+				if pending.member && o.member && pending.start == o.start && lastName(edits, o.src) == pe.Path[len(pe.Path)-1] {
+					continue next // the same member inserted twice
+				}
 			}
-			es = append(es, pendingEdit{s, e, k, member, comma})
+			es = append(es, pending)
 		}
 	}
-	// Insertion sort: there are only a handful of edits.
+	// Insertion sort: there are only a handful of edits. Inserts at one point keep their order and go before a
+	// deletion that starts there.
 	for i := 1; i < len(es); i++ {
-		for j := i; j > 0 && es[j].start < es[j-1].start; j-- {
+		for j := i; j > 0 && (es[j].start < es[j-1].start || es[j].start == es[j-1].start && es[j].member && !es[j-1].member); j-- {
 			es[j], es[j-1] = es[j-1], es[j]
+		}
+	}
+	// An insert is followed by a comma when another insert follows it at the same point.
+	for k := 0; k+1 < len(es); k++ {
+		if es[k].member && es[k+1].member && es[k+1].start == es[k].start {
+			es[k].comma = true
 		}
 	}
 	base, pos := len(dst), 0
@@ -144,10 +154,17 @@ func (m Message) appendWith(dst, id []byte, edits []ParamEdit, out *Message) []b
 			dst = append(dst, id...)
 			dst = append(dst, ',')
 		default:
-			if e.member {
-				dst = append(AppendQuote(dst, edits[e.src].Path[0]), ':')
+			if e.last {
+				// The deleted member was its object's last: the comma that separated it from the kept one
+				// before it (copied, or an insert's) goes too.
+				dst = trimComma(dst, base) // counted in the edit's delta: before was taken first
 			}
-			dst = append(dst, edits[e.src].With...)
+			if e.member {
+				dst = append(AppendQuote(dst, lastName(edits, e.src)), ':')
+			}
+			if !edits[e.src].Delete {
+				dst = append(dst, edits[e.src].With...)
+			}
 			if e.comma {
 				dst = append(dst, ',')
 			}
@@ -162,6 +179,76 @@ func (m Message) appendWith(dst, id []byte, edits []ParamEdit, out *Message) []b
 		*out = m.moved(dst[base:], es, deltas[:])
 	}
 	return dst
+}
+
+// paramEdit finds where in params pe applies: the value to replace, the point to insert the member at, or the
+// member to delete. ok is false when pe does not apply.
+func paramEdit(params []byte, pe ParamEdit) (e pendingEdit, ok bool) {
+	if pe.Delete {
+		s, end, next, st := memberExtent(params, pe.Path)
+		if st != Found {
+			return e, false
+		}
+		if next < 0 {
+			return pendingEdit{start: s, end: end, last: true}, true
+		}
+		return pendingEdit{start: s, end: next}, true
+	}
+	s, end, st := LookupStatus(params, pe.Path...)
+	switch {
+	case st == Found:
+		return pendingEdit{start: s, end: end}, true
+	case st != Absent || !pe.Insert:
+		return e, false
+	}
+	os, _, pst := LookupStatus(params, pe.Path[:len(pe.Path)-1]...)
+	if pst != Found || params[os] != '{' {
+		return e, false
+	}
+	open := os + 1
+	return pendingEdit{start: open, end: open, member: true, comma: params[skipWS(params, open)] != '}'}, true
+}
+
+// lastName is the name of the member edits[k] inserts.
+func lastName(edits []ParamEdit, k int) string { return edits[k].Path[len(edits[k].Path)-1] }
+
+// trimComma removes trailing whitespace and one comma from dst[base:], if it ends so.
+func trimComma(dst []byte, base int) []byte {
+	i := len(dst)
+	for i > base && (dst[i-1] == ' ' || dst[i-1] == '\t' || dst[i-1] == '\n' || dst[i-1] == '\r') {
+		i--
+	}
+	if i > base && dst[i-1] == ',' {
+		return dst[:i-1]
+	}
+	return dst
+}
+
+// memberExtent finds the member at path inside obj: its name's start, its value's end, and the start of the
+// next member's name (-1 when it is its object's last).
+func memberExtent(obj []byte, path []string) (start, end, next int, st Status) {
+	os, _, st := LookupStatus(obj, path[:len(path)-1]...)
+	if st != Found {
+		return 0, 0, 0, st
+	}
+	if _, _, st := member(obj, os, path[len(path)-1]); st != Found {
+		return 0, 0, 0, st // absent or ambiguous: nothing to delete, or no telling which
+	}
+	name := path[len(path)-1]
+	for i := skipWS(obj, os+1); ; {
+		ke, _, _ := scanString(obj, i)
+		exact, _ := keyMatch(obj[i+1:ke-1], name)
+		vs := skipWS(obj, skipWS(obj, ke)+1)
+		ve, _ := scanValue(obj, vs, 0)
+		after := skipWS(obj, ve)
+		if exact {
+			if obj[after] == '}' {
+				return i, ve, -1, Found
+			}
+			return i, ve, skipWS(obj, after+1), Found
+		}
+		i = skipWS(obj, after+1) // member validated the object: a comma follows
+	}
 }
 
 // moved returns the message raw, which is m's raw with the edits es applied (each changing the length by its
