@@ -2,7 +2,6 @@ package routing
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
@@ -81,8 +80,8 @@ func (k listKind) policyKind() string {
 type target struct {
 	up      *upstreamServer
 	name    string
-	exposed string // the name clients call it by: the index's key, kept so that a call can use it (requestedName)
-	presets map[string]json.RawMessage
+	exposed string      // the name clients call it by: the index's key, kept so that a call can use it (requestedName)
+	presets []presetArg // sorted by name
 	// withheld is set when the item's definition drifted from its pin and Pinning.Block keeps it from clients:
 	// the name routes only to the error that says so.
 	withheld *Drift

@@ -217,7 +217,12 @@ func (cl *clientLinks) linkFor(s *Session, up *upstreamServer) (*link, error) {
 	if cl.usesMain(s, up) {
 		return up.main, nil
 	}
-	if up.cfg.Kind == "http" && cl.peek(up) == nil {
+	if l := cl.peek(up); l != nil {
+		// The common call: its link is open. The hello for a new one is not made.
+		l.lastUsed.Store(time.Now().UnixNano())
+		return l, nil
+	}
+	if up.cfg.Kind == "http" {
 		s.record.latestUpstreamSession(up) // a store read, outside any lock, only when a link is to be made
 	}
 	caps := s.params.Capabilities

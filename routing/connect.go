@@ -81,15 +81,15 @@ func connectMessage(upstream string) string {
 	return fmt.Sprintf("Connect your %s account to the gateway: open the link, sign in, and approve access. The gateway then calls %s as you.", upstream, upstream)
 }
 
-// checkGrant lets a request to a per-user upstream go on when the session's principal holds a grant, returning
-// the request to forward (a 2026-07-28 retry loses the gateway's own inputResponses). Otherwise it answers the
-// client, asking it to connect, and reports false.
-func (g *grants) checkGrant(ctx context.Context, s *Session, up *upstreamServer, m jsonrpc.Message, out *Stream) (jsonrpc.Message, bool) {
+// checkGrant lets a request to a per-user upstream go on when the session's principal holds a grant, reporting
+// whether it is a 2026-07-28 retry that answered the gateway's own request to connect (whose inputResponses the
+// upstream must not see). Otherwise it answers the client, asking it to connect, and reports false.
+func (g *grants) checkGrant(ctx context.Context, s *Session, up *upstreamServer, m jsonrpc.Message, out *Stream) (retried, ok bool) {
 	conn, principal, name := s.r.opts.Connector, s.params.Principal, up.cfg.Name
 	id := m.ID()
 	if conn == nil || principal == "" {
 		replyError(out, id, protocol.CodeInvalidRequest, fmt.Sprintf("upstream %q is called with each person's own account, and this session has no signed-in person", name))
-		return m, false
+		return false, false
 	}
 	answer, retried := ourInputResponse(m)
 	if _, _, stated := jsonrpc.Lookup(m.Params(), "requestState"); retried && stated {
@@ -97,20 +97,20 @@ func (g *grants) checkGrant(ctx context.Context, s *Session, up *upstreamServer,
 		// that answers it has none to echo: this one was not made from that answer. Refused at once, not held for
 		// the person to finish connecting.
 		replyError(out, id, protocol.CodeInvalidParams, fmt.Sprintf("requestState is not valid here: the gateway's request to connect %q carried none, so a retry answering it echoes none; retry with inputResponses and without requestState", name))
-		return m, false
+		return false, false
 	}
 	ok, err := conn.Connected(ctx, principal, name)
 	if err != nil {
 		s.r.log.Warn("cannot check a per-user grant", "upstream", name, "session", s.logID(), "err", err)
 		replyError(out, id, protocol.CodeInternalError, fmt.Sprintf("the gateway cannot check your connection to %q now; retry shortly", name))
-		return m, false
+		return false, false
 	}
 	if !ok && retried {
 		var e struct{ Action string }
 		_ = json.Unmarshal(answer, &e)
 		if e.Action != "accept" {
 			s.r.grants.replyNotConnected(s, out, m, name, fmt.Sprintf("Connecting your %s account was declined, so the call was not made.", name))
-			return m, false
+			return false, false
 		}
 		// The client accepted to open the link; the person is still in the browser. Wait for the grant.
 		ok = s.r.grants.waits.wait(ctx, s.ctx, up.timeout(), principal, name, func(ctx context.Context) bool {
@@ -119,13 +119,10 @@ func (g *grants) checkGrant(ctx context.Context, s *Session, up *upstreamServer,
 		})
 	}
 	if ok {
-		if retried {
-			m = withoutOurInput(m)
-		}
-		return m, true
+		return retried, true
 	}
 	s.r.grants.askToConnect(ctx, s, up, m, out)
-	return m, false
+	return false, false
 }
 
 // askToConnect mints a link and asks the client to have its person open it.
@@ -211,17 +208,6 @@ func ourInputResponse(m jsonrpc.Message) (json.RawMessage, bool) {
 	return json.RawMessage(m.Params()[st:e][s:e2]), true
 }
 
-// withoutOurInput drops inputResponses and requestState from a retry: the upstream never saw the first try (the
-// gateway answered it), so both are the gateway's alone.
-func withoutOurInput(m jsonrpc.Message) jsonrpc.Message {
-	params := jsonrpc.DeleteMembers(m.Params(), "inputResponses", "requestState")
-	out, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, m.ID(), m.Method(), params))
-	if err != nil {
-		return m
-	}
-	return out
-}
-
 func newElicitationID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
@@ -231,8 +217,7 @@ func newElicitationID() string {
 // callStandIn answers a call of the stand-in tool: it asks to connect, or, once connected, opens the person's
 // session of the upstream, which lists it for the catalog (the client hears list_changed).
 func (g *grants) callStandIn(ctx context.Context, s *Session, up *upstreamServer, m jsonrpc.Message, out *Stream) {
-	m, ok := s.r.grants.checkGrant(ctx, s, up, m, out)
-	if !ok {
+	if _, ok := s.r.grants.checkGrant(ctx, s, up, m, out); !ok {
 		return
 	}
 	l, err := s.links.linkFor(s, up)

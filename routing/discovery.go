@@ -509,11 +509,12 @@ func unwrapCallTool(m jsonrpc.Message) (call jsonrpc.Message, why string) {
 	} else if inner[0] != '{' {
 		return m, "call_tool: arguments.arguments must be an object of the tool's arguments"
 	}
-	params := jsonrpc.SetMember(m.Params(), "name", jsonrpc.AppendQuote(nil, name))
-	params = jsonrpc.SetMember(params, "arguments", inner)
-	call, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, m.ID(), protocol.MethodToolsCall, params))
-	if err != nil {
-		return m, "call_tool: " + err.Error()
+	// One splice, no second parse: the name and the arguments are hoisted out of the wrapper, the rest of params
+	// (its _meta, a task) kept.
+	_, call = m.AppendMessage(make([]byte, 0, len(m.Raw())), nil,
+		jsonrpc.ParamEdit{Path: namePath, With: jsonrpc.AppendQuote(nil, name)}, jsonrpc.ParamEdit{Path: argumentsPath, With: inner})
+	if call.Raw() == nil {
+		return m, "call_tool: the call cannot be unwrapped"
 	}
 	return call, ""
 }

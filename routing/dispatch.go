@@ -12,9 +12,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
-// namePath is the path of the name a tools/call or prompts/get names: shared by every call's edit, never written.
-var namePath = []string{"name"}
-
 // HandleRequest answers or forwards one client request; the answer, and anything related to it that comes
 // first (progress, server→client requests), is pushed to out. It returns once the request is answered locally or
 // handed to an upstream; it never waits for an upstream's answer. ctx is the client's request: its values (the
@@ -68,17 +65,17 @@ func (s *Session) HandleRequest(ctx context.Context, m jsonrpc.Message, out *Str
 				return
 			}
 		}
-		s.callNamed(ctx, m, out, kindTools)
+		forwardNamed(ctx, s, m, out, kindTools)
 	case "prompts/get":
-		s.callNamed(ctx, m, out, kindPrompts)
+		forwardNamed(ctx, s, m, out, kindPrompts)
 	case "resources/read":
-		s.callURI(ctx, m, out)
+		forwardURI(ctx, s, m, out)
 	case "resources/subscribe":
 		s.subs.handle(ctx, s, m, out, true)
 	case "resources/unsubscribe":
 		s.subs.handle(ctx, s, m, out, false)
 	case "completion/complete":
-		s.completion(ctx, m, out)
+		forwardCompletion(ctx, s, m, out)
 	case "logging/setLevel":
 		s.setLevel(ctx, m, out)
 	case "tasks/get", "tasks/result", "tasks/cancel":
@@ -134,175 +131,6 @@ func requestedName(cat *catalog, k listKind, params []byte) (string, bool) {
 	}
 	name, err := jsonrpc.Unquote(params[st:e])
 	return name, err == nil
-}
-
-// callNamed routes tools/call and prompts/get by the exposed name, translated back to the upstream's own.
-func (s *Session) callNamed(ctx context.Context, m jsonrpc.Message, out *Stream, k listKind) {
-	cat := s.catalog()
-	name, ok := requestedName(cat, k, m.Params())
-	if !ok {
-		replyError(out, m.ID(), protocol.CodeInvalidParams, m.Method()+" needs params.name")
-		return
-	}
-	what := "tool"
-	if k == kindPrompts {
-		what = "prompt"
-	}
-	t, ok := s.scope.named(ctx, cat, k, name, m.Method())
-	if !ok && k == kindTools {
-		// A client retrying the stand-in it was asked to connect through, once the upstream's own list replaced it.
-		if up := s.r.grants.formerStandIn(name); up != nil && s.scope.allowsUpstream(ctx, up) {
-			s.r.grants.callStandIn(ctx, s, up, m, out)
-			return
-		}
-	}
-	if !ok {
-		// What a principal may not use does not exist for it: the same answer as for a name nobody offers.
-		msg := fmt.Sprintf("unknown %s %q: list %ss to see what is available", what, name, what)
-		if _, known := cat.targets(k)[name]; known {
-			replyError(out, m.ID(), protocol.CodeInvalidParams, msg) // named audited why
-		} else {
-			s.r.inst.refuse(s, out, m, nil, name, protocol.CodeInvalidParams, reasonUnknown, msg)
-		}
-		return
-	}
-	if d := t.withheld; d != nil {
-		s.r.inst.refuse(s, out, m, t.up, name, protocol.CodeUnavailable, reasonWithheld, d.callError(what, name))
-		return
-	}
-	if k == kindTools && t.name == standInTool && t.up.standingIn.Load() {
-		s.r.grants.callStandIn(ctx, s, t.up, m, out)
-		return
-	}
-	// A task's call comes back through here (taskRunning): the name and the presets are applied then, once.
-	if k == kindTools && s.r.tasks.hostTask(ctx, s, t, m, out, name) {
-		return
-	}
-	edits := make([]jsonrpc.ParamEdit, 0, 2) // the name, then _meta or the progress token: on the stack
-	if t.name != name {
-		q := t.quoted
-		if q == nil {
-			q = jsonrpc.AppendQuote(nil, t.name)
-		}
-		edits = append(edits, jsonrpc.ParamEdit{Path: namePath, With: q})
-	}
-	if len(t.presets) > 0 {
-		var why string
-		if m, why = withPresets(m, name, t.presets); why != "" {
-			s.r.inst.refuse(s, out, m, t.up, name, protocol.CodeInvalidParams, reasonPreset, why)
-			return
-		}
-	}
-	var transform func([]byte) []byte
-	if k == kindTools && s.era.modern() {
-		// "Servers receiving requests with this parameter under the extension MUST ignore it": a legacy
-		// upstream would take it for a 2025-11-25 task request.
-		if _, _, ok := jsonrpc.Lookup(m.Params(), "task"); ok {
-			if m2, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, m.ID(), m.Method(), jsonrpc.DeleteMembers(m.Params(), "task"))); err == nil {
-				m = m2
-			}
-		}
-		transform = s.r.tasks.exposeUpstreamTasks(s, t.up, nil)
-	} else if k == kindTools {
-		if _, _, ok := jsonrpc.Lookup(m.Params(), "task"); ok {
-			var err error
-			if transform, err = s.r.tasks.taskCall(s, t.up); err != nil {
-				replyError(out, m.ID(), protocol.CodeMethodNotFound, err.Error())
-				return
-			}
-		}
-	}
-	places := toolURIs
-	if k == kindPrompts {
-		places = promptURIs
-	}
-	s.forwardWith(ctx, t.up, m, out, name, resultTransform(s.params.ProtocolVersion, cat.uriTransform(t.up, places, transform)), edits...)
-}
-
-// callURI routes resources/read by the resource URI (design §5).
-func (s *Session) callURI(ctx context.Context, m jsonrpc.Message, out *Stream) {
-	uri, ok := jsonrpc.LookupString(m.Params(), "uri")
-	if !ok {
-		replyError(out, m.ID(), protocol.CodeInvalidParams, m.Method()+" needs params.uri")
-		return
-	}
-	cat := s.catalog()
-	rt, ok := s.scope.resolveURI(cat, uri)
-	if ok && !cat.inViewURI(s.params.Endpoint, uri) {
-		s.r.inst.auditRefusal(s, rt.up, m.Method(), uri, outcomeRefused, reasonOutsideView, 0)
-		ok = false // another endpoint's: unknown here
-	}
-	if ok && !s.scope.allowsURI(ctx, rt.up, rt.uri) {
-		s.r.inst.auditDenied(s, rt.up, m.Method(), uri)
-		ok = false
-	}
-	if !ok {
-		s.scope.noResource(out, m.ID(), cat, uri)
-		return
-	}
-	var edits []jsonrpc.ParamEdit
-	if rt.uri != uri {
-		edits = append(edits, jsonrpc.ParamEdit{Path: []string{"uri"}, With: jsonrpc.AppendQuote(nil, rt.uri)})
-	}
-	var transform func([]byte) []byte
-	if rt.uri != uri || cat.rewritesURIs(rt.up) {
-		// The contents name the resource as its upstream knows it; the client asked by its own name.
-		transform = func(res []byte) []byte {
-			return rewriteURIs(res, readURIs, func(u string) string {
-				if u == rt.uri {
-					return uri
-				}
-				return cat.exposeURI(rt.up, u)
-			})
-		}
-	}
-	s.forwardWith(ctx, rt.up, m, out, uri, transform, edits...)
-}
-
-// completion routes completion/completion by its reference: a prompt name or a resource template URI.
-func (s *Session) completion(ctx context.Context, m jsonrpc.Message, out *Stream) {
-	params := m.Params()
-	typ, _ := jsonrpc.LookupString(params, "ref", "type")
-	cat := s.catalog()
-	switch typ {
-	case "ref/prompt":
-		name, _ := jsonrpc.LookupString(params, "ref", "name")
-		t, ok := s.scope.named(ctx, cat, kindPrompts, name, m.Method())
-		if !ok {
-			replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("unknown prompt %q", name))
-			return
-		}
-		if d := t.withheld; d != nil {
-			s.r.inst.refuse(s, out, m, t.up, name, protocol.CodeUnavailable, reasonWithheld, d.callError("prompt", name))
-			return
-		}
-		var edits []jsonrpc.ParamEdit
-		if t.name != name {
-			edits = append(edits, jsonrpc.ParamEdit{Path: []string{"ref", "name"}, With: jsonrpc.AppendQuote(nil, t.name)})
-		}
-		s.forwardWith(ctx, t.up, m, out, "", nil, edits...)
-	case "ref/resource":
-		uri, _ := jsonrpc.LookupString(params, "ref", "uri")
-		rt, ok := cat.resolveTemplate(uri)
-		if !ok {
-			rt, ok = cat.resolveURI(uri)
-		}
-		if !ok || !cat.inViewURI(s.params.Endpoint, uri) || !(s.scope.allows(ctx, rt.up, kindTemplates, rt.uri) || s.scope.allowsURI(ctx, rt.up, rt.uri)) {
-			msg := cat.ambiguity(uri)
-			if msg == "" {
-				msg = fmt.Sprintf("no upstream offers resource template %q", uri)
-			}
-			replyError(out, m.ID(), protocol.CodeInvalidParams, msg)
-			return
-		}
-		var edits []jsonrpc.ParamEdit
-		if rt.uri != uri {
-			edits = append(edits, jsonrpc.ParamEdit{Path: []string{"ref", "uri"}, With: jsonrpc.AppendQuote(nil, rt.uri)})
-		}
-		s.forwardWith(ctx, rt.up, m, out, "", nil, edits...)
-	default:
-		replyError(out, m.ID(), protocol.CodeInvalidParams, `completion/complete needs params.ref of type "ref/prompt" or "ref/resource"`)
-	}
 }
 
 // setLevel records the client's log level and passes it to its upstream sessions that log (design §4: fan-out

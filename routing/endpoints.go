@@ -171,13 +171,13 @@ func (sh *Shape) override(up *upstreamServer, k listKind, id string) *Override {
 }
 
 // compactPresets returns the presets with their values compacted, as they are spliced into calls.
-func compactPresets(in map[string]json.RawMessage) map[string]json.RawMessage {
+func compactPresets(in map[string]json.RawMessage) []presetArg {
 	if len(in) == 0 {
 		return nil
 	}
-	out := make(map[string]json.RawMessage, len(in))
-	for k, v := range in {
-		out[k] = jsonrpc.Compact(nil, v)
+	out := make([]presetArg, 0, len(in))
+	for _, k := range sortedKeys(in) {
+		out = append(out, presetArg{name: k, path: []string{"arguments", k}, value: jsonrpc.Compact(nil, in[k])})
 	}
 	return out
 }

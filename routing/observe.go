@@ -446,6 +446,7 @@ const (
 const (
 	reasonOutsideView = "outside the endpoint"
 	reasonUnknown     = "unknown"
+	reasonMalformed   = "malformed request"
 	reasonPreset      = "preset argument sent"
 	reasonWithheld    = "definition withheld"
 )

@@ -2,12 +2,10 @@ package routing
 
 import (
 	"encoding/json"
-	"fmt"
 	"slices"
 	"sort"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
-	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // Override changes how clients see one tool or prompt of an upstream: the admin's name, title, description and
@@ -108,32 +106,4 @@ func withoutArguments(schema []byte, names []string) []byte {
 		}
 	}
 	return schema
-}
-
-// withPresets returns a tools/call request with the target's presets set in its arguments, or a message for a
-// -32602 when the client sent one of them itself.
-func withPresets(m jsonrpc.Message, exposed string, presets map[string]json.RawMessage) (jsonrpc.Message, string) {
-	params := m.Params()
-	args := member(params, "arguments")
-	if len(args) == 0 || args[0] != '{' {
-		args = []byte(`{}`)
-	}
-	names := make([]string, 0, len(presets))
-	for k := range presets {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		if _, _, st := jsonrpc.LookupStatus(args, k); st != jsonrpc.Absent {
-			return m, fmt.Sprintf("argument %q of tool %q is set by the gateway and cannot be sent: remove it from the call", k, exposed)
-		}
-	}
-	for _, k := range names {
-		args = jsonrpc.SetMember(args, k, presets[k])
-	}
-	out, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, m.ID(), protocol.MethodToolsCall, jsonrpc.SetMember(params, "arguments", args)))
-	if err != nil {
-		return m, "switchboard: the call's arguments cannot be completed: " + err.Error()
-	}
-	return out, ""
 }

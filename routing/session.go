@@ -165,133 +165,17 @@ func replyError(out *Stream, id []byte, code int, msg string) {
 	out.Push(jsonrpc.AppendError(nil, id, code, msg, nil), ClassFinal)
 }
 
-// forwardWith sends a client's request to an upstream: name is the client-visible name it targets ("" for
-// none; see call.name), transform rewrites its successful result (see call.transform), edits change its params.
+// forwardWith sends a client's request to an upstream without a pipeline of its own (a subscription, a task
+// request): name is the client-visible name it targets ("" for none; see call.name), transform rewrites its
+// successful result (see call.transform), edits change its params.
 func (s *Session) forwardWith(ctx context.Context, up *upstreamServer, m jsonrpc.Message, out *Stream, name string, transform func([]byte) []byte, edits ...jsonrpc.ParamEdit) {
-	id := m.ID()
-	if up.drained.Load() {
-		replyError(out, id, protocol.CodeInternalError, fmt.Sprintf("upstream %q is drained for maintenance; retry later", up.cfg.Name))
-		return
+	f := newForward(s, m, out)
+	f.up, f.name, f.transform = up, name, transform
+	for _, e := range edits {
+		f.edit(e)
 	}
-	if up.perUser() {
-		var ok bool
-		if m, ok = s.r.grants.checkGrant(ctx, s, up, m, out); !ok {
-			return
-		}
-		id = m.ID()
-	}
-	l, err := s.links.linkFor(s, up)
-	if err != nil {
-		replyError(out, id, protocol.CodeInternalError, err.Error())
-		return
-	}
-	// The request's _meta speaks the upstream's era (modern.go): worked out here, applied in the one splice below.
-	var me metaEdit
-	if s.era.modern() || l.modern() {
-		me = s.upstreamMeta(l, m.Params())
-	} else if st, e, ok := jsonrpc.Lookup(m.Params(), "_meta"); ok {
-		me = metaEdit{meta: m.Params()[st:e], present: true}
-	}
-	// Waiting for the link is bounded by the upstream's timeout. Most calls find it ready and prepared: the
-	// bounded context, a timer and its channel, is made only for a wait.
-	wait := lazyTimeout{parent: s.ctx, d: up.timeout()}
-	defer wait.stop()
-	if !l.isReady() {
-		if _, err := l.ready(wait.ctx()); err != nil {
-			replyError(out, id, protocol.CodeInternalError, err.Error()+"; retry later")
-			return
-		}
-	}
-	select { // a fresh upstream session is first brought up to the client's state (log level)
-	case <-l.prepared():
-	default:
-		select {
-		case <-l.prepared():
-		case <-wait.ctx().Done():
-		}
-	}
-	c := &call{
-		link: l, upID: l.pending.mint(), method: m.Method(), session: s,
-		out: out, started: time.Now(), name: name, transform: transform,
-	}
-	// The ids and the token live in the call's own buffers while they fit, which most do: no allocation each.
-	c.clientID = append(c.inline.client[:0], id...)
-	upID := jsonrpc.AppendInt(c.inline.up[:0], c.upID)
-	if params := m.Params(); params != nil {
-		switch st, e, status := jsonrpc.LookupStatus(params, "_meta", "progressToken"); status {
-		case jsonrpc.Found:
-			c.token = append(c.inline.token[:0], params[st:e]...)
-		case jsonrpc.Ambiguous:
-			// A duplicated or case-variant token would reach the upstream unrewritten, in the gateway's own token
-			// space, where it could name another client's call.
-			replyError(out, id, protocol.CodeInvalidParams, "params._meta.progressToken appears more than once (or in two spellings); send it once")
-			return
-		}
-	}
-	s.mu.Lock()
-	c.key = s.callKey(out, c.clientID)
-	if _, dup := s.calls[c.key]; dup {
-		s.mu.Unlock()
-		replyError(out, id, protocol.CodeInvalidRequest, fmt.Sprintf("request id %s is already in use by a request in flight", id))
-		return
-	}
-	s.calls[c.key] = c
-	s.mu.Unlock()
-	ctx, traceparent := s.r.inst.startLeg(ctx, c)
-	// The write ends with the call: its timeout, the client's cancel or the connection's loss stop it (endLeg), so
-	// it needs no timer of its own.
-	ctx, c.stopWrite = context.WithCancel(ctx)
-	defer c.stopWrite()
-	// The timer is set before the call is published in the pending table, so every reader of c.timer (they all
-	// take the call from the table first) sees it.
-	c.timer = time.AfterFunc(up.timeout(), c.expire)
-	mirrored := c.paramValues(l, m.Params())
-	if traceparent != "" {
-		// In params._meta too, where every upstream (stdio ones too) can continue the trace: the 2026-07-28
-		// schema reserves the key for exactly this.
-		me = me.set("traceparent", jsonrpc.AppendQuote(nil, traceparent))
-	}
-	// One splice builds the upstream message: the id, the name, and _meta whole when it changed (its progress
-	// token in it; inserted when params had none), else the token alone. Only a _meta to remove, or one for a
-	// request without params, rebuilds the message first.
-	switch {
-	case me.changed:
-		if c.token != nil {
-			me = me.set("progressToken", upID)
-		}
-		if me.meta != nil && m.Params() != nil {
-			edits = append(edits, jsonrpc.ParamEdit{Path: metaPath, With: me.meta, Insert: true})
-		} else if rm, err := jsonrpc.Parse(jsonrpc.AppendRequest(nil, m.ID(), m.Method(), me.params(m.Params()))); err == nil {
-			m = rm
-		}
-	case c.token != nil:
-		edits = append(edits, jsonrpc.ParamEdit{Path: tokenPath, With: upID})
-	}
-	_, msg := m.AppendMessage(make([]byte, 0, len(m.Raw())+len(me.meta)+32), upID, edits...)
-	if lc, ok := s.era.(*legacyClient); ok && l.modern() && multiRound(c.method) {
-		c.bridge = &bridged{client: lc, req: msg} // kept to retry it with the client's answers if the upstream asks for input
-	}
-	for tries := 0; !l.add(c.upID, c); tries++ {
-		// The connection went away since ready (a restart, a crash): wait for the next one, a few times at most.
-		if _, err := l.ready(wait.ctx()); err != nil || tries == 3 {
-			s.r.inst.endLeg(c, outcomeFailed)
-			s.removeCall(c)
-			replyError(out, id, protocol.CodeInternalError, fmt.Sprintf("upstream %q disconnected; retry the request", up.cfg.Name))
-			return
-		}
-	}
-	if err := l.writeRequest(ctx, msg, mirrored); err != nil {
-		if l.pending.takeIf(c) {
-			c.failed(outcomeFailed, protocol.CodeInternalError, fmt.Sprintf("upstream %q: sending %s failed: %v", up.cfg.Name, c.method, err))
-		}
-	}
+	f.write(ctx)
 }
-
-// Paths of the members forwardWith edits, shared by every call, never written.
-var (
-	metaPath  = []string{"_meta"}
-	tokenPath = []string{"_meta", "progressToken"}
-)
 
 // lazyTimeout is a context bounded by d, made on first use.
 type lazyTimeout struct {
