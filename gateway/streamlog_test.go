@@ -16,10 +16,14 @@ import (
 // TestFinishedStreamsExpire: a finished POST stream stays resumable for keepFinished, and one its client left and
 // never came back for is forgotten as long after; either is then gone, its source closed.
 func TestFinishedStreamsExpire(t *testing.T) {
+	streams, err := routing.New(routing.Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		ss := &sessionStreams{streams: map[int64]*memoryLog{}}
-		finished, left := routing.NewStream(1, 0), routing.NewStream(1, 0)
+		finished, left := streams.NewStream(1, 0), streams.NewStream(1, 0)
 		for _, c := range []struct {
 			src      *routing.Stream
 			complete bool
@@ -34,7 +38,7 @@ func TestFinishedStreamsExpire(t *testing.T) {
 			rs.Release(c.src, c.complete)
 		}
 		time.Sleep(keepFinished)
-		ss.add(routing.NewStream(1, 0))
+		ss.add(streams.NewStream(1, 0))
 		if ss.get(1) == nil || ss.get(2) == nil {
 			t.Fatalf("a stream was forgotten within %s", keepFinished)
 		}
@@ -42,7 +46,7 @@ func TestFinishedStreamsExpire(t *testing.T) {
 			t.Fatalf("the finished stream replays %d events, want 1", len(events))
 		}
 		time.Sleep(time.Second)
-		ss.add(routing.NewStream(1, 0))
+		ss.add(streams.NewStream(1, 0))
 		if ss.get(1) != nil || ss.get(2) != nil {
 			t.Fatalf("streams are still resumable %s after they finished or were left", keepFinished+time.Second)
 		}
@@ -76,7 +80,11 @@ func newStreamServer(t *testing.T, events EventLog) (*Server, *routing.Session) 
 func claimBackends() []claimLogs {
 	return []claimLogs{
 		{name: "memory", open: func(t *testing.T) func() streamLog {
-			rs := &memoryLog{id: 1, src: routing.NewStream(1, 0)}
+			streams, err := routing.New(routing.Options{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs := &memoryLog{id: 1, src: streams.NewStream(1, 0)}
 			return func() streamLog { return rs } // one log; the claim is on it
 		}},
 		{name: "shared", shared: true, open: func(t *testing.T) func() streamLog {

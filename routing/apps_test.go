@@ -13,14 +13,14 @@ const appToolDef = `{"name":"get-time","description":"Returns the current server
 
 // appUpstream is an upstream offering the basic example app: its tool, its view (listed unless unlisted) and
 // another resource, with the items made as a fetched list makes them (newItem: the pin hash, the views).
-func appUpstream(tb testing.TB, name string, mode Namespacing, unlisted bool) *upstreamServer {
+func appUpstream(tb testing.TB, name string, mode namespacing, unlisted bool) *upstreamServer {
 	tb.Helper()
 	res := []string{`{"uri":"file:///notes.txt","name":"notes"}`}
 	if !unlisted {
 		res = append(res, `{"uri":"ui://get-time/mcp-app.html","name":"view","mimeType":"text/html;profile=mcp-app"}`)
 	}
 	up := testUpstream(name, name+"__", map[listKind][]string{kindResources: res})
-	up.r.opts.ResourceNamespacing = mode
+	up.r.opts.ResourceNamespacing = mode.String()
 	it, ok := up.newItem(kindTools, []byte(appToolDef))
 	if !ok {
 		tb.Fatal("the app tool makes no item")
@@ -49,17 +49,17 @@ func TestAppViewsNamespaced(t *testing.T) {
 	const view = "ui://get-time/mcp-app.html"
 	for _, tc := range []struct {
 		name     string
-		mode     Namespacing
+		mode     namespacing
 		two      bool // a second upstream offers the same app
 		unlisted bool // the view is not in resources/list ("Servers MAY omit UI-only resources")
 		want     map[string]string
 	}{
-		{"auto, one app", NamespaceAuto, false, false, map[string]string{"apps1__get-time": view}},
-		{"auto, the same app twice", NamespaceAuto, true, false, map[string]string{"apps1__get-time": "apps1+" + view, "apps2__get-time": "apps2+" + view}},
-		{"auto, the same unlisted app twice", NamespaceAuto, true, true, map[string]string{"apps1__get-time": "apps1+" + view, "apps2__get-time": "apps2+" + view}},
-		{"always", NamespaceAlways, false, false, map[string]string{"apps1__get-time": "apps1+" + view}},
-		{"always, unlisted", NamespaceAlways, false, true, map[string]string{"apps1__get-time": "apps1+" + view}},
-		{"never, the same app twice", NamespaceNever, true, false, map[string]string{"apps1__get-time": view, "apps2__get-time": view}},
+		{"auto, one app", namespaceAuto, false, false, map[string]string{"apps1__get-time": view}},
+		{"auto, the same app twice", namespaceAuto, true, false, map[string]string{"apps1__get-time": "apps1+" + view, "apps2__get-time": "apps2+" + view}},
+		{"auto, the same unlisted app twice", namespaceAuto, true, true, map[string]string{"apps1__get-time": "apps1+" + view, "apps2__get-time": "apps2+" + view}},
+		{"always", namespaceAlways, false, false, map[string]string{"apps1__get-time": "apps1+" + view}},
+		{"always, unlisted", namespaceAlways, false, true, map[string]string{"apps1__get-time": "apps1+" + view}},
+		{"never, the same app twice", namespaceNever, true, false, map[string]string{"apps1__get-time": view, "apps2__get-time": view}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ups := []*upstreamServer{appUpstream(t, "apps1", tc.mode, tc.unlisted)}
@@ -74,7 +74,7 @@ func TestAppViewsNamespaced(t *testing.T) {
 					t.Errorf("%s names its view %q, want %q", name, got, want)
 				}
 				rt, ok := c.resolveURI(want)
-				if tc.mode == NamespaceNever && i > 0 {
+				if tc.mode == namespaceNever && i > 0 {
 					up = ups[0] // listed once: reads go to the first, and the conflict says so
 				}
 				if !ok || rt.up != up || rt.uri != view {
@@ -84,12 +84,12 @@ func TestAppViewsNamespaced(t *testing.T) {
 					t.Errorf("%s's pin hash %q is not its upstream's definition's", name, tr.hash)
 				}
 			}
-			if tc.two && tc.mode != NamespaceNever {
+			if tc.two && tc.mode != namespaceNever {
 				if msg := c.ambiguity(view); msg == "" {
 					t.Errorf("reading %q by its upstream URI does not say which to read", view)
 				}
 			}
-			if tc.mode == NamespaceNever && len(c.conflicts) == 0 {
+			if tc.mode == namespaceNever && len(c.conflicts) == 0 {
 				t.Error("the same view of two upstreams, not namespaced, is not reported")
 			}
 		})
@@ -102,17 +102,17 @@ func TestAppViewsNamespaced(t *testing.T) {
 func TestAppViewsEndpoint(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		mode     Namespacing
+		mode     namespacing
 		two      bool
 		unlisted bool
 		exclude  []string
 		view     string // what the endpoint serves; "" when nothing
 		listed   bool
 	}{
-		{"auto", NamespaceAuto, false, false, nil, "ui://get-time/mcp-app.html", true},
-		{"auto, two apps", NamespaceAuto, true, false, nil, "apps1+ui://get-time/mcp-app.html", true},
-		{"always, unlisted", NamespaceAlways, false, true, nil, "apps1+ui://get-time/mcp-app.html", false},
-		{"excluded", NamespaceAuto, false, false, []string{"ui://*"}, "", false},
+		{"auto", namespaceAuto, false, false, nil, "ui://get-time/mcp-app.html", true},
+		{"auto, two apps", namespaceAuto, true, false, nil, "apps1+ui://get-time/mcp-app.html", true},
+		{"always, unlisted", namespaceAlways, false, true, nil, "apps1+ui://get-time/mcp-app.html", false},
+		{"excluded", namespaceAuto, false, false, []string{"ui://*"}, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ups := []*upstreamServer{appUpstream(t, "apps1", tc.mode, tc.unlisted)}
@@ -178,7 +178,7 @@ func TestAppViewsOnlyUI(t *testing.T) {
 	if got := toolViews([]byte(def)); !slices.Equal(got, []string{"UI://get-time/mcp-app.html"}) {
 		t.Errorf("toolViews = %q, want only the ui:// one", got)
 	}
-	up := appUpstream(t, "apps1", NamespaceAlways, false)
+	up := appUpstream(t, "apps1", namespaceAlways, false)
 	it, _ := up.newItem(kindTools, []byte(def))
 	up.lists[kindTools] = append(up.lists[kindTools], it)
 	c := buildCatalog([]*upstreamServer{up}, nil, "", &Shape{Endpoints: []Endpoint{{Name: "e", Include: []string{"apps1__peek"}}}}, nil)
@@ -193,7 +193,7 @@ func TestAppViewsOnlyUI(t *testing.T) {
 // TestAppViewsServed: the definitions search mode serves (toolItem: alwaysList, exposeFound, the hits' fields)
 // are the rewritten ones; a tools/call result that names the view in its _meta gets the client's URI too.
 func TestAppViewsServed(t *testing.T) {
-	a, b := appUpstream(t, "apps1", NamespaceAuto, false), appUpstream(t, "apps2", NamespaceAuto, false)
+	a, b := appUpstream(t, "apps1", namespaceAuto, false), appUpstream(t, "apps2", namespaceAuto, false)
 	c := buildCatalog([]*upstreamServer{a, b}, nil, "", nil, nil)
 	if s, _ := jsonrpc.LookupString(c.toolItem("apps2__get-time"), "_meta", "ui/resourceUri"); s != "apps2+ui://get-time/mcp-app.html" {
 		t.Errorf("search mode serves apps2__get-time naming %q", s)

@@ -38,7 +38,7 @@ func BenchmarkToolsCallRoundTrip(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				out := NewStream(1, 8)
+				out := newStream(1, 8)
 				s.HandleRequest(context.Background(), m, out)
 				msg, final, ok := out.Next(r.ctx)
 				if !ok || !final {

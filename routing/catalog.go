@@ -118,7 +118,7 @@ type catalog struct {
 	// What resource namespacing made of this snapshot (resources.go): the mode; the upstream URIs and templates
 	// namespaced (auto mode: offered by more than one upstream, now or since); the upstreams with something
 	// namespaced, and by namespace; the URIs several upstreams offer, with the names clients read them by.
-	nsMode      Namespacing
+	nsMode      namespacing
 	nsURIs      map[string]bool
 	nsTemplates map[string]bool
 	nsUpstreams map[*upstreamServer]bool
@@ -200,9 +200,9 @@ func newCatalogBuild(ups []*upstreamServer, prev *catalog, listsOf func(*upstrea
 	for i, up := range ups {
 		b.all[i] = listsOf(up)
 	}
-	mode := NamespaceAuto
+	mode := namespaceAuto
 	if len(ups) > 0 {
-		mode = ups[0].r.opts.ResourceNamespacing
+		mode, _ = parseNamespacing(ups[0].r.opts.ResourceNamespacing) // New checked it
 	}
 	b.naming = nameURIs(mode, ups, b.all, prev)
 	b.c.nsMode, b.c.nsURIs, b.c.nsTemplates = mode, b.naming.uris, b.naming.templates

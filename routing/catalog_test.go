@@ -212,7 +212,7 @@ func TestBuildCatalogCollisions(t *testing.T) {
 	// Different prefixes that expose the same name collide too.
 	c1 := testUpstream("c1", "x_", map[listKind][]string{kindTools: {`{"name":"_y"}`}})
 	c2 := testUpstream("c2", "x__", map[listKind][]string{kindTools: {`{"name":"y"}`}})
-	a.r.opts.ResourceNamespacing = NamespaceNever // the first upstream's router decides: here, URIs as they are
+	a.r.opts.ResourceNamespacing = "never" // the first upstream's router decides: here, URIs as they are
 	c := buildCatalog([]*upstreamServer{a, b, c1, c2}, nil, "", nil, nil)
 
 	if got, want := itemStrings(c, kindTools), []string{`{"name":"search","v":"a"}`, `{"name":"only_a"}`, `{"name":"only_b"}`, `{"name":"x__y"}`}; !equalStrings(got, want) {

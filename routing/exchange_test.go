@@ -322,11 +322,10 @@ func runExchange(t *testing.T, a *txtar.Archive) (upstreamTraffic, clientTraffic
 	x.ft = newFakeTransport(x.handle(parseScript(t, script), cfg))
 	var opts Options
 	if v := cfg["namespacing"]; v != "" {
-		n, err := ParseNamespacing(v)
-		if err != nil {
+		if _, err := parseNamespacing(v); err != nil {
 			t.Fatal(err)
 		}
-		opts.ResourceNamespacing = n
+		opts.ResourceNamespacing = v
 	}
 	if v := cfg["timeout"]; v != "" {
 		d, err := time.ParseDuration(v)
@@ -485,7 +484,7 @@ func (x *exchange) step(step string) {
 				t.Fatalf("stream %s already exists", label)
 			}
 			m := mustParse(t, x.substLocked(msg))
-			st := &xStream{s: NewStream(1, 256), id: m.ID()}
+			st := &xStream{s: newStream(1, 256), id: m.ID()}
 			x.streams[label] = st
 			x.order = append(x.order, label)
 			s.HandleRequest(context.Background(), m, st.s)

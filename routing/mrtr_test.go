@@ -601,7 +601,7 @@ func TestParkedRetryProgressToken(t *testing.T) {
 				t.Fatal(err)
 			}
 			key, _, state := inputRequired(t, first)
-			out := NewStream(1, 16)
+			out := newStream(1, 16)
 			s.HandleRequest(context.Background(), mustParse(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":"c2","method":"tools/call","params":{"name":"fake__ask","arguments":{},"inputResponses":{%q:{"action":"accept","content":{}}},"requestState":%q%s}}`, key, state, tc.retryMeta)), out)
 			var tokens []string
 			for {

@@ -397,7 +397,7 @@ func BenchmarkToolsCallObserved(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				out := NewStream(1, 8)
+				out := newStream(1, 8)
 				s.HandleRequest(context.Background(), m, out)
 				if _, final, ok := out.Next(r.ctx); !ok || !final {
 					b.Fatal("no final answer")
@@ -451,7 +451,7 @@ func TestInflightAcrossReload(t *testing.T) {
 	o := startObserved(t, cfg)
 	s := o.session(defaultClientCaps)
 	call := func(id int) *Stream {
-		out := NewStream(1, 16)
+		out := newStream(1, 16)
 		s.HandleRequest(context.Background(), mustParse(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fake__add"}}`, id)), out)
 		return out
 	}

@@ -63,7 +63,7 @@ func BenchmarkForwardedCall(b *testing.B) {
 				b.Fatal(err)
 			}
 			call := func() {
-				out := NewStream(1, 8)
+				out := newStream(1, 8)
 				tc.s.HandleRequest(context.Background(), m, out)
 				ans, final, ok := out.Next(r.ctx)
 				if !ok || !final {

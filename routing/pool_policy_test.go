@@ -27,7 +27,7 @@ func onlyTools(names ...string) Allow {
 // listWith is listAll with a request that carries its own policy (WithAllow).
 func listWith(t *testing.T, r *testRouter, s *Session, allow Allow) []string {
 	t.Helper()
-	out := NewStream(1, 16)
+	out := newStream(1, 16)
 	s.HandleRequest(WithAllow(context.Background(), allow), mustParse(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), out)
 	msg, _, ok := out.Next(r.ctx)
 	if !ok {
@@ -95,7 +95,7 @@ func TestPooledSessionPolicy(t *testing.T) {
 	if got := listWith(t, r, s, onlyTools("create_issue")); !slices.Equal(got, []string{"gh__create_issue"}) {
 		t.Errorf("another request with its own policy lists %v", got)
 	}
-	out := NewStream(1, 16)
+	out := newStream(1, 16)
 	s.HandleRequest(WithAllow(context.Background(), onlyTools("search")), mustParse(t, callTool(3, "gh__delete_repo")), out)
 	if msg, _, _ := out.Next(r.ctx); mustParse(t, string(msg)).Error() == nil {
 		t.Errorf("a request whose own policy denies delete_repo called it: %s", msg)

@@ -26,7 +26,7 @@ func ask(ctx context.Context, s *Session, raw string) (jsonrpc.Message, error) {
 	if err != nil {
 		return jsonrpc.Message{}, err
 	}
-	out := NewStream(1, 16)
+	out := newStream(1, 16)
 	s.HandleRequest(context.Background(), m, out)
 	for {
 		msg, final, ok := out.Next(ctx)

@@ -18,35 +18,35 @@ import (
 // wherever a URI travels: reads, subscriptions and their updates, templates, completion references, the
 // resource links and embedded resources of results, and the MCP Apps views tools name (apps.go).
 
-// Namespacing says when resource URIs carry their upstream's namespace.
-type Namespacing uint8
+// namespacing says when resource URIs carry their upstream's namespace.
+type namespacing uint8
 
 const (
-	// NamespaceAuto namespaces a URI (or a template) that more than one upstream offers, every offer of it alike,
+	// namespaceAuto namespaces a URI (or a template) that more than one upstream offers, every offer of it alike,
 	// and keeps it namespaced while any upstream still offers it (an upstream that restarts renames nothing).
 	// The others pass unchanged.
-	NamespaceAuto Namespacing = iota
-	// NamespaceAlways namespaces every upstream's URIs.
-	NamespaceAlways
-	// NamespaceNever passes URIs unchanged: a URI several upstreams offer is listed once and read from the first
+	namespaceAuto namespacing = iota
+	// namespaceAlways namespaces every upstream's URIs.
+	namespaceAlways
+	// namespaceNever passes URIs unchanged: a URI several upstreams offer is listed once and read from the first
 	// (the conflict is logged).
-	NamespaceNever
+	namespaceNever
 )
 
 // String names the setting as the config file does.
-func (n Namespacing) String() string {
+func (n namespacing) String() string {
 	return [...]string{"auto", "always", "never"}[n]
 }
 
-// ParseNamespacing reads the config file's resourceNamespacing ("" is auto).
-func ParseNamespacing(s string) (Namespacing, error) {
+// parseNamespacing reads Options.ResourceNamespacing, the config file's resourceNamespacing ("" is auto).
+func parseNamespacing(s string) (namespacing, error) {
 	switch s {
 	case "", "auto":
-		return NamespaceAuto, nil
+		return namespaceAuto, nil
 	case "always":
-		return NamespaceAlways, nil
+		return namespaceAlways, nil
 	case "never":
-		return NamespaceNever, nil
+		return namespaceNever, nil
 	}
 	return 0, fmt.Errorf("resourceNamespacing %q: use auto, always or never", s)
 }
@@ -68,7 +68,7 @@ type uriRoute struct {
 
 // uriNaming is what a catalog build decides of resource URIs before merging: which are namespaced.
 type uriNaming struct {
-	mode      Namespacing
+	mode      namespacing
 	uris      map[string]bool // upstream URIs namespaced (auto)
 	templates map[string]bool // uriTemplates namespaced (auto)
 }
@@ -76,9 +76,9 @@ type uriNaming struct {
 // nameURIs decides, for one build, which resource URIs and templates are namespaced: in auto mode, those offered
 // by more than one upstream now, and those prev namespaced that some upstream still offers (so that one of two
 // upstreams going down, or restarting, renames nothing for the clients).
-func nameURIs(mode Namespacing, ups []*upstreamServer, lists [][numKinds][]item, prev *catalog) uriNaming {
+func nameURIs(mode namespacing, ups []*upstreamServer, lists [][numKinds][]item, prev *catalog) uriNaming {
 	n := uriNaming{mode: mode}
-	if mode != NamespaceAuto {
+	if mode != namespaceAuto {
 		return n
 	}
 	count := func(k listKind, sticky map[string]bool) map[string]bool {
@@ -130,21 +130,21 @@ func setTrue(m map[string]bool, k string) map[string]bool {
 
 // resource reports whether up's resource URI is namespaced in this build.
 func (n uriNaming) resource(uri string) bool {
-	return n.mode == NamespaceAlways || n.uris[uri]
+	return n.mode == namespaceAlways || n.uris[uri]
 }
 
 // template reports whether up's uriTemplate is namespaced in this build.
 func (n uriNaming) template(tmpl string) bool {
-	return n.mode == NamespaceAlways || n.templates[tmpl]
+	return n.mode == namespaceAlways || n.templates[tmpl]
 }
 
 // exposeURI is the client-visible form of a URI up named (in a result, a notification): namespaced when every
 // URI is, when it is one several upstreams offer, or when one of up's namespaced templates produces it.
 func (c *catalog) exposeURI(up *upstreamServer, uri string) string {
-	if c.nsMode == NamespaceNever || c.nsMode == NamespaceAuto && !c.nsUpstreams[up] {
+	if c.nsMode == namespaceNever || c.nsMode == namespaceAuto && !c.nsUpstreams[up] {
 		return uri
 	}
-	if c.nsMode == NamespaceAlways || c.nsURIs[uri] {
+	if c.nsMode == namespaceAlways || c.nsURIs[uri] {
 		return up.namespaced(uri)
 	}
 	for _, t := range c.templates {
@@ -158,7 +158,7 @@ func (c *catalog) exposeURI(up *upstreamServer, uri string) string {
 // rewritesURIs reports whether some URI of up is client-visible under another name: results of up then have
 // theirs rewritten.
 func (c *catalog) rewritesURIs(up *upstreamServer) bool {
-	return c.nsMode == NamespaceAlways || c.nsMode == NamespaceAuto && c.nsUpstreams[up]
+	return c.nsMode == namespaceAlways || c.nsMode == namespaceAuto && c.nsUpstreams[up]
 }
 
 // resolveURI finds where a client-visible URI leads: a listed resource, a URI one of the listed templates

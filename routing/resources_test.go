@@ -9,7 +9,7 @@ import (
 
 // namespacingUpstreams are three upstreams for the namespacing tests: two offer the same URI and the same template
 // (mem-a and mem-b), one has a name that starts with a digit, and one URI has no scheme.
-func namespacingUpstreams(mode Namespacing) (a, b, d *upstreamServer) {
+func namespacingUpstreams(mode namespacing) (a, b, d *upstreamServer) {
 	a = testUpstream("mem-a", "", map[listKind][]string{
 		kindResources: {`{"uri":"memory://kg","name":"graph"}`, `{"uri":"file:///a.txt"}`},
 		kindTemplates: {`{"uriTemplate":"demo://t/{id}"}`, `{"uriTemplate":"a://only/{x}"}`},
@@ -19,7 +19,7 @@ func namespacingUpstreams(mode Namespacing) (a, b, d *upstreamServer) {
 		kindTemplates: {`{"uriTemplate":"demo://t/{id}"}`},
 	})
 	d = testUpstream("1files", "", map[listKind][]string{kindResources: {`{"uri":"file:///d.txt"}`}})
-	a.r.opts.ResourceNamespacing = mode
+	a.r.opts.ResourceNamespacing = mode.String()
 	return a, b, d
 }
 
@@ -38,7 +38,7 @@ func uris(c *catalog, k listKind) []string {
 // URI (listed, expanded from a template, named in a result) leads.
 func TestResourceNamespacing(t *testing.T) {
 	for _, tc := range []struct {
-		mode      Namespacing
+		mode      namespacing
 		resources []string
 		templates []string
 		routes    map[string]string // client URI → "upstream uri"; "" when it leads nowhere
@@ -46,7 +46,7 @@ func TestResourceNamespacing(t *testing.T) {
 		conflicts int
 	}{
 		{
-			mode:      NamespaceAuto,
+			mode:      namespaceAuto,
 			resources: []string{"mem-a+memory://kg", "file:///a.txt", "mem-b+memory://kg", "notes/today", "file:///d.txt"},
 			templates: []string{"mem-a+demo://t/{id}", "a://only/{x}", "mem-b+demo://t/{id}"},
 			routes: map[string]string{
@@ -62,7 +62,7 @@ func TestResourceNamespacing(t *testing.T) {
 			},
 		},
 		{
-			mode:      NamespaceAlways,
+			mode:      namespaceAlways,
 			resources: []string{"mem-a+memory://kg", "mem-a+file:///a.txt", "mem-b+memory://kg", "mem-b+notes/today", "mcp-1files+file:///d.txt"},
 			templates: []string{"mem-a+demo://t/{id}", "mem-a+a://only/{x}", "mem-b+demo://t/{id}"},
 			routes: map[string]string{
@@ -72,7 +72,7 @@ func TestResourceNamespacing(t *testing.T) {
 			exposed: map[string]string{"1files file:///x": "mcp-1files+file:///x", "mem-a a://only/y": "mem-a+a://only/y"},
 		},
 		{
-			mode:      NamespaceNever,
+			mode:      namespaceNever,
 			resources: []string{"memory://kg", "file:///a.txt", "notes/today", "file:///d.txt"},
 			templates: []string{"demo://t/{id}", "a://only/{x}"},
 			routes: map[string]string{
@@ -123,7 +123,7 @@ func TestResourceNamespacing(t *testing.T) {
 // TestNamespacingSticky: in auto mode a URI stays namespaced while any upstream offers it, so that one of two
 // upstreams going down (or restarting) renames nothing; once nobody offers it, it is forgotten.
 func TestNamespacingSticky(t *testing.T) {
-	a, b, _ := namespacingUpstreams(NamespaceAuto)
+	a, b, _ := namespacingUpstreams(namespaceAuto)
 	c := buildCatalog([]*upstreamServer{a, b}, nil, "", nil, nil)
 	bLists := b.lists
 	for _, step := range []struct {
@@ -134,7 +134,7 @@ func TestNamespacingSticky(t *testing.T) {
 		{"mem-b down", func() { b.lists = [numKinds][]item{} }, []string{"mem-a+memory://kg", "file:///a.txt"}},
 		{"mem-b back", func() { b.lists = bLists }, []string{"mem-a+memory://kg", "file:///a.txt", "mem-b+memory://kg", "notes/today"}},
 		{"both down", func() { a.lists, b.lists = [numKinds][]item{}, [numKinds][]item{} }, nil},
-		{"mem-a alone again", func() { a, _, _ = namespacingUpstreams(NamespaceAuto) }, []string{"memory://kg", "file:///a.txt"}},
+		{"mem-a alone again", func() { a, _, _ = namespacingUpstreams(namespaceAuto) }, []string{"memory://kg", "file:///a.txt"}},
 	} {
 		step.change()
 		c = buildCatalog([]*upstreamServer{a, b}, c, "", nil, nil)
@@ -176,13 +176,13 @@ func TestRewriteURIs(t *testing.T) {
 
 // TestParseNamespacing: the config's values, and the namespace of upstream names.
 func TestParseNamespacing(t *testing.T) {
-	for in, want := range map[string]Namespacing{"": NamespaceAuto, "auto": NamespaceAuto, "always": NamespaceAlways, "never": NamespaceNever} {
-		if got, err := ParseNamespacing(in); err != nil || got != want {
-			t.Errorf("ParseNamespacing(%q) = %v, %v", in, got, err)
+	for in, want := range map[string]namespacing{"": namespaceAuto, "auto": namespaceAuto, "always": namespaceAlways, "never": namespaceNever} {
+		if got, err := parseNamespacing(in); err != nil || got != want {
+			t.Errorf("parseNamespacing(%q) = %v, %v", in, got, err)
 		}
 	}
-	if _, err := ParseNamespacing("sometimes"); err == nil {
-		t.Error("ParseNamespacing accepted sometimes")
+	if _, err := parseNamespacing("sometimes"); err == nil {
+		t.Error("parseNamespacing accepted sometimes")
 	}
 	for name, want := range map[string]string{"memory": "memory", "mem-2": "mem-2", "1password": "mcp-1password"} {
 		if got := namespaceOf(name); got != want {

@@ -50,8 +50,8 @@ type Options struct {
 	// Hosts are the client hosts whose name limits RejectedNames checks the exposed catalog against.
 	Hosts []HostLimit
 	// ResourceNamespacing says when resource URIs carry their upstream's namespace ("<upstream>+<uri>",
-	// resources.go); the zero value is NamespaceAuto.
-	ResourceNamespacing Namespacing
+	// resources.go), as the config file names it: auto (also ""), always or never; New refuses anything else.
+	ResourceNamespacing string
 	// Store and Bus, when set, share sessions across replicas (design §7); nil means this replica alone.
 	Store sessionStore
 	Bus   replicaBus
@@ -169,6 +169,9 @@ type Router struct {
 
 // New returns a router for the given upstreams, in the order their items appear in the catalog.
 func New(opts Options, ups []UpstreamConfig) (*Router, error) {
+	if _, err := parseNamespacing(opts.ResourceNamespacing); err != nil {
+		return nil, err
+	}
 	if opts.PageSize <= 0 {
 		opts.PageSize = 100
 	}
@@ -243,9 +246,9 @@ func (r *Router) upstreams() []*upstreamServer { return r.set.Load().list }
 // upstream returns the upstream with the name, or nil.
 func (r *Router) upstream(name string) *upstreamServer { return r.set.Load().byName[name] }
 
-// NewStream returns an outbound stream (see NewStream) whose dropped notifications are counted in metrics.
+// NewStream returns an outbound stream (see newStream) whose dropped notifications are counted in metrics.
 func (r *Router) NewStream(finals, maxQueued int) *Stream {
-	st := NewStream(finals, maxQueued)
+	st := newStream(finals, maxQueued)
 	st.onDrop = func() { r.inst.dropped.Add(context.Background(), 1) }
 	return st
 }

@@ -35,7 +35,7 @@ func holdingUpstream() *fakeTransport {
 // roundTrip sends one request and returns the final answer on its stream.
 func roundTrip(t testing.TB, r *testRouter, s *Session, raw string) jsonrpc.Message {
 	t.Helper()
-	out := NewStream(1, 16)
+	out := newStream(1, 16)
 	s.HandleRequest(context.Background(), mustParse(t, raw), out)
 	for {
 		msg, final, ok := out.Next(r.ctx)

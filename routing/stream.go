@@ -39,9 +39,9 @@ type Stream struct {
 	fbuf [2]bool
 }
 
-// NewStream returns a stream that completes after finals responses (or after as many calls end without one);
+// newStream returns a stream that completes after finals responses (or after as many calls end without one);
 // finals < 0 makes a standalone stream that runs until Close. maxQueued bounds the non-final messages waiting.
-func NewStream(finals, maxQueued int) *Stream {
+func newStream(finals, maxQueued int) *Stream {
 	if maxQueued <= 0 {
 		maxQueued = 256
 	}

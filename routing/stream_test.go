@@ -38,7 +38,7 @@ func samePopped(a, b []popped) bool {
 }
 
 func TestStreamFinals(t *testing.T) {
-	s := NewStream(2, 8)
+	s := newStream(2, 8)
 	if got := s.Pending(); got != 2 {
 		t.Fatalf("Pending = %d, want 2", got)
 	}
@@ -64,7 +64,7 @@ func TestStreamFinals(t *testing.T) {
 }
 
 func TestStreamAbandon(t *testing.T) {
-	s := NewStream(2, 8)
+	s := newStream(2, 8)
 	s.Push([]byte("p"), ClassNotice)
 	s.Abandon() // one call cancelled
 	s.Push([]byte("f"), ClassFinal)
@@ -72,7 +72,7 @@ func TestStreamAbandon(t *testing.T) {
 		t.Fatalf("got %v", got)
 	}
 
-	s = NewStream(1, 8)
+	s = newStream(1, 8)
 	s.Push([]byte("p"), ClassNotice)
 	s.Abandon()
 	if got := drain(t, s); !samePopped(got, []popped{{"p", false}}) {
@@ -80,13 +80,13 @@ func TestStreamAbandon(t *testing.T) {
 	}
 
 	// Abandon on a standalone stream changes nothing.
-	s = NewStream(-1, 8)
+	s = newStream(-1, 8)
 	s.Abandon()
 	if got := s.Pending(); got != -1 {
 		t.Fatalf("standalone Pending after Abandon = %d, want -1", got)
 	}
 	// More abandons than calls never go negative.
-	s = NewStream(1, 8)
+	s = newStream(1, 8)
 	s.Abandon()
 	s.Abandon()
 	if got := s.Pending(); got != 0 {
@@ -95,7 +95,7 @@ func TestStreamAbandon(t *testing.T) {
 }
 
 func TestStreamClose(t *testing.T) {
-	s := NewStream(-1, 8)
+	s := newStream(-1, 8)
 	s.Push([]byte("a"), ClassNotice)
 	s.Push([]byte("b"), classRequest)
 	s.Close()
@@ -117,7 +117,7 @@ func TestStreamClose(t *testing.T) {
 }
 
 func TestStreamBound(t *testing.T) {
-	s := NewStream(3, 2)
+	s := newStream(3, 2)
 	if !s.Push([]byte("n1"), ClassNotice) || !s.Push([]byte("r1"), classRequest) {
 		t.Fatal("pushes below the bound refused")
 	}
@@ -152,13 +152,13 @@ func TestStreamBound(t *testing.T) {
 	if got := drain(t, s); !samePopped(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-	if got := NewStream(1, 0).max; got != 256 {
+	if got := newStream(1, 0).max; got != 256 {
 		t.Fatalf("default bound = %d, want 256", got)
 	}
 }
 
 func TestStreamTryNext(t *testing.T) {
-	s := NewStream(1, 4)
+	s := newStream(1, 4)
 	if _, _, ok := s.TryNext(); ok {
 		t.Fatal("TryNext on an empty stream reported a message")
 	}
@@ -173,7 +173,7 @@ func TestStreamTryNext(t *testing.T) {
 
 func TestStreamNextWaits(t *testing.T) {
 	// Next blocks until a push from another goroutine.
-	s := NewStream(1, 4)
+	s := newStream(1, 4)
 	got := make(chan popped)
 	go func() {
 		msg, final, ok := s.Next(context.Background())
@@ -195,9 +195,9 @@ func TestStreamNextWaits(t *testing.T) {
 		"cancel":  func(_ *Stream, cancel context.CancelFunc) { cancel() },
 	} {
 		t.Run(name, func(t *testing.T) {
-			s := NewStream(1, 4)
+			s := newStream(1, 4)
 			if name == "close" {
-				s = NewStream(-1, 4)
+				s = newStream(-1, 4)
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -214,7 +214,7 @@ func TestStreamNextWaits(t *testing.T) {
 	}
 
 	// A cancelled ctx still yields what is queued.
-	s = NewStream(-1, 4)
+	s = newStream(-1, 4)
 	s.Push([]byte("n"), ClassNotice)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -229,7 +229,7 @@ func TestStreamNextWaits(t *testing.T) {
 // TestStreamConcurrent pushes from several goroutines while one reads; run with -race.
 func TestStreamConcurrent(t *testing.T) {
 	const writers, each = 4, 200
-	s := NewStream(writers*each, 16)
+	s := newStream(writers*each, 16)
 	for w := 0; w < writers; w++ {
 		go func() {
 			for i := 0; i < each; i++ {

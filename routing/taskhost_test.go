@@ -393,7 +393,7 @@ func TestGatewayTasksLegacy(t *testing.T) {
 		if m := request(t, r, s, taskReq("ga", "tasks/get", aid, "")); field(m, "status") != "input_required" {
 			t.Errorf("tasks/get while the call asks: %s", m.Raw())
 		}
-		out := NewStream(1, 16)
+		out := newStream(1, 16)
 		s.HandleRequest(r.ctx, mustParse(t, taskReq("ra", "tasks/result", aid, "")), out)
 		var final jsonrpc.Message
 		for final.Raw() == nil {

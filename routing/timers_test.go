@@ -42,7 +42,7 @@ func TestCallTimerOnTheClock(t *testing.T) {
 			UpstreamConfig{Name: "fake", Prefix: "fake__", Mode: Shared, Transport: ft, Kind: "stdio"})
 		s := r.session(defaultClientCaps)
 		start := time.Now()
-		out := NewStream(1, 16)
+		out := newStream(1, 16)
 		s.HandleRequest(context.Background(), mustParse(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fake__add","_meta":{"progressToken":"p"}}}`), out)
 		synctest.Wait()
 		upID := lastCallID(t, ft)
@@ -120,7 +120,7 @@ func TestStalledWriteEnds(t *testing.T) {
 					UpstreamConfig{Name: "fake", Prefix: "fake__", Mode: Shared, Transport: ft, Kind: "stdio"})
 				s := r.session(defaultClientCaps)
 				start := time.Now()
-				out := NewStream(1, 16)
+				out := newStream(1, 16)
 				handled := make(chan time.Duration, 1)
 				go func() {
 					s.HandleRequest(context.Background(), mustParse(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fake__add"}}`), out)
@@ -169,7 +169,7 @@ func TestGatherWindowOnTheClock(t *testing.T) {
 				ft := holdingUpstream()
 				r := startRouter(t, Options{}, UpstreamConfig{Name: "fake", Prefix: "fake__", Mode: Shared, Transport: ft, Kind: "stdio"})
 				s := r.PooledSession(SessionParams{Capabilities: json.RawMessage(`{"elicitation":{}}`)})
-				out := NewStream(1, 16)
+				out := newStream(1, 16)
 				s.HandleRequest(context.Background(), mustParse(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fake__add"}}`), out)
 				synctest.Wait()
 				var m *jsonrpc.Message

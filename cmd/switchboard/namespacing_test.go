@@ -11,15 +11,25 @@ import (
 // TestNamespacingOf: the config's resourceNamespacing reaches routing as the same mode, and a reload that
 // changes it says a restart is needed (it would rename URIs that open sessions subscribed by).
 func TestNamespacingOf(t *testing.T) {
-	for in, want := range map[config.ResourceNamespacing]routing.Namespacing{
-		config.NamespacingAuto: routing.NamespaceAuto, config.NamespacingAlways: routing.NamespaceAlways,
-		config.NamespacingNever: routing.NamespaceNever, "": routing.NamespaceAuto,
-	} {
+	for _, in := range []config.ResourceNamespacing{config.NamespacingAuto, config.NamespacingAlways, config.NamespacingNever, ""} {
 		cfg := config.Default()
 		cfg.ResourceNamespacing = in
-		if got, err := namespacingOf(cfg); err != nil || got != want {
-			t.Errorf("namespacingOf(%q) = %v, %v; want %v", in, got, err, want)
+		got, err := namespacingOf(cfg)
+		if err != nil || got != string(in) {
+			t.Errorf("namespacingOf(%q) = %v, %v; want it as it is", in, got, err)
 		}
+		// routing takes what the config says.
+		if _, err := routing.New(routing.Options{ResourceNamespacing: got}, nil); err != nil {
+			t.Errorf("routing.New refuses resourceNamespacing %q: %v", in, err)
+		}
+	}
+	cfg := config.Default()
+	cfg.ResourceNamespacing = "sometimes"
+	if _, err := namespacingOf(cfg); err == nil {
+		t.Error(`namespacingOf("sometimes") is not an error`)
+	}
+	if _, err := routing.New(routing.Options{ResourceNamespacing: "sometimes"}, nil); err == nil {
+		t.Error(`routing.New takes resourceNamespacing "sometimes"`)
 	}
 	old, cur := config.Default(), config.Default()
 	cur.ResourceNamespacing = config.NamespacingAlways

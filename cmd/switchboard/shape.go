@@ -32,12 +32,12 @@ func shapeOf(cfg *config.Config) routing.Shape {
 
 // namespacingOf is routing's resource namespacing of the config's resourceNamespacing. It is read at start only:
 // a change would rename the URIs open sessions subscribed by (restartOnly).
-func namespacingOf(cfg *config.Config) (routing.Namespacing, error) {
-	n, err := routing.ParseNamespacing(string(cfg.ResourceNamespacing))
-	if err != nil {
-		return 0, fmt.Errorf("routing options: %w", err)
+func namespacingOf(cfg *config.Config) (string, error) {
+	switch n := cfg.ResourceNamespacing; n {
+	case "", config.NamespacingAuto, config.NamespacingAlways, config.NamespacingNever:
+		return string(n), nil
 	}
-	return n, nil
+	return "", fmt.Errorf("routing options: resourceNamespacing %q: use auto, always or never", cfg.ResourceNamespacing)
 }
 
 // searchMode is routing's search mode of a discovery setting: nil to list every tool.
