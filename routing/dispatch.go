@@ -33,7 +33,7 @@ func (s *Session) HandleRequest(ctx context.Context, m jsonrpc.Message, out *Str
 		if name, _ := jsonrpc.LookupString(m.Params(), "name"); name == toolCall {
 			var why string
 			if m, why = unwrapCallTool(m); why != "" {
-				replyError(out, id, protocol.CodeInvalidParams, why)
+				s.r.inst.refuse(s, out, m, nil, toolCall, protocol.CodeInvalidParams, reasonMalformed, why)
 				return
 			}
 		}
