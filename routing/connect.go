@@ -222,9 +222,16 @@ func (g *grants) callStandIn(ctx context.Context, s *Session, up *upstreamServer
 	}
 	l, err := s.links.linkFor(s, up)
 	if err == nil {
+		live := l.isReady()
 		rctx, cancel := context.WithTimeout(ctx, up.timeout())
 		_, err = l.ready(rctx)
 		cancel()
+		if err == nil && live {
+			// The person's session was up already (it met the 401 that asked them to connect again, after a
+			// revoked grant or an authorization server's move): a new one lists for the catalog as it connects,
+			// this one lists again now.
+			l.goWork(func() { s.r.grants.cacheLists(s, l) })
+		}
 	}
 	text := fmt.Sprintf("Your %s account is connected. Its tools are being listed now: list the tools again and call them directly.", up.cfg.Name)
 	if err != nil {

@@ -243,3 +243,44 @@ func TestUserGrants(t *testing.T) {
 		t.Errorf("a declined connect: %s", m.Raw())
 	}
 }
+
+// TestStandInRelistsLiveLink (issue 33): a person whose upstream session is up already (it met the 401 that asked
+// them to connect again, after an authorization server moved) and who calls the stand-in again gets their tools
+// listed anew: a new session lists as it connects, a live one did not, and the upstream's new tools never showed.
+func TestStandInRelistsLiveLink(t *testing.T) {
+	conn := newFakeConnector()
+	var mu sync.Mutex
+	tools := `[{"name":"whoami","inputSchema":{"type":"object"}}]`
+	ft := newFakeTransport(func(c *fakeConn, m jsonrpc.Message) {
+		mu.Lock()
+		defer mu.Unlock()
+		defaultAnswer(c, m, fakeInitCaps, tools)
+	})
+	r := startRouter(t, Options{Connector: conn},
+		UpstreamConfig{Name: "gh", Prefix: "gh__", Mode: PerClient, Transport: ft, Kind: "http", UserGrants: &UserGrants{}})
+	alice := r.NewSession(SessionParams{ProtocolVersion: protocol.V20251125, Principal: "iss|alice", Capabilities: json.RawMessage(`{}`)})
+	conn.connect("iss|alice", "gh")
+	callStandIn := func() {
+		t.Helper()
+		if m := roundTrip(t, r, alice, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"gh__connect","arguments":{}}}`); m.Error() != nil || !strings.Contains(string(m.Result()), "is connected") {
+			t.Fatalf("the stand-in answered %s", m.Raw())
+		}
+		select {
+		case <-conn.saved:
+		case <-r.ctx.Done():
+			t.Fatal("the person's lists were not listed again")
+		}
+		waitHeard(t, r, alice.Standalone(), "notifications/tools/list_changed")
+	}
+	callStandIn()
+	if got := names(listAll(t, r, alice)); !slices.Equal(got, []string{"gh__whoami"}) {
+		t.Fatalf("alice's tools once connected: %v", got)
+	}
+	mu.Lock()
+	tools = `[{"name":"whoami","inputSchema":{"type":"object"}},{"name":"issues","inputSchema":{"type":"object"}}]`
+	mu.Unlock()
+	callStandIn() // her session is up: the stand-in's retry lists it again
+	if got := names(listAll(t, r, alice)); !slices.Equal(got, []string{"gh__whoami", "gh__issues"}) {
+		t.Errorf("alice's tools after connecting again: %v", got)
+	}
+}
