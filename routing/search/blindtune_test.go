@@ -71,6 +71,20 @@ func TestBlindTune(t *testing.T) {
 			v.edit(&r)
 			t.Logf("%s\n%s\n%s", v.name, row("tuned", eval(r, tuned)), row("held-out", eval(r, held)))
 		}
+	case "action": // the factor for a tool whose name names another kind of action than the query
+		var grid []search.Ranking
+		for _, f := range []float64{1, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3} {
+			r := def
+			r.Action = f
+			t.Log(row(fmt.Sprint(f), eval(r, tuned)))
+			grid = append(grid, r)
+		}
+		gridCV(t, def, grid, tuned, eval, row)
+	case "equivmisses":
+		r := eval(def, tuned)
+		for _, m := range r.Equivalent.Misses {
+			t.Logf("tuned miss (rank %d): %q want %v got %v", m.Rank, m.Query.Text, m.Query.Want[:min(3, len(m.Query.Want))], m.Top[:min(5, len(m.Top))])
+		}
 	case "misses":
 		r := eval(def, tuned)
 		t.Log(row("tuned", r))
@@ -130,4 +144,45 @@ func TestBlindTune(t *testing.T) {
 		}
 		t.Logf("%+v\n%s\n%s", r, row("default", eval(def, tuned)), row("fitted", eval(r, tuned)))
 	}
+}
+
+// gridCV is a 5-fold cross-validation on the tuned split of choosing the best of grid (by recall@5 plus MRR, strict)
+// on four folds: it logs, per fold, the choice and its recall@5 on the fifth beside def's, then the choice on the
+// whole tuned split beside def on both splits.
+func gridCV(t *testing.T, def search.Ranking, grid []search.Ranking, tuned []evalset.BlindQuery,
+	eval func(search.Ranking, []evalset.BlindQuery) evalset.BlindResult, row func(string, evalset.BlindResult) string) {
+	const k = 5
+	var folds [k][]evalset.BlindQuery
+	for _, q := range tuned {
+		h := fnv.New32a()
+		h.Write([]byte("fold" + q.ID))
+		folds[h.Sum32()%k] = append(folds[h.Sum32()%k], q)
+	}
+	best := func(qs []evalset.BlindQuery) search.Ranking {
+		top, pick := -1.0, def
+		for _, r := range grid {
+			res := eval(r, qs)
+			if s := res.Strict.Recall5 + res.Strict.MRR; s > top+1e-9 {
+				top, pick = s, r
+			}
+		}
+		return pick
+	}
+	var sumDef, sumFit float64
+	for i := range k {
+		var train []evalset.BlindQuery
+		for j := range k {
+			if j != i {
+				train = append(train, folds[j]...)
+			}
+		}
+		r := best(train)
+		d, fit := eval(def, folds[i]).Strict.Recall5, eval(r, folds[i]).Strict.Recall5
+		sumDef += d
+		sumFit += fit
+		t.Logf("fold %d: %+v; left-out fold default %.3f fitted %.3f", i, r, d, fit)
+	}
+	t.Logf("mean over left-out folds: default %.3f fitted %.3f", sumDef/k, sumFit/k)
+	r := best(tuned)
+	t.Logf("on the whole tuned split: %+v\n%s\n%s", r, row("default", eval(def, tuned)), row("fitted", eval(r, tuned)))
 }

@@ -61,6 +61,9 @@ type ranking struct {
 	// Coord scales a doc's score by the share of the query's weight it matched, to this power (0: not at all), so
 	// that a tool matching several of a query's words beats one matching one word many times.
 	Coord float64
+	// Action scales the score of a tool whose name names a kind of action (actionTable) when the query names
+	// others and not that one: delete_flag for "turn off the flag" (1: not at all).
+	Action float64
 }
 
 // defaultRanking is the measured choice (docs/benchmarks.md, "Tool search index"): fitted by coordinate ascent on
@@ -93,6 +96,7 @@ func defaultRanking() ranking {
 		Filler: 0.2,
 		Expand: 0.6,
 		Coord:  0.25,
+		Action: 0.8,
 	}
 }
 
@@ -109,6 +113,7 @@ type posting struct {
 type doc struct {
 	name  string
 	lens  [numFields]int32 // terms per field, repeats included
+	acts  uint8            // the kinds of action the name names (actionTable)
 	terms []string         // distinct terms, to find the doc's postings when it is removed
 }
 
@@ -116,6 +121,7 @@ type doc struct {
 type Index struct {
 	rank     ranking
 	intents  intents // shared by every version of an index
+	actions  actions // likewise
 	docs     []*doc  // by slot; nil for a free slot
 	free     []int32 // free slots, reused before docs grows
 	byName   map[string]int32
@@ -141,9 +147,9 @@ func Build(docs []Doc) *Index {
 
 func buildRanked(docs []Doc, r ranking) *Index {
 	a := newAnalyzer()
-	ix := &Index{rank: r, intents: newIntents(a), byName: make(map[string]int32, len(docs)), postings: make(map[string][]posting),
+	ix := &Index{rank: r, intents: newIntents(a), actions: newActions(a), byName: make(map[string]int32, len(docs)), postings: make(map[string][]posting),
 		scratch: new(sync.Pool)}
-	w := writer{ix: ix, b: newBuilder(a)}
+	w := writer{ix: ix, b: newBuilder(a, ix.actions)}
 	for _, d := range docs {
 		w.upsert(d)
 	}
@@ -172,6 +178,7 @@ func (ix *Index) With(upsert []Doc, remove []string) *Index {
 	nx := &Index{
 		rank:     ix.rank,
 		intents:  ix.intents,
+		actions:  ix.actions,
 		docs:     slices.Clone(ix.docs),
 		free:     slices.Clone(ix.free),
 		byName:   maps.Clone(ix.byName),
@@ -183,7 +190,7 @@ func (ix *Index) With(upsert []Doc, remove []string) *Index {
 		nx.byName = make(map[string]int32)
 		nx.postings = make(map[string][]posting)
 	}
-	w := writer{ix: nx, b: newBuilder(newAnalyzer()), owned: make(map[string]bool)}
+	w := writer{ix: nx, b: newBuilder(newAnalyzer(), nx.actions), owned: make(map[string]bool)}
 	for _, name := range remove {
 		w.remove(name)
 	}
@@ -270,6 +277,7 @@ func (w *writer) upsert(in Doc) {
 // builder analyses docs.
 type builder struct {
 	a       *analyzer
+	acts    actions
 	slot    map[string]int // term → its entry in entries, for the doc being analysed
 	entries []entry
 	// shared caches the terms of the texts that every tool of an upstream repeats (its name and instructions).
@@ -281,8 +289,8 @@ type entry struct {
 	freqs freqs
 }
 
-func newBuilder(a *analyzer) *builder {
-	return &builder{a: a, slot: make(map[string]int), shared: make(map[string][]string)}
+func newBuilder(a *analyzer, acts actions) *builder {
+	return &builder{a: a, acts: acts, slot: make(map[string]int), shared: make(map[string][]string)}
 }
 
 // doc analyses one Doc. The entries are reused by the next call.
@@ -290,7 +298,9 @@ func (b *builder) doc(in Doc) (*doc, []entry) {
 	clear(b.slot)
 	b.entries = b.entries[:0]
 	d := &doc{name: in.Name}
-	b.field(d, fieldName, b.a.analyze(in.Name))
+	name := b.a.analyze(in.Name)
+	d.acts = b.acts.of(name)
+	b.field(d, fieldName, name)
 	b.field(d, fieldTitle, b.a.analyze(in.Title))
 	b.field(d, fieldDescription, b.a.analyze(in.Description))
 	b.field(d, fieldParamName, b.params(in.Params, func(p Param) string { return p.Name }))
@@ -399,7 +409,7 @@ func (ix *Index) SearchIn(st *Stats, query string, limit int, allow func(name st
 	if st.n == 0 {
 		return nil
 	}
-	terms := ix.queryTerms(query)
+	terms, acts := ix.queryTerms(query)
 
 	n := float64(st.n)
 	var norm [numFields]struct{ base, perLen float64 }
@@ -469,6 +479,13 @@ func (ix *Index) SearchIn(st *Stats, query string, limit int, allow func(name st
 				scores[slot] *= math.Sqrt(math.Sqrt(cover[slot] / total))
 			} else {
 				scores[slot] *= math.Pow(cover[slot]/total, c)
+			}
+		}
+	}
+	if f := ix.rank.Action; f != 1 && acts != 0 {
+		for _, slot := range seen {
+			if state[slot] == 1 && conflict(ix.docs[slot].acts, acts) {
+				scores[slot] *= f
 			}
 		}
 	}

@@ -1,0 +1,53 @@
+package search
+
+import "strings"
+
+// actionTable sorts the verbs that tool names start with (get_issue, create-page, deleteFile) into the kinds of
+// action they name. Tools are named verb and object, and a catalog has many tools on one object that differ only
+// in the verb; a query that asks for one kind of action ("turn off the flag", "list my folders") is not answered by
+// a tool of another kind (create_flag, remove_label), however well its object matches. It is general knowledge of
+// how APIs name their operations, written without any evaluation query; a word may be of two kinds ("post" reads
+// as create and as send). Like intentTable it is text, analysed when an index is built.
+const actionTable = `
+read: get list read show view fetch search find query retrieve lookup look describe check see browse inspect display
+create: create add new make insert generate register
+update: update edit modify change set rename move mark toggle turn enable disable patch put replace assign complete
+delete: delete remove drop cancel destroy erase purge clear
+send: send post reply forward notify
+`
+
+// actions maps a term to the kinds of action (a bit each, by actionTable's line) that it names.
+type actions map[string]uint8
+
+func newActions(a *analyzer) actions {
+	acts := make(actions)
+	kind := uint8(1)
+	for line := range strings.Lines(actionTable) {
+		_, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		for _, w := range strings.Fields(v) {
+			for _, t := range a.analyze(w) {
+				acts[t] |= kind
+			}
+		}
+		kind <<= 1
+	}
+	return acts
+}
+
+// of returns the kinds of action that terms name.
+func (acts actions) of(terms []string) uint8 {
+	var k uint8
+	for _, t := range terms {
+		k |= acts[t]
+	}
+	return k
+}
+
+// conflict reports whether a tool whose name names the actions doc cannot do what a query naming the actions
+// query asks: both name some, and none in common.
+func conflict(doc, query uint8) bool {
+	return doc != 0 && query != 0 && doc&query == 0
+}
