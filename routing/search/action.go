@@ -1,6 +1,9 @@
 package search
 
-import "strings"
+import (
+	"strings"
+	"unicode"
+)
 
 // actionTable sorts the verbs that tool names start with (get_issue, create-page, deleteFile) into the kinds of
 // action they name. Tools are named verb and object, and a catalog has many tools on one object that differ only
@@ -16,12 +19,15 @@ delete: delete remove drop cancel destroy erase purge clear
 send: send post reply forward notify
 `
 
+// actRead is the kind of action of actionTable's first line.
+const actRead = 1
+
 // actions maps a term to the kinds of action (a bit each, by actionTable's line) that it names.
 type actions map[string]uint8
 
 func newActions(a *analyzer) actions {
 	acts := make(actions)
-	kind := uint8(1)
+	kind := uint8(actRead)
 	for line := range strings.Lines(actionTable) {
 		_, v, ok := strings.Cut(line, ":")
 		if !ok {
@@ -35,6 +41,24 @@ func newActions(a *analyzer) actions {
 		kind <<= 1
 	}
 	return acts
+}
+
+// asks reports whether a query is a question ("what meetings do I have", "is the site up?"): one that starts with a
+// question word or an auxiliary. A question that names no action asks to read.
+func asks(query string) bool {
+	i := strings.IndexFunc(query, unicode.IsLetter)
+	if i < 0 {
+		return false
+	}
+	w, _, _ := strings.Cut(query[i:], " ")
+	w, _, _ = strings.Cut(w, "'")
+	w, _, _ = strings.Cut(w, "’")
+	switch strings.ToLower(strings.TrimRight(w, "?,.!")) {
+	case "what", "which", "who", "whom", "whose", "when", "where", "how", "is", "are", "was", "were", "do", "does",
+		"did", "has", "have", "any", "whats", "hows", "wheres", "whos":
+		return true
+	}
+	return false
 }
 
 // of returns the kinds of action that terms name.

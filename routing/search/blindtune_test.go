@@ -80,6 +80,17 @@ func TestBlindTune(t *testing.T) {
 			grid = append(grid, r)
 		}
 		gridCV(t, def, grid, tuned, eval, row)
+	case "question": // a question that names no action asks to read, with the action factor refitted
+		var grid []search.Ranking
+		for _, q := range []bool{false, true} {
+			for _, f := range []float64{1, 0.9, 0.8, 0.7, 0.6, 0.5} {
+				r := def
+				r.Question, r.Action = q, f
+				t.Log(row(fmt.Sprint(q, f), eval(r, tuned)))
+				grid = append(grid, r)
+			}
+		}
+		gridCV(t, def, grid, tuned, eval, row)
 	case "equivmisses":
 		r := eval(def, tuned)
 		for _, m := range r.Equivalent.Misses {

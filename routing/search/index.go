@@ -64,6 +64,8 @@ type ranking struct {
 	// Action scales the score of a tool whose name names a kind of action (actionTable) when the query names
 	// others and not that one: delete_flag for "turn off the flag" (1: not at all).
 	Action float64
+	// Question makes a question that names no action ("what meetings do I have") ask to read (see asks).
+	Question bool
 }
 
 // defaultRanking is the measured choice (docs/benchmarks.md, "Tool search index"): fitted by coordinate ascent on
@@ -92,11 +94,12 @@ func defaultRanking() ranking {
 			fieldUpstream:         0,
 			fieldInstructions:     0.9,
 		},
-		K1:     1.5,
-		Filler: 0.2,
-		Expand: 0.6,
-		Coord:  0.25,
-		Action: 0.8,
+		K1:       1.5,
+		Filler:   0.2,
+		Expand:   0.6,
+		Coord:    0.25,
+		Action:   0.8,
+		Question: true,
 	}
 }
 

@@ -265,6 +265,9 @@ func (ix *Index) queryTerms(query string) ([]queryTerm, uint8) {
 	a := newAnalyzer()
 	terms := a.analyze(query)
 	acts := ix.actions.of(terms)
+	if acts == 0 && ix.rank.Question && asks(query) {
+		acts = actRead
+	}
 	slices.Sort(terms)
 	terms = slices.Compact(terms) // a repeated word counts once
 	words := make(map[string]string, len(terms))
