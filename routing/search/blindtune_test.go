@@ -11,12 +11,14 @@ import (
 )
 
 var blindTune = flag.String("search.blindtune", "", "run TestBlindTune: \"table\" (aggregates of both splits), "+
-	"\"misses\" (the tuned split's misses) or \"cv\" (5-fold cross-validation of the BM25F parameters on the tuned split)")
+	"\"misses\" or \"equivmisses\" (the tuned split's misses, strict or equivalent), \"cv\" (5-fold cross-validation "+
+	"of the BM25F parameters on the tuned split), \"action\" or \"question\" (the same for the action factor), "+
+	"\"ablate\" (each part taken out), or one parameter's sweep (filler, expand, coord, upstream)")
 
 // TestBlindTune is how the ranking is fitted on the blind queries (issue 34): on the tuned split only. It prints the
 // held-out split's aggregate figures and never its queries. It asserts nothing. Run it with:
 //
-//	go test -run TestBlindTune -v ./routing/search -args -search.blindtune=table|misses|cv
+//	go test -run TestBlindTune -v ./routing/search -args -search.blindtune=table|misses|cv|action|ablate|...
 func TestBlindTune(t *testing.T) {
 	if *blindTune == "" {
 		t.Skip("-search.blindtune not set")
@@ -66,7 +68,8 @@ func TestBlindTune(t *testing.T) {
 			name string
 			edit func(*search.Ranking)
 		}{{"all", func(*search.Ranking) {}}, {"no intent", func(r *search.Ranking) { r.Expand = 0 }},
-			{"no filler", func(r *search.Ranking) { r.Filler = 1 }}, {"no coord", func(r *search.Ranking) { r.Coord = 0 }}} {
+			{"no filler", func(r *search.Ranking) { r.Filler = 1 }}, {"no coord", func(r *search.Ranking) { r.Coord = 0 }},
+			{"no action", func(r *search.Ranking) { r.Action = 1 }}, {"no question", func(r *search.Ranking) { r.Question = false }}} {
 			r := def
 			v.edit(&r)
 			t.Logf("%s\n%s\n%s", v.name, row("tuned", eval(r, tuned)), row("held-out", eval(r, held)))

@@ -29,3 +29,34 @@ func TestQueryUnderstanding(t *testing.T) {
 		}
 	}
 }
+
+// TestActionConflict checks the action factor (actionTable): of two tools on the same object, the one whose name's
+// verb is of the kind the query asks for wins, also when the query only asks a question, and a query that names no
+// action leaves the ranking alone.
+func TestActionConflict(t *testing.T) {
+	ix := search.Build([]search.Doc{
+		{Name: "flags__create_flag", Description: "Create a feature flag"},
+		{Name: "flags__update_flag", Description: "Update the targeting, the rollout or the state of a feature flag"},
+		{Name: "flags__delete_flag", Description: "Delete a feature flag"},
+		{Name: "flags__list_flags", Description: "List the feature flags of a project, with their state and targeting"},
+	})
+	for _, tc := range []struct{ query, top string }{
+		{"turn off the checkout feature flag", "flags__update_flag"},
+		{"what feature flags are there?", "flags__list_flags"},
+		{"feature flag", "flags__create_flag"}, // no action: the shortest text wins, as in plain BM25F
+	} {
+		if hits := ix.Search(tc.query, 4, nil); len(hits) == 0 || hits[0].Name != tc.top {
+			t.Errorf("%q: got %v, want %s first", tc.query, names(hits), tc.top)
+		}
+	}
+	// Without the factor the first query is lost to the tool with the shorter text, which is why the factor exists.
+	r := search.DefaultRanking()
+	r.Action = 1
+	plain := search.BuildRanked([]search.Doc{
+		{Name: "flags__create_flag", Description: "Create a feature flag"},
+		{Name: "flags__update_flag", Description: "Update the targeting, the rollout or the state of a feature flag"},
+	}, r)
+	if hits := plain.Search("turn off the checkout feature flag", 2, nil); len(hits) == 0 || hits[0].Name != "flags__create_flag" {
+		t.Errorf("without the action factor: %v, want create_flag first (the test would not tell)", names(hits))
+	}
+}
