@@ -12,7 +12,7 @@ import (
 
 var blindTune = flag.String("search.blindtune", "", "run TestBlindTune: \"table\" (aggregates of both splits), "+
 	"\"misses\" or \"equivmisses\" (the tuned split's misses, strict or equivalent), \"cv\" (5-fold cross-validation "+
-	"of the BM25F parameters on the tuned split), \"action\" or \"question\" (the same for the action factor), "+
+	"of the BM25F parameters on the tuned split), \"action\", \"question\" or \"namecover\" (the same for those), "+
 	"\"ablate\" (each part taken out), or one parameter's sweep (filler, expand, coord, upstream)")
 
 // TestBlindTune is how the ranking is fitted on the blind queries (issue 34): on the tuned split only. It prints the
@@ -69,7 +69,8 @@ func TestBlindTune(t *testing.T) {
 			edit func(*search.Ranking)
 		}{{"all", func(*search.Ranking) {}}, {"no intent", func(r *search.Ranking) { r.Expand = 0 }},
 			{"no filler", func(r *search.Ranking) { r.Filler = 1 }}, {"no coord", func(r *search.Ranking) { r.Coord = 0 }},
-			{"no action", func(r *search.Ranking) { r.Action = 1 }}, {"no question", func(r *search.Ranking) { r.Question = false }}} {
+			{"no action", func(r *search.Ranking) { r.Action = 1 }}, {"no question", func(r *search.Ranking) { r.Question = false }},
+			{"no name cover", func(r *search.Ranking) { r.NameCover = 0 }}} {
 			r := def
 			v.edit(&r)
 			t.Logf("%s\n%s\n%s", v.name, row("tuned", eval(r, tuned)), row("held-out", eval(r, held)))
@@ -92,6 +93,15 @@ func TestBlindTune(t *testing.T) {
 				t.Log(row(fmt.Sprint(q, f), eval(r, tuned)))
 				grid = append(grid, r)
 			}
+		}
+		gridCV(t, def, grid, tuned, eval, row)
+	case "namecover":
+		var grid []search.Ranking
+		for _, g := range []float64{0, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.75, 1} {
+			r := def
+			r.NameCover = g
+			t.Log(row(fmt.Sprint(g), eval(r, tuned)))
+			grid = append(grid, r)
 		}
 		gridCV(t, def, grid, tuned, eval, row)
 	case "equivmisses":

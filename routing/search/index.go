@@ -66,6 +66,9 @@ type ranking struct {
 	Action float64
 	// Question makes a question that names no action ("what meetings do I have") ask to read (see asks).
 	Question bool
+	// NameCover scales a doc's score by the share of its name's words that the query has, to this power (0: not
+	// at all): coordination seen from the tool's side (see reweigh).
+	NameCover float64
 }
 
 // defaultRanking is the measured choice (docs/benchmarks.md, "Tool search index"): fitted by coordinate ascent on
@@ -94,12 +97,13 @@ func defaultRanking() ranking {
 			fieldUpstream:         0,
 			fieldInstructions:     0.9,
 		},
-		K1:       1.5,
-		Filler:   0.2,
-		Expand:   0.6,
-		Coord:    0.25,
-		Action:   0.8,
-		Question: true,
+		K1:        1.5,
+		Filler:    0.2,
+		Expand:    0.6,
+		Coord:     0.25,
+		Action:    0.8,
+		Question:  true,
+		NameCover: 0.5,
 	}
 }
 
@@ -117,6 +121,7 @@ type doc struct {
 	name  string
 	lens  [numFields]int32 // terms per field, repeats included
 	acts  uint8            // the kinds of action the name names (actionTable)
+	nameN uint8            // the name's distinct terms that name no action (actionTable), for ranking.NameCover
 	terms []string         // distinct terms, to find the doc's postings when it is removed
 }
 
@@ -140,6 +145,7 @@ type scratch struct {
 	scores []float64
 	cover  []float64 // the weight of the query's terms the doc has
 	state  []int8    // 0 not seen, 1 allowed, -1 rejected
+	named  []uint8   // how many of the query's terms that name no action are in the doc's name
 	seen   []int32
 }
 
@@ -313,6 +319,9 @@ func (b *builder) doc(in Doc) (*doc, []entry) {
 	d.terms = make([]string, len(b.entries))
 	for i, e := range b.entries {
 		d.terms[i] = e.term
+		if e.freqs[fieldName] != 0 && b.acts[e.term] == 0 && d.nameN < math.MaxUint8 {
+			d.nameN++
+		}
 	}
 	return d, b.entries
 }
@@ -428,7 +437,8 @@ func (ix *Index) SearchIn(st *Stats, query string, limit int, allow func(name st
 
 	sc, _ := ix.scratch.Get().(*scratch)
 	if sc == nil {
-		sc = &scratch{scores: make([]float64, len(ix.docs)), cover: make([]float64, len(ix.docs)), state: make([]int8, len(ix.docs))}
+		sc = &scratch{scores: make([]float64, len(ix.docs)), cover: make([]float64, len(ix.docs)), state: make([]int8, len(ix.docs)),
+			named: make([]uint8, len(ix.docs))}
 	}
 	scores, cover, state, seen := sc.scores, sc.cover, sc.state, sc.seen[:0]
 	total := 0.0
@@ -458,6 +468,7 @@ func (ix *Index) SearchIn(st *Stats, query string, limit int, allow func(name st
 		idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
 		qw := qt.weight
 		total += qw
+		named := ix.actions[qt.term] == 0
 		for _, p := range ps {
 			if state[p.doc] != 1 {
 				continue
@@ -471,31 +482,16 @@ func (ix *Index) SearchIn(st *Stats, query string, limit int, allow func(name st
 			}
 			scores[p.doc] += qw * idf * tf / (ix.rank.K1 + tf)
 			cover[p.doc] += qw
-		}
-	}
-	if c := ix.rank.Coord; c != 0 {
-		for _, slot := range seen {
-			if state[slot] != 1 || cover[slot] >= total {
-				continue
-			}
-			if c == 0.25 { // the default, at a tenth of Pow's cost
-				scores[slot] *= math.Sqrt(math.Sqrt(cover[slot] / total))
-			} else {
-				scores[slot] *= math.Pow(cover[slot]/total, c)
+			if named && p.freqs[fieldName] != 0 {
+				sc.named[p.doc]++
 			}
 		}
 	}
-	if f := ix.rank.Action; f != 1 && acts != 0 {
-		for _, slot := range seen {
-			if state[slot] == 1 && conflict(ix.docs[slot].acts, acts) {
-				scores[slot] *= f
-			}
-		}
-	}
+	ix.reweigh(sc, seen, total, acts)
 	hits := topHits(ix, seen, state, scores, limit)
 	ix.explain(hits, terms, state)
 	for _, slot := range seen {
-		scores[slot], cover[slot], state[slot] = 0, 0, 0
+		scores[slot], cover[slot], state[slot], sc.named[slot] = 0, 0, 0, 0
 	}
 	sc.seen = seen
 	ix.scratch.Put(sc)
