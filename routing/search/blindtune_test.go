@@ -12,7 +12,7 @@ import (
 
 var blindTune = flag.String("search.blindtune", "", "run TestBlindTune: \"table\" (aggregates of both splits), "+
 	"\"misses\" or \"equivmisses\" (the tuned split's misses, strict or equivalent), \"cv\" (5-fold cross-validation "+
-	"of the BM25F parameters on the tuned split), \"action\", \"question\" or \"namecover\" (the same for those), "+
+	"of the BM25F parameters on the tuned split), \"action\", \"question\", \"namecover\" or \"coordname\" (the same for those), "+
 	"\"ablate\" (each part taken out), or one parameter's sweep (filler, expand, coord, upstream)")
 
 // TestBlindTune is how the ranking is fitted on the blind queries (issue 34): on the tuned split only. It prints the
@@ -102,6 +102,19 @@ func TestBlindTune(t *testing.T) {
 			r.NameCover = g
 			t.Log(row(fmt.Sprint(g), eval(r, tuned)))
 			grid = append(grid, r)
+		}
+		gridCV(t, def, grid, tuned, eval, row)
+	case "coordname": // coordination from both sides together
+		var grid []search.Ranking
+		for _, c := range []float64{0, 0.25, 0.5} {
+			for _, g := range []float64{0.25, 0.5, 0.75} {
+				for _, a := range []float64{0.6, 0.8} {
+					r := def
+					r.Coord, r.NameCover, r.Action = c, g, a
+					t.Log(row(fmt.Sprint(c, g, a), eval(r, tuned)))
+					grid = append(grid, r)
+				}
+			}
 		}
 		gridCV(t, def, grid, tuned, eval, row)
 	case "equivmisses":
