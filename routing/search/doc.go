@@ -11,6 +11,12 @@
 // and lone Latin letters are dropped; English words are stemmed (Snowball's Porter2); Han, Hiragana, Katakana and
 // Hangul runs become overlapping bigrams, since those scripts put no spaces between words.
 //
+// A query is understood before it is scored (intent.go): filler words ("latest", "please") count little, intent
+// words expand to the words tools use for that capability (intentTable), and the kinds of action it names (list,
+// create, update, delete, send; actionTable) are noted. After BM25F, each tool's score is scaled (reweigh.go) by
+// the share of the query it matched, by the share of its own name's words the query has, and down when its name's
+// verb is of another kind than the query's.
+//
 // The weights were chosen by measurement on the evaluation set in package evalset; docs/benchmarks.md ("Tool
 // search index") has the numbers and the comparison with bleve that led to this package.
 //

@@ -61,6 +61,14 @@ type ranking struct {
 	// Coord scales a doc's score by the share of the query's weight it matched, to this power (0: not at all), so
 	// that a tool matching several of a query's words beats one matching one word many times.
 	Coord float64
+	// Action scales the score of a tool whose name names a kind of action (actionTable) when the query names
+	// others and not that one: delete_flag for "turn off the flag" (1: not at all).
+	Action float64
+	// Question makes a question that names no action ("what meetings do I have") ask to read (see asks).
+	Question bool
+	// NameCover scales a doc's score by the share of its name's words that the query has, to this power (0: not
+	// at all): coordination seen from the tool's side (see reweigh).
+	NameCover float64
 }
 
 // defaultRanking is the measured choice (docs/benchmarks.md, "Tool search index"): fitted by coordinate ascent on
@@ -89,10 +97,13 @@ func defaultRanking() ranking {
 			fieldUpstream:         0,
 			fieldInstructions:     0.9,
 		},
-		K1:     1.5,
-		Filler: 0.2,
-		Expand: 0.6,
-		Coord:  0.25,
+		K1:        1.5,
+		Filler:    0.2,
+		Expand:    0.6,
+		Coord:     0.25,
+		Action:    0.8,
+		Question:  true,
+		NameCover: 0.5,
 	}
 }
 
@@ -109,6 +120,8 @@ type posting struct {
 type doc struct {
 	name  string
 	lens  [numFields]int32 // terms per field, repeats included
+	acts  uint8            // the kinds of action the name names (actionTable)
+	nameN uint8            // the name's distinct terms that name no action (actionTable), for ranking.NameCover
 	terms []string         // distinct terms, to find the doc's postings when it is removed
 }
 
@@ -116,6 +129,7 @@ type doc struct {
 type Index struct {
 	rank     ranking
 	intents  intents // shared by every version of an index
+	actions  actions // likewise
 	docs     []*doc  // by slot; nil for a free slot
 	free     []int32 // free slots, reused before docs grows
 	byName   map[string]int32
@@ -131,6 +145,7 @@ type scratch struct {
 	scores []float64
 	cover  []float64 // the weight of the query's terms the doc has
 	state  []int8    // 0 not seen, 1 allowed, -1 rejected
+	named  []uint8   // how many of the query's terms that name no action are in the doc's name
 	seen   []int32
 }
 
@@ -141,9 +156,9 @@ func Build(docs []Doc) *Index {
 
 func buildRanked(docs []Doc, r ranking) *Index {
 	a := newAnalyzer()
-	ix := &Index{rank: r, intents: newIntents(a), byName: make(map[string]int32, len(docs)), postings: make(map[string][]posting),
+	ix := &Index{rank: r, intents: newIntents(a), actions: newActions(a), byName: make(map[string]int32, len(docs)), postings: make(map[string][]posting),
 		scratch: new(sync.Pool)}
-	w := writer{ix: ix, b: newBuilder(a)}
+	w := writer{ix: ix, b: newBuilder(a, ix.actions)}
 	for _, d := range docs {
 		w.upsert(d)
 	}
@@ -172,6 +187,7 @@ func (ix *Index) With(upsert []Doc, remove []string) *Index {
 	nx := &Index{
 		rank:     ix.rank,
 		intents:  ix.intents,
+		actions:  ix.actions,
 		docs:     slices.Clone(ix.docs),
 		free:     slices.Clone(ix.free),
 		byName:   maps.Clone(ix.byName),
@@ -183,7 +199,7 @@ func (ix *Index) With(upsert []Doc, remove []string) *Index {
 		nx.byName = make(map[string]int32)
 		nx.postings = make(map[string][]posting)
 	}
-	w := writer{ix: nx, b: newBuilder(newAnalyzer()), owned: make(map[string]bool)}
+	w := writer{ix: nx, b: newBuilder(newAnalyzer(), nx.actions), owned: make(map[string]bool)}
 	for _, name := range remove {
 		w.remove(name)
 	}
@@ -270,6 +286,7 @@ func (w *writer) upsert(in Doc) {
 // builder analyses docs.
 type builder struct {
 	a       *analyzer
+	acts    actions
 	slot    map[string]int // term → its entry in entries, for the doc being analysed
 	entries []entry
 	// shared caches the terms of the texts that every tool of an upstream repeats (its name and instructions).
@@ -281,8 +298,8 @@ type entry struct {
 	freqs freqs
 }
 
-func newBuilder(a *analyzer) *builder {
-	return &builder{a: a, slot: make(map[string]int), shared: make(map[string][]string)}
+func newBuilder(a *analyzer, acts actions) *builder {
+	return &builder{a: a, acts: acts, slot: make(map[string]int), shared: make(map[string][]string)}
 }
 
 // doc analyses one Doc. The entries are reused by the next call.
@@ -290,7 +307,9 @@ func (b *builder) doc(in Doc) (*doc, []entry) {
 	clear(b.slot)
 	b.entries = b.entries[:0]
 	d := &doc{name: in.Name}
-	b.field(d, fieldName, b.a.analyze(in.Name))
+	name := b.a.analyze(in.Name)
+	d.acts = b.acts.of(name)
+	b.field(d, fieldName, name)
 	b.field(d, fieldTitle, b.a.analyze(in.Title))
 	b.field(d, fieldDescription, b.a.analyze(in.Description))
 	b.field(d, fieldParamName, b.params(in.Params, func(p Param) string { return p.Name }))
@@ -300,6 +319,9 @@ func (b *builder) doc(in Doc) (*doc, []entry) {
 	d.terms = make([]string, len(b.entries))
 	for i, e := range b.entries {
 		d.terms[i] = e.term
+		if e.freqs[fieldName] != 0 && b.acts[e.term] == 0 && d.nameN < math.MaxUint8 {
+			d.nameN++
+		}
 	}
 	return d, b.entries
 }
@@ -399,7 +421,7 @@ func (ix *Index) SearchIn(st *Stats, query string, limit int, allow func(name st
 	if st.n == 0 {
 		return nil
 	}
-	terms := ix.queryTerms(query)
+	terms, acts := ix.queryTerms(query)
 
 	n := float64(st.n)
 	var norm [numFields]struct{ base, perLen float64 }
@@ -415,7 +437,8 @@ func (ix *Index) SearchIn(st *Stats, query string, limit int, allow func(name st
 
 	sc, _ := ix.scratch.Get().(*scratch)
 	if sc == nil {
-		sc = &scratch{scores: make([]float64, len(ix.docs)), cover: make([]float64, len(ix.docs)), state: make([]int8, len(ix.docs))}
+		sc = &scratch{scores: make([]float64, len(ix.docs)), cover: make([]float64, len(ix.docs)), state: make([]int8, len(ix.docs)),
+			named: make([]uint8, len(ix.docs))}
 	}
 	scores, cover, state, seen := sc.scores, sc.cover, sc.state, sc.seen[:0]
 	total := 0.0
@@ -445,6 +468,7 @@ func (ix *Index) SearchIn(st *Stats, query string, limit int, allow func(name st
 		idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
 		qw := qt.weight
 		total += qw
+		named := ix.actions[qt.term] == 0
 		for _, p := range ps {
 			if state[p.doc] != 1 {
 				continue
@@ -458,24 +482,16 @@ func (ix *Index) SearchIn(st *Stats, query string, limit int, allow func(name st
 			}
 			scores[p.doc] += qw * idf * tf / (ix.rank.K1 + tf)
 			cover[p.doc] += qw
-		}
-	}
-	if c := ix.rank.Coord; c != 0 {
-		for _, slot := range seen {
-			if state[slot] != 1 || cover[slot] >= total {
-				continue
-			}
-			if c == 0.25 { // the default, at a tenth of Pow's cost
-				scores[slot] *= math.Sqrt(math.Sqrt(cover[slot] / total))
-			} else {
-				scores[slot] *= math.Pow(cover[slot]/total, c)
+			if named && p.freqs[fieldName] != 0 {
+				sc.named[p.doc]++
 			}
 		}
 	}
+	ix.reweigh(sc, seen, total, acts)
 	hits := topHits(ix, seen, state, scores, limit)
 	ix.explain(hits, terms, state)
 	for _, slot := range seen {
-		scores[slot], cover[slot], state[slot] = 0, 0, 0
+		scores[slot], cover[slot], state[slot], sc.named[slot] = 0, 0, 0, 0
 	}
 	sc.seen = seen
 	ix.scratch.Put(sc)

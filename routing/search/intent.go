@@ -259,10 +259,15 @@ type queryTerm struct {
 }
 
 // queryTerms analyses a query: each distinct term once, a filler word weighed by ranking.Filler, then the
-// expansions of its intent words (intentTable) that it does not have, weighed by ranking.Expand.
-func (ix *Index) queryTerms(query string) []queryTerm {
+// expansions of its intent words (intentTable) that it does not have, weighed by ranking.Expand. It also returns
+// the kinds of action the query's own words name (actionTable).
+func (ix *Index) queryTerms(query string) ([]queryTerm, uint8) {
 	a := newAnalyzer()
 	terms := a.analyze(query)
+	acts := ix.actions.of(terms)
+	if acts == 0 && ix.rank.Question && asks(query) {
+		acts = actRead
+	}
 	slices.Sort(terms)
 	terms = slices.Compact(terms) // a repeated word counts once
 	words := make(map[string]string, len(terms))
@@ -280,7 +285,7 @@ func (ix *Index) queryTerms(query string) []queryTerm {
 		out = append(out, queryTerm{term: t, weight: w, word: words[t]})
 	}
 	if ix.rank.Expand == 0 {
-		return out
+		return out, acts
 	}
 	for _, t := range terms {
 		for _, e := range ix.intents[t] {
@@ -289,7 +294,7 @@ func (ix *Index) queryTerms(query string) []queryTerm {
 			}
 		}
 	}
-	return out
+	return out, acts
 }
 
 // fillerWord reports the query terms (stems) that carry no capability: when ("latest", "current", "today", "now"),
