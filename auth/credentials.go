@@ -32,8 +32,8 @@ type CredentialSource interface {
 const earlyRefresh = 60 * time.Second
 
 // CredentialOptions says which credentials the gateway sends to one
-// upstream. At most one of ClientCredentials and TokenExchange is used;
-// ClientCredentials wins when both are set.
+// upstream. At most one of ClientCredentials, TokenExchange and IDJAG is
+// used, in that order.
 type CredentialOptions struct {
 	// Upstream names the upstream in errors.
 	Upstream string
@@ -47,6 +47,8 @@ type CredentialOptions struct {
 	ClientCredentials *ClientCredentialsConfig
 	// TokenExchange, when set, adds a token exchanged for each caller's.
 	TokenExchange *TokenExchangeConfig
+	// IDJAG, when set, adds a token obtained with each caller's identity assertion through an ID-JAG.
+	IDJAG *IDJAGConfig
 }
 
 // ClientCredentialsConfig configures the OAuth client credentials grant
@@ -80,6 +82,16 @@ func NewCredentialSource(ctx context.Context, o CredentialOptions, client *http.
 		}, client))
 	} else if t := o.TokenExchange; t != nil {
 		parts = append(parts, NewTokenExchangeSource(*t, client))
+	} else if j := o.IDJAG; j != nil {
+		s := NewIDJAGSource(*j, client)
+		if j.SubjectTokenFile != "" {
+			fv := &fileValue{header: "the ID token file", path: j.SubjectTokenFile}
+			if err := fv.load(); err != nil {
+				return nil, fmt.Errorf("upstream %s: %w", o.Upstream, err)
+			}
+			s.own = idTokenFile{s: s, file: fv}
+		}
+		parts = append(parts, s)
 	}
 	switch len(parts) {
 	case 0:
@@ -248,8 +260,9 @@ type TokenExchangeSource struct {
 	client *http.Client
 	now    func() time.Time
 	// own is the gateway's own identity (client credentials with the same client), used where no user is
-	// behind a request: the session that feeds the catalog, and a per-user session's own housekeeping.
-	own *ClientCredentialsSource
+	// behind a request: the session that feeds the catalog, and a per-user session's own housekeeping. For
+	// ID-JAG it is the one person's ID token file, or nil.
+	own CredentialSource
 
 	// fetch gets a caller's token: exchange (RFC 8693), or idJAG's two steps (NewIDJAGSource).
 	fetch func(ctx context.Context, p *Principal) (exchanged, error)

@@ -65,6 +65,13 @@ func credentialOptions(u config.Upstream) auth.CredentialOptions {
 			TokenURL: t.TokenURL, ClientID: t.ClientID, ClientSecret: t.ClientSecret,
 			Audience: t.Audience, Resource: t.Resource, Scopes: t.Scopes,
 		}
+	} else if a != nil && a.IDJAG != nil {
+		j := a.IDJAG
+		o.IDJAG = &auth.IDJAGConfig{
+			IdPTokenURL: j.IdP.TokenURL, IdPClientID: j.IdP.ClientID, IdPClientSecret: j.IdP.ClientSecret,
+			SubjectTokenFile: j.IdP.IDTokenFile, Audience: j.Issuer, Resource: j.Resource,
+			TokenURL: j.TokenURL, ClientID: j.ClientID, ClientSecret: j.ClientSecret, Scopes: j.Scopes,
+		}
 	}
 	return o
 }

@@ -91,6 +91,40 @@ type UpstreamAuth struct {
 	// UserOAuth: each person's own grant at the upstream's authorization
 	// server, connected in-band (type: user-oauth).
 	UserOAuth *UserOAuth
+	// IDJAG: each person's identity assertion exchanged at the company's
+	// identity provider for an ID-JAG, then at the upstream's authorization
+	// server for their token (type: id-jag, SEP-990).
+	IDJAG *IDJAG
+}
+
+// IDJAG is Enterprise-Managed Authorization (auth: {type: id-jag}): the
+// caller's ID token (or the one person's, from IdP.IDTokenFile) is exchanged
+// at IdP.TokenURL for an Identity Assertion JWT Authorization Grant whose
+// audience is Issuer and whose resource is Resource, which the gateway
+// presents at TokenURL (RFC 7523 JWT bearer grant) as ClientID.
+type IDJAG struct {
+	IdP IDJAGIdP
+	// Issuer is the upstream's authorization server (the ID-JAG's audience).
+	Issuer string
+	// TokenURL is that server's token endpoint.
+	TokenURL string
+	// ClientID and ClientSecret are the gateway's client there.
+	ClientID, ClientSecret string
+	Scopes                 []string
+	// Resource is the upstream's URL carried in the ID-JAG; defaulted to
+	// the upstream's url.
+	Resource string
+}
+
+// IDJAGIdP is the idp: block of type: id-jag: the company's identity
+// provider, where the person's ID token is exchanged.
+type IDJAGIdP struct {
+	TokenURL string
+	// ClientID and ClientSecret authenticate the gateway there ("" = none).
+	ClientID, ClientSecret string
+	// IDTokenFile holds the one person's ID token, for a gateway without an
+	// auth: block ("" = each client's own token).
+	IDTokenFile string
 }
 
 // UserOAuth is per-user upstream OAuth (auth: {type: user-oauth}). The
@@ -350,22 +384,91 @@ func upstreamAuthFields() []field {
 	return append([]field{
 		{key: "clientCredentials", typ: tBlock, sub: clientCredentialsFields, doc: "The gateway's own OAuth client credentials grant toward the upstream."},
 		{key: "tokenExchange", typ: tBlock, sub: tokenExchangeFields, doc: "RFC 8693 token exchange: each client's token is exchanged for one for the upstream."},
-		{key: "type", typ: tString, enum: []string{"user-oauth"}, doc: "user-oauth: each person's own grant at the upstream's authorization server, connected in-band."},
-	}, fieldsOf(userOAuthTable())...)
+		{key: "type", typ: tString, enum: []string{"user-oauth", "id-jag"}, doc: "user-oauth: each person's own grant at the upstream's authorization server, connected in-band. id-jag: each person's identity assertion exchanged at the company's identity provider for an ID-JAG, then for their token at the upstream's authorization server, with no browser step (SEP-990)."},
+	}, append(fieldsOf(userOAuthTable()), fieldsOf(idJAGTable()[:4])...)...)
+}
+
+// idJAGTable is how the keys of type: id-jag are read; its first four are its own, the others it shares with
+// type: user-oauth (whose table documents them).
+func idJAGTable() []blockField[IDJAG] {
+	return []blockField[IDJAG]{
+		{field: field{key: "idp", typ: tBlock, sub: func() []field { return fieldsOf(idJAGIdPTable()) },
+			doc: "With type: id-jag, the company's identity provider, where each person's ID token is exchanged for an ID-JAG (required)."},
+			read: func(p *parser, f pair, path string, j *IDJAG) {
+				o, ok := readBlock(p, f.val, path, nil, idJAGIdPTable(), &j.IdP)
+				if !ok {
+					return
+				}
+				if _, ok := o.get("tokenURL"); !ok {
+					p.errorf(resolve(o.node), path, "missing tokenURL; give the identity provider's token endpoint, such as https://acme.okta.com/oauth2/v1/token")
+				}
+				if j.IdP.ClientSecret != "" && j.IdP.ClientID == "" {
+					p.errorf(resolve(o.node), path, "has clientSecret without clientId")
+				}
+			}},
+		{field: field{key: "issuer", typ: tString, doc: "With type: id-jag, the upstream's authorization server, exactly as its metadata's issuer: the ID-JAG's audience (required)."},
+			read: func(p *parser, f pair, path string, j *IDJAG) {
+				v, raw, ok := p.expanded(f.val, path)
+				if ok {
+					if msg := checkSecureURL(v, raw != v); msg != "" {
+						p.errorf(resolve(f.val), path, "%s", msg)
+					}
+				}
+				j.Issuer = v
+			}},
+		withDoc(tokenURLField(func(j *IDJAG) *string { return &j.TokenURL }),
+			"With type: id-jag, the upstream authorization server's token endpoint, where the ID-JAG is presented; ${VAR} is expanded (required)."),
+		resourceField("With type: id-jag, the upstream's URL as the ID-JAG's resource.", func(j *IDJAG) *string { return &j.Resource }),
+		clientIDField("", func(j *IDJAG) *string { return &j.ClientID }),
+		clientSecretField("", func(j *IDJAG) *string { return &j.ClientSecret }),
+		scopesField("", func(j *IDJAG) *[]string { return &j.Scopes }),
+	}
+}
+
+// withDoc is bf with another doc string.
+func withDoc[T any](bf blockField[T], doc string) blockField[T] {
+	bf.doc = doc
+	return bf
+}
+
+// idJAGIdPTable is how the idp: block of type: id-jag is read.
+func idJAGIdPTable() []blockField[IDJAGIdP] {
+	return []blockField[IDJAGIdP]{
+		{field: field{key: "tokenURL", typ: tString, doc: "The identity provider's token endpoint, where the RFC 8693 exchange happens; ${VAR} is expanded (required)."},
+			read: func(p *parser, f pair, path string, d *IDJAGIdP) {
+				v, raw, ok := p.expanded(f.val, path)
+				if ok {
+					if msg := checkSecureURL(v, raw != v); msg != "" {
+						p.errorf(resolve(f.val), path, "%s", msg)
+					}
+				}
+				d.TokenURL = v
+			}},
+		clientIDField("The gateway's client at the identity provider; unset: none (an IdP that takes the exchange without client authentication).", func(d *IDJAGIdP) *string { return &d.ClientID }),
+		clientSecretField("Its secret, such as \"${IDP_CLIENT_SECRET}\".", func(d *IDJAGIdP) *string { return &d.ClientSecret }),
+		{field: field{key: "idTokenFile", typ: tString,
+			doc: "A file holding the ID token of the one person a gateway without an auth: block serves (kept fresh by their SSO helper; reread when it changes). Unset: each client's own token is exchanged."},
+			read: func(p *parser, f pair, path string, d *IDJAGIdP) {
+				d.IDTokenFile, _, _ = p.expanded(f.val, path)
+				if strings.TrimSpace(d.IDTokenFile) == "" {
+					p.errorf(resolve(f.val), path, "is empty; name the file that holds the ID token")
+				}
+			}},
+	}
 }
 
 // userOAuthTable is how the keys of type: user-oauth are read.
 func userOAuthTable() []blockField[UserOAuth] {
 	return []blockField[UserOAuth]{
-		scopesField("With type: user-oauth, the scopes asked for.", func(u *UserOAuth) *[]string { return &u.Scopes }),
-		{field: field{key: "clientId", typ: tString, doc: "With type: user-oauth, a pre-registered client (unset: the gateway registers itself)."},
+		scopesField("With type: user-oauth or id-jag, the scopes asked for.", func(u *UserOAuth) *[]string { return &u.Scopes }),
+		{field: field{key: "clientId", typ: tString, doc: "With type: user-oauth, a pre-registered client (unset: the gateway registers itself). With type: id-jag, the gateway's client at the upstream's authorization server (required)."},
 			read: func(p *parser, f pair, path string, u *UserOAuth) {
 				u.ClientID, _, _ = p.expanded(f.val, path)
 				if u.ClientID == "" {
 					p.errorf(resolve(f.val), path, "is empty; remove it to let the gateway register itself")
 				}
 			}},
-		{field: field{key: "clientSecret", typ: tString, secret: true, doc: "With type: user-oauth, the pre-registered client's secret (a public client has none)."},
+		{field: field{key: "clientSecret", typ: tString, secret: true, doc: "With type: user-oauth, the pre-registered client's secret (a public client has none). With type: id-jag, the secret of the gateway's client there (required)."},
 			read: func(p *parser, f pair, path string, u *UserOAuth) {
 				u.ClientSecret, _, _ = p.expanded(f.val, path)
 				switch {
@@ -560,19 +663,34 @@ func (p authSection) upstreamAuth(n *yaml.Node, path, upstreamURL string) *Upstr
 	ua := &UpstreamAuth{}
 	if f, ok := o.get("type"); ok {
 		t, _ := p.scalar(f.val, join(path, "type"))
-		if t != "user-oauth" {
-			p.errorf(resolve(f.val), join(path, "type"), "%q is not a kind of upstream auth; type takes user-oauth (each person's own grant), and the gateway's own credentials are written as clientCredentials: or tokenExchange: without type", t)
+		if t != "user-oauth" && t != "id-jag" {
+			p.errorf(resolve(f.val), join(path, "type"), "%q is not a kind of upstream auth; type takes user-oauth (each person's own grant) or id-jag (each person's identity assertion, exchanged), and the gateway's own credentials are written as clientCredentials: or tokenExchange: without type", t)
 			return nil
 		}
 		for _, k := range []string{"clientCredentials", "tokenExchange"} {
 			if g, ok := o.get(k); ok {
-				p.errorf(g.key, join(path, k), "does not go with type: user-oauth; choose one kind of credential")
+				p.errorf(g.key, join(path, k), "does not go with type: %s; choose one kind of credential", t)
+				return nil
+			}
+		}
+		if t == "id-jag" {
+			return p.idJAG(o, path, upstreamURL)
+		}
+		for _, k := range []string{"idp", "issuer", "tokenURL", "resource"} {
+			if g, ok := o.get(k); ok {
+				p.errorf(g.key, join(path, k), "belongs to type: id-jag, not user-oauth")
 				return nil
 			}
 		}
 		ua.UserOAuth = &UserOAuth{}
 		readFields(p.parser, o, path, userOAuthTable(), ua.UserOAuth)
 		return ua
+	}
+	for _, k := range []string{"idp", "issuer", "tokenURL", "resource"} {
+		if g, ok := o.get(k); ok {
+			p.errorf(g.key, join(path, k), "belongs to type: id-jag (or inside clientCredentials: or tokenExchange:); add type: id-jag or move it")
+			return nil
+		}
 	}
 	for _, k := range []string{"scopes", "clientId", "clientSecret", "resourceParameter"} {
 		if g, ok := o.get(k); ok {
@@ -610,6 +728,21 @@ func (p authSection) upstreamAuth(n *yaml.Node, path, upstreamURL string) *Upstr
 	requireClient(p.parser, o2, tePath, "tokenURL", "missing tokenURL; give the authorization server's token endpoint")
 	ua.TokenExchange = t
 	return ua
+}
+
+// idJAG reads the keys of type: id-jag in the upstream auth block o at path.
+func (p authSection) idJAG(o *object, path, upstreamURL string) *UpstreamAuth {
+	if g, ok := o.get("resourceParameter"); ok {
+		p.errorf(g.key, join(path, "resourceParameter"), "belongs to type: user-oauth; an ID-JAG always carries the resource")
+		return nil
+	}
+	j := &IDJAG{Resource: upstreamURL}
+	readFields(p.parser, o, path, idJAGTable(), j)
+	requireClient(p.parser, o, path,
+		"idp", "type: id-jag needs idp: {tokenURL: ...}, the identity provider where each person's ID token is exchanged",
+		"issuer", "type: id-jag needs issuer, the upstream's authorization server as its metadata names it (the ID-JAG's audience)",
+		"tokenURL", "type: id-jag needs tokenURL, the upstream authorization server's token endpoint")
+	return &UpstreamAuth{IDJAG: j}
 }
 
 func (p authSection) resourceURL(n *yaml.Node, path string) string {

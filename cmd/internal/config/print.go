@@ -247,6 +247,15 @@ func (u Upstream) write(w *lineWriter) {
 		t := ua.TokenExchange
 		line("    auth: {tokenExchange: {tokenURL: %s, clientId: %s, clientSecret: %s, resource: %s}}",
 			strconv.Quote(t.TokenURL), strconv.Quote(t.ClientID), redactedValue, strconv.Quote(t.Resource))
+	} else if ua != nil && ua.IDJAG != nil {
+		j := ua.IDJAG
+		subject := "each client's token"
+		if j.IdP.IDTokenFile != "" {
+			subject = strconv.Quote(FileRefPrefix + j.IdP.IDTokenFile)
+		}
+		line("    auth: {type: id-jag, idp: {tokenURL: %s, clientId: %s, idToken: %s}, issuer: %s, tokenURL: %s, clientId: %s, clientSecret: %s, scopes: %s, resource: %s}",
+			strconv.Quote(j.IdP.TokenURL), strconv.Quote(j.IdP.ClientID), subject, strconv.Quote(j.Issuer), strconv.Quote(j.TokenURL),
+			strconv.Quote(j.ClientID), redactedValue, list(j.Scopes), strconv.Quote(j.Resource))
 	} else if ua != nil && ua.UserOAuth != nil {
 		uo := ua.UserOAuth
 		client := "registered by the gateway"
