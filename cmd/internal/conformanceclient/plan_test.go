@@ -22,7 +22,8 @@ func TestPlanFor(t *testing.T) {
 		{scenario: "auth/client-credentials-basic", context: `{"client_id":"c2","client_secret":"s2"}`,
 			want: authClientCredentials, id: "c2", secret: "s2"},
 		{scenario: "auth/client-credentials-jwt", want: authUnsupported},
-		{scenario: "auth/enterprise-managed-authorization", want: authUnsupported},
+		{scenario: "auth/enterprise-managed-authorization", context: `{"client_id":"x1","client_secret":"xs","idp_id_token":"t"}`,
+			want: authIDJAG, id: "x1", secret: "xs"},
 		{scenario: "auth/wif-jwt-bearer", want: authUnsupported},
 	}
 	for _, tt := range tests {
@@ -50,7 +51,8 @@ func TestParseContextRejectsJunk(t *testing.T) {
 
 func TestConfig(t *testing.T) {
 	setup := gatewaySetup{listen: "127.0.0.1:4000", upstreamURL: "http://localhost:5000/mcp", issuer: "http://127.0.0.1:6000",
-		tokenURL: "http://localhost:7000/token", tokenKeys: "k1:KEY", browserSecret: "b-secret-value"}
+		tokenURL: "http://localhost:7000/token", tokenKeys: "k1:KEY", browserSecret: "b-secret-value",
+		asIssuer: "http://localhost:7000", idTokenFile: "/tmp/x/id_token"}
 	tests := []struct {
 		name      string
 		plan      plan
@@ -91,6 +93,15 @@ func TestConfig(t *testing.T) {
 		name:      "client credentials without a secret",
 		plan:      plan{scenario: "auth/client-credentials-basic", auth: authClientCredentials, clientID: "c2"},
 		wantError: "client credentials need",
+	}, {
+		name: "id-jag",
+		plan: planFor("auth/enterprise-managed-authorization", scenarioContext{"client_id": "x1", "client_secret": "xs",
+			"idp_id_token": "the-id-token", "idp_token_endpoint": "http://localhost:8000/token"}),
+		want: []string{`      type: id-jag`, `      idp: {tokenURL: "http://localhost:8000/token", idTokenFile: "/tmp/x/id_token"}`,
+			`      issuer: "http://localhost:7000"`, `      tokenURL: "http://localhost:7000/token"`, `      clientId: "x1"`,
+			`      clientSecret: "${CONFORMANCE_UPSTREAM_SECRET}"`},
+		wantNot: []string{"publicURL:", "the-id-token", "xs"},
+		env:     []string{"CONFORMANCE_UPSTREAM_SECRET=xs"},
 	}, {
 		name:      "unsupported",
 		plan:      planFor("auth/wif-jwt-bearer", scenarioContext{}),
