@@ -90,6 +90,13 @@ func NewCredentialSource(ctx context.Context, o CredentialOptions, client *http.
 				return nil, fmt.Errorf("upstream %s: %w", o.Upstream, err)
 			}
 			s.own = idTokenFile{s: s, file: fv}
+		} else {
+			// As token exchange does: with no person behind a request, the gateway is itself, by the client
+			// credentials grant with the same client at the same authorization server.
+			s.own = NewClientCredentialsSource(ctx, clientcredentials.Config{
+				ClientID: j.ClientID, ClientSecret: j.ClientSecret, TokenURL: j.TokenURL, Scopes: j.Scopes,
+				EndpointParams: url.Values{"resource": {j.Resource}},
+			}, client)
 		}
 		parts = append(parts, s)
 	}
