@@ -69,7 +69,7 @@ func credentialOptions(u config.Upstream) auth.CredentialOptions {
 		j := a.IDJAG
 		o.IDJAG = &auth.IDJAGConfig{
 			IdPTokenURL: j.IdP.TokenURL, IdPClientID: j.IdP.ClientID, IdPClientSecret: j.IdP.ClientSecret,
-			SubjectTokenFile: j.IdP.IDTokenFile, Audience: j.Issuer, Resource: j.Resource,
+			SubjectTokenFile: j.IdP.IDTokenFile, SubjectTokenType: j.IdP.SubjectTokenType, Audience: j.Issuer, Resource: j.Resource,
 			TokenURL: j.TokenURL, ClientID: j.ClientID, ClientSecret: j.ClientSecret, Scopes: j.Scopes,
 		}
 	}

@@ -125,6 +125,9 @@ type IDJAGIdP struct {
 	// IDTokenFile holds the one person's ID token, for a gateway without an
 	// auth: block ("" = each client's own token).
 	IDTokenFile string
+	// SubjectTokenType is the RFC 8693 type the subject token is sent as:
+	// urn:ietf:params:oauth:token-type:id_token or …:access_token.
+	SubjectTokenType string
 }
 
 // UserOAuth is per-user upstream OAuth (auth: {type: user-oauth}). The
@@ -446,6 +449,17 @@ func idJAGIdPTable() []blockField[IDJAGIdP] {
 			}},
 		clientIDField("The gateway's client at the identity provider; unset: none (an IdP that takes the exchange without client authentication).", func(d *IDJAGIdP) *string { return &d.ClientID }),
 		clientSecretField("Its secret, such as \"${IDP_CLIENT_SECRET}\".", func(d *IDJAGIdP) *string { return &d.ClientSecret }),
+		{field: field{key: "subjectTokenType", typ: tString, def: "id_token", enum: []string{"id_token", "access_token"},
+			doc: "What the exchanged token is, as the identity provider is told (subject_token_type): id_token (SEP-990), or access_token for a provider that takes the access tokens clients bring the gateway."},
+			read: func(p *parser, f pair, path string, d *IDJAGIdP) {
+				v, _ := p.scalar(f.val, path)
+				switch v {
+				case "id_token", "access_token":
+					d.SubjectTokenType = "urn:ietf:params:oauth:token-type:" + v
+				default:
+					p.errorf(resolve(f.val), path, "%q is not id_token or access_token", v)
+				}
+			}},
 		{field: field{key: "idTokenFile", typ: tString,
 			doc: "A file holding the ID token of the one person a gateway without an auth: block serves (kept fresh by their SSO helper; reread when it changes). Unset: each client's own token is exchanged."},
 			read: func(p *parser, f pair, path string, d *IDJAGIdP) {

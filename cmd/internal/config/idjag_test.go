@@ -49,13 +49,14 @@ func TestParseIDJAG(t *testing.T) {
 	}
 
 	desktop := "upstreams:\n  - name: crm\n    url: https://mcp.crm.example/mcp\n    session: shared\n    auth: {type: id-jag, " +
-		"idp: {tokenURL: \"https://acme.okta.com/oauth2/v1/token\", idTokenFile: /run/sso/id_token}, issuer: https://auth.crm.example, " +
+		"idp: {tokenURL: \"https://acme.okta.com/oauth2/v1/token\", idTokenFile: /run/sso/id_token, subjectTokenType: access_token}, issuer: https://auth.crm.example, " +
 		"tokenURL: https://auth.crm.example/token, clientId: c, clientSecret: s}\n"
 	cfg, err = Parse("c.yaml", []byte(desktop), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cfg.Upstreams[0].Auth.IDJAG.IdP; got.IDTokenFile != "/run/sso/id_token" || got.ClientID != "" {
+	if got := cfg.Upstreams[0].Auth.IDJAG.IdP; got.IDTokenFile != "/run/sso/id_token" || got.ClientID != "" ||
+		got.SubjectTokenType != "urn:ietf:params:oauth:token-type:access_token" {
 		t.Errorf("idp = %#v", got)
 	}
 }
