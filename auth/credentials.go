@@ -32,8 +32,8 @@ type CredentialSource interface {
 const earlyRefresh = 60 * time.Second
 
 // CredentialOptions says which credentials the gateway sends to one
-// upstream. At most one of ClientCredentials, TokenExchange and IDJAG is
-// used, in that order.
+// upstream. At most one of ClientCredentials, TokenExchange, IDJAG and
+// WorkloadIdentity is used, in that order.
 type CredentialOptions struct {
 	// Upstream names the upstream in errors.
 	Upstream string
@@ -49,6 +49,8 @@ type CredentialOptions struct {
 	TokenExchange *TokenExchangeConfig
 	// IDJAG, when set, adds a token obtained with each caller's identity assertion through an ID-JAG.
 	IDJAG *IDJAGConfig
+	// WorkloadIdentity, when set, adds the gateway's own token from the JWT bearer grant with its workload token.
+	WorkloadIdentity *WorkloadIdentityConfig
 }
 
 // ClientCredentialsConfig configures the OAuth client credentials grant
@@ -97,6 +99,12 @@ func NewCredentialSource(ctx context.Context, o CredentialOptions, client *http.
 				ClientID: j.ClientID, ClientSecret: j.ClientSecret, TokenURL: j.TokenURL, Scopes: j.Scopes,
 				EndpointParams: url.Values{"resource": {j.Resource}},
 			}, client)
+		}
+		parts = append(parts, s)
+	} else if w := o.WorkloadIdentity; w != nil {
+		s, err := NewWorkloadIdentitySource(ctx, *w, client)
+		if err != nil {
+			return nil, fmt.Errorf("upstream %s: %w", o.Upstream, err)
 		}
 		parts = append(parts, s)
 	}

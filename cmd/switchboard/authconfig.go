@@ -72,6 +72,11 @@ func credentialOptions(u config.Upstream) auth.CredentialOptions {
 			SubjectTokenFile: j.IdP.IDTokenFile, SubjectTokenType: j.IdP.SubjectTokenType, Audience: j.Issuer, Resource: j.Resource,
 			TokenURL: j.TokenURL, ClientID: j.ClientID, ClientSecret: j.ClientSecret, Scopes: j.Scopes,
 		}
+	} else if a != nil && a.WorkloadIdentity != nil {
+		w := a.WorkloadIdentity
+		o.WorkloadIdentity = &auth.WorkloadIdentityConfig{
+			TokenFile: w.TokenFile, TokenURL: w.TokenURL, ClientID: w.ClientID, Scopes: w.Scopes, Resource: w.Resource,
+		}
 	}
 	return o
 }

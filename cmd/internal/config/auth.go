@@ -95,6 +95,22 @@ type UpstreamAuth struct {
 	// identity provider for an ID-JAG, then at the upstream's authorization
 	// server for their token (type: id-jag, SEP-990).
 	IDJAG *IDJAG
+	// WorkloadIdentity: the gateway's own token from the JWT bearer grant
+	// with its platform-issued workload token (type: workload-identity).
+	WorkloadIdentity *WorkloadIdentity
+}
+
+// WorkloadIdentity is auth: {type: workload-identity} (SEP-1933): the JWT in
+// TokenFile (a projected Kubernetes service-account token) is the assertion
+// of an RFC 7523 JWT bearer grant at TokenURL.
+type WorkloadIdentity struct {
+	TokenFile, TokenURL string
+	// ClientID names the gateway's client there ("" = none); it has no
+	// secret: the assertion is its credential.
+	ClientID string
+	Scopes   []string
+	// Resource is the RFC 8707 resource; defaulted to the upstream's url.
+	Resource string
 }
 
 // IDJAG is Enterprise-Managed Authorization (auth: {type: id-jag}): the
@@ -387,8 +403,26 @@ func upstreamAuthFields() []field {
 	return append([]field{
 		{key: "clientCredentials", typ: tBlock, sub: clientCredentialsFields, doc: "The gateway's own OAuth client credentials grant toward the upstream."},
 		{key: "tokenExchange", typ: tBlock, sub: tokenExchangeFields, doc: "RFC 8693 token exchange: each client's token is exchanged for one for the upstream."},
-		{key: "type", typ: tString, enum: []string{"user-oauth", "id-jag"}, doc: "user-oauth: each person's own grant at the upstream's authorization server, connected in-band. id-jag: each person's identity assertion exchanged at the company's identity provider for an ID-JAG, then for their token at the upstream's authorization server, with no browser step (SEP-990)."},
-	}, append(fieldsOf(userOAuthTable()), fieldsOf(idJAGTable()[:4])...)...)
+		{key: "type", typ: tString, enum: []string{"user-oauth", "id-jag", "workload-identity"}, doc: "user-oauth: each person's own grant at the upstream's authorization server, connected in-band. id-jag: each person's identity assertion exchanged at the company's identity provider for an ID-JAG, then for their token at the upstream's authorization server, with no browser step (SEP-990). workload-identity: the gateway's own token, from the JWT bearer grant with its platform-issued workload token, such as a projected Kubernetes service-account token (SEP-1933)."},
+	}, append(append(fieldsOf(userOAuthTable()), fieldsOf(idJAGTable()[:4])...), fieldsOf(workloadTable()[:1])...)...)
+}
+
+// workloadTable is how the keys of type: workload-identity are read; its first is its own, the others it shares
+// with type: id-jag and user-oauth (whose tables document them).
+func workloadTable() []blockField[WorkloadIdentity] {
+	return []blockField[WorkloadIdentity]{
+		{field: field{key: "tokenFile", typ: tString, doc: "With type: workload-identity, the file holding the workload's JWT, such as a projected service-account token; reread when it changes (required)."},
+			read: func(p *parser, f pair, path string, w *WorkloadIdentity) {
+				w.TokenFile, _, _ = p.expanded(f.val, path)
+				if strings.TrimSpace(w.TokenFile) == "" {
+					p.errorf(resolve(f.val), path, "is empty; name the file that holds the workload token")
+				}
+			}},
+		tokenURLField(func(w *WorkloadIdentity) *string { return &w.TokenURL }),
+		resourceField("", func(w *WorkloadIdentity) *string { return &w.Resource }),
+		clientIDField("", func(w *WorkloadIdentity) *string { return &w.ClientID }),
+		scopesField("", func(w *WorkloadIdentity) *[]string { return &w.Scopes }),
+	}
 }
 
 // idJAGTable is how the keys of type: id-jag are read; its first four are its own, the others it shares with
@@ -420,8 +454,8 @@ func idJAGTable() []blockField[IDJAG] {
 				j.Issuer = v
 			}},
 		withDoc(tokenURLField(func(j *IDJAG) *string { return &j.TokenURL }),
-			"With type: id-jag, the upstream authorization server's token endpoint, where the ID-JAG is presented; ${VAR} is expanded (required)."),
-		resourceField("With type: id-jag, the upstream's URL as the ID-JAG's resource.", func(j *IDJAG) *string { return &j.Resource }),
+			"With type: id-jag or workload-identity, the upstream authorization server's token endpoint, where the ID-JAG or the workload's token is presented; ${VAR} is expanded (required)."),
+		resourceField("With type: id-jag or workload-identity, the upstream's URL as the RFC 8707 resource (in the ID-JAG, or of the token asked for).", func(j *IDJAG) *string { return &j.Resource }),
 		clientIDField("", func(j *IDJAG) *string { return &j.ClientID }),
 		clientSecretField("", func(j *IDJAG) *string { return &j.ClientSecret }),
 		scopesField("", func(j *IDJAG) *[]string { return &j.Scopes }),
@@ -474,8 +508,8 @@ func idJAGIdPTable() []blockField[IDJAGIdP] {
 // userOAuthTable is how the keys of type: user-oauth are read.
 func userOAuthTable() []blockField[UserOAuth] {
 	return []blockField[UserOAuth]{
-		scopesField("With type: user-oauth or id-jag, the scopes asked for.", func(u *UserOAuth) *[]string { return &u.Scopes }),
-		{field: field{key: "clientId", typ: tString, doc: "With type: user-oauth, a pre-registered client (unset: the gateway registers itself). With type: id-jag, the gateway's client at the upstream's authorization server (required)."},
+		scopesField("With type: user-oauth, id-jag or workload-identity, the scopes asked for.", func(u *UserOAuth) *[]string { return &u.Scopes }),
+		{field: field{key: "clientId", typ: tString, doc: "With type: user-oauth, a pre-registered client (unset: the gateway registers itself). With type: id-jag, the gateway's client at the upstream's authorization server (required). With type: workload-identity, the client the grant names, if the server wants one (no secret)."},
 			read: func(p *parser, f pair, path string, u *UserOAuth) {
 				u.ClientID, _, _ = p.expanded(f.val, path)
 				if u.ClientID == "" {
@@ -677,8 +711,8 @@ func (p authSection) upstreamAuth(n *yaml.Node, path, upstreamURL string) *Upstr
 	ua := &UpstreamAuth{}
 	if f, ok := o.get("type"); ok {
 		t, _ := p.scalar(f.val, join(path, "type"))
-		if t != "user-oauth" && t != "id-jag" {
-			p.errorf(resolve(f.val), join(path, "type"), "%q is not a kind of upstream auth; type takes user-oauth (each person's own grant) or id-jag (each person's identity assertion, exchanged), and the gateway's own credentials are written as clientCredentials: or tokenExchange: without type", t)
+		if t != "user-oauth" && t != "id-jag" && t != "workload-identity" {
+			p.errorf(resolve(f.val), join(path, "type"), "%q is not a kind of upstream auth; type takes user-oauth (each person's own grant), id-jag (each person's identity assertion, exchanged) or workload-identity (the gateway's platform-issued token), and the gateway's other credentials are written as clientCredentials: or tokenExchange: without type", t)
 			return nil
 		}
 		for _, k := range []string{"clientCredentials", "tokenExchange"} {
@@ -687,12 +721,15 @@ func (p authSection) upstreamAuth(n *yaml.Node, path, upstreamURL string) *Upstr
 				return nil
 			}
 		}
-		if t == "id-jag" {
+		switch t {
+		case "id-jag":
 			return p.idJAG(o, path, upstreamURL)
+		case "workload-identity":
+			return p.workload(o, path, upstreamURL)
 		}
-		for _, k := range []string{"idp", "issuer", "tokenURL", "resource"} {
+		for _, k := range []string{"idp", "issuer", "tokenURL", "resource", "tokenFile"} {
 			if g, ok := o.get(k); ok {
-				p.errorf(g.key, join(path, k), "belongs to type: id-jag, not user-oauth")
+				p.errorf(g.key, join(path, k), "belongs to type: id-jag or workload-identity, not user-oauth")
 				return nil
 			}
 		}
@@ -700,9 +737,9 @@ func (p authSection) upstreamAuth(n *yaml.Node, path, upstreamURL string) *Upstr
 		readFields(p.parser, o, path, userOAuthTable(), ua.UserOAuth)
 		return ua
 	}
-	for _, k := range []string{"idp", "issuer", "tokenURL", "resource"} {
+	for _, k := range []string{"idp", "issuer", "tokenURL", "resource", "tokenFile"} {
 		if g, ok := o.get(k); ok {
-			p.errorf(g.key, join(path, k), "belongs to type: id-jag (or inside clientCredentials: or tokenExchange:); add type: id-jag or move it")
+			p.errorf(g.key, join(path, k), "belongs to type: id-jag or workload-identity (or inside clientCredentials: or tokenExchange:); add the type or move it")
 			return nil
 		}
 	}
@@ -746,9 +783,11 @@ func (p authSection) upstreamAuth(n *yaml.Node, path, upstreamURL string) *Upstr
 
 // idJAG reads the keys of type: id-jag in the upstream auth block o at path.
 func (p authSection) idJAG(o *object, path, upstreamURL string) *UpstreamAuth {
-	if g, ok := o.get("resourceParameter"); ok {
-		p.errorf(g.key, join(path, "resourceParameter"), "belongs to type: user-oauth; an ID-JAG always carries the resource")
-		return nil
+	for _, k := range []string{"resourceParameter", "tokenFile"} {
+		if g, ok := o.get(k); ok {
+			p.errorf(g.key, join(path, k), "does not go with type: id-jag")
+			return nil
+		}
 	}
 	j := &IDJAG{Resource: upstreamURL}
 	readFields(p.parser, o, path, idJAGTable(), j)
@@ -757,6 +796,24 @@ func (p authSection) idJAG(o *object, path, upstreamURL string) *UpstreamAuth {
 		"issuer", "type: id-jag needs issuer, the upstream's authorization server as its metadata names it (the ID-JAG's audience)",
 		"tokenURL", "type: id-jag needs tokenURL, the upstream authorization server's token endpoint")
 	return &UpstreamAuth{IDJAG: j}
+}
+
+// workload reads the keys of type: workload-identity in the upstream auth block o at path.
+func (p authSection) workload(o *object, path, upstreamURL string) *UpstreamAuth {
+	for _, k := range []string{"resourceParameter", "idp", "issuer", "clientSecret"} {
+		if g, ok := o.get(k); ok {
+			p.errorf(g.key, join(path, k), "does not go with type: workload-identity (the workload's token is its credential)")
+			return nil
+		}
+	}
+	w := &WorkloadIdentity{Resource: upstreamURL}
+	readFields(p.parser, o, path, workloadTable(), w)
+	for _, k := range []string{"tokenFile", "tokenURL"} {
+		if _, ok := o.get(k); !ok {
+			p.errorf(resolve(o.node), path, "type: workload-identity needs %s", k)
+		}
+	}
+	return &UpstreamAuth{WorkloadIdentity: w}
 }
 
 func (p authSection) resourceURL(n *yaml.Node, path string) string {

@@ -256,6 +256,10 @@ func (u Upstream) write(w *lineWriter) {
 		line("    auth: {type: id-jag, idp: {tokenURL: %s, clientId: %s, idToken: %s}, issuer: %s, tokenURL: %s, clientId: %s, clientSecret: %s, scopes: %s, resource: %s}",
 			strconv.Quote(j.IdP.TokenURL), strconv.Quote(j.IdP.ClientID), subject, strconv.Quote(j.Issuer), strconv.Quote(j.TokenURL),
 			strconv.Quote(j.ClientID), redactedValue, list(j.Scopes), strconv.Quote(j.Resource))
+	} else if ua != nil && ua.WorkloadIdentity != nil {
+		w := ua.WorkloadIdentity
+		line("    auth: {type: workload-identity, tokenFile: %s, tokenURL: %s, clientId: %s, scopes: %s, resource: %s}",
+			strconv.Quote(w.TokenFile), strconv.Quote(w.TokenURL), strconv.Quote(w.ClientID), list(w.Scopes), strconv.Quote(w.Resource))
 	} else if ua != nil && ua.UserOAuth != nil {
 		uo := ua.UserOAuth
 		client := "registered by the gateway"

@@ -178,6 +178,11 @@ func redactUpstreamAuth(ua *UpstreamAuth) *UpstreamAuth {
 		}
 		out.IDJAG = &j
 	}
+	if wi := ua.WorkloadIdentity; wi != nil {
+		w := *wi
+		w.TokenURL, w.Scopes = redactURL(w.TokenURL), slices.Clone(wi.Scopes)
+		out.WorkloadIdentity = &w
+	}
 	if uo := ua.UserOAuth; uo != nil {
 		u := *uo
 		u.Scopes = slices.Clone(uo.Scopes)

@@ -10,7 +10,8 @@
 //     with the credential the scenario calls for (plan.go): none; a person's own grant (type: user-oauth, with
 //     the context's pre-registered client when there is one, else whatever the gateway finds: metadata
 //     document or dynamic registration); the gateway's own client credentials; type: id-jag for the one person
-//     whose ID token the scenario hands over (written to a file, as a desktop SSO helper would);
+//     whose ID token the scenario hands over (written to a file, as a desktop SSO helper would); type:
+//     workload-identity with the scenario's workload token in a file, as Kubernetes projects one;
 //  2. for user-oauth, serves the gateway's identity provider (idp.go), which signs one person in;
 //  3. runs `switchboard serve` (SWITCHBOARD_BIN, else switchboard on PATH) and waits for /readyz;
 //  4. connects to the gateway's /mcp with the official Go SDK in the scenario's era and makes the scenario's
@@ -122,6 +123,15 @@ func run(ctx context.Context, l *log.Logger, upstream string) error {
 		if err := os.WriteFile(setup.idTokenFile, []byte(p.idToken), 0o600); err != nil {
 			return err
 		}
+	case authWorkload:
+		if setup.tokenURL, err = tokenEndpoint(ctx, upstream); err != nil {
+			return fmt.Errorf("finding the token URL to configure: %w", err)
+		}
+		// Where Kubernetes would project the service-account token.
+		setup.idTokenFile = filepath.Join(dir, "workload_token")
+		if err := os.WriteFile(setup.idTokenFile, []byte(p.idToken), 0o600); err != nil {
+			return err
+		}
 	}
 	config, env, err := p.config(setup)
 	if err != nil {
@@ -185,6 +195,8 @@ func (a upstreamAuth) String() string {
 		return "client-credentials"
 	case authIDJAG:
 		return "id-jag"
+	case authWorkload:
+		return "workload-identity"
 	default:
 		return "unsupported"
 	}

@@ -15,6 +15,7 @@ const (
 	authUserOAuth                             // each person's own grant, connected in-band (type: user-oauth)
 	authClientCredentials                     // the gateway's own client-credentials token (auth.clientCredentials)
 	authIDJAG                                 // the person's ID token exchanged for an ID-JAG (type: id-jag)
+	authWorkload                              // the gateway's workload token in the JWT bearer grant (type: workload-identity)
 	authUnsupported                           // nothing in the configuration can express it: see plan.unsupported
 )
 
@@ -23,8 +24,6 @@ const (
 var unsupportedScenarios = map[string]string{
 	"auth/client-credentials-jwt": "auth.clientCredentials authenticates the client with a secret only " +
 		"(client_secret_basic/post); the scenario wants private_key_jwt (RFC 7523) with the context's ES256 key",
-	"auth/wif-jwt-bearer": "there is no upstream auth type for workload identity (a projected service-account " +
-		"token presented with the RFC 7523 JWT bearer grant)",
 }
 
 // plan is how the harness runs one scenario: which upstream credential the gateway gets and with which client.
@@ -37,7 +36,7 @@ type plan struct {
 	// unsupported says why no gateway can be configured (auth == authUnsupported).
 	unsupported string
 	// idToken and idpTokenURL are the person's ID token at the scenario's identity provider and where it is
-	// exchanged (authIDJAG).
+	// exchanged (authIDJAG); idToken is the workload's token for authWorkload.
 	idToken, idpTokenURL string
 }
 
@@ -70,6 +69,10 @@ func planFor(scenario string, c scenarioContext) plan {
 		p.auth, p.unsupported = authUnsupported, unsupportedScenarios[scenario]
 	case scenario == "auth/client-credentials-basic":
 		p.auth = authClientCredentials
+	case scenario == "auth/wif-jwt-bearer":
+		// The workload's token as the platform would project it (valid_jwt; the scenario's other two are for
+		// clients that test their own error handling).
+		p.auth, p.idToken = authWorkload, c.str("valid_jwt")
 	case scenario == "auth/enterprise-managed-authorization":
 		p.auth, p.idToken, p.idpTokenURL = authIDJAG, c.str("idp_id_token"), c.str("idp_token_endpoint")
 	case strings.HasPrefix(scenario, "auth/"):
@@ -93,7 +96,7 @@ type gatewaySetup struct {
 	issuer      string // the harness's identity provider (user-oauth only)
 	tokenURL    string // the upstream's token endpoint (client credentials and ID-JAG)
 	asIssuer    string // the upstream's authorization server (ID-JAG only)
-	idTokenFile string // the file the person's ID token is in (ID-JAG only)
+	idTokenFile string // the file the person's ID token (ID-JAG) or the workload's token is in
 	tokenKeys   string // auth.tokenKeys (user-oauth only)
 	// browserSecret is the gateway's sign-in client secret at the issuer (user-oauth only).
 	browserSecret string
@@ -157,6 +160,15 @@ func (p plan) config(s gatewaySetup) (yaml string, env []string, err error) {
 		fmt.Fprintf(&b, "      issuer: %q\n      tokenURL: %q\n      clientId: %q\n", s.asIssuer, s.tokenURL, p.clientID)
 		fmt.Fprintf(&b, "      clientSecret: \"${%s}\"\n", upstreamSecretEnv)
 		env = append(env, upstreamSecretEnv+"="+p.clientSecret)
+	case authWorkload:
+		if s.tokenURL == "" || s.idTokenFile == "" {
+			return "", nil, fmt.Errorf("scenario %s: workload identity needs the token URL and the token file (got %q, %q)",
+				p.scenario, s.tokenURL, s.idTokenFile)
+		}
+		fmt.Fprintf(&b, "    auth:\n      type: workload-identity\n      tokenFile: %q\n      tokenURL: %q\n", s.idTokenFile, s.tokenURL)
+		if p.clientID != "" {
+			fmt.Fprintf(&b, "      clientId: %q\n", p.clientID)
+		}
 	}
 	return b.String(), env, nil
 }

@@ -24,7 +24,7 @@ func TestPlanFor(t *testing.T) {
 		{scenario: "auth/client-credentials-jwt", want: authUnsupported},
 		{scenario: "auth/enterprise-managed-authorization", context: `{"client_id":"x1","client_secret":"xs","idp_id_token":"t"}`,
 			want: authIDJAG, id: "x1", secret: "xs"},
-		{scenario: "auth/wif-jwt-bearer", want: authUnsupported},
+		{scenario: "auth/wif-jwt-bearer", context: `{"client_id":"w1","valid_jwt":"j"}`, want: authWorkload, id: "w1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.scenario, func(t *testing.T) {
@@ -103,9 +103,15 @@ func TestConfig(t *testing.T) {
 		wantNot: []string{"publicURL:", "the-id-token", "xs"},
 		env:     []string{"CONFORMANCE_UPSTREAM_SECRET=xs"},
 	}, {
+		name: "workload identity",
+		plan: planFor("auth/wif-jwt-bearer", scenarioContext{"client_id": "w1", "valid_jwt": "the-workload-jwt"}),
+		want: []string{`      type: workload-identity`, `      tokenFile: "/tmp/x/id_token"`,
+			`      tokenURL: "http://localhost:7000/token"`, `      clientId: "w1"`},
+		wantNot: []string{"publicURL:", "the-workload-jwt", "clientSecret"},
+	}, {
 		name:      "unsupported",
-		plan:      planFor("auth/wif-jwt-bearer", scenarioContext{}),
-		wantError: "workload identity",
+		plan:      planFor("auth/client-credentials-jwt", scenarioContext{}),
+		wantError: "private_key_jwt",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
