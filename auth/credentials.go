@@ -61,6 +61,13 @@ type ClientCredentialsConfig struct {
 	// Resource is the RFC 8707 resource indicator sent to the token
 	// endpoint: the upstream's URL.
 	Resource string
+	// KeyFile, instead of ClientSecret, authenticates the client with
+	// private_key_jwt (RFC 7523): a PEM private key that signs a fresh
+	// client assertion for each token request.
+	KeyFile string
+	// AssertionAudience is the assertion's aud: the authorization server's
+	// issuer, or "" for TokenURL.
+	AssertionAudience string
 }
 
 // NewCredentialSource builds the source for one upstream: its static
@@ -77,7 +84,13 @@ func NewCredentialSource(ctx context.Context, o CredentialOptions, client *http.
 		}
 		parts = append(parts, s)
 	}
-	if c := o.ClientCredentials; c != nil {
+	if c := o.ClientCredentials; c != nil && c.KeyFile != "" {
+		src, err := newPrivateKeyJWTSource(ctx, *c, client)
+		if err != nil {
+			return nil, fmt.Errorf("upstream %s: %w", o.Upstream, err)
+		}
+		parts = append(parts, src)
+	} else if c != nil {
 		parts = append(parts, NewClientCredentialsSource(ctx, clientcredentials.Config{
 			ClientID: c.ClientID, ClientSecret: c.ClientSecret, TokenURL: c.TokenURL, Scopes: c.Scopes,
 			EndpointParams: url.Values{"resource": {c.Resource}},

@@ -58,6 +58,7 @@ func credentialOptions(u config.Upstream) auth.CredentialOptions {
 		c := a.ClientCredentials
 		o.ClientCredentials = &auth.ClientCredentialsConfig{
 			TokenURL: c.TokenURL, ClientID: c.ClientID, ClientSecret: c.ClientSecret, Scopes: c.Scopes, Resource: c.Resource,
+			KeyFile: c.PrivateKeyFile, AssertionAudience: c.AssertionAudience,
 		}
 	} else if a != nil && a.TokenExchange != nil {
 		t := a.TokenExchange

@@ -167,6 +167,10 @@ type ClientCredentials struct {
 	// Resource is the RFC 8707 resource indicator sent to the token
 	// endpoint; defaulted to the upstream's url.
 	Resource string
+	// PrivateKeyFile, instead of ClientSecret, authenticates the client
+	// with private_key_jwt (RFC 7523); AssertionAudience is the assertion's
+	// aud ("" = TokenURL).
+	PrivateKeyFile, AssertionAudience string
 }
 
 // TokenExchange is RFC 8693 token exchange per user: the client's token is
@@ -547,7 +551,26 @@ func clientCredentialsTable() []blockField[ClientCredentials] {
 	return []blockField[ClientCredentials]{
 		tokenURLField(func(c *ClientCredentials) *string { return &c.TokenURL }),
 		clientIDField("The gateway's client; ${VAR} is expanded (required).", func(c *ClientCredentials) *string { return &c.ClientID }),
-		clientSecretField("Its secret, such as \"${CLIENT_SECRET}\" (required).", func(c *ClientCredentials) *string { return &c.ClientSecret }),
+		clientSecretField("Its secret, such as \"${CLIENT_SECRET}\" (required, unless privateKeyFile is set).", func(c *ClientCredentials) *string { return &c.ClientSecret }),
+		{field: field{key: "privateKeyFile", typ: tString,
+			doc: "Instead of clientSecret, a PEM private key (EC, RSA or Ed25519) that signs a fresh client assertion for each token request (private_key_jwt, RFC 7523); the authorization server holds the public key."},
+			read: func(p *parser, f pair, path string, c *ClientCredentials) {
+				c.PrivateKeyFile, _, _ = p.expanded(f.val, path)
+				if strings.TrimSpace(c.PrivateKeyFile) == "" {
+					p.errorf(resolve(f.val), path, "is empty; name the PEM file of the client's private key")
+				}
+			}},
+		{field: field{key: "assertionAudience", typ: tString, def: "(tokenURL)",
+			doc: "With privateKeyFile, the client assertion's aud: the authorization server's issuer where it wants that."},
+			read: func(p *parser, f pair, path string, c *ClientCredentials) {
+				v, raw, ok := p.expanded(f.val, path)
+				if ok {
+					if msg := checkHTTPURL(v, raw != v); msg != "" {
+						p.errorf(resolve(f.val), path, "%s", msg)
+					}
+				}
+				c.AssertionAudience = v
+			}},
 		scopesField("The scopes asked for.", func(c *ClientCredentials) *[]string { return &c.Scopes }),
 		resourceField("The RFC 8707 resource indicator.", func(c *ClientCredentials) *string { return &c.Resource }),
 	}
@@ -766,7 +789,24 @@ func (p authSection) upstreamAuth(n *yaml.Node, path, upstreamURL string) *Upstr
 		if !ok {
 			return nil
 		}
-		requireClient(p.parser, o2, ccPath, "tokenURL", "missing tokenURL; give the authorization server's token endpoint")
+		key, hasKey := o2.get("privateKeyFile")
+		secret, hasSecret := o2.get("clientSecret")
+		switch {
+		case hasKey && hasSecret:
+			p.errorf(secret.key, join(ccPath, "clientSecret"), "and privateKeyFile (at %s) are both set; the client authenticates with one", pos(key.key))
+		case hasKey:
+			// private_key_jwt: the key replaces the secret.
+			for _, k := range []string{"tokenURL", "clientId"} {
+				if _, ok := o2.get(k); !ok {
+					p.errorf(resolve(o2.node), ccPath, "missing %s", k)
+				}
+			}
+		default:
+			requireClient(p.parser, o2, ccPath, "tokenURL", "missing tokenURL; give the authorization server's token endpoint")
+			if g, ok := o2.get("assertionAudience"); ok {
+				p.errorf(g.key, join(ccPath, "assertionAudience"), "goes with privateKeyFile")
+			}
+		}
 		ua.ClientCredentials = c
 		return ua
 	}

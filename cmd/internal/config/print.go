@@ -241,8 +241,13 @@ func (u Upstream) write(w *lineWriter) {
 	}
 	if ua := u.Auth; ua != nil && ua.ClientCredentials != nil {
 		c := ua.ClientCredentials
-		line("    auth: {clientCredentials: {tokenURL: %s, clientId: %s, clientSecret: %s, resource: %s}}",
-			strconv.Quote(c.TokenURL), strconv.Quote(c.ClientID), redactedValue, strconv.Quote(c.Resource))
+		if c.PrivateKeyFile != "" {
+			line("    auth: {clientCredentials: {tokenURL: %s, clientId: %s, privateKeyFile: %s, assertionAudience: %s, resource: %s}}",
+				strconv.Quote(c.TokenURL), strconv.Quote(c.ClientID), strconv.Quote(c.PrivateKeyFile), strconv.Quote(cmp.Or(c.AssertionAudience, c.TokenURL)), strconv.Quote(c.Resource))
+		} else {
+			line("    auth: {clientCredentials: {tokenURL: %s, clientId: %s, clientSecret: %s, resource: %s}}",
+				strconv.Quote(c.TokenURL), strconv.Quote(c.ClientID), redactedValue, strconv.Quote(c.Resource))
+		}
 	} else if ua != nil && ua.TokenExchange != nil {
 		t := ua.TokenExchange
 		line("    auth: {tokenExchange: {tokenURL: %s, clientId: %s, clientSecret: %s, resource: %s}}",

@@ -9,7 +9,8 @@
 //  1. writes a gateway config with that URL as the one upstream (prefix "", so the scenario's tool names stay),
 //     with the credential the scenario calls for (plan.go): none; a person's own grant (type: user-oauth, with
 //     the context's pre-registered client when there is one, else whatever the gateway finds: metadata
-//     document or dynamic registration); the gateway's own client credentials; type: id-jag for the one person
+//     document or dynamic registration); the gateway's own client credentials (with a secret, or private_key_jwt
+//     with the context's key in a file); type: id-jag for the one person
 //     whose ID token the scenario hands over (written to a file, as a desktop SSO helper would); type:
 //     workload-identity with the scenario's workload token in a file, as Kubernetes projects one;
 //  2. for user-oauth, serves the gateway's identity provider (idp.go), which signs one person in;
@@ -108,8 +109,17 @@ func run(ctx context.Context, l *log.Logger, upstream string) error {
 			return err
 		}
 	case authClientCredentials:
-		if setup.tokenURL, err = tokenEndpoint(ctx, upstream); err != nil {
+		as, err := authorizationServer(ctx, upstream)
+		if err != nil {
 			return fmt.Errorf("finding the token URL to configure: %w", err)
+		}
+		setup.tokenURL, setup.asIssuer = as.TokenEndpoint, as.Issuer
+		if p.privateKey != "" {
+			// The client's key, as an operator would keep it in a mounted secret.
+			setup.keyFile = filepath.Join(dir, "client_key.pem")
+			if err := os.WriteFile(setup.keyFile, []byte(p.privateKey), 0o600); err != nil {
+				return err
+			}
 		}
 	case authIDJAG:
 		as, err := authorizationServer(ctx, upstream)

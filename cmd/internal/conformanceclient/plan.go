@@ -21,10 +21,7 @@ const (
 
 // unsupportedScenarios are the scenarios whose credential the gateway's configuration cannot express yet, with
 // what is missing. The harness starts no gateway for them (there is nothing to configure), so they fail.
-var unsupportedScenarios = map[string]string{
-	"auth/client-credentials-jwt": "auth.clientCredentials authenticates the client with a secret only " +
-		"(client_secret_basic/post); the scenario wants private_key_jwt (RFC 7523) with the context's ES256 key",
-}
+var unsupportedScenarios = map[string]string{}
 
 // plan is how the harness runs one scenario: which upstream credential the gateway gets and with which client.
 type plan struct {
@@ -38,6 +35,8 @@ type plan struct {
 	// idToken and idpTokenURL are the person's ID token at the scenario's identity provider and where it is
 	// exchanged (authIDJAG); idToken is the workload's token for authWorkload.
 	idToken, idpTokenURL string
+	// privateKey is the client's PEM private key (private_key_jwt client credentials).
+	privateKey string
 }
 
 // scenarioContext is MCP_CONFORMANCE_CONTEXT: a JSON object with the scenario's name and the credentials it
@@ -69,6 +68,9 @@ func planFor(scenario string, c scenarioContext) plan {
 		p.auth, p.unsupported = authUnsupported, unsupportedScenarios[scenario]
 	case scenario == "auth/client-credentials-basic":
 		p.auth = authClientCredentials
+	case scenario == "auth/client-credentials-jwt":
+		// private_key_jwt: the context's PEM key takes the place of a secret.
+		p.auth, p.privateKey = authClientCredentials, c.str("private_key_pem")
 	case scenario == "auth/wif-jwt-bearer":
 		// The workload's token as the platform would project it (valid_jwt; the scenario's other two are for
 		// clients that test their own error handling).
@@ -97,6 +99,7 @@ type gatewaySetup struct {
 	tokenURL    string // the upstream's token endpoint (client credentials and ID-JAG)
 	asIssuer    string // the upstream's authorization server (ID-JAG only)
 	idTokenFile string // the file the person's ID token (ID-JAG) or the workload's token is in
+	keyFile     string // the file the client's private key is in (private_key_jwt)
 	tokenKeys   string // auth.tokenKeys (user-oauth only)
 	// browserSecret is the gateway's sign-in client secret at the issuer (user-oauth only).
 	browserSecret string
@@ -142,6 +145,15 @@ func (p plan) config(s gatewaySetup) (yaml string, env []string, err error) {
 			env = append(env, upstreamSecretEnv+"="+p.clientSecret)
 		}
 	case authClientCredentials:
+		if p.privateKey != "" {
+			if s.tokenURL == "" || s.asIssuer == "" || s.keyFile == "" || p.clientID == "" {
+				return "", nil, fmt.Errorf("scenario %s: private_key_jwt needs the token URL, the issuer, the key file and client_id "+
+					"(got token URL %q, issuer %q, client_id %q)", p.scenario, s.tokenURL, s.asIssuer, p.clientID)
+			}
+			fmt.Fprintf(&b, "    auth:\n      clientCredentials:\n        tokenURL: %q\n        clientId: %q\n", s.tokenURL, p.clientID)
+			fmt.Fprintf(&b, "        privateKeyFile: %q\n        assertionAudience: %q\n", s.keyFile, s.asIssuer)
+			break
+		}
 		if s.tokenURL == "" || p.clientID == "" || p.clientSecret == "" {
 			return "", nil, fmt.Errorf("scenario %s: client credentials need a token URL, client_id and client_secret "+
 				"(got token URL %q, client_id %q)", p.scenario, s.tokenURL, p.clientID)

@@ -21,7 +21,7 @@ func TestPlanFor(t *testing.T) {
 		{scenario: "auth/scope-step-up", context: `{"client_secret":"orphan"}`, want: authUserOAuth}, // no id: no client
 		{scenario: "auth/client-credentials-basic", context: `{"client_id":"c2","client_secret":"s2"}`,
 			want: authClientCredentials, id: "c2", secret: "s2"},
-		{scenario: "auth/client-credentials-jwt", want: authUnsupported},
+		{scenario: "auth/client-credentials-jwt", context: `{"client_id":"c3","private_key_pem":"PEM"}`, want: authClientCredentials, id: "c3"},
 		{scenario: "auth/enterprise-managed-authorization", context: `{"client_id":"x1","client_secret":"xs","idp_id_token":"t"}`,
 			want: authIDJAG, id: "x1", secret: "xs"},
 		{scenario: "auth/wif-jwt-bearer", context: `{"client_id":"w1","valid_jwt":"j"}`, want: authWorkload, id: "w1"},
@@ -52,7 +52,7 @@ func TestParseContextRejectsJunk(t *testing.T) {
 func TestConfig(t *testing.T) {
 	setup := gatewaySetup{listen: "127.0.0.1:4000", upstreamURL: "http://localhost:5000/mcp", issuer: "http://127.0.0.1:6000",
 		tokenURL: "http://localhost:7000/token", tokenKeys: "k1:KEY", browserSecret: "b-secret-value",
-		asIssuer: "http://localhost:7000", idTokenFile: "/tmp/x/id_token"}
+		asIssuer: "http://localhost:7000", idTokenFile: "/tmp/x/id_token", keyFile: "/tmp/x/client_key.pem"}
 	tests := []struct {
 		name      string
 		plan      plan
@@ -109,9 +109,15 @@ func TestConfig(t *testing.T) {
 			`      tokenURL: "http://localhost:7000/token"`, `      clientId: "w1"`},
 		wantNot: []string{"publicURL:", "the-workload-jwt", "clientSecret"},
 	}, {
-		name:      "unsupported",
-		plan:      planFor("auth/client-credentials-jwt", scenarioContext{}),
-		wantError: "private_key_jwt",
+		name: "client credentials, private_key_jwt",
+		plan: planFor("auth/client-credentials-jwt", scenarioContext{"client_id": "c3", "private_key_pem": "-----BEGIN PRIVATE KEY-----"}),
+		want: []string{`      clientCredentials:`, `        tokenURL: "http://localhost:7000/token"`, `        clientId: "c3"`,
+			`        privateKeyFile: "/tmp/x/client_key.pem"`, `        assertionAudience: "http://localhost:7000"`},
+		wantNot: []string{"clientSecret", "BEGIN"},
+	}, {
+		name:      "private_key_jwt without a client_id",
+		plan:      plan{scenario: "auth/client-credentials-jwt", auth: authClientCredentials, privateKey: "k"},
+		wantError: "private_key_jwt needs",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
