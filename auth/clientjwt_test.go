@@ -89,7 +89,7 @@ func TestPrivateKeyJWT(t *testing.T) {
 					f.Has("client_secret") || f.Get("scope") != "s1" || f.Get("resource") != "https://mcp.example/mcp" {
 					t.Errorf("token request %v", f)
 				}
-				jws, err := jose.ParseSigned(f.Get("client_assertion"), []jose.SignatureAlgorithm{c.alg})
+				jws, err := jose.ParseSignedCompact(f.Get("client_assertion"), []jose.SignatureAlgorithm{c.alg})
 				if err != nil {
 					t.Fatalf("client assertion: %v", err)
 				}
@@ -99,7 +99,7 @@ func TestPrivateKeyJWT(t *testing.T) {
 				}
 				var cl struct {
 					Iss, Sub, Aud, Jti string
-					Iat, Exp          int64
+					Iat, Exp           int64
 				}
 				_ = json.Unmarshal(payload, &cl)
 				if cl.Iss != "gw-client" || cl.Sub != "gw-client" || cl.Aud != wantAud || cl.Jti == "" || jtis[cl.Jti] ||
