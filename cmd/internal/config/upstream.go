@@ -121,7 +121,7 @@ func upstreamFields() []upstreamField {
 				b.u.Disabled, _ = p.boolean(f.val, path)
 			}},
 		{field: field{key: "auth", typ: tBlock, sub: upstreamAuthFields,
-			doc: "How the gateway authenticates to a url upstream: its own credentials, or each person's (type: user-oauth); never with the client's token."},
+			doc: "How the gateway authenticates to a url upstream: its own credentials (clientCredentials, tokenExchange, type: workload-identity), or each person's (type: user-oauth or id-jag); never with the client's token."},
 			only: httpUpstream, skipWrongKind: true,
 			wrongKind: "auth only applies to a url (HTTP) upstream; a local program gets its credentials from env",
 			decode:    upstreamSection.upstreamAuthField},
