@@ -32,8 +32,8 @@ type CredentialSource interface {
 const earlyRefresh = 60 * time.Second
 
 // CredentialOptions says which credentials the gateway sends to one
-// upstream. At most one of ClientCredentials and TokenExchange is used;
-// ClientCredentials wins when both are set.
+// upstream. At most one of ClientCredentials, TokenExchange, IDJAG and
+// WorkloadIdentity is used, in that order.
 type CredentialOptions struct {
 	// Upstream names the upstream in errors.
 	Upstream string
@@ -47,6 +47,10 @@ type CredentialOptions struct {
 	ClientCredentials *ClientCredentialsConfig
 	// TokenExchange, when set, adds a token exchanged for each caller's.
 	TokenExchange *TokenExchangeConfig
+	// IDJAG, when set, adds a token obtained with each caller's identity assertion through an ID-JAG.
+	IDJAG *IDJAGConfig
+	// WorkloadIdentity, when set, adds the gateway's own token from the JWT bearer grant with its workload token.
+	WorkloadIdentity *WorkloadIdentityConfig
 }
 
 // ClientCredentialsConfig configures the OAuth client credentials grant
@@ -57,6 +61,13 @@ type ClientCredentialsConfig struct {
 	// Resource is the RFC 8707 resource indicator sent to the token
 	// endpoint: the upstream's URL.
 	Resource string
+	// KeyFile, instead of ClientSecret, authenticates the client with
+	// private_key_jwt (RFC 7523): a PEM private key that signs a fresh
+	// client assertion for each token request.
+	KeyFile string
+	// AssertionAudience is the assertion's aud: the authorization server's
+	// issuer, or "" for TokenURL.
+	AssertionAudience string
 }
 
 // NewCredentialSource builds the source for one upstream: its static
@@ -73,13 +84,42 @@ func NewCredentialSource(ctx context.Context, o CredentialOptions, client *http.
 		}
 		parts = append(parts, s)
 	}
-	if c := o.ClientCredentials; c != nil {
+	if c := o.ClientCredentials; c != nil && c.KeyFile != "" {
+		src, err := newPrivateKeyJWTSource(ctx, *c, client)
+		if err != nil {
+			return nil, fmt.Errorf("upstream %s: %w", o.Upstream, err)
+		}
+		parts = append(parts, src)
+	} else if c != nil {
 		parts = append(parts, NewClientCredentialsSource(ctx, clientcredentials.Config{
 			ClientID: c.ClientID, ClientSecret: c.ClientSecret, TokenURL: c.TokenURL, Scopes: c.Scopes,
 			EndpointParams: url.Values{"resource": {c.Resource}},
 		}, client))
 	} else if t := o.TokenExchange; t != nil {
 		parts = append(parts, NewTokenExchangeSource(*t, client))
+	} else if j := o.IDJAG; j != nil {
+		s := NewIDJAGSource(*j, client)
+		if j.SubjectTokenFile != "" {
+			fv := &fileValue{header: "the ID token file", path: j.SubjectTokenFile}
+			if err := fv.load(); err != nil {
+				return nil, fmt.Errorf("upstream %s: %w", o.Upstream, err)
+			}
+			s.own = idTokenFile{s: s, file: fv}
+		} else {
+			// As token exchange does: with no person behind a request, the gateway is itself, by the client
+			// credentials grant with the same client at the same authorization server.
+			s.own = NewClientCredentialsSource(ctx, clientcredentials.Config{
+				ClientID: j.ClientID, ClientSecret: j.ClientSecret, TokenURL: j.TokenURL, Scopes: j.Scopes,
+				EndpointParams: url.Values{"resource": {j.Resource}},
+			}, client)
+		}
+		parts = append(parts, s)
+	} else if w := o.WorkloadIdentity; w != nil {
+		s, err := NewWorkloadIdentitySource(ctx, *w, client)
+		if err != nil {
+			return nil, fmt.Errorf("upstream %s: %w", o.Upstream, err)
+		}
+		parts = append(parts, s)
 	}
 	switch len(parts) {
 	case 0:
@@ -248,8 +288,9 @@ type TokenExchangeSource struct {
 	client *http.Client
 	now    func() time.Time
 	// own is the gateway's own identity (client credentials with the same client), used where no user is
-	// behind a request: the session that feeds the catalog, and a per-user session's own housekeeping.
-	own *ClientCredentialsSource
+	// behind a request: the session that feeds the catalog, and a per-user session's own housekeeping. For
+	// ID-JAG it is the one person's ID token file, or nil.
+	own CredentialSource
 
 	// fetch gets a caller's token: exchange (RFC 8693), or idJAG's two steps (NewIDJAGSource).
 	fetch func(ctx context.Context, p *Principal) (exchanged, error)

@@ -36,6 +36,21 @@ type IDJAGConfig struct {
 	ClientID, ClientSecret string
 	// Scopes are asked for at both steps; none leaves them to the servers.
 	Scopes []string
+	// SubjectTokenFile, when set, holds the ID token of the one person a gateway without sign-in serves (a
+	// desktop gateway whose SSO helper keeps the file fresh): it is exchanged for requests that carry no
+	// caller. It is read again, at most once a second, when it changes. "" = callers' own tokens only.
+	SubjectTokenFile string
+}
+
+// idTokenFile is an ID-JAG source's identity for requests without a caller: the one person's ID token, read
+// from a file, exchanged and cached as a caller's own token would be.
+type idTokenFile struct {
+	s    *TokenExchangeSource
+	file *fileValue
+}
+
+func (f idTokenFile) Header(ctx context.Context, _ *Principal) (http.Header, error) {
+	return f.s.Header(ctx, &Principal{token: f.file.get()})
 }
 
 // Identifiers of SEP-990 and RFC 7523.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -86,5 +88,56 @@ func TestIDJAG(t *testing.T) {
 	}
 	for _, p := range problems {
 		t.Error(p)
+	}
+}
+
+// TestIDJAGCredentialSource: through NewCredentialSource, a request with no caller is the one person of
+// SubjectTokenFile when it is set, and the gateway itself (client credentials with the same client at the
+// authorization server) when it is not; a caller's own token is exchanged either way.
+func TestIDJAGCredentialSource(t *testing.T) {
+	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		who, _ := strings.CutPrefix(r.PostForm.Get("subject_token"), "idtoken-")
+		fmt.Fprintf(w, `{"access_token":"jag-%s","issued_token_type":%q}`, who, tokenTypeIDJAG)
+	}))
+	t.Cleanup(idp.Close)
+	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		w.Header().Set("Content-Type", "application/json")
+		if r.PostForm.Get("grant_type") == "client_credentials" {
+			fmt.Fprint(w, `{"access_token":"at-gateway","token_type":"Bearer","expires_in":3600}`)
+			return
+		}
+		who, _ := strings.CutPrefix(r.PostForm.Get("assertion"), "jag-")
+		fmt.Fprintf(w, `{"access_token":"at-%s","token_type":"Bearer","expires_in":3600}`, who)
+	}))
+	t.Cleanup(as.Close)
+	file := filepath.Join(t.TempDir(), "id_token")
+	if err := os.WriteFile(file, []byte("idtoken-dana\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		file, want string
+	}{{file, "Bearer at-dana"}, {"", "Bearer at-gateway"}} {
+		src, err := NewCredentialSource(ctx, CredentialOptions{Upstream: "crm", IDJAG: &IDJAGConfig{
+			IdPTokenURL: idp.URL, Audience: "https://as.example", Resource: "https://mcp.example/mcp",
+			TokenURL: as.URL, ClientID: "gw", ClientSecret: "gw-secret", SubjectTokenFile: c.file,
+		}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h, err := src.Header(ctx, nil); err != nil || h.Get("Authorization") != c.want {
+			t.Errorf("file %q, no caller: %v, Authorization %q, want %q", c.file, err, h.Get("Authorization"), c.want)
+		}
+		p := &Principal{Subject: "erin", token: "idtoken-erin", Expiry: time.Now().Add(time.Hour)}
+		if h, err := src.Header(ctx, p); err != nil || h.Get("Authorization") != "Bearer at-erin" {
+			t.Errorf("file %q, erin: %v, Authorization %q", c.file, err, h.Get("Authorization"))
+		}
+	}
+	if _, err := NewCredentialSource(ctx, CredentialOptions{Upstream: "crm", IDJAG: &IDJAGConfig{
+		IdPTokenURL: idp.URL, TokenURL: as.URL, SubjectTokenFile: filepath.Join(t.TempDir(), "missing"),
+	}}, nil); err == nil {
+		t.Error("a missing ID token file was accepted")
 	}
 }

@@ -15,20 +15,27 @@ import (
 // checkParamHeaders verifies a client's Mcp-Param-* headers against the arguments of its tools/call: each bound
 // argument that is present must be mirrored, exactly, and none that is absent. It returns a message for a
 // -32020 HeaderMismatch, or "".
+//
+// Presence is the header's, not its value's: an empty-string argument is mirrored as a header with an empty
+// value (a valid field value, RFC 9110 §5.5), which http.Header.Get cannot tell from no header at all. A header
+// sent twice is refused: which copy an intermediary routes on is anyone's guess.
 func checkParamHeaders(h http.Header, params []byte, bindings []routing.ParamHeader) string {
 	for _, b := range bindings {
-		got := h.Get(b.Header)
+		vals := h.Values(b.Header)
 		v, present, ok := routing.ParamArgument(params, b.Path)
 		switch {
-		case !present && got != "":
+		case len(vals) > 1:
+			return b.Header + " is sent more than once"
+		case !present && len(vals) == 1:
 			return b.Header + " is set but the argument " + strings.Join(b.Path, ".") + " is absent"
 		case !present:
 			continue
 		case !ok:
 			return "the argument " + strings.Join(b.Path, ".") + " mirrored in " + b.Header + " must be a string, integer or boolean"
-		case got == "":
+		case len(vals) == 0:
 			return "the argument " + strings.Join(b.Path, ".") + " must be mirrored in the " + b.Header + " header"
 		}
+		got := vals[0]
 		decoded, ok := unencodeHeader(got)
 		if !ok {
 			return b.Header + " is not valid =?base64?…?= encoding"

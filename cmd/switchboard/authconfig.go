@@ -58,12 +58,25 @@ func credentialOptions(u config.Upstream) auth.CredentialOptions {
 		c := a.ClientCredentials
 		o.ClientCredentials = &auth.ClientCredentialsConfig{
 			TokenURL: c.TokenURL, ClientID: c.ClientID, ClientSecret: c.ClientSecret, Scopes: c.Scopes, Resource: c.Resource,
+			KeyFile: c.PrivateKeyFile, AssertionAudience: c.AssertionAudience,
 		}
 	} else if a != nil && a.TokenExchange != nil {
 		t := a.TokenExchange
 		o.TokenExchange = &auth.TokenExchangeConfig{
 			TokenURL: t.TokenURL, ClientID: t.ClientID, ClientSecret: t.ClientSecret,
 			Audience: t.Audience, Resource: t.Resource, Scopes: t.Scopes,
+		}
+	} else if a != nil && a.IDJAG != nil {
+		j := a.IDJAG
+		o.IDJAG = &auth.IDJAGConfig{
+			IdPTokenURL: j.IdP.TokenURL, IdPClientID: j.IdP.ClientID, IdPClientSecret: j.IdP.ClientSecret,
+			SubjectTokenFile: j.IdP.IDTokenFile, SubjectTokenType: j.IdP.SubjectTokenType, Audience: j.Issuer, Resource: j.Resource,
+			TokenURL: j.TokenURL, ClientID: j.ClientID, ClientSecret: j.ClientSecret, Scopes: j.Scopes,
+		}
+	} else if a != nil && a.WorkloadIdentity != nil {
+		w := a.WorkloadIdentity
+		o.WorkloadIdentity = &auth.WorkloadIdentityConfig{
+			TokenFile: w.TokenFile, TokenURL: w.TokenURL, ClientID: w.ClientID, Scopes: w.Scopes, Resource: w.Resource,
 		}
 	}
 	return o

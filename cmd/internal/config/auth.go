@@ -83,51 +83,6 @@ type Introspection struct {
 	CacheTTL time.Duration
 }
 
-// UpstreamAuth says how the gateway authenticates to a remote upstream
-// (never with the client's token). Exactly one field is set.
-type UpstreamAuth struct {
-	ClientCredentials *ClientCredentials
-	TokenExchange     *TokenExchange
-	// UserOAuth: each person's own grant at the upstream's authorization
-	// server, connected in-band (type: user-oauth).
-	UserOAuth *UserOAuth
-}
-
-// UserOAuth is per-user upstream OAuth (auth: {type: user-oauth}). The
-// authorization server is discovered from the upstream's 401 (RFC 9728);
-// the client is the pre-registered one when ClientID is set, else a Client
-// ID Metadata Document or RFC 7591 registration.
-type UserOAuth struct {
-	Scopes []string
-	// ClientID and ClientSecret name a pre-registered client ("" = none;
-	// a public client has no secret).
-	ClientID, ClientSecret string
-	// OmitResource leaves out the RFC 8707 resource parameter
-	// (resourceParameter: omit), which Entra rejects.
-	OmitResource bool
-}
-
-// ClientCredentials is the OAuth client credentials grant toward an upstream.
-type ClientCredentials struct {
-	TokenURL, ClientID, ClientSecret string
-	Scopes                           []string
-	// Resource is the RFC 8707 resource indicator sent to the token
-	// endpoint; defaulted to the upstream's url.
-	Resource string
-}
-
-// TokenExchange is RFC 8693 token exchange per user: the client's token is
-// exchanged (by the gateway, at the token endpoint) for a token for the
-// upstream.
-type TokenExchange struct {
-	TokenURL, ClientID, ClientSecret string
-	// Audience is the optional audience parameter.
-	Audience string
-	// Resource is the resource parameter; defaulted to the upstream's url.
-	Resource string
-	Scopes   []string
-}
-
 func authFields() []field { return fieldsOf(authTable("")) }
 
 // authTable is how the auth: block's keys are read; publicURL is the
@@ -344,78 +299,6 @@ func requireClient(p *parser, o *object, path string, missing ...string) {
 	}
 }
 
-// upstreamAuthFields are the keys of an upstream's auth: block: type:
-// user-oauth and its settings, or one of the gateway's own credentials.
-func upstreamAuthFields() []field {
-	return append([]field{
-		{key: "clientCredentials", typ: tBlock, sub: clientCredentialsFields, doc: "The gateway's own OAuth client credentials grant toward the upstream."},
-		{key: "tokenExchange", typ: tBlock, sub: tokenExchangeFields, doc: "RFC 8693 token exchange: each client's token is exchanged for one for the upstream."},
-		{key: "type", typ: tString, enum: []string{"user-oauth"}, doc: "user-oauth: each person's own grant at the upstream's authorization server, connected in-band."},
-	}, fieldsOf(userOAuthTable())...)
-}
-
-// userOAuthTable is how the keys of type: user-oauth are read.
-func userOAuthTable() []blockField[UserOAuth] {
-	return []blockField[UserOAuth]{
-		scopesField("With type: user-oauth, the scopes asked for.", func(u *UserOAuth) *[]string { return &u.Scopes }),
-		{field: field{key: "clientId", typ: tString, doc: "With type: user-oauth, a pre-registered client (unset: the gateway registers itself)."},
-			read: func(p *parser, f pair, path string, u *UserOAuth) {
-				u.ClientID, _, _ = p.expanded(f.val, path)
-				if u.ClientID == "" {
-					p.errorf(resolve(f.val), path, "is empty; remove it to let the gateway register itself")
-				}
-			}},
-		{field: field{key: "clientSecret", typ: tString, secret: true, doc: "With type: user-oauth, the pre-registered client's secret (a public client has none)."},
-			read: func(p *parser, f pair, path string, u *UserOAuth) {
-				u.ClientSecret, _, _ = p.expanded(f.val, path)
-				switch {
-				case u.ClientSecret == "":
-					p.errorf(resolve(f.val), path, "is empty (check the variable it comes from)")
-				case u.ClientID == "":
-					p.errorf(f.key, path, "needs clientId: the secret belongs to a pre-registered client")
-				}
-			}},
-		{field: field{key: "resourceParameter", typ: tString, def: "send", enum: []string{"send", "omit"},
-			doc: "With type: user-oauth, omit leaves out the RFC 8707 resource parameter, for servers that reject it (Entra ID)."},
-			read: func(p *parser, f pair, path string, u *UserOAuth) {
-				v, _ := p.scalar(f.val, path)
-				switch v {
-				case "send":
-				case "omit":
-					u.OmitResource = true
-				default:
-					p.errorf(resolve(f.val), path, "%q is not send or omit (omit for authorization servers that reject RFC 8707 resource, such as Entra ID)", v)
-				}
-			}},
-	}
-}
-
-func clientCredentialsFields() []field { return fieldsOf(clientCredentialsTable()) }
-
-func clientCredentialsTable() []blockField[ClientCredentials] {
-	return []blockField[ClientCredentials]{
-		tokenURLField(func(c *ClientCredentials) *string { return &c.TokenURL }),
-		clientIDField("The gateway's client; ${VAR} is expanded (required).", func(c *ClientCredentials) *string { return &c.ClientID }),
-		clientSecretField("Its secret, such as \"${CLIENT_SECRET}\" (required).", func(c *ClientCredentials) *string { return &c.ClientSecret }),
-		scopesField("The scopes asked for.", func(c *ClientCredentials) *[]string { return &c.Scopes }),
-		resourceField("The RFC 8707 resource indicator.", func(c *ClientCredentials) *string { return &c.Resource }),
-	}
-}
-
-func tokenExchangeFields() []field { return fieldsOf(tokenExchangeTable()) }
-
-func tokenExchangeTable() []blockField[TokenExchange] {
-	return []blockField[TokenExchange]{
-		tokenURLField(func(t *TokenExchange) *string { return &t.TokenURL }),
-		clientIDField("The gateway's client; ${VAR} is expanded (required).", func(t *TokenExchange) *string { return &t.ClientID }),
-		clientSecretField("Its secret, such as \"${CLIENT_SECRET}\" (required).", func(t *TokenExchange) *string { return &t.ClientSecret }),
-		{field: field{key: "audience", typ: tString, doc: "The optional audience parameter; ${VAR} is expanded."},
-			read: func(p *parser, f pair, path string, t *TokenExchange) { t.Audience, _, _ = p.expanded(f.val, path) }},
-		resourceField("The resource parameter.", func(t *TokenExchange) *string { return &t.Resource }),
-		scopesField("The scopes asked for.", func(t *TokenExchange) *[]string { return &t.Scopes }),
-	}
-}
-
 // SupportedAlgorithms are the JWS algorithms auth.algorithms accepts.
 func SupportedAlgorithms() []string {
 	return []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
@@ -548,68 +431,6 @@ func (p authSection) introspection(n *yaml.Node, path string) *Introspection {
 	}
 	requireClient(p.parser, o, path, "url", "missing url; give the RFC 7662 introspection endpoint")
 	return in
-}
-
-// upstreamAuth reads an upstream's auth block. hasAuthzHeader is the
-// position of a static Authorization header, which the block would replace.
-func (p authSection) upstreamAuth(n *yaml.Node, path, upstreamURL string) *UpstreamAuth {
-	o, ok := p.object(n, path, keySpec{known: keys(upstreamAuthFields())})
-	if !ok {
-		return nil
-	}
-	ua := &UpstreamAuth{}
-	if f, ok := o.get("type"); ok {
-		t, _ := p.scalar(f.val, join(path, "type"))
-		if t != "user-oauth" {
-			p.errorf(resolve(f.val), join(path, "type"), "%q is not a kind of upstream auth; type takes user-oauth (each person's own grant), and the gateway's own credentials are written as clientCredentials: or tokenExchange: without type", t)
-			return nil
-		}
-		for _, k := range []string{"clientCredentials", "tokenExchange"} {
-			if g, ok := o.get(k); ok {
-				p.errorf(g.key, join(path, k), "does not go with type: user-oauth; choose one kind of credential")
-				return nil
-			}
-		}
-		ua.UserOAuth = &UserOAuth{}
-		readFields(p.parser, o, path, userOAuthTable(), ua.UserOAuth)
-		return ua
-	}
-	for _, k := range []string{"scopes", "clientId", "clientSecret", "resourceParameter"} {
-		if g, ok := o.get(k); ok {
-			p.errorf(g.key, join(path, k), "belongs to type: user-oauth (or inside clientCredentials: or tokenExchange:); add type: user-oauth or move it")
-			return nil
-		}
-	}
-	cc, hasCC := o.get("clientCredentials")
-	te, hasTE := o.get("tokenExchange")
-	switch {
-	case hasCC && hasTE:
-		p.errorf(te.key, join(path, "tokenExchange"), "clientCredentials (at %s) and tokenExchange are both set; choose exactly one kind of credential", pos(cc.key))
-		return nil
-	case !hasCC && !hasTE:
-		p.errorf(resolve(o.node), path, "needs exactly one of clientCredentials or tokenExchange")
-		return nil
-	}
-	if hasCC {
-		ccPath := join(path, "clientCredentials")
-		c := &ClientCredentials{Resource: upstreamURL}
-		o2, ok := readBlock(p.parser, cc.val, ccPath, nil, clientCredentialsTable(), c)
-		if !ok {
-			return nil
-		}
-		requireClient(p.parser, o2, ccPath, "tokenURL", "missing tokenURL; give the authorization server's token endpoint")
-		ua.ClientCredentials = c
-		return ua
-	}
-	tePath := join(path, "tokenExchange")
-	t := &TokenExchange{Resource: upstreamURL}
-	o2, ok := readBlock(p.parser, te.val, tePath, nil, tokenExchangeTable(), t)
-	if !ok {
-		return nil
-	}
-	requireClient(p.parser, o2, tePath, "tokenURL", "missing tokenURL; give the authorization server's token endpoint")
-	ua.TokenExchange = t
-	return ua
 }
 
 func (p authSection) resourceURL(n *yaml.Node, path string) string {

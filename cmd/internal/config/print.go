@@ -241,12 +241,30 @@ func (u Upstream) write(w *lineWriter) {
 	}
 	if ua := u.Auth; ua != nil && ua.ClientCredentials != nil {
 		c := ua.ClientCredentials
-		line("    auth: {clientCredentials: {tokenURL: %s, clientId: %s, clientSecret: %s, resource: %s}}",
-			strconv.Quote(c.TokenURL), strconv.Quote(c.ClientID), redactedValue, strconv.Quote(c.Resource))
+		if c.PrivateKeyFile != "" {
+			line("    auth: {clientCredentials: {tokenURL: %s, clientId: %s, privateKeyFile: %s, assertionAudience: %s, resource: %s}}",
+				strconv.Quote(c.TokenURL), strconv.Quote(c.ClientID), strconv.Quote(c.PrivateKeyFile), strconv.Quote(cmp.Or(c.AssertionAudience, c.TokenURL)), strconv.Quote(c.Resource))
+		} else {
+			line("    auth: {clientCredentials: {tokenURL: %s, clientId: %s, clientSecret: %s, resource: %s}}",
+				strconv.Quote(c.TokenURL), strconv.Quote(c.ClientID), redactedValue, strconv.Quote(c.Resource))
+		}
 	} else if ua != nil && ua.TokenExchange != nil {
 		t := ua.TokenExchange
 		line("    auth: {tokenExchange: {tokenURL: %s, clientId: %s, clientSecret: %s, resource: %s}}",
 			strconv.Quote(t.TokenURL), strconv.Quote(t.ClientID), redactedValue, strconv.Quote(t.Resource))
+	} else if ua != nil && ua.IDJAG != nil {
+		j := ua.IDJAG
+		subject := "each client's token"
+		if j.IdP.IDTokenFile != "" {
+			subject = strconv.Quote(FileRefPrefix + j.IdP.IDTokenFile)
+		}
+		line("    auth: {type: id-jag, idp: {tokenURL: %s, clientId: %s, idToken: %s}, issuer: %s, tokenURL: %s, clientId: %s, clientSecret: %s, scopes: %s, resource: %s}",
+			strconv.Quote(j.IdP.TokenURL), strconv.Quote(j.IdP.ClientID), subject, strconv.Quote(j.Issuer), strconv.Quote(j.TokenURL),
+			strconv.Quote(j.ClientID), redactedValue, list(j.Scopes), strconv.Quote(j.Resource))
+	} else if ua != nil && ua.WorkloadIdentity != nil {
+		w := ua.WorkloadIdentity
+		line("    auth: {type: workload-identity, tokenFile: %s, tokenURL: %s, clientId: %s, scopes: %s, resource: %s}",
+			strconv.Quote(w.TokenFile), strconv.Quote(w.TokenURL), strconv.Quote(w.ClientID), list(w.Scopes), strconv.Quote(w.Resource))
 	} else if ua != nil && ua.UserOAuth != nil {
 		uo := ua.UserOAuth
 		client := "registered by the gateway"

@@ -169,6 +169,20 @@ func redactUpstreamAuth(ua *UpstreamAuth) *UpstreamAuth {
 		t.ClientSecret, t.TokenURL, t.Scopes = redactedValue, redactURL(t.TokenURL), slices.Clone(te.Scopes)
 		out.TokenExchange = &t
 	}
+	if jg := ua.IDJAG; jg != nil {
+		j := *jg
+		j.ClientSecret, j.TokenURL, j.Scopes = redactedValue, redactURL(j.TokenURL), slices.Clone(jg.Scopes)
+		j.IdP.TokenURL = redactURL(j.IdP.TokenURL)
+		if j.IdP.ClientSecret != "" {
+			j.IdP.ClientSecret = redactedValue
+		}
+		out.IDJAG = &j
+	}
+	if wi := ua.WorkloadIdentity; wi != nil {
+		w := *wi
+		w.TokenURL, w.Scopes = redactURL(w.TokenURL), slices.Clone(wi.Scopes)
+		out.WorkloadIdentity = &w
+	}
 	if uo := ua.UserOAuth; uo != nil {
 		u := *uo
 		u.Scopes = slices.Clone(uo.Scopes)

@@ -34,13 +34,17 @@ upstreams:
   - name: mine
     url: https://mine.example.com/mcp
     auth: {type: user-oauth, clientId: c, clientSecret: useroauth-SECRET}
+  - name: jag
+    url: https://jag.example.com/mcp
+    auth: {type: id-jag, idp: {tokenURL: "https://login.example.com/token", clientId: i, clientSecret: idp-SECRET},
+      issuer: https://as.jag.example.com, tokenURL: "https://as.jag.example.com/token", clientId: c, clientSecret: idjag-SECRET}
 `
 
 // secretPaths are the keys secretsFile sets that the tables mark secret.
 func secretPaths() []string {
 	return []string{"cursorSecret", "auth.introspection.clientSecret", "auth.browser.clientSecret", "auth.tokenKeys",
 		"redis.password", "upstreams[].env", "upstreams[].headers", "upstreams[].auth.clientCredentials.clientSecret",
-		"upstreams[].auth.tokenExchange.clientSecret", "upstreams[].auth.clientSecret",
+		"upstreams[].auth.tokenExchange.clientSecret", "upstreams[].auth.clientSecret", "upstreams[].auth.idp.clientSecret",
 		// The mcpServers form takes the upstreams' keys.
 		"mcpServers.<key>.env", "mcpServers.<key>.headers", "servers.<key>.env", "servers.<key>.headers"}
 }
@@ -81,7 +85,8 @@ func TestSecretsNeverShown(t *testing.T) {
 		t.Fatal(err)
 	}
 	secrets := []string{"cursor-SECRET", "intro-SECRET", "browser-SECRET", "MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE=", "redisurl-SECRET",
-		"redis-SECRET", "embed-SECRET", "env-SECRET", "header-SECRET", "cc-SECRET", "te-SECRET", "useroauth-SECRET"}
+		"redis-SECRET", "embed-SECRET", "env-SECRET", "header-SECRET", "cc-SECRET", "te-SECRET", "useroauth-SECRET",
+		"idp-SECRET", "idjag-SECRET"}
 	shown := map[string]string{"String": cfg.String(), "Redacted": fmt.Sprintf("%+v", deref(cfg.Redacted()))}
 	for what, out := range shown {
 		for _, s := range secrets {
@@ -109,7 +114,7 @@ func deref(c *Config) string {
 	for _, u := range c.Upstreams {
 		fmt.Fprintf(&b, "%+v\n", u)
 		if a := u.Auth; a != nil {
-			fmt.Fprintf(&b, "%+v %+v %+v\n", a.ClientCredentials, a.TokenExchange, a.UserOAuth)
+			fmt.Fprintf(&b, "%+v %+v %+v %+v\n", a.ClientCredentials, a.TokenExchange, a.UserOAuth, a.IDJAG)
 		}
 	}
 	return b.String()

@@ -121,7 +121,7 @@ func upstreamFields() []upstreamField {
 				b.u.Disabled, _ = p.boolean(f.val, path)
 			}},
 		{field: field{key: "auth", typ: tBlock, sub: upstreamAuthFields,
-			doc: "How the gateway authenticates to a url upstream: its own credentials, or each person's (type: user-oauth); never with the client's token."},
+			doc: "How the gateway authenticates to a url upstream: its own credentials (clientCredentials, tokenExchange, type: workload-identity), or each person's (type: user-oauth or id-jag); never with the client's token."},
 			only: httpUpstream, skipWrongKind: true,
 			wrongKind: "auth only applies to a url (HTTP) upstream; a local program gets its credentials from env",
 			decode:    upstreamSection.upstreamAuthField},
@@ -418,6 +418,9 @@ func (p upstreamSection) checkUpstreams(cfg *Config, metas []*upMeta) {
 		if u.Auth != nil && u.Auth.UserOAuth != nil {
 			p.checkUserOAuth(cfg, m, u)
 		}
+		if u.Auth != nil && u.Auth.IDJAG != nil {
+			p.checkIDJAG(cfg, m, u)
+		}
 		if !u.Disabled {
 			enabled++
 		}
@@ -452,6 +455,25 @@ func (p upstreamSection) checkUserOAuth(cfg *Config, m *upMeta, u *Upstream) {
 	}
 	if u.Session == SessionShared {
 		p.errorf(m.node, join(m.path, "session"), "is shared, but type: user-oauth calls the upstream with each person's own token, which needs a session per client; remove session: shared")
+	}
+}
+
+// checkIDJAG says what a type: id-jag upstream needs besides its own block: whose identity is exchanged. With an
+// auth: block it is each client's own token, so the upstream needs a session per client; without one, the one
+// person's ID token file (idp.idTokenFile), which must not stand in for the clients an auth: block knows.
+func (p upstreamSection) checkIDJAG(cfg *Config, m *upMeta, u *Upstream) {
+	path := join(m.path, "auth")
+	file := u.Auth.IDJAG.IdP.IDTokenFile
+	switch {
+	case cfg.Auth == nil && file == "":
+		p.errorf(m.node, path, "type: id-jag exchanges each client's ID token, which needs the gateway's auth: block; for a gateway that serves one person without it, set idp.idTokenFile")
+	case cfg.Auth != nil && file != "":
+		p.errorf(m.node, join(join(path, "idp"), "idTokenFile"), "is for a gateway without an auth: block; with auth: each client's own token is exchanged, and one person's must not stand in for the others")
+	case cfg.Auth != nil && u.Session == SessionShared:
+		p.errorf(m.node, join(m.path, "session"), "is shared, but type: id-jag calls the upstream with each person's own token, which needs a session per client; remove session: shared")
+	}
+	if pu, err := url.Parse(u.URL); err == nil && strings.EqualFold(pu.Scheme, "http") && !isLoopbackHost(pu.Hostname()) {
+		p.errorf(m.urlNode, join(m.path, "url"), "is plain http to a non-loopback host, and type: id-jag sends each person's token there; use https (http only on a loopback host, for development)")
 	}
 }
 

@@ -91,7 +91,7 @@ func TestParseUserOAuthInvalid(t *testing.T) {
 				"  - name: e\n    url: https://e.example/mcp\n    auth: {type: user-oauth, resourceParameter: maybe, clientSecret: s}\n",
 			want: []string{
 				`c.yaml:4:5: upstreams[0].auth: type: user-oauth needs auth.tokenKeys, the keys that seal upstream tokens at rest, such as tokenKeys: "${SWITCHBOARD_TOKEN_KEYS}" holding "k1:<openssl rand -base64 32>"`,
-				`c.yaml:9:18: upstreams[1].auth.type: "oauth" is not a kind of upstream auth; type takes user-oauth (each person's own grant), and the gateway's own credentials are written as clientCredentials: or tokenExchange: without type`,
+				`c.yaml:9:18: upstreams[1].auth.type: "oauth" is not a kind of upstream auth; type takes user-oauth (each person's own grant), id-jag (each person's identity assertion, exchanged) or workload-identity (the gateway's platform-issued token), and the gateway's other credentials are written as clientCredentials: or tokenExchange: without type`,
 				`c.yaml:12:30: upstreams[2].auth.tokenExchange: does not go with type: user-oauth; choose one kind of credential`,
 				`c.yaml:15:12: upstreams[3].auth.scopes: belongs to type: user-oauth (or inside clientCredentials: or tokenExchange:); add type: user-oauth or move it`,
 				`c.yaml:16:5: upstreams[4].auth: type: user-oauth needs auth.tokenKeys, the keys that seal upstream tokens at rest, such as tokenKeys: "${SWITCHBOARD_TOKEN_KEYS}" holding "k1:<openssl rand -base64 32>"`,

@@ -103,13 +103,25 @@ var resourceMetadataRe = regexp.MustCompile(`resource_metadata="([^"]+)"`)
 // resource metadata and its authorization server's metadata. It is configuration, done once before the gateway
 // starts; the gateway alone asks for and uses the token.
 func tokenEndpoint(ctx context.Context, upstream string) (string, error) {
+	as, err := authorizationServer(ctx, upstream)
+	return as.TokenEndpoint, err
+}
+
+// asMetadata is what the harness reads of an authorization server's metadata.
+type asMetadata struct {
+	Issuer        string `json:"issuer"`
+	TokenEndpoint string `json:"token_endpoint"`
+}
+
+// authorizationServer reads the upstream's authorization server's metadata, as tokenEndpoint says.
+func authorizationServer(ctx context.Context, upstream string) (asMetadata, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, upstream,
 		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("probe %s: %w", upstream, err)
+		return asMetadata{}, fmt.Errorf("probe %s: %w", upstream, err)
 	}
 	resp.Body.Close()
 	prm := ""
@@ -118,7 +130,7 @@ func tokenEndpoint(ctx context.Context, upstream string) (string, error) {
 	} else {
 		u, err := url.Parse(upstream)
 		if err != nil {
-			return "", fmt.Errorf("upstream url: %w", err)
+			return asMetadata{}, fmt.Errorf("upstream url: %w", err)
 		}
 		prm = u.Scheme + "://" + u.Host + "/.well-known/oauth-protected-resource" + u.Path
 	}
@@ -126,26 +138,24 @@ func tokenEndpoint(ctx context.Context, upstream string) (string, error) {
 		AuthorizationServers []string `json:"authorization_servers"`
 	}
 	if err := getJSON(ctx, prm, &pr); err != nil {
-		return "", err
+		return asMetadata{}, err
 	}
 	if len(pr.AuthorizationServers) == 0 {
-		return "", errors.New("the protected resource metadata names no authorization server")
+		return asMetadata{}, errors.New("the protected resource metadata names no authorization server")
 	}
 	as, err := url.Parse(pr.AuthorizationServers[0])
 	if err != nil {
-		return "", fmt.Errorf("authorization server: %w", err)
+		return asMetadata{}, fmt.Errorf("authorization server: %w", err)
 	}
-	var meta struct {
-		TokenEndpoint string `json:"token_endpoint"`
-	}
+	var meta asMetadata
 	wellKnown := as.Scheme + "://" + as.Host + "/.well-known/oauth-authorization-server" + strings.TrimSuffix(as.Path, "/")
 	if err := getJSON(ctx, wellKnown, &meta); err != nil {
-		return "", err
+		return asMetadata{}, err
 	}
 	if meta.TokenEndpoint == "" {
-		return "", errors.New("the authorization server metadata has no token_endpoint")
+		return asMetadata{}, errors.New("the authorization server metadata has no token_endpoint")
 	}
-	return meta.TokenEndpoint, nil
+	return meta, nil
 }
 
 func getJSON(ctx context.Context, u string, dst any) error {

@@ -9,7 +9,10 @@
 //  1. writes a gateway config with that URL as the one upstream (prefix "", so the scenario's tool names stay),
 //     with the credential the scenario calls for (plan.go): none; a person's own grant (type: user-oauth, with
 //     the context's pre-registered client when there is one, else whatever the gateway finds: metadata
-//     document or dynamic registration); the gateway's own client credentials;
+//     document or dynamic registration); the gateway's own client credentials (with a secret, or private_key_jwt
+//     with the context's key in a file); type: id-jag for the one person
+//     whose ID token the scenario hands over (written to a file, as a desktop SSO helper would); type:
+//     workload-identity with the scenario's workload token in a file, as Kubernetes projects one;
 //  2. for user-oauth, serves the gateway's identity provider (idp.go), which signs one person in;
 //  3. runs `switchboard serve` (SWITCHBOARD_BIN, else switchboard on PATH) and waits for /readyz;
 //  4. connects to the gateway's /mcp with the official Go SDK in the scenario's era and makes the scenario's
@@ -34,6 +37,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -105,8 +109,38 @@ func run(ctx context.Context, l *log.Logger, upstream string) error {
 			return err
 		}
 	case authClientCredentials:
+		as, err := authorizationServer(ctx, upstream)
+		if err != nil {
+			return fmt.Errorf("finding the token URL to configure: %w", err)
+		}
+		setup.tokenURL, setup.asIssuer = as.TokenEndpoint, as.Issuer
+		if p.privateKey != "" {
+			// The client's key, as an operator would keep it in a mounted secret.
+			setup.keyFile = filepath.Join(dir, "client_key.pem")
+			if err := os.WriteFile(setup.keyFile, []byte(p.privateKey), 0o600); err != nil {
+				return err
+			}
+		}
+	case authIDJAG:
+		as, err := authorizationServer(ctx, upstream)
+		if err != nil {
+			return fmt.Errorf("finding the authorization server to configure: %w", err)
+		}
+		setup.asIssuer, setup.tokenURL = as.Issuer, as.TokenEndpoint
+		// The person's ID token, as their SSO helper would leave it for a desktop gateway; the harness never
+		// reads the ID-JAG or the access token.
+		setup.idTokenFile = filepath.Join(dir, "id_token")
+		if err := os.WriteFile(setup.idTokenFile, []byte(p.idToken), 0o600); err != nil {
+			return err
+		}
+	case authWorkload:
 		if setup.tokenURL, err = tokenEndpoint(ctx, upstream); err != nil {
 			return fmt.Errorf("finding the token URL to configure: %w", err)
+		}
+		// Where Kubernetes would project the service-account token.
+		setup.idTokenFile = filepath.Join(dir, "workload_token")
+		if err := os.WriteFile(setup.idTokenFile, []byte(p.idToken), 0o600); err != nil {
+			return err
 		}
 	}
 	config, env, err := p.config(setup)
@@ -169,6 +203,10 @@ func (a upstreamAuth) String() string {
 		return "user-oauth"
 	case authClientCredentials:
 		return "client-credentials"
+	case authIDJAG:
+		return "id-jag"
+	case authWorkload:
+		return "workload-identity"
 	default:
 		return "unsupported"
 	}

@@ -14,19 +14,14 @@ const (
 	authNone              upstreamAuth = iota // the scenario's server wants no credentials
 	authUserOAuth                             // each person's own grant, connected in-band (type: user-oauth)
 	authClientCredentials                     // the gateway's own client-credentials token (auth.clientCredentials)
+	authIDJAG                                 // the person's ID token exchanged for an ID-JAG (type: id-jag)
+	authWorkload                              // the gateway's workload token in the JWT bearer grant (type: workload-identity)
 	authUnsupported                           // nothing in the configuration can express it: see plan.unsupported
 )
 
 // unsupportedScenarios are the scenarios whose credential the gateway's configuration cannot express yet, with
 // what is missing. The harness starts no gateway for them (there is nothing to configure), so they fail.
-var unsupportedScenarios = map[string]string{
-	"auth/client-credentials-jwt": "auth.clientCredentials authenticates the client with a secret only " +
-		"(client_secret_basic/post); the scenario wants private_key_jwt (RFC 7523) with the context's ES256 key",
-	"auth/enterprise-managed-authorization": "there is no upstream auth type for ID-JAG (SEP-990: RFC 8693 " +
-		"exchange of the person's ID token at the IdP, then the RFC 7523 JWT bearer grant at the upstream's AS)",
-	"auth/wif-jwt-bearer": "there is no upstream auth type for workload identity (a projected service-account " +
-		"token presented with the RFC 7523 JWT bearer grant)",
-}
+var unsupportedScenarios = map[string]string{}
 
 // plan is how the harness runs one scenario: which upstream credential the gateway gets and with which client.
 type plan struct {
@@ -37,6 +32,11 @@ type plan struct {
 	clientID, clientSecret string
 	// unsupported says why no gateway can be configured (auth == authUnsupported).
 	unsupported string
+	// idToken and idpTokenURL are the person's ID token at the scenario's identity provider and where it is
+	// exchanged (authIDJAG); idToken is the workload's token for authWorkload.
+	idToken, idpTokenURL string
+	// privateKey is the client's PEM private key (private_key_jwt client credentials).
+	privateKey string
 }
 
 // scenarioContext is MCP_CONFORMANCE_CONTEXT: a JSON object with the scenario's name and the credentials it
@@ -68,6 +68,15 @@ func planFor(scenario string, c scenarioContext) plan {
 		p.auth, p.unsupported = authUnsupported, unsupportedScenarios[scenario]
 	case scenario == "auth/client-credentials-basic":
 		p.auth = authClientCredentials
+	case scenario == "auth/client-credentials-jwt":
+		// private_key_jwt: the context's PEM key takes the place of a secret.
+		p.auth, p.privateKey = authClientCredentials, c.str("private_key_pem")
+	case scenario == "auth/wif-jwt-bearer":
+		// The workload's token as the platform would project it (valid_jwt; the scenario's other two are for
+		// clients that test their own error handling).
+		p.auth, p.idToken = authWorkload, c.str("valid_jwt")
+	case scenario == "auth/enterprise-managed-authorization":
+		p.auth, p.idToken, p.idpTokenURL = authIDJAG, c.str("idp_id_token"), c.str("idp_token_endpoint")
 	case strings.HasPrefix(scenario, "auth/"):
 		// Every other auth scenario (metadata discovery, CIMD, DCR, pre-registration, scopes, token endpoint
 		// authentication, iss, offline access, migration, DPoP) is a person's authorization-code grant: the
@@ -87,7 +96,10 @@ type gatewaySetup struct {
 	listen      string // host:port the gateway serves on
 	upstreamURL string // the scenario's MCP server
 	issuer      string // the harness's identity provider (user-oauth only)
-	tokenURL    string // the upstream's token endpoint (client credentials only)
+	tokenURL    string // the upstream's token endpoint (client credentials and ID-JAG)
+	asIssuer    string // the upstream's authorization server (ID-JAG only)
+	idTokenFile string // the file the person's ID token (ID-JAG) or the workload's token is in
+	keyFile     string // the file the client's private key is in (private_key_jwt)
 	tokenKeys   string // auth.tokenKeys (user-oauth only)
 	// browserSecret is the gateway's sign-in client secret at the issuer (user-oauth only).
 	browserSecret string
@@ -133,6 +145,15 @@ func (p plan) config(s gatewaySetup) (yaml string, env []string, err error) {
 			env = append(env, upstreamSecretEnv+"="+p.clientSecret)
 		}
 	case authClientCredentials:
+		if p.privateKey != "" {
+			if s.tokenURL == "" || s.asIssuer == "" || s.keyFile == "" || p.clientID == "" {
+				return "", nil, fmt.Errorf("scenario %s: private_key_jwt needs the token URL, the issuer, the key file and client_id "+
+					"(got token URL %q, issuer %q, client_id %q)", p.scenario, s.tokenURL, s.asIssuer, p.clientID)
+			}
+			fmt.Fprintf(&b, "    auth:\n      clientCredentials:\n        tokenURL: %q\n        clientId: %q\n", s.tokenURL, p.clientID)
+			fmt.Fprintf(&b, "        privateKeyFile: %q\n        assertionAudience: %q\n", s.keyFile, s.asIssuer)
+			break
+		}
 		if s.tokenURL == "" || p.clientID == "" || p.clientSecret == "" {
 			return "", nil, fmt.Errorf("scenario %s: client credentials need a token URL, client_id and client_secret "+
 				"(got token URL %q, client_id %q)", p.scenario, s.tokenURL, p.clientID)
@@ -140,6 +161,26 @@ func (p plan) config(s gatewaySetup) (yaml string, env []string, err error) {
 		fmt.Fprintf(&b, "    auth:\n      clientCredentials:\n        tokenURL: %q\n        clientId: %q\n", s.tokenURL, p.clientID)
 		fmt.Fprintf(&b, "        clientSecret: \"${%s}\"\n", upstreamSecretEnv)
 		env = append(env, upstreamSecretEnv+"="+p.clientSecret)
+	case authIDJAG:
+		// The gateway serves one person without sign-in: their ID token is in a file, as an SSO helper keeps it.
+		if s.tokenURL == "" || s.asIssuer == "" || p.idpTokenURL == "" || s.idTokenFile == "" || p.clientID == "" || p.clientSecret == "" {
+			return "", nil, fmt.Errorf("scenario %s: id-jag needs the IdP's token URL, the ID token, the authorization server's "+
+				"issuer and token URL, client_id and client_secret (got IdP %q, AS %q, token URL %q, client_id %q)",
+				p.scenario, p.idpTokenURL, s.asIssuer, s.tokenURL, p.clientID)
+		}
+		fmt.Fprintf(&b, "    auth:\n      type: id-jag\n      idp: {tokenURL: %q, idTokenFile: %q}\n", p.idpTokenURL, s.idTokenFile)
+		fmt.Fprintf(&b, "      issuer: %q\n      tokenURL: %q\n      clientId: %q\n", s.asIssuer, s.tokenURL, p.clientID)
+		fmt.Fprintf(&b, "      clientSecret: \"${%s}\"\n", upstreamSecretEnv)
+		env = append(env, upstreamSecretEnv+"="+p.clientSecret)
+	case authWorkload:
+		if s.tokenURL == "" || s.idTokenFile == "" {
+			return "", nil, fmt.Errorf("scenario %s: workload identity needs the token URL and the token file (got %q, %q)",
+				p.scenario, s.tokenURL, s.idTokenFile)
+		}
+		fmt.Fprintf(&b, "    auth:\n      type: workload-identity\n      tokenFile: %q\n      tokenURL: %q\n", s.idTokenFile, s.tokenURL)
+		if p.clientID != "" {
+			fmt.Fprintf(&b, "      clientId: %q\n", p.clientID)
+		}
 	}
 	return b.String(), env, nil
 }

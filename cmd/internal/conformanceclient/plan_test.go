@@ -21,9 +21,10 @@ func TestPlanFor(t *testing.T) {
 		{scenario: "auth/scope-step-up", context: `{"client_secret":"orphan"}`, want: authUserOAuth}, // no id: no client
 		{scenario: "auth/client-credentials-basic", context: `{"client_id":"c2","client_secret":"s2"}`,
 			want: authClientCredentials, id: "c2", secret: "s2"},
-		{scenario: "auth/client-credentials-jwt", want: authUnsupported},
-		{scenario: "auth/enterprise-managed-authorization", want: authUnsupported},
-		{scenario: "auth/wif-jwt-bearer", want: authUnsupported},
+		{scenario: "auth/client-credentials-jwt", context: `{"client_id":"c3","private_key_pem":"PEM"}`, want: authClientCredentials, id: "c3"},
+		{scenario: "auth/enterprise-managed-authorization", context: `{"client_id":"x1","client_secret":"xs","idp_id_token":"t"}`,
+			want: authIDJAG, id: "x1", secret: "xs"},
+		{scenario: "auth/wif-jwt-bearer", context: `{"client_id":"w1","valid_jwt":"j"}`, want: authWorkload, id: "w1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.scenario, func(t *testing.T) {
@@ -50,7 +51,8 @@ func TestParseContextRejectsJunk(t *testing.T) {
 
 func TestConfig(t *testing.T) {
 	setup := gatewaySetup{listen: "127.0.0.1:4000", upstreamURL: "http://localhost:5000/mcp", issuer: "http://127.0.0.1:6000",
-		tokenURL: "http://localhost:7000/token", tokenKeys: "k1:KEY", browserSecret: "b-secret-value"}
+		tokenURL: "http://localhost:7000/token", tokenKeys: "k1:KEY", browserSecret: "b-secret-value",
+		asIssuer: "http://localhost:7000", idTokenFile: "/tmp/x/id_token", keyFile: "/tmp/x/client_key.pem"}
 	tests := []struct {
 		name      string
 		plan      plan
@@ -92,9 +94,30 @@ func TestConfig(t *testing.T) {
 		plan:      plan{scenario: "auth/client-credentials-basic", auth: authClientCredentials, clientID: "c2"},
 		wantError: "client credentials need",
 	}, {
-		name:      "unsupported",
-		plan:      planFor("auth/wif-jwt-bearer", scenarioContext{}),
-		wantError: "workload identity",
+		name: "id-jag",
+		plan: planFor("auth/enterprise-managed-authorization", scenarioContext{"client_id": "x1", "client_secret": "xs",
+			"idp_id_token": "the-id-token", "idp_token_endpoint": "http://localhost:8000/token"}),
+		want: []string{`      type: id-jag`, `      idp: {tokenURL: "http://localhost:8000/token", idTokenFile: "/tmp/x/id_token"}`,
+			`      issuer: "http://localhost:7000"`, `      tokenURL: "http://localhost:7000/token"`, `      clientId: "x1"`,
+			`      clientSecret: "${CONFORMANCE_UPSTREAM_SECRET}"`},
+		wantNot: []string{"publicURL:", "the-id-token", "xs"},
+		env:     []string{"CONFORMANCE_UPSTREAM_SECRET=xs"},
+	}, {
+		name: "workload identity",
+		plan: planFor("auth/wif-jwt-bearer", scenarioContext{"client_id": "w1", "valid_jwt": "the-workload-jwt"}),
+		want: []string{`      type: workload-identity`, `      tokenFile: "/tmp/x/id_token"`,
+			`      tokenURL: "http://localhost:7000/token"`, `      clientId: "w1"`},
+		wantNot: []string{"publicURL:", "the-workload-jwt", "clientSecret"},
+	}, {
+		name: "client credentials, private_key_jwt",
+		plan: planFor("auth/client-credentials-jwt", scenarioContext{"client_id": "c3", "private_key_pem": "-----BEGIN PRIVATE KEY-----"}),
+		want: []string{`      clientCredentials:`, `        tokenURL: "http://localhost:7000/token"`, `        clientId: "c3"`,
+			`        privateKeyFile: "/tmp/x/client_key.pem"`, `        assertionAudience: "http://localhost:7000"`},
+		wantNot: []string{"clientSecret", "BEGIN"},
+	}, {
+		name:      "private_key_jwt without a client_id",
+		plan:      plan{scenario: "auth/client-credentials-jwt", auth: authClientCredentials, privateKey: "k"},
+		wantError: "private_key_jwt needs",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,272 @@
+package main
+
+// type: id-jag (SEP-990, Enterprise-Managed Authorization) through the real gateway, built and run in process:
+// each client's ID token from the company's identity provider is exchanged there for an ID-JAG, which the
+// upstream's authorization server takes for that person's token, with no browser step. The identity provider
+// and the authorization server are small fakes over HTTP; the upstream is a Go SDK MCP server that refuses any
+// request without a token it issued.
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-mcp/switchboard/cmd/internal/config"
+)
+
+// idJAGServers are the company's identity provider's token exchange (RFC 8693, for an ID-JAG) and the
+// upstream's authorization server (RFC 7523 JWT bearer grant). The IdP refuses mallory; the tokens they issue
+// look like JWTs (eyJ…), so the log scan below finds any that leaks.
+type idJAGServers struct {
+	idp, as *httptest.Server
+	mu      sync.Mutex
+	issued  []string // every ID-JAG and access token handed out
+	forms   []string // what each endpoint was asked, for failures
+}
+
+// fakeJWT is a token whose payload names sub; nothing verifies its signature.
+func fakeJWT(claims map[string]any) string {
+	enc := func(v any) string { b, _ := json.Marshal(v); return base64.RawURLEncoding.EncodeToString(b) }
+	return enc(map[string]string{"alg": "ES256", "typ": "oauth-id-jag+jwt"}) + "." + enc(claims) + ".c2lnbmF0dXJl"
+}
+
+// jwtSub reads sub of a JWT's payload, unverified.
+func jwtSub(tok string) string {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	b, _ := base64.RawURLEncoding.DecodeString(parts[1])
+	var c struct{ Sub string }
+	_ = json.Unmarshal(b, &c)
+	return c.Sub
+}
+
+func newIDJAGServers(t *testing.T, asIssuer func() string, resource string) *idJAGServers {
+	s := &idJAGServers{}
+	s.idp = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		f := r.PostForm
+		id, secret, _ := r.BasicAuth()
+		w.Header().Set("Content-Type", "application/json")
+		who := jwtSub(f.Get("subject_token"))
+		if f.Get("grant_type") != "urn:ietf:params:oauth:grant-type:token-exchange" ||
+			f.Get("requested_token_type") != "urn:ietf:params:oauth:token-type:id-jag" ||
+			f.Get("subject_token_type") != "urn:ietf:params:oauth:token-type:id_token" ||
+			f.Get("audience") != asIssuer() || f.Get("resource") != resource || id != "switchboard" || secret != "idp-secret" || who == "" {
+			s.note("idp: unexpected " + f.Encode())
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"error":"invalid_request"}`)
+			return
+		}
+		if who == "mallory" {
+			// The description repeats the assertion, as careless servers do: the gateway must not pass it on.
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"error":"access_denied","error_description":"no access for %s"}`, f.Get("subject_token"))
+			return
+		}
+		jag := fakeJWT(map[string]any{"sub": who, "aud": asIssuer(), "resource": resource, "client_id": "acme-switchboard"})
+		s.note("")
+		s.mu.Lock()
+		s.issued = append(s.issued, jag)
+		s.mu.Unlock()
+		fmt.Fprintf(w, `{"access_token":%q,"issued_token_type":"urn:ietf:params:oauth:token-type:id-jag","token_type":"N_A","expires_in":300}`, jag)
+	}))
+	t.Cleanup(s.idp.Close)
+	s.as = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		id, secret, _ := r.BasicAuth()
+		w.Header().Set("Content-Type", "application/json")
+		if r.PostForm.Get("grant_type") == "client_credentials" && id == "acme-switchboard" && secret == "as-secret" {
+			fmt.Fprintf(w, `{"access_token":%q,"token_type":"Bearer","expires_in":3600}`, serviceToken)
+			return
+		}
+		jag := r.PostForm.Get("assertion")
+		if r.PostForm.Get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer" || id != "acme-switchboard" || secret != "as-secret" || !s.wasIssued(jag) {
+			s.note("as: unexpected " + r.PostForm.Encode())
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"error":"invalid_grant"}`)
+			return
+		}
+		at := accessTokenFor(jwtSub(jag))
+		s.mu.Lock()
+		s.issued = append(s.issued, at)
+		s.mu.Unlock()
+		fmt.Fprintf(w, `{"access_token":%q,"token_type":"Bearer","expires_in":3600}`, at)
+	}))
+	t.Cleanup(s.as.Close)
+	return s
+}
+
+// serviceToken is what the authorization server issues the gateway itself (client credentials), for the
+// catalog's session, which no person is behind.
+const serviceToken = "gateway-service-token"
+
+// accessTokenFor is the upstream token the authorization server issues to sub.
+func accessTokenFor(sub string) string {
+	return fakeJWT(map[string]any{"sub": sub, "aud": "crm", "typ": "access"})
+}
+
+func (s *idJAGServers) note(problem string) {
+	if problem == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forms = append(s.forms, problem)
+}
+
+func (s *idJAGServers) wasIssued(tok string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.issued {
+		if t == tok {
+			return true
+		}
+	}
+	return false
+}
+
+// syncBuffer is a bytes.Buffer the gateway's logger may write from any goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestIDJAGUpstream: two people signed in at the company's IdP reach an id-jag upstream as themselves, with no
+// browser step (one exchange at the IdP and one grant at the authorization server each, then cached), while the
+// catalog lists the upstream as the gateway itself (client credentials, as token exchange does); a third,
+// whom the IdP refuses, gets a tool error that says so; and no ID token, ID-JAG or access token is in the log.
+func TestIDJAGUpstream(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a failure guard; nothing is timed against it
+	defer cancel()
+	idp := newTestIdP(t)
+	up := newCredentialUpstream(t, "Bearer "+serviceToken, "Bearer "+accessTokenFor("alice"), "Bearer "+accessTokenFor("bob"))
+	var srv *idJAGServers
+	srv = newIDJAGServers(t, func() string { return srv.as.URL }, up.URL)
+	const publicURL = "http://127.0.0.1:1"
+	audience := publicURL + "/mcp"
+	dir := t.TempDir()
+	path := filepath.Join(dir, "switchboard.yaml")
+	cfgText := fmt.Sprintf(`listen: 127.0.0.1:0
+log: {format: json, level: debug}
+auth:
+  issuer: %s
+  audience: %s
+upstreams:
+  - name: crm
+    url: %s
+    auth:
+      type: id-jag
+      idp: {tokenURL: "%s/token", clientId: switchboard, clientSecret: "${IDP_SECRET}"}
+      issuer: %s
+      tokenURL: %s/token
+      clientId: acme-switchboard
+      clientSecret: "${AS_SECRET}"
+`, idp.srv.URL, audience, up.URL, srv.idp.URL, srv.as.URL, srv.as.URL)
+	if err := os.WriteFile(path, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("IDP_SECRET", "idp-secret")
+	t.Setenv("AS_SECRET", "as-secret")
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	g, err := build(ctx, cfg, serveFlags{path: path, grace: time.Second}, log, new(slog.LevelVar))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.close()
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- g.run(runCtx) }()
+	defer func() { stop(); <-done }()
+	if err := g.router.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	mcpURL := "http://" + g.ln.Addr().String() + "/mcp"
+	var idTokens []string
+	for _, person := range []string{"alice", "bob", "mallory"} {
+		tok := idp.token(t, person, audience)
+		idTokens = append(idTokens, tok)
+		cs := connectAs(ctx, t, mcpURL, tok)
+		for range 2 { // the second call is served from the cache
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "crm__whoami"})
+			switch {
+			case person != "mallory" && (err != nil || res.IsError || toolText(res) != "Bearer "+accessTokenFor(person)):
+				t.Errorf("%s's call: %v %+v; want the upstream to see their own token", person, err, res)
+			case person == "mallory":
+				msg := ""
+				if err != nil {
+					msg = err.Error()
+				} else if res.IsError {
+					msg = toolText(res)
+				} else {
+					t.Fatalf("mallory, refused by the IdP, reached the upstream: it saw %q", toolText(res))
+				}
+				// routing shows a client only the kind of failure (publicReason); the IdP's answer is in the log.
+				if !strings.Contains(msg, `upstream "crm" is unavailable`) || strings.Contains(msg, "eyJ") {
+					t.Errorf("mallory's error %q; want the upstream unavailable to them, without any token", msg)
+				}
+			}
+		}
+	}
+	if !strings.Contains(logs.String(), "the identity provider refused (access_denied)") {
+		t.Errorf("the log does not say the IdP refused mallory:\n%s", logs.String())
+	}
+	if len(srv.forms) > 0 {
+		t.Errorf("the IdP or the authorization server was asked wrongly: %q", srv.forms)
+	}
+	if got := len(srv.issued); got != 4 {
+		t.Errorf("%d tokens issued; want 4 (an ID-JAG and an access token for each of alice and bob, then cached)", got)
+	}
+	for _, r := range up.requests() {
+		if r.method == "tools/call" && r.authorization == "Bearer "+serviceToken {
+			t.Error("a tools/call went upstream as the gateway itself, not as the person")
+		}
+		for _, tok := range idTokens {
+			if strings.Contains(r.authorization, tok) {
+				t.Errorf("the upstream got a client's ID token (%s)", r.method)
+			}
+		}
+	}
+	out := logs.String()
+	for _, tok := range append(idTokens, srv.issued...) {
+		if strings.Contains(out, tok) {
+			t.Errorf("the log holds a token:\n%s", out)
+			break
+		}
+	}
+	if strings.Contains(out, "eyJ") {
+		t.Errorf("the log holds something that looks like a JWT:\n%s", out)
+	}
+}
