@@ -141,6 +141,27 @@ type tokenAnswer struct {
 	Error           string  `json:"error"`
 }
 
+// RefusedError is a token endpoint's refusal to grant: which kind of grant (errors.Is ErrIDJAGRefused or
+// ErrWorkloadRefused), who refused, and the OAuth error code, the only part of the answer kept (never its
+// description, nor anything sent).
+type RefusedError struct {
+	Kind  error
+	Party string // who refused, as "the identity provider"
+	Code  string // the OAuth error code, or the HTTP status; sanitized
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("%v: %s refused (%s)", e.Kind, e.Party, e.Code)
+}
+
+// Unwrap is the kind of grant refused.
+func (e *RefusedError) Unwrap() error { return e.Kind }
+
+// PublicReason says why in words a client may read: the router shows it instead of "unavailable".
+func (e *RefusedError) PublicReason() string {
+	return fmt.Sprintf("%s refused to grant access for this person (%s)", e.Party, e.Code)
+}
+
 // postToken POSTs form to a token endpoint, with client_secret_basic when id is set. A refusal wraps
 // ErrIDJAGRefused with the server's error code (never its description, nor anything sent).
 func postToken(ctx context.Context, client *http.Client, who, endpoint, id, secret string, form url.Values) (tokenAnswer, error) {
@@ -169,7 +190,7 @@ func postToken(ctx context.Context, client *http.Client, who, endpoint, id, secr
 		if code == "" {
 			code = resp.Status
 		}
-		return tokenAnswer{}, fmt.Errorf("%w: %s refused (%s)", ErrIDJAGRefused, who, code)
+		return tokenAnswer{}, &RefusedError{Kind: ErrIDJAGRefused, Party: who, Code: code}
 	}
 	if out.AccessToken == "" {
 		return tokenAnswer{}, fmt.Errorf("auth: id-jag: %s answered without a token", who)

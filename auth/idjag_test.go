@@ -83,6 +83,10 @@ func TestIDJAG(t *testing.T) {
 	if !errors.Is(err, ErrIDJAGRefused) || !strings.Contains(err.Error(), "access_denied") || strings.Contains(err.Error(), "idtoken") {
 		t.Errorf("refused exchange: %v, want ErrIDJAGRefused with the code and no assertion", err)
 	}
+	var re *RefusedError
+	if !errors.As(err, &re) || !strings.Contains(re.PublicReason(), "access_denied") || strings.Contains(re.PublicReason(), "idtoken") {
+		t.Errorf("refused exchange: %v, want a RefusedError whose public reason has the code alone", err)
+	}
 	if _, err := src.Header(ctx, nil); !errors.Is(err, ErrNoSubjectToken) {
 		t.Errorf("no caller: %v, want ErrNoSubjectToken", err)
 	}

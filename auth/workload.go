@@ -80,7 +80,7 @@ func (s *jwtBearerSource) Token() (*oauth2.Token, error) {
 		if code == "" && re.Response != nil {
 			code = re.Response.Status
 		}
-		return nil, fmt.Errorf("%w: the authorization server refused the workload's token (%s)", ErrWorkloadRefused, code)
+		return nil, &RefusedError{Kind: ErrWorkloadRefused, Party: "the authorization server", Code: code}
 	}
 	return nil, fmt.Errorf("auth: workload identity: %s", strings.ReplaceAll(err.Error(), s.assertion.get(), "<assertion>"))
 }

@@ -14,6 +14,13 @@ import (
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
+// publicReasoner is an error that says itself why, in words a client may read: a credential source's refusal
+// (auth.RefusedError: an identity provider that will not grant this person access).
+type publicReasoner interface {
+	error
+	PublicReason() string
+}
+
 // publicReason says why an upstream failed in words a client may read: the kind of failure, never the error's
 // own text, which carries internal URLs and addresses (`Post "http://10.0.3.7:9000/mcp": dial tcp …`) and often
 // repeats the upstream's name. The whole error goes to the gateway's log, where the operator finds the URL.
@@ -22,9 +29,12 @@ func publicReason(err error) string {
 	var certErr *x509.UnknownAuthorityError
 	var hostErr x509.HostnameError
 	var execErr *exec.Error
+	var public publicReasoner
 	switch {
 	case err == nil:
 		return "connection lost"
+	case errors.As(err, &public):
+		return public.PublicReason()
 	case errors.Is(err, context.DeadlineExceeded):
 		return "it did not answer in time"
 	case errors.Is(err, context.Canceled):

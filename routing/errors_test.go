@@ -34,6 +34,7 @@ func TestUnavailableErrorHidesURLs(t *testing.T) {
 		{"command", noCmd, "could not be started"},
 		{"timeout", fmt.Errorf("dial: %w", context.DeadlineExceeded), "did not answer in time"},
 		{"other", errors.New(`Post "http://10.0.3.7:9000/mcp": weird`), "could not be reached"},
+		{"a credential refused", fmt.Errorf("initialize: Post \"http://10.0.3.7:9000/mcp\": %w", refusedGrant{}), "the identity provider refused to grant access (access_denied)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.err == nil {
@@ -50,6 +51,14 @@ func TestUnavailableErrorHidesURLs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// refusedGrant is a credential source's refusal that says why in public words, as auth.RefusedError does.
+type refusedGrant struct{}
+
+func (refusedGrant) Error() string { return "id-jag refused by https://idp.example/token?secret" }
+func (refusedGrant) PublicReason() string {
+	return "the identity provider refused to grant access (access_denied)"
 }
 
 // TestTypedErrors: routing's errors are told apart with errors.As, name their upstream once, and read as a

@@ -167,11 +167,16 @@ func handshakeOn(ctx context.Context, t Transport, conn Connection, params []byt
 // initialize the upstream answered with a JSON-RPC error.
 var ErrInitRejected = errors.New("initialize rejected")
 
-// initRejectedError is that error; its text is the upstream's error.
-type initRejectedError struct{ msg string }
+// initRejectedError is that error; its text is the upstream's error, and cause the transport's own failure when
+// the transport made the answer (Incoming.Err).
+type initRejectedError struct {
+	msg   string
+	cause error
+}
 
 func (e *initRejectedError) Error() string        { return e.msg }
 func (e *initRejectedError) Is(target error) bool { return target == ErrInitRejected }
+func (e *initRejectedError) Unwrap() error        { return e.cause }
 
 func handshake(ctx context.Context, conn Connection, name string, log *slog.Logger, params []byte) (ServerHello, error) {
 	req := jsonrpc.AppendRequest(nil, []byte(initRequestID), methodInitialize, params)
@@ -179,6 +184,7 @@ func handshake(ctx context.Context, conn Connection, name string, log *slog.Logg
 		return ServerHello{}, fmt.Errorf("upstream %s: send initialize: %w", name, err)
 	}
 	var resp jsonrpc.Message
+	var cause error // the transport's own failure, when it made the answer
 	for resp.Kind() == jsonrpc.KindInvalid {
 		in, err := conn.Read(ctx)
 		if err != nil {
@@ -188,7 +194,7 @@ func handshake(ctx context.Context, conn Connection, name string, log *slog.Logg
 		switch m.Kind() {
 		case jsonrpc.KindResponse:
 			if sameID(m.ID(), []byte(initRequestID)) {
-				resp = m
+				resp, cause = m, in.Err
 			} else {
 				log.Debug("dropping unexpected response during handshake")
 			}
@@ -201,7 +207,7 @@ func handshake(ctx context.Context, conn Connection, name string, log *slog.Logg
 		}
 	}
 	if e := resp.Error(); e != nil {
-		return ServerHello{}, &initRejectedError{fmt.Sprintf("upstream %s: initialize failed: %s", name, describeRPCError(e))}
+		return ServerHello{}, &initRejectedError{fmt.Sprintf("upstream %s: initialize failed: %s", name, describeRPCError(e)), cause}
 	}
 	sh, err := parseServerHello(resp.Result())
 	if err != nil {

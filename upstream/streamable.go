@@ -205,17 +205,18 @@ func (c *httpConn) deliver(in Incoming) bool {
 }
 
 // deliverError synthesizes the error response for a request whose POST
-// failed, so that the caller never waits forever for it.
-func (c *httpConn) deliverError(id []byte, what string) {
-	text := fmt.Sprintf("upstream %s: %s", c.name, what)
-	c.log.Warn("upstream request failed", "error", what)
+// failed, so that the caller never waits forever for it; the failure goes
+// with it as Incoming.Err.
+func (c *httpConn) deliverError(id []byte, failure error) {
+	text := fmt.Sprintf("upstream %s: %s", c.name, failure)
+	c.log.Warn("upstream request failed", "error", failure)
 	raw := jsonrpc.AppendError(nil, id, protocol.CodeInternalError, text, nil)
 	m, err := jsonrpc.Parse(raw)
 	if err != nil {
 		c.log.Error("cannot build error response", "error", err)
 		return
 	}
-	c.deliver(Incoming{Msg: m, Related: m.ID()})
+	c.deliver(Incoming{Msg: m, Related: m.ID(), Err: failure})
 }
 
 // sleep waits for d unless the connection ends first.

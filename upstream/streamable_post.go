@@ -46,14 +46,14 @@ func (c *httpConn) roundTrip(ctx context.Context, msg jsonrpc.Message, handed *h
 	id := msg.ID()
 	if ls := c.legacySession(); ls != nil {
 		if err := ls.post(ctx, msg.Raw(), handed); err != nil {
-			c.deliverError(id, err.Error())
+			c.deliverError(id, err)
 		}
 		return
 	}
 	isInit := msg.MethodIs(methodInitialize)
 	resp, err := c.post(ctx, msg.Raw(), handed)
 	if err != nil {
-		c.deliverError(id, err.Error())
+		c.deliverError(id, err)
 		return
 	}
 	if isInit && isLegacyHint(resp.StatusCode) {
@@ -65,7 +65,7 @@ func (c *httpConn) roundTrip(ctx context.Context, msg jsonrpc.Message, handed *h
 		status := resp.Status
 		discard(resp)
 		if err := c.startLegacy(msg.Raw()); err != nil {
-			c.deliverError(id, fmt.Sprintf("initialize failed with HTTP %s, and the legacy HTTP+SSE fallback failed too: %v", status, err))
+			c.deliverError(id, fmt.Errorf("initialize failed with HTTP %s, and the legacy HTTP+SSE fallback failed too: %w", status, err))
 		}
 		return
 	}
@@ -80,7 +80,7 @@ func (c *httpConn) roundTrip(ctx context.Context, msg jsonrpc.Message, handed *h
 	}
 	if err := c.readResponse(id, resp, isInit, emit); err != nil {
 		if c.ctx.Err() == nil {
-			c.deliverError(id, err.Error())
+			c.deliverError(id, err)
 		}
 	}
 }

@@ -185,6 +185,11 @@ type Incoming struct {
 	// sent "in relation to" that request, or the response itself. It is nil
 	// for stdio, the standalone GET stream and the legacy SSE stream.
 	Related []byte
+
+	// Err, for an error response the transport made itself because the
+	// request could not be sent (a refused credential, a lost connection),
+	// is that failure, for errors.Is and errors.As; nil otherwise.
+	Err error
 }
 
 // Transport creates connections to one upstream.

@@ -233,9 +233,10 @@ upstreams:
 				} else {
 					t.Fatalf("mallory, refused by the IdP, reached the upstream: it saw %q", toolText(res))
 				}
-				// routing shows a client only the kind of failure (publicReason); the IdP's answer is in the log.
-				if !strings.Contains(msg, `upstream "crm" is unavailable`) || strings.Contains(msg, "eyJ") {
-					t.Errorf("mallory's error %q; want the upstream unavailable to them, without any token", msg)
+				// routing shows a client only the kind of failure (publicReason): here that the IdP refused, with
+				// its error code; the rest of its answer is in the log.
+				if !strings.Contains(msg, `upstream "crm" is unavailable`) || !strings.Contains(msg, "the identity provider refused to grant access for this person (access_denied)") || strings.Contains(msg, "eyJ") {
+					t.Errorf("mallory's error %q; want the upstream unavailable to them because the IdP refused, without any token", msg)
 				}
 			}
 		}
