@@ -14,12 +14,14 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/switchboard-mcp/switchboard/routing/meter"
 	"github.com/switchboard-mcp/switchboard/routing/pin"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
@@ -129,10 +131,14 @@ type observed struct {
 func startObserved(t *testing.T, ups ...UpstreamConfig) *observed {
 	t.Helper()
 	spans := tracetest.NewInMemoryExporter()
-	reader := sdkmetric.NewManualReader()
+	// Metrics through a meter.Set, as switchboard serve records them (meter's TestSameAsSDK: the SDK's own
+	// instruments give the same).
+	set := meter.NewSet()
+	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(set))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
+	sdkMP := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	mp := set.Provider(sdkMP)
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = sdkMP.Shutdown(context.Background()) })
 	r := startRouter(t, Options{Tracer: tp, Meter: mp, RequestTimeout: time.Minute}, ups...)
 	return &observed{testRouter: r, spans: spans, reader: reader}
 }
@@ -373,18 +379,23 @@ func TestClientTelemetryConventions(t *testing.T) {
 }
 
 // BenchmarkToolsCallObserved is BenchmarkToolsCallRoundTrip's plain case with real providers: metrics recorded
-// (what production always does), and spans too.
+// (what production always does), and spans too. sdk records the metrics with the SDK's instruments, meter
+// through a meter.Set (as switchboard serve does).
 func BenchmarkToolsCallObserved(b *testing.B) {
-	for _, tracing := range []bool{false, true} {
-		name := "metrics"
-		if tracing {
-			name = "metrics+traces"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, c := range []struct {
+		name           string
+		tracing, inSet bool
+	}{{"metrics-sdk", false, false}, {"metrics-meter", false, true}, {"metrics+traces-meter", true, true}} {
+		tracing := c.tracing
+		b.Run(c.name, func(b *testing.B) {
 			prev := slog.Default()
 			slog.SetDefault(discardLogger())
 			b.Cleanup(func() { slog.SetDefault(prev) })
-			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+			set := meter.NewSet()
+			var mp metric.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader(sdkmetric.WithProducer(set))))
+			if c.inSet {
+				mp = set.Provider(mp)
+			}
 			opts := Options{Meter: mp}
 			if tracing {
 				tp := sdktrace.NewTracerProvider() // spans are made and dropped: no exporter
