@@ -233,13 +233,28 @@ func (o *observer) startOp(r *http.Request, w *statusWriter, m jsonrpc.Message, 
 	if !o.inst.tracing {
 		return r.Context(), op
 	}
-	w.messages = true
 	ctx := o.inst.propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		if tp, ok := jsonrpc.LookupString(m.Params(), "_meta", "traceparent"); ok {
 			ctx = o.inst.propagator.Extract(ctx, propagation.MapCarrier{"traceparent": tp})
 		}
 	}
+	// The span's name and attributes are worked out only when the sampler keeps it: an unsampled span is only a
+	// trace context for the legs to pass on.
+	ctx, op.span = o.inst.tracer.Start(ctx, op.method, trace.WithSpanKind(trace.SpanKindServer))
+	if !op.span.IsRecording() {
+		op.span = nil
+		return ctx, op
+	}
+	w.messages = true
+	name, attrs := serverSpanAttrs(r, m, op)
+	op.span.SetName(name)
+	op.span.SetAttributes(attrs...)
+	return ctx, op
+}
+
+// serverSpanAttrs are the name and attributes of a client message's server span.
+func serverSpanAttrs(r *http.Request, m jsonrpc.Message, op serverOp) (string, []attribute.KeyValue) {
 	attrs := make([]attribute.KeyValue, 0, 14)
 	attrs = append(attrs, semconv.McpMethodNameKey.String(op.method), attrTCP, attrHTTP)
 	if v := httpVersion(r); v != "" {
@@ -262,9 +277,7 @@ func (o *observer) startOp(r *http.Request, w *statusWriter, m jsonrpc.Message, 
 			attrs = append(attrs, semconv.ClientPortKey.Int(p))
 		}
 	}
-	name, attrs := mcpSpanAttrs(m, op.method, op.name, attrs)
-	ctx, op.span = o.inst.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
-	return ctx, op
+	return mcpSpanAttrs(m, op.method, op.name, attrs)
 }
 
 // mcpSpanAttrs adds the attributes of the request itself to a server span's and names the span:

@@ -284,6 +284,28 @@ func (in *instruments) startLeg(ctx context.Context, c *call) (context.Context, 
 	if !in.tracing {
 		return ctx, ""
 	}
+	// The span is named "{mcp.method.name} {target}", the target being the tool or the prompt. Its name and
+	// attributes are worked out only when the sampler keeps it: an unsampled span is only a trace context to pass
+	// on.
+	ctx, c.span = in.tracer.Start(ctx, c.method, trace.WithSpanKind(trace.SpanKindClient))
+	if c.span.IsRecording() {
+		if tool := c.tool(); tool != "" {
+			c.span.SetName(c.method + " " + tool)
+		} else if p := c.prompt(); p != "" {
+			c.span.SetName(c.method + " " + p)
+		}
+		c.span.SetAttributes(in.legAttrs(c)...)
+	}
+	carrier := propagation.MapCarrier{}
+	in.propagator.Inject(ctx, carrier)
+	if !c.span.IsRecording() {
+		c.span = nil // nothing to end: the leg's context still carries the trace on
+	}
+	return ctx, carrier["traceparent"]
+}
+
+// legAttrs are the attributes of a leg's client span.
+func (in *instruments) legAttrs(c *call) []attribute.KeyValue {
 	version, sid, modern := c.link.handshake()
 	transport, protoName := transportOf(c.link.up.cfg.Kind)
 	attrs := make([]attribute.KeyValue, 0, 12)
@@ -304,26 +326,19 @@ func (in *instruments) startLeg(ctx context.Context, c *call) (context.Context, 
 	if sid != "" && !modern {
 		attrs = append(attrs, semconv.McpSessionIDKey.String(sid[:min(8, len(sid))]))
 	}
-	// The span is named "{mcp.method.name} {target}", the target being the tool or the prompt.
-	name := c.method
 	if c.method == protocol.MethodToolsCall {
 		attrs = append(attrs, semconv.GenAIOperationNameExecuteTool) // "SHOULD NOT be set otherwise"
 	}
 	if tool := c.tool(); tool != "" {
-		name += " " + tool
 		attrs = append(attrs, semconv.GenAIToolNameKey.String(tool))
 	}
 	if p := c.prompt(); p != "" {
-		name += " " + p
 		attrs = append(attrs, semconv.GenAIPromptNameKey.String(p))
 	}
 	if uri := c.resourceURI(); uri != "" {
 		attrs = append(attrs, semconv.McpResourceURIKey.String(uri)) // not in the span name: high cardinality
 	}
-	ctx, c.span = in.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-	carrier := propagation.MapCarrier{}
-	in.propagator.Inject(ctx, carrier)
-	return ctx, carrier["traceparent"]
+	return attrs
 }
 
 // endLeg records a finished upstream leg that got no answer of the upstream's (or whose answer is not at hand):

@@ -503,3 +503,37 @@ func TestInflightAcrossReload(t *testing.T) {
 		t.Fatalf("in flight fake=%d (present %v) after the upstream was removed and its calls answered, want 0", n, present)
 	}
 }
+
+// TestUnsampledLeg: a leg the sampler drops records no span, yet its upstream still gets the trace context, not
+// sampled (flags 00), so that the upstream keeps the caller's decision; its metrics are recorded all the same.
+func TestUnsampledLeg(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSampler(sdktrace.NeverSample()))
+	set := meter.NewSet()
+	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(set))
+	sdkMP := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = sdkMP.Shutdown(context.Background()) })
+	ft := observedUpstream()
+	r := startRouter(t, Options{Tracer: tp, Meter: set.Provider(sdkMP), RequestTimeout: time.Minute},
+		UpstreamConfig{Name: "math", Prefix: "m__", Mode: Shared, Transport: ft, Kind: "stdio"})
+	o := &observed{testRouter: r, spans: spans, reader: reader}
+	roundTrip(t, r, r.session(defaultClientCaps), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"m__add","arguments":{}}}`)
+
+	if got := spans.GetSpans(); len(got) != 0 {
+		t.Errorf("spans recorded: %v", spanNames(got))
+	}
+	ft.mu.Lock()
+	var tp00 string
+	for _, rec := range ft.log {
+		if rec.msg.Method() == "tools/call" {
+			tp00, _ = jsonrpc.LookupString(rec.msg.Params(), "_meta", "traceparent")
+		}
+	}
+	ft.mu.Unlock()
+	if len(tp00) != 55 || !strings.HasSuffix(tp00, "-00") {
+		t.Errorf("the upstream got traceparent %q, want one not sampled (-00)", tp00)
+	}
+	if _, points := o.histogram(t, "mcp.client.operation.duration"); len(points) != 1 || points[0].Count != 1 {
+		t.Errorf("mcp.client.operation.duration points %v, want one of one call", points)
+	}
+}

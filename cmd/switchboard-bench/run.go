@@ -24,6 +24,7 @@ const envChild = "SWITCHBOARD_BENCH_CHILD"
 
 type bench struct {
 	self, gateway string
+	baseline      string // -baseline: an earlier switchboard binary, measured beside gateway; "" for none
 	dir           string
 	out           io.Writer // the report
 	progress      io.Writer
@@ -274,15 +275,24 @@ func (b *bench) loadScenario() error {
 	defer bare.stop()
 
 	const args = `"arguments":{"text":"hello from switchboard-bench"}}`
-	targets := []struct {
+	type target struct {
 		name, url, params string
 		mid               *child
-	}{
+	}
+	targets := []target{
 		{"direct", upURL, `{"name":"echo",` + args, nil},
 		{"proxy", "http://" + px.addr + "/mcp", `{"name":"echo",` + args, px},
 		{"switchboard per-client", gw.url, `{"name":"pc__echo",` + args, gw.child},
 		{"switchboard shared", gw.url, `{"name":"sh__echo",` + args, gw.child},
 		{"bare gateway per-client", bare.url, `{"name":"pc__echo",` + args, bare.child},
+	}
+	if b.baseline != "" {
+		base, err := b.startGateway("load"+baselineSuffix, fmt.Sprintf("upstreams:\n  - {name: pc, url: %q, session: per-client}\n", upURL))
+		if err != nil {
+			return err
+		}
+		defer base.stop()
+		targets = append(targets, target{baselineName, base.url, `{"name":"pc__echo",` + args, base.child})
 	}
 	var all []loadResult
 	byKey := map[string]loadResult{}
@@ -323,6 +333,7 @@ func (b *bench) loadScenario() error {
 			ratio(bg.throughput(), p.throughput()), us(ba), ratio(float64(ba), float64(pa)))
 	}
 	fmt.Fprintf(b.out, "\n(gw = switchboard per-client; a message is a request or a response, two per call.)\n")
+	b.cpuTable(byKey)
 	return withLog(withLog(b.check(all...), gw.child), bare.child)
 }
 
@@ -600,4 +611,29 @@ func (b *bench) idleScenario() error {
 		return fmt.Errorf("%d errors: %s", errs.n, strings.Join(errs.msgs, " | "))
 	}
 	return nil
+}
+
+// cpuTable writes the middle's CPU per call of switchboard serve (and -baseline's) against the bare forwarding
+// path's at each concurrency: what serve's operability (metrics above all) costs per call, in the same run.
+func (b *bench) cpuTable(byKey map[string]loadResult) {
+	fmt.Fprintf(b.out, "\n### CPU per call ÷ the bare forwarding path (same run)\n\n| clients | bare µs/call | serve µs/call | serve ÷ bare |")
+	if b.baseline != "" {
+		fmt.Fprintf(b.out, " baseline µs/call | baseline ÷ bare | serve ÷ baseline |")
+	}
+	fmt.Fprintf(b.out, "\n|---:|---:|---:|---:|")
+	if b.baseline != "" {
+		fmt.Fprintf(b.out, "---:|---:|---:|")
+	}
+	fmt.Fprintln(b.out)
+	for _, n := range b.clients {
+		bare, g := byKey[fmt.Sprint("bare gateway per-client", n)], byKey[fmt.Sprint("switchboard per-client", n)]
+		bc, gc := perCall(bare.midCPU, bare.calls), perCall(g.midCPU, g.calls)
+		fmt.Fprintf(b.out, "| %d | %.1f | %.1f | %s |", n, bc*1e6, gc*1e6, ratio(gc, bc))
+		if b.baseline != "" {
+			base := byKey[fmt.Sprint(baselineName, n)]
+			pc := perCall(base.midCPU, base.calls)
+			fmt.Fprintf(b.out, " %.1f | %s | %s |", pc*1e6, ratio(pc, bc), ratio(gc, pc))
+		}
+		fmt.Fprintln(b.out)
+	}
 }
