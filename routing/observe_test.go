@@ -380,12 +380,12 @@ func TestClientTelemetryConventions(t *testing.T) {
 
 // BenchmarkToolsCallObserved is BenchmarkToolsCallRoundTrip's plain case with real providers: metrics recorded
 // (what production always does), and spans too. sdk records the metrics with the SDK's instruments, meter
-// through a meter.Set (as switchboard serve does).
+// through a meter.Set (as switchboard serve does); none records nothing, the floor both are measured against.
 func BenchmarkToolsCallObserved(b *testing.B) {
 	for _, c := range []struct {
-		name           string
-		tracing, inSet bool
-	}{{"metrics-sdk", false, false}, {"metrics-meter", false, true}, {"metrics+traces-meter", true, true}} {
+		name                    string
+		tracing, inSet, noMeter bool
+	}{{"none", false, false, true}, {"metrics-sdk", false, false, false}, {"metrics-meter", false, true, false}, {"metrics+traces-meter", true, true, false}} {
 		tracing := c.tracing
 		b.Run(c.name, func(b *testing.B) {
 			prev := slog.Default()
@@ -397,6 +397,9 @@ func BenchmarkToolsCallObserved(b *testing.B) {
 				mp = set.Provider(mp)
 			}
 			opts := Options{Meter: mp}
+			if c.noMeter {
+				opts.Meter = nil
+			}
 			if tracing {
 				tp := sdktrace.NewTracerProvider() // spans are made and dropped: no exporter
 				opts.Tracer = tp

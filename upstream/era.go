@@ -98,8 +98,8 @@ func (c *eraCache) forgetLegacy() {
 // with sh is spoken to in the legacy era all the same: with protocol auto, when
 // it is shared by every client and lists a legacy version too. Its one child is
 // local to the replica, so a session costs nothing to keep, and the legacy
-// era's requests carry no _meta for the child to check: on the Go SDK's server,
-// ~50 µs less per call (docs/benchmarks.md). What the modern era would carry
+// era's requests carry no _meta for the child to check: the Go SDK's server
+// spends ~30% less CPU per call (docs/benchmarks.md). What the modern era would carry
 // per request, the caller's capabilities, the shared session declares once, as
 // it does for any legacy upstream.
 func preferLegacy(spec Spec, sh ServerHello) bool {
