@@ -19,7 +19,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/switchboard-mcp/switchboard/routing"
-	"github.com/switchboard-mcp/switchboard/routing/attrset"
+	"github.com/switchboard-mcp/switchboard/routing/meter"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
@@ -43,15 +43,13 @@ type instruments struct {
 	metering   bool // a real meter provider: the attributes of the MCP metrics are worth working out
 	tracer     trace.Tracer
 	propagator propagation.TextMapPropagator
-	requests   metric.Int64Counter
-	// serverOp is mcp.server.operation.duration, serverSession mcp.server.session.duration.
-	serverOp      metric.Float64Histogram
-	serverSession metric.Float64Histogram
+	// The per-message metrics, aggregated by package meter when the provider has a meter.Set (switchboard
+	// serve's does): requests is switchboard.requests, serverOp mcp.server.operation.duration, serverSession
+	// mcp.server.session.duration.
+	requests      *meter.Counter[requestKey]
+	serverOp      *meter.Histogram[opKey]
+	serverSession *meter.Histogram[sessionKey]
 	authFail      metric.Int64Counter
-	// The attribute sets of the measurements, made once per distinct set: recording one allocates nothing.
-	opSets      *attrset.Cache[opKey]
-	sessionSets *attrset.Cache[sessionKey]
-	requestSets *attrset.Cache[requestKey]
 }
 
 func newInstruments(o Options) (instruments, error) {
@@ -69,22 +67,22 @@ func newInstruments(o Options) (instruments, error) {
 		prop = propagation.TraceContext{}
 	}
 	in := instruments{tracing: tracing, metering: o.Meter != nil && !noopMeter,
-		tracer: tp.Tracer("github.com/switchboard-mcp/switchboard/gateway"), propagator: prop,
-		opSets: &attrset.Cache[opKey]{}, sessionSets: &attrset.Cache[sessionKey]{}, requestSets: &attrset.Cache[requestKey]{}}
-	m := mp.Meter("github.com/switchboard-mcp/switchboard/gateway")
+		tracer: tp.Tracer("github.com/switchboard-mcp/switchboard/gateway"), propagator: prop}
+	const scope = "github.com/switchboard-mcp/switchboard/gateway"
+	m := mp.Meter(scope)
 	var err error
-	if in.requests, err = m.Int64Counter("switchboard.requests",
-		metric.WithDescription("Client messages handled, by MCP method (or notification/response), transport and HTTP status.")); err != nil {
+	if in.requests, err = meter.NewCounter[requestKey](mp, meter.Desc{Scope: scope, Name: "switchboard.requests",
+		Description: "Client messages handled, by MCP method (or notification/response), transport and HTTP status."}); err != nil {
 		return in, err
 	}
 	op := mcpconv.ServerOperationDuration{}
-	if in.serverOp, err = m.Float64Histogram(op.Name(), metric.WithUnit(op.Unit()), metric.WithDescription(op.Description()),
-		metric.WithExplicitBucketBoundaries(routing.OperationBuckets...)); err != nil {
+	if in.serverOp, err = meter.NewHistogram[opKey](mp, meter.Desc{Scope: scope, Name: op.Name(), Unit: op.Unit(),
+		Description: op.Description()}, routing.OperationBuckets); err != nil {
 		return in, err
 	}
 	sess := mcpconv.ServerSessionDuration{}
-	if in.serverSession, err = m.Float64Histogram(sess.Name(), metric.WithUnit(sess.Unit()), metric.WithDescription(sess.Description()),
-		metric.WithExplicitBucketBoundaries(routing.OperationBuckets...)); err != nil {
+	if in.serverSession, err = meter.NewHistogram[sessionKey](mp, meter.Desc{Scope: scope, Name: sess.Name(), Unit: sess.Unit(),
+		Description: sess.Description()}, routing.OperationBuckets); err != nil {
 		return in, err
 	}
 	if in.authFail, err = m.Int64Counter("switchboard.auth.failures",
@@ -235,13 +233,28 @@ func (o *observer) startOp(r *http.Request, w *statusWriter, m jsonrpc.Message, 
 	if !o.inst.tracing {
 		return r.Context(), op
 	}
-	w.messages = true
 	ctx := o.inst.propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		if tp, ok := jsonrpc.LookupString(m.Params(), "_meta", "traceparent"); ok {
 			ctx = o.inst.propagator.Extract(ctx, propagation.MapCarrier{"traceparent": tp})
 		}
 	}
+	// The span's name and attributes are worked out only when the sampler keeps it: an unsampled span is only a
+	// trace context for the legs to pass on.
+	ctx, op.span = o.inst.tracer.Start(ctx, op.method, trace.WithSpanKind(trace.SpanKindServer))
+	if !op.span.IsRecording() {
+		op.span = nil
+		return ctx, op
+	}
+	w.messages = true
+	name, attrs := serverSpanAttrs(r, m, op)
+	op.span.SetName(name)
+	op.span.SetAttributes(attrs...)
+	return ctx, op
+}
+
+// serverSpanAttrs are the name and attributes of a client message's server span.
+func serverSpanAttrs(r *http.Request, m jsonrpc.Message, op serverOp) (string, []attribute.KeyValue) {
 	attrs := make([]attribute.KeyValue, 0, 14)
 	attrs = append(attrs, semconv.McpMethodNameKey.String(op.method), attrTCP, attrHTTP)
 	if v := httpVersion(r); v != "" {
@@ -264,9 +277,7 @@ func (o *observer) startOp(r *http.Request, w *statusWriter, m jsonrpc.Message, 
 			attrs = append(attrs, semconv.ClientPortKey.Int(p))
 		}
 	}
-	name, attrs := mcpSpanAttrs(m, op.method, op.name, attrs)
-	ctx, op.span = o.inst.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
-	return ctx, op
+	return mcpSpanAttrs(m, op.method, op.name, attrs)
 }
 
 // mcpSpanAttrs adds the attributes of the request itself to a server span's and names the span:
@@ -386,7 +397,7 @@ func (o *observer) recordOp(start time.Time, name string, k opKey) {
 	case method == protocol.MethodPromptsGet && o.offer.Offers(true, name):
 		k.prompt = name
 	}
-	o.inst.serverOp.Record(context.Background(), time.Since(start).Seconds(), o.inst.opSets.Record(k)...)
+	o.inst.serverOp.Record(k, time.Since(start))
 }
 
 // observeSession records the session an initialize started in mcp.server.session.duration when it ends (on this
@@ -399,13 +410,13 @@ func (o *observer) observeSession(op serverOp) {
 	k := sessionKey{version: sess.ProtocolVersion(), httpVersion: httpVersion(op.r)}
 	start := op.start
 	sess.WhenClosed(func() {
-		o.inst.serverSession.Record(context.Background(), time.Since(start).Seconds(), o.inst.sessionSets.Record(k)...)
+		o.inst.serverSession.Record(k, time.Since(start))
 	})
 }
 
 // record counts one handled message.
 func (o *observer) record(method, transport string, status int, _ time.Time) {
-	o.inst.requests.Add(context.Background(), 1, o.inst.requestSets.Add(requestKey{method, transport, status})...)
+	o.inst.requests.Add(requestKey{method, transport, status}, 1)
 }
 
 // requestKey identifies the attribute set of one switchboard_requests_total count: bounded values (methodLabel's

@@ -20,6 +20,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/routing"
+	"github.com/switchboard-mcp/switchboard/routing/meter"
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
@@ -68,10 +69,14 @@ func opPoints(t *testing.T, reader *sdkmetric.ManualReader, name string) (metric
 // mcp.server.session.duration. The upstream leg is the server span's child.
 func TestServerTelemetryConventions(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
-	reader := sdkmetric.NewManualReader()
+	// Metrics through a meter.Set, as switchboard serve records them (meter's TestSameAsSDK: the SDK's own
+	// instruments give the same).
+	set := meter.NewSet()
+	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(set))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
+	sdkMP := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	mp := set.Provider(sdkMP)
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = sdkMP.Shutdown(context.Background()) })
 	prop := propagation.TraceContext{}
 	up := startAuthUpstream(t, "files", []string{"echo", "fail", "iserror"}, []string{"file:///notes.txt"}, []string{"greet"})
 	h := startGateway(t, routing.Options{Tracer: tp, Meter: mp, Propagator: prop},
@@ -236,10 +241,14 @@ func TestServerTelemetryConventions(t *testing.T) {
 // eras; the trace continues from params._meta.traceparent, and the upstream leg is the span's child.
 func TestStdioTelemetryConventions(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
-	reader := sdkmetric.NewManualReader()
+	// Metrics through a meter.Set, as switchboard serve records them (meter's TestSameAsSDK: the SDK's own
+	// instruments give the same).
+	set := meter.NewSet()
+	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(set))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
+	sdkMP := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	mp := set.Provider(sdkMP)
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = sdkMP.Shutdown(context.Background()) })
 	prop := propagation.TraceContext{}
 	up := startAuthUpstream(t, "files", []string{"echo", "fail"}, nil, nil)
 	h := startGateway(t, routing.Options{Tracer: tp, Meter: mp, Propagator: prop}, gateway.Options{},

@@ -19,7 +19,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/semconv/v1.40.0/mcpconv"
 
-	"github.com/switchboard-mcp/switchboard/routing/attrset"
+	"github.com/switchboard-mcp/switchboard/routing/meter"
 	"github.com/switchboard-mcp/switchboard/upstream"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
@@ -63,15 +63,11 @@ type instruments struct {
 
 	// clientOp is mcp.client.operation.duration, clientSession mcp.client.session.duration: the gateway is the
 	// MCP client of its upstreams.
-	clientOp      metric.Float64Histogram
-	clientSession metric.Float64Histogram
+	clientOp      *meter.Histogram[legKey]
+	clientSession *meter.Histogram[upSessionKey]
 	dropped       metric.Int64Counter
 	// definitionChanges counts drift found (pins.go), by upstream, kind and action.
 	definitionChanges metric.Int64Counter
-
-	// The attribute sets of the measurements, made once per distinct set: a measurement then allocates nothing.
-	legSets     *attrset.Cache[legKey]
-	sessionSets *attrset.Cache[upSessionKey]
 
 	// audit receives one event per forwarded call (Options.Audit); nil: none.
 	audit func(CallEvent)
@@ -81,8 +77,7 @@ func newInstruments(r *Router, o Options) (instruments, error) {
 	tp, mp, prop := o.Tracer, o.Meter, o.Propagator
 	_, noopTracer := tp.(tracenoop.TracerProvider)
 	_, noopMeter := mp.(metricnoop.MeterProvider)
-	in := instruments{tracing: tp != nil && !noopTracer, metering: mp != nil && !noopMeter, audit: o.Audit,
-		legSets: &attrset.Cache[legKey]{}, sessionSets: &attrset.Cache[upSessionKey]{}}
+	in := instruments{tracing: tp != nil && !noopTracer, metering: mp != nil && !noopMeter, audit: o.Audit}
 	if tp == nil {
 		tp = tracenoop.NewTracerProvider()
 	}
@@ -93,16 +88,19 @@ func newInstruments(r *Router, o Options) (instruments, error) {
 		prop = propagation.TraceContext{}
 	}
 	in.tracer, in.propagator = tp.Tracer("github.com/switchboard-mcp/switchboard/routing"), prop
-	m := mp.Meter("github.com/switchboard-mcp/switchboard/routing")
+	const scope = "github.com/switchboard-mcp/switchboard/routing"
+	m := mp.Meter(scope)
 	var err error
+	// The per-call histograms are aggregated by package meter when the provider has a meter.Set (switchboard
+	// serve's does): the SDK's Record costs several times more (BenchmarkRecord).
 	op := mcpconv.ClientOperationDuration{}
-	if in.clientOp, err = m.Float64Histogram(op.Name(), metric.WithUnit(op.Unit()), metric.WithDescription(op.Description()),
-		metric.WithExplicitBucketBoundaries(OperationBuckets...)); err != nil {
+	if in.clientOp, err = meter.NewHistogram[legKey](mp, meter.Desc{Scope: scope, Name: op.Name(), Unit: op.Unit(),
+		Description: op.Description()}, OperationBuckets); err != nil {
 		return in, err
 	}
 	sess := mcpconv.ClientSessionDuration{}
-	if in.clientSession, err = m.Float64Histogram(sess.Name(), metric.WithUnit(sess.Unit()), metric.WithDescription(sess.Description()),
-		metric.WithExplicitBucketBoundaries(OperationBuckets...)); err != nil {
+	if in.clientSession, err = meter.NewHistogram[upSessionKey](mp, meter.Desc{Scope: scope, Name: sess.Name(), Unit: sess.Unit(),
+		Description: sess.Description()}, OperationBuckets); err != nil {
 		return in, err
 	}
 	if in.definitionChanges, err = m.Int64Counter("switchboard.definition.changes",
@@ -286,6 +284,28 @@ func (in *instruments) startLeg(ctx context.Context, c *call) (context.Context, 
 	if !in.tracing {
 		return ctx, ""
 	}
+	// The span is named "{mcp.method.name} {target}", the target being the tool or the prompt. Its name and
+	// attributes are worked out only when the sampler keeps it: an unsampled span is only a trace context to pass
+	// on.
+	ctx, c.span = in.tracer.Start(ctx, c.method, trace.WithSpanKind(trace.SpanKindClient))
+	if c.span.IsRecording() {
+		if tool := c.tool(); tool != "" {
+			c.span.SetName(c.method + " " + tool)
+		} else if p := c.prompt(); p != "" {
+			c.span.SetName(c.method + " " + p)
+		}
+		c.span.SetAttributes(in.legAttrs(c)...)
+	}
+	carrier := propagation.MapCarrier{}
+	in.propagator.Inject(ctx, carrier)
+	if !c.span.IsRecording() {
+		c.span = nil // nothing to end: the leg's context still carries the trace on
+	}
+	return ctx, carrier["traceparent"]
+}
+
+// legAttrs are the attributes of a leg's client span.
+func (in *instruments) legAttrs(c *call) []attribute.KeyValue {
 	version, sid, modern := c.link.handshake()
 	transport, protoName := transportOf(c.link.up.cfg.Kind)
 	attrs := make([]attribute.KeyValue, 0, 12)
@@ -306,26 +326,19 @@ func (in *instruments) startLeg(ctx context.Context, c *call) (context.Context, 
 	if sid != "" && !modern {
 		attrs = append(attrs, semconv.McpSessionIDKey.String(sid[:min(8, len(sid))]))
 	}
-	// The span is named "{mcp.method.name} {target}", the target being the tool or the prompt.
-	name := c.method
 	if c.method == protocol.MethodToolsCall {
 		attrs = append(attrs, semconv.GenAIOperationNameExecuteTool) // "SHOULD NOT be set otherwise"
 	}
 	if tool := c.tool(); tool != "" {
-		name += " " + tool
 		attrs = append(attrs, semconv.GenAIToolNameKey.String(tool))
 	}
 	if p := c.prompt(); p != "" {
-		name += " " + p
 		attrs = append(attrs, semconv.GenAIPromptNameKey.String(p))
 	}
 	if uri := c.resourceURI(); uri != "" {
 		attrs = append(attrs, semconv.McpResourceURIKey.String(uri)) // not in the span name: high cardinality
 	}
-	ctx, c.span = in.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-	carrier := propagation.MapCarrier{}
-	in.propagator.Inject(ctx, carrier)
-	return ctx, carrier["traceparent"]
+	return attrs
 }
 
 // endLeg records a finished upstream leg that got no answer of the upstream's (or whose answer is not at hand):
@@ -343,7 +356,6 @@ func (in *instruments) endLegAnswered(c *call, outcome string, answer jsonrpc.Me
 		c.stopWrite() // a leg ended by a cancel, a timeout or a lost connection no longer waits to be written
 	}
 	elapsed := time.Since(c.started)
-	ctx := context.Background()
 	up := c.link.up
 	// error.type: the JSON-RPC error code of an error answer ("All JSON-RPC error codes SHOULD be considered
 	// errors" on the client side), tool_error for a tool result with isError, or what befell the leg.
@@ -365,7 +377,7 @@ func (in *instruments) endLegAnswered(c *call, outcome string, answer jsonrpc.Me
 	if in.metering {
 		k := legKey{upstream: up.cfg.Name, kind: up.cfg.Kind, method: c.method, tool: c.tool(), prompt: c.prompt(),
 			version: c.link.version(), errType: errType, code: code, hasCode: hasCode}
-		in.clientOp.Record(ctx, elapsed.Seconds(), in.legSets.Record(k)...)
+		in.clientOp.Record(k, elapsed)
 	}
 	up.inflight.Add(-1)
 	if in.audit != nil {
@@ -426,7 +438,7 @@ func (in *instruments) upstreamSessionEnded(l *link, conn *upstream.Conn, since 
 	if l.ctx.Err() == nil {
 		k.errType = errConnectionLost // the gateway did not close it
 	}
-	in.clientSession.Record(context.Background(), time.Since(since).Seconds(), in.sessionSets.Record(k)...)
+	in.clientSession.Record(k, time.Since(since))
 }
 
 // auditDenied records a request the policy refused: it is answered as if the item did not exist, but the audit

@@ -14,12 +14,14 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/switchboard-mcp/switchboard/routing/meter"
 	"github.com/switchboard-mcp/switchboard/routing/pin"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
@@ -129,10 +131,14 @@ type observed struct {
 func startObserved(t *testing.T, ups ...UpstreamConfig) *observed {
 	t.Helper()
 	spans := tracetest.NewInMemoryExporter()
-	reader := sdkmetric.NewManualReader()
+	// Metrics through a meter.Set, as switchboard serve records them (meter's TestSameAsSDK: the SDK's own
+	// instruments give the same).
+	set := meter.NewSet()
+	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(set))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
+	sdkMP := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	mp := set.Provider(sdkMP)
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = sdkMP.Shutdown(context.Background()) })
 	r := startRouter(t, Options{Tracer: tp, Meter: mp, RequestTimeout: time.Minute}, ups...)
 	return &observed{testRouter: r, spans: spans, reader: reader}
 }
@@ -373,19 +379,27 @@ func TestClientTelemetryConventions(t *testing.T) {
 }
 
 // BenchmarkToolsCallObserved is BenchmarkToolsCallRoundTrip's plain case with real providers: metrics recorded
-// (what production always does), and spans too.
+// (what production always does), and spans too. sdk records the metrics with the SDK's instruments, meter
+// through a meter.Set (as switchboard serve does); none records nothing, the floor both are measured against.
 func BenchmarkToolsCallObserved(b *testing.B) {
-	for _, tracing := range []bool{false, true} {
-		name := "metrics"
-		if tracing {
-			name = "metrics+traces"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, c := range []struct {
+		name                    string
+		tracing, inSet, noMeter bool
+	}{{"none", false, false, true}, {"metrics-sdk", false, false, false}, {"metrics-meter", false, true, false}, {"metrics+traces-meter", true, true, false}} {
+		tracing := c.tracing
+		b.Run(c.name, func(b *testing.B) {
 			prev := slog.Default()
 			slog.SetDefault(discardLogger())
 			b.Cleanup(func() { slog.SetDefault(prev) })
-			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+			set := meter.NewSet()
+			var mp metric.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader(sdkmetric.WithProducer(set))))
+			if c.inSet {
+				mp = set.Provider(mp)
+			}
 			opts := Options{Meter: mp}
+			if c.noMeter {
+				opts.Meter = nil
+			}
 			if tracing {
 				tp := sdktrace.NewTracerProvider() // spans are made and dropped: no exporter
 				opts.Tracer = tp
@@ -490,5 +504,39 @@ func TestInflightAcrossReload(t *testing.T) {
 	}
 	if n, present := o.inflightNow(t)["fake"]; !present || n != 0 {
 		t.Fatalf("in flight fake=%d (present %v) after the upstream was removed and its calls answered, want 0", n, present)
+	}
+}
+
+// TestUnsampledLeg: a leg the sampler drops records no span, yet its upstream still gets the trace context, not
+// sampled (flags 00), so that the upstream keeps the caller's decision; its metrics are recorded all the same.
+func TestUnsampledLeg(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSampler(sdktrace.NeverSample()))
+	set := meter.NewSet()
+	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(set))
+	sdkMP := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = sdkMP.Shutdown(context.Background()) })
+	ft := observedUpstream()
+	r := startRouter(t, Options{Tracer: tp, Meter: set.Provider(sdkMP), RequestTimeout: time.Minute},
+		UpstreamConfig{Name: "math", Prefix: "m__", Mode: Shared, Transport: ft, Kind: "stdio"})
+	o := &observed{testRouter: r, spans: spans, reader: reader}
+	roundTrip(t, r, r.session(defaultClientCaps), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"m__add","arguments":{}}}`)
+
+	if got := spans.GetSpans(); len(got) != 0 {
+		t.Errorf("spans recorded: %v", spanNames(got))
+	}
+	ft.mu.Lock()
+	var tp00 string
+	for _, rec := range ft.log {
+		if rec.msg.Method() == "tools/call" {
+			tp00, _ = jsonrpc.LookupString(rec.msg.Params(), "_meta", "traceparent")
+		}
+	}
+	ft.mu.Unlock()
+	if len(tp00) != 55 || !strings.HasSuffix(tp00, "-00") {
+		t.Errorf("the upstream got traceparent %q, want one not sampled (-00)", tp00)
+	}
+	if _, points := o.histogram(t, "mcp.client.operation.duration"); len(points) != 1 || points[0].Count != 1 {
+		t.Errorf("mcp.client.operation.duration points %v, want one of one call", points)
 	}
 }

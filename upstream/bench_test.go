@@ -2,12 +2,18 @@ package upstream
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
@@ -72,6 +78,55 @@ func BenchmarkRoundTrip(b *testing.B) {
 			}
 			defer c.Close()
 			benchRoundTrips(b, c)
+		})
+	}
+}
+
+// BenchmarkStdioEcho measures our side of the stdio path: requests written to a child that echoes every line
+// back (cat), and read, by 1 and by 32 concurrent callers (a shared stdio upstream under load, where writes
+// queue and go out together).
+func BenchmarkStdioEcho(b *testing.B) {
+	for _, callers := range []int{1, 32} {
+		perProc := max(1, callers/runtime.GOMAXPROCS(0))
+		b.Run("callers="+strconv.Itoa(perProc*runtime.GOMAXPROCS(0)), func(b *testing.B) {
+			tr, err := NewTransport(Spec{Name: "cat", Command: "cat", ShutdownGrace: time.Second, Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			c, err := tr.Connect(b.Context())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			var waiting sync.Map // id → chan struct{}
+			go func() {
+				for {
+					in, err := c.Read(context.Background())
+					if err != nil {
+						return
+					}
+					if ch, ok := waiting.LoadAndDelete(string(in.Msg.ID())); ok {
+						ch.(chan struct{}) <- struct{}{}
+					}
+				}
+			}()
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.SetParallelism(perProc)
+			b.RunParallel(func(pb *testing.PB) {
+				ch := make(chan struct{}, 1)
+				for pb.Next() {
+					id := next.Add(1)
+					waiting.Store(strconv.FormatInt(id, 10), ch)
+					m := mustParse(jsonrpc.AppendRequest(nil, strconv.AppendInt(nil, id, 10), "tools/call",
+						[]byte(`{"name":"echo","arguments":{"text":"hello from switchboard-bench"}}`)))
+					if err := c.Write(context.Background(), m); err != nil {
+						b.Error(err)
+						return
+					}
+					<-ch
+				}
+			})
 		})
 	}
 }

@@ -257,7 +257,15 @@ func dialStdio(ctx context.Context, t *CommandTransport, hello ClientHello) (*Co
 		sc.Close()
 		return nil, fmt.Errorf("upstream %s: server/discover: %w", spec.Name, err)
 	}
-	if res.modern {
+	switch {
+	case res.modern && preferLegacy(spec, res.hello):
+		// The initialize handshake on a new child (the Go SDK's server takes a discover as the start of its
+		// session, and refuses an initialize after it); the legacy verdict, remembered once it succeeds, spares
+		// the later Dials the probe.
+		log.Info("upstream speaks both protocol eras; a shared stdio upstream gets initialize", "versions", res.hello.SupportedVersions)
+		sc.Close()
+		return dialLegacy(ctx, t, hello, &t.eras)
+	case res.modern:
 		sc.meta.Store(meta)
 		t.eras.set(eraModern, res.hello)
 		log.Info("upstream speaks the modern protocol; no initialize", "protocolVersion", protocol.Modern)
@@ -278,6 +286,12 @@ func dialStdio(ctx context.Context, t *CommandTransport, hello ClientHello) (*Co
 		// discover answer that comes even later from reaching the caller.
 		sc.ignoreID.Store(&res.pending)
 	}
+	return dialStdioLegacy(ctx, t, conn, hello)
+}
+
+// dialStdioLegacy performs the initialize handshake on a child started for the probe.
+func dialStdioLegacy(ctx context.Context, t *CommandTransport, conn Connection, hello ClientHello) (*Conn, error) {
+	spec := t.spec
 	params, err := initializeParams(hello)
 	if err != nil {
 		conn.Close()

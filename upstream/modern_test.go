@@ -718,3 +718,43 @@ func waitIdle(t *testing.T, c *modernConn) {
 		}
 	}
 }
+
+// TestSharedStdioPrefersLegacy: with protocol auto, a stdio upstream that speaks both eras (the Go SDK's server)
+// is spoken to in the modern era, unless it is shared by every client, where it gets the initialize handshake on
+// the child the probe started; the verdict is remembered, so the next Dial does not probe. Told modern, a shared
+// one stays modern.
+func TestSharedStdioPrefersLegacy(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		shared     bool
+		protocol   string
+		wantModern bool
+	}{
+		{"per-client auto", false, ProtocolAuto, true},
+		{"shared auto", true, ProtocolAuto, false},
+		{"shared modern", true, ProtocolModern, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := quickExit(sdkStdioSpec(newLogCapture()))
+			spec.Protocol, spec.Shared = tc.protocol, tc.shared
+			tr := mustTransport(t, spec)
+			for i := range 2 {
+				conn, err := Dial(waitCtx(t), tr, rootsHello)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if conn.Server.Modern() != tc.wantModern {
+					t.Errorf("dial %d: protocol version %s, want modern %v", i, conn.Server.ProtocolVersion, tc.wantModern)
+				}
+				resp, _ := roundTrip(t, conn, 1, "tools/call", `{"name":"whoami"}`)
+				if text := toolText(t, resp); !strings.HasPrefix(text, "version="+conn.Server.ProtocolVersion) {
+					t.Errorf("dial %d: server saw %q", i, text)
+				}
+				conn.Close()
+			}
+			if e, _ := tr.(*CommandTransport).eras.get(); (e == eraModern) != tc.wantModern {
+				t.Errorf("era remembered: %v", e)
+			}
+		})
+	}
+}

@@ -1,9 +1,7 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,12 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
-
-// maxKeptWriteBuf bounds the framing buffer kept between writes.
-const maxKeptWriteBuf = 64 << 10
 
 // CommandTransport runs an upstream MCP server as a child process that
 // speaks newline-delimited JSON-RPC on stdin and stdout. Each Connect starts
@@ -84,17 +77,16 @@ func (t *CommandTransport) Connect(ctx context.Context) (Connection, error) {
 	errW.Close()
 
 	c := &stdioConn{
-		name:     spec.Name,
-		log:      spec.logger(),
-		grace:    spec.shutdownGrace(),
-		maxMsg:   spec.maxMessageBytes(),
-		cmd:      cmd,
-		pid:      cmd.Process.Pid,
-		stdin:    inW,
-		writeSem: make(chan struct{}, 1),
-		queue:    make(chan Incoming, queueLen),
-		stop:     make(chan struct{}),
-		exited:   make(chan struct{}),
+		name:   spec.Name,
+		log:    spec.logger(),
+		grace:  spec.shutdownGrace(),
+		maxMsg: spec.maxMessageBytes(),
+		cmd:    cmd,
+		pid:    cmd.Process.Pid,
+		stdin:  inW,
+		queue:  make(chan Incoming, queueLen),
+		stop:   make(chan struct{}),
+		exited: make(chan struct{}),
 	}
 	c.log.Info("started stdio upstream", "pid", c.pid, "command", spec.Command)
 	c.wg.Add(3)
@@ -121,12 +113,8 @@ type stdioConn struct {
 	pid    int // also the process group id (Setpgid)
 	stdin  *os.File
 
-	// writeSem serializes writes (one message per line must never
-	// interleave) and, unlike a mutex, can be waited on with a context.
-	writeSem chan struct{}
-	// Guarded by writeSem.
-	wbuf     []byte
-	writeErr error // sticky once a message was partly written
+	// w puts messages on stdin, one per line, never interleaved (stdio_write.go).
+	w stdinWriter
 
 	queue     chan Incoming // closed by readStdout when stdout ends
 	stop      chan struct{} // closed by Close
@@ -182,90 +170,6 @@ func (c *stdioConn) endErr() error {
 		return fmt.Errorf("upstream %s: child exited with status 0: %w", c.name, io.EOF)
 	}
 	return fmt.Errorf("upstream %s: child exited: %w", c.name, c.exitErr)
-}
-
-// Write sends msg as one line on the child's stdin. A message containing raw
-// newlines (pretty-printed JSON) is compacted first, because stdio framing
-// is one message per line and messages "MUST NOT contain embedded newlines".
-// If ctx ends while the child is not reading stdin, the write is abandoned;
-// if part of the message was already written the framing is broken and all
-// later writes fail.
-func (c *stdioConn) Write(ctx context.Context, m jsonrpc.Message) error {
-	if m.Kind() == jsonrpc.KindInvalid {
-		return fmt.Errorf("upstream %s: write: %w", c.name, errNotMessage)
-	}
-	msg := m.Raw()
-	select {
-	case c.writeSem <- struct{}{}:
-	case <-c.stop:
-		return fmt.Errorf("upstream %s: write: %w", c.name, errClosed)
-	case <-ctx.Done():
-		return fmt.Errorf("upstream %s: write: %w", c.name, ctx.Err())
-	}
-	defer func() { <-c.writeSem }()
-	if c.writeErr != nil {
-		return c.writeErr
-	}
-	if rm := c.meta.Load(); rm != nil {
-		// Modern stdio: the same pipe and framing, but every request
-		// carries its _meta. Notifications (notifications/cancelled
-		// included: "used only on the stdio transport") and responses go
-		// as they are.
-		if m.Kind() == jsonrpc.KindRequest {
-			var err error
-			if msg, err = rm.inject(nil, m); err != nil {
-				return fmt.Errorf("upstream %s: write %s: %w", c.name, m.Method(), err)
-			}
-		}
-	}
-	select {
-	case <-c.stop:
-		return fmt.Errorf("upstream %s: write: %w", c.name, errClosed)
-	default:
-	}
-
-	buf := c.wbuf[:0]
-	msg = bytes.TrimSpace(msg)
-	if bytes.ContainsAny(msg, "\r\n") {
-		buf = jsonrpc.Compact(buf, msg)
-		if bytes.ContainsAny(buf, "\r\n") {
-			// Only invalid JSON keeps a raw newline after compaction.
-			return fmt.Errorf("upstream %s: write: message is not valid JSON", c.name)
-		}
-	} else {
-		buf = append(buf, msg...)
-	}
-	if len(buf) == 0 {
-		return fmt.Errorf("upstream %s: write: empty message", c.name)
-	}
-	buf = append(buf, '\n')
-	if cap(buf) <= maxKeptWriteBuf {
-		c.wbuf = buf
-	}
-
-	// A deadline in the past makes the blocked write return; that is how a
-	// context abandons a write to a child that stopped reading stdin.
-	fired := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
-		defer close(fired)
-		_ = c.stdin.SetWriteDeadline(time.Unix(1, 0))
-	})
-	n, err := c.stdin.Write(buf)
-	if !stop() {
-		<-fired
-		_ = c.stdin.SetWriteDeadline(time.Time{})
-	}
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() != nil {
-		err = ctx.Err()
-	}
-	err = fmt.Errorf("upstream %s: write: %w", c.name, err)
-	if n > 0 {
-		c.writeErr = err
-	}
-	return err
 }
 
 func (t *CommandTransport) upstreamSpec() Spec { return t.spec }

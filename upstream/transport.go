@@ -84,6 +84,10 @@ type Spec struct {
 	// ProtocolLegacy or ProtocolModern. Auto probes with server/discover on
 	// the first Dial and remembers the answer in the Transport; see [Dial].
 	Protocol string
+
+	// Shared tells that one upstream session serves every client (session: shared). With Protocol auto, a
+	// shared stdio upstream that speaks both eras is spoken to in the legacy era (see ProtocolAuto).
+	Shared bool
 }
 
 func (s Spec) maxMessageBytes() int {

@@ -27,6 +27,7 @@ func newBench(args []string, stderr io.Writer) (*bench, runOpts, int) {
 	stdioClients := fl.String("stdio-clients", "1,64", "concurrent clients of the shared stdio scenario")
 	duration := fl.Duration("duration", 10*time.Second, "measured time of each load run (after a warm-up of a fifth of it, at most 2s)")
 	gw := fl.String("gateway", "", "the switchboard binary; default: build ./cmd/switchboard into a temporary directory")
+	baseline := fl.String("baseline", "", "another switchboard binary (an earlier commit's) measured beside -gateway in the load scenario, per-client, for a before/after in one run")
 	scen := fl.String("scenarios", "load,stdio,catalog,idle,replicas,cold", "scenarios to run: load, stdio, catalog, idle, replicas, cold, search")
 	catUp := fl.Int("catalog-upstreams", 100, "upstreams of the catalog scenario")
 	catTools := fl.Int("catalog-tools", 100, "tools per upstream of the catalog scenario")
@@ -52,7 +53,7 @@ func newBench(args []string, stderr io.Writer) (*bench, runOpts, int) {
 		*replicaClients, *coldUp, *coldRounds = "8", 10, 1
 		*searchPasses = 1
 	}
-	b := &bench{short: *short, duration: *duration, catUpstreams: *catUp, catTools: *catTools, pageSize: *pageSize,
+	b := &bench{short: *short, baseline: *baseline, duration: *duration, catUpstreams: *catUp, catTools: *catTools, pageSize: *pageSize,
 		passes: *passes, idleSessions: *idle, progress: stderr, profileDir: *profile, profileScenario: *profScen,
 		coldUpstreams: *coldUp, coldTools: max(*coldTools, 1), coldRounds: max(*coldRounds, 1),
 		searchPasses: max(*searchPasses, 1), searchBuilds: 5, searchWiths: 200}

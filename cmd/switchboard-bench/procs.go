@@ -291,6 +291,12 @@ const bareSuffix = "-bare"
 
 func bareGateway(name string) bool { return strings.HasSuffix(name, bareSuffix) }
 
+// baselineSuffix names a gateway run from -baseline's binary, and baselineName is its load target.
+const (
+	baselineSuffix = "-baseline"
+	baselineName   = "baseline per-client"
+)
+
 // startGateway writes cfg to dir/name.yaml, starts the gateway on it (env added to its environment) and waits for
 // GET /readyz 200.
 func (b *bench) startGateway(name, cfg string, env ...string) (*gatewayProc, error) {
@@ -319,7 +325,9 @@ func (b *bench) launchGateway(name, addr, cfg string, env ...string) (*gatewayPr
 		return nil, err
 	}
 	bin, args := b.gateway, []string{"serve", "--config", path}
-	if bareGateway(name) {
+	if strings.HasSuffix(name, baselineSuffix) {
+		bin = b.baseline
+	} else if bareGateway(name) {
 		bin, args = b.self, []string{"gateway", "-config", path}
 	} else if b.profileDir != "" && name == b.profileScenario {
 		bin, args = b.self, []string{"gateway", "-config", path,

@@ -24,6 +24,7 @@ const envChild = "SWITCHBOARD_BENCH_CHILD"
 
 type bench struct {
 	self, gateway string
+	baseline      string // -baseline: an earlier switchboard binary, measured beside gateway; "" for none
 	dir           string
 	out           io.Writer // the report
 	progress      io.Writer
@@ -274,15 +275,24 @@ func (b *bench) loadScenario() error {
 	defer bare.stop()
 
 	const args = `"arguments":{"text":"hello from switchboard-bench"}}`
-	targets := []struct {
+	type target struct {
 		name, url, params string
 		mid               *child
-	}{
+	}
+	targets := []target{
 		{"direct", upURL, `{"name":"echo",` + args, nil},
 		{"proxy", "http://" + px.addr + "/mcp", `{"name":"echo",` + args, px},
 		{"switchboard per-client", gw.url, `{"name":"pc__echo",` + args, gw.child},
 		{"switchboard shared", gw.url, `{"name":"sh__echo",` + args, gw.child},
 		{"bare gateway per-client", bare.url, `{"name":"pc__echo",` + args, bare.child},
+	}
+	if b.baseline != "" {
+		base, err := b.startGateway("load"+baselineSuffix, fmt.Sprintf("upstreams:\n  - {name: pc, url: %q, session: per-client}\n", upURL))
+		if err != nil {
+			return err
+		}
+		defer base.stop()
+		targets = append(targets, target{baselineName, base.url, `{"name":"pc__echo",` + args, base.child})
 	}
 	var all []loadResult
 	byKey := map[string]loadResult{}
@@ -323,6 +333,7 @@ func (b *bench) loadScenario() error {
 			ratio(bg.throughput(), p.throughput()), us(ba), ratio(float64(ba), float64(pa)))
 	}
 	fmt.Fprintf(b.out, "\n(gw = switchboard per-client; a message is a request or a response, two per call.)\n")
+	b.cpuTable(byKey)
 	return withLog(withLog(b.check(all...), gw.child), bare.child)
 }
 
@@ -330,22 +341,44 @@ func (b *bench) loadScenario() error {
 // bridge on the same fixture (the comparator of issue 20), interleaved at each concurrency.
 func (b *bench) stdioScenario() error {
 	b.logf("stdio: starting gateways and bridge")
-	// The fixture speaks both eras. The gateway picks the modern one (protocol: auto), where every request carries
-	// its _meta and the child's SDK serves it statelessly; the bridge initializes once, as a legacy client does.
-	// A second gateway told to speak the legacy era (protocol: legacy) measures the gateway on the bridge's terms.
+	// The fixture speaks both eras. Shared, the gateway picks the legacy one by default (protocol: auto, see
+	// upstream.ProtocolAuto), as the bridge does; two more gateways are told the era, so that the run shows
+	// what each costs.
 	const upstreamCfg = `upstreams:
   - {name: solo, command: %q, args: [upstream], session: shared, protocol: %s, prefix: "", envPassthrough: [%s]}
 `
-	gw, err := b.startGateway("stdio", fmt.Sprintf(upstreamCfg, b.self, "auto", envChild)) // the child is this binary, told by envChild to act as an upstream
-	if err != nil {
-		return err
+	gws := make([]*gatewayProc, 0, 3)
+	defer func() {
+		for _, g := range gws {
+			g.stop()
+		}
+	}()
+	for _, era := range []string{"auto", "legacy", "modern"} {
+		name := "stdio" // the default's name, which -profile-scenario stdio profiles
+		if era != "auto" {
+			name += "-" + era
+		}
+		g, err := b.startGateway(name, fmt.Sprintf(upstreamCfg, b.self, era, envChild)) // the child is this binary, told by envChild to act as an upstream
+		if err != nil {
+			return err
+		}
+		gws = append(gws, g)
 	}
-	defer gw.stop()
-	gwl, err := b.startGateway("stdio-legacy", fmt.Sprintf(upstreamCfg, b.self, "legacy", envChild))
-	if err != nil {
-		return err
+	gw, gwl, gwm := gws[0], gws[1], gws[2]
+	type target struct {
+		name, url string
+		mid       int
+		ups       []int
 	}
-	defer gwl.stop()
+	var extra []target // -baseline's default, beside the others
+	if b.baseline != "" {
+		g, err := b.startGateway("stdio"+baselineSuffix, fmt.Sprintf(upstreamCfg, b.self, "auto", envChild))
+		if err != nil {
+			return err
+		}
+		gws = append(gws, g)
+		extra = append(extra, target{"baseline, shared stdio", g.url, g.pid(), childrenOf(g.pid())})
+	}
 	brBin, brArgs := b.pin.middleCommand(b.self, "stdiobridge")
 	br, err := startChild("stdio bridge", true, brBin, brArgs...)
 	if err != nil {
@@ -353,17 +386,15 @@ func (b *bench) stdioScenario() error {
 	}
 	defer br.stop()
 	// Each one's stdio child, whose CPU is the upstream's.
-	gwUp, gwlUp, brUp := childrenOf(gw.pid()), childrenOf(gwl.pid()), childrenOf(br.pid())
+	gwUp, gwlUp, gwmUp, brUp := childrenOf(gw.pid()), childrenOf(gwl.pid()), childrenOf(gwm.pid()), childrenOf(br.pid())
 	const params = `{"name":"echo","arguments":{"text":"hello from switchboard-bench"}}`
-	const gwName, gwlName, brName = "switchboard, shared stdio", "switchboard, shared stdio, protocol: legacy", "simple bridge, one stdio child"
+	const gwName, gwlName, gwmName, brName = "switchboard, shared stdio", "switchboard, shared stdio, protocol: legacy",
+		"switchboard, shared stdio, protocol: modern", "simple bridge, one stdio child"
 	var rs []loadResult
 	byKey := map[string]loadResult{}
 	for _, n := range b.stdioClients {
-		for _, t := range []struct {
-			name, url string
-			mid       int
-			ups       []int
-		}{{gwName, gw.url, gw.pid(), gwUp}, {gwlName, gwl.url, gwl.pid(), gwlUp}, {brName, "http://" + br.addr + "/mcp", br.pid(), brUp}} {
+		for _, t := range append([]target{{gwName, gw.url, gw.pid(), gwUp}, {gwlName, gwl.url, gwl.pid(), gwlUp},
+			{gwmName, gwm.url, gwm.pid(), gwmUp}, {brName, "http://" + br.addr + "/mcp", br.pid(), brUp}}, extra...) {
 			b.logf("stdio: %s, %d clients", t.name, n)
 			r := loadSpec{target: t.name, url: t.url, params: params, clients: n, warm: b.warm, dur: b.duration,
 				mids: []int{t.mid}, ups: t.ups}.run()
@@ -372,7 +403,7 @@ func (b *bench) stdioScenario() error {
 		}
 	}
 	fmt.Fprintf(b.out, "\n## Shared stdio upstream\n\nOne stdio child (the same Go SDK server, `session: shared`) behind the gateway; every client calls echo through it. "+
-		"The gateway speaks the modern era to it (the default, `protocol: auto`: every request carries its `_meta`); a second gateway speaks the legacy era (`protocol: legacy`: one initialize). "+
+		"The gateway speaks the legacy era to it by default (`protocol: auto`: a shared stdio upstream that speaks both eras gets one initialize); two more are told the era: `protocol: legacy`, and `protocol: modern` (every request carries its `_meta`). "+
 		"The comparator, in the same run: a simple Go stdio-to-HTTP bridge (`switchboard-bench stdiobridge`) with one child of the same fixture, "+
 		"which initializes it once (legacy) and forwards each request with its id rewritten (answers matched by id, JSON answers), "+
 		"with no aggregation, progress or cancellation. \"Middle\" is the gateway or the bridge; the upstream is its stdio child.\n")
@@ -381,7 +412,11 @@ func (b *bench) stdioScenario() error {
 	for _, n := range b.stdioClients {
 		p := byKey[fmt.Sprint(brName, n)]
 		pc := perCall(p.midCPU, p.calls)
-		for _, name := range []string{gwName, gwlName} {
+		names := []string{gwName, gwlName, gwmName}
+		for _, t := range extra {
+			names = append(names, t.name)
+		}
+		for _, name := range names {
 			g := byKey[fmt.Sprint(name, n)]
 			gc := perCall(g.midCPU, g.calls)
 			fmt.Fprintf(b.out, "| %d | %s | %.0f | %.0f | %s | %.1f | %.1f | %s | %s | %s |\n", n, name, g.throughput(), p.throughput(),
@@ -391,12 +426,13 @@ func (b *bench) stdioScenario() error {
 	}
 	if len(b.stdioClients) > 1 {
 		lo, hi := b.stdioClients[0], b.stdioClients[len(b.stdioClients)-1]
-		fmt.Fprintf(b.out, "\nThroughput with %d clients / with %d: gateway **%s**, gateway (legacy era) %s, bridge %s (≥ 1 means sharing costs nothing).\n", hi, lo,
+		fmt.Fprintf(b.out, "\nThroughput with %d clients / with %d: gateway **%s**, gateway (legacy era) %s, gateway (modern era) %s, bridge %s (≥ 1 means sharing costs nothing).\n", hi, lo,
 			ratio(byKey[fmt.Sprint(gwName, hi)].throughput(), byKey[fmt.Sprint(gwName, lo)].throughput()),
 			ratio(byKey[fmt.Sprint(gwlName, hi)].throughput(), byKey[fmt.Sprint(gwlName, lo)].throughput()),
+			ratio(byKey[fmt.Sprint(gwmName, hi)].throughput(), byKey[fmt.Sprint(gwmName, lo)].throughput()),
 			ratio(byKey[fmt.Sprint(brName, hi)].throughput(), byKey[fmt.Sprint(brName, lo)].throughput()))
 	}
-	return withLog(withLog(withLog(b.check(rs...), gw.child), gwl.child), br)
+	return withLog(withLog(withLog(withLog(b.check(rs...), gw.child), gwl.child), gwm.child), br)
 }
 
 // perCall is CPU seconds per call (0 without calls).
@@ -600,4 +636,29 @@ func (b *bench) idleScenario() error {
 		return fmt.Errorf("%d errors: %s", errs.n, strings.Join(errs.msgs, " | "))
 	}
 	return nil
+}
+
+// cpuTable writes the middle's CPU per call of switchboard serve (and -baseline's) against the bare forwarding
+// path's at each concurrency: what serve's operability (metrics above all) costs per call, in the same run.
+func (b *bench) cpuTable(byKey map[string]loadResult) {
+	fmt.Fprintf(b.out, "\n### CPU per call ÷ the bare forwarding path (same run)\n\n| clients | bare µs/call | serve µs/call | serve ÷ bare |")
+	if b.baseline != "" {
+		fmt.Fprintf(b.out, " baseline µs/call | baseline ÷ bare | serve ÷ baseline |")
+	}
+	fmt.Fprintf(b.out, "\n|---:|---:|---:|---:|")
+	if b.baseline != "" {
+		fmt.Fprintf(b.out, "---:|---:|---:|")
+	}
+	fmt.Fprintln(b.out)
+	for _, n := range b.clients {
+		bare, g := byKey[fmt.Sprint("bare gateway per-client", n)], byKey[fmt.Sprint("switchboard per-client", n)]
+		bc, gc := perCall(bare.midCPU, bare.calls), perCall(g.midCPU, g.calls)
+		fmt.Fprintf(b.out, "| %d | %.1f | %.1f | %s |", n, bc*1e6, gc*1e6, ratio(gc, bc))
+		if b.baseline != "" {
+			base := byKey[fmt.Sprint(baselineName, n)]
+			pc := perCall(base.midCPU, base.calls)
+			fmt.Fprintf(b.out, " %.1f | %s | %s |", pc*1e6, ratio(pc, bc), ratio(gc, pc))
+		}
+		fmt.Fprintln(b.out)
+	}
 }

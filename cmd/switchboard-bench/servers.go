@@ -294,7 +294,7 @@ func newRouter(cfg *config.Config, log *slog.Logger) (*routing.Router, error) {
 		}
 		t, err := upstream.NewTransport(upstream.Spec{
 			Name: u.Name, Command: u.Command, Args: u.Args, Env: u.Env, EnvPassthrough: u.EnvPassthrough, Dir: u.Cwd,
-			URL: u.URL, Headers: u.Headers, Logger: log, Protocol: string(u.Protocol),
+			URL: u.URL, Headers: u.Headers, Logger: log, Protocol: string(u.Protocol), Shared: u.Session == config.SessionShared,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("upstream %q: %w", u.Name, err)

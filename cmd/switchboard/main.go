@@ -461,7 +461,7 @@ func upstreamConfigs(cfg *config.Config, log *slog.Logger, latest *principals, u
 				spec.RequestHeaders, spec.HTTPClient = users.headers(u.Name, src), users.httpClient(u.Name)
 			}
 		}
-		spec.Protocol = string(u.Protocol)
+		spec.Protocol, spec.Shared = string(u.Protocol), u.Session == config.SessionShared
 		t, err := upstream.NewTransport(spec)
 		if err != nil {
 			return nil, fmt.Errorf("upstream %q: %w", u.Name, err)

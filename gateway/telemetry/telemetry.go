@@ -23,6 +23,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/switchboard-mcp/switchboard/routing/meter"
 )
 
 // Providers are the telemetry providers of one gateway process.
@@ -77,12 +79,15 @@ func New(ctx context.Context, o Options) (*Providers, error) {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	pe, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
+	// The per-call metrics are aggregated by package meter and read by the exporter from its Set; the rest are
+	// the SDK's instruments.
+	set := meter.NewSet()
+	pe, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo(), otelprom.WithProducer(set))
 	if err != nil {
 		return nil, fmt.Errorf("prometheus exporter: %w", err)
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(pe), sdkmetric.WithResource(res))
-	p.Meter = mp
+	p.Meter = set.Provider(mp)
 	p.shutdown = append(p.shutdown, mp.Shutdown)
 	p.Metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	return p, nil

@@ -1,5 +1,6 @@
 // Package attrset caches the OpenTelemetry attribute sets of measurements by a comparable key, so that recording
-// one is a map read and no allocation. The router's upstream metrics and the front end's server metrics share it.
+// one is a map read and no allocation. Package meter's instruments record with it when their provider has no
+// meter.Set (a test's, a library user's), and key their own aggregation by the same keys.
 package attrset
 
 import (
