@@ -30,6 +30,9 @@ func (a *adminAPI) readyz(w http.ResponseWriter, r *http.Request) {
 		Store    string   `json:"sharedState,omitempty"`
 		Warnings []string `json:"warnings,omitempty"`
 	}{a.op.Ready(), a.op.SessionCount(), a.op.Status(), a.op.Conflicts(), len(a.op.Drifts()), "", nil}
+	for i := range body.Upstreams {
+		body.Upstreams[i].Refused = "" // it names a person: the admin API's alone, as /readyz has no authentication
+	}
 	// Names a stated host would reject break that host's whole session, but not the gateway: a warning, never
 	// unreadiness.
 	for _, n := range a.op.RejectedNames() {

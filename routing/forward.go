@@ -2,6 +2,7 @@ package routing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -399,6 +400,18 @@ func (f *forward) granted(ctx context.Context) bool {
 	return ok
 }
 
+// credentialRefused answers a request whose upstream session could not open because a credential source refused
+// this person (an identity provider that will not issue an ID-JAG for them, say): retrying will not help, so the
+// answer says what to do, as a tool error a model can pass on; the refusal is audited and shown in the
+// upstream's status.
+func (f *forward) credentialRefused(refused publicReasoner) {
+	up := f.up
+	up.noteRefusal(f.s.params.Principal, refused.PublicReason())
+	text := fmt.Sprintf("upstream %q refused access for you: %s. Ask an administrator for access; retrying will not help until then.", up.cfg.Name, refused.PublicReason())
+	f.s.r.inst.auditRefusal(f.s, up, f.m.Method(), f.name, outcomeRefused, reasonCredential, 0)
+	f.s.r.grants.replyNotConnected(f.s, f.out, f.m, up.cfg.Name, text)
+}
+
 // send makes the upstream message (the upstream's era, the progress token and the trace, and the one splice that
 // applies every edit the stages recorded to the client's message) and writes it on the client's link.
 func (f *forward) send(ctx context.Context) {
@@ -422,6 +435,11 @@ func (f *forward) send(ctx context.Context) {
 	defer wait.stop()
 	if !l.isReady() {
 		if _, err := l.ready(wait.ctx()); err != nil {
+			var refused publicReasoner
+			if errors.As(err, &refused) {
+				f.credentialRefused(refused)
+				return
+			}
 			replyError(out, id, protocol.CodeInternalError, err.Error()+"; retry later")
 			return
 		}

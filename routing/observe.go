@@ -459,6 +459,7 @@ const (
 	reasonOutsideView = "outside the endpoint"
 	reasonUnknown     = "unknown"
 	reasonMalformed   = "malformed request"
+	reasonCredential  = "credential refused"
 	reasonPreset      = "preset argument sent"
 	reasonWithheld    = "definition withheld"
 )

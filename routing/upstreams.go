@@ -93,7 +93,8 @@ type upstreamServer struct {
 	listed     bool          // some list was fetched (set before the catalog is rebuilt with it)
 	dirty      [numKinds]bool
 	kick       chan struct{}
-	listErrors int // failed list fetches, reported in Status
+	listErrors int    // failed list fetches, reported in Status
+	refused    string // the latest person's credential refused, reported in Status (noteRefusal)
 	// malformedSeen: the definitions withheld for a member twice that were reported (kind, name, member).
 	malformedSeen map[string]struct{}
 
@@ -288,6 +289,16 @@ type UpstreamStatus struct {
 	Restarts   int    `json:"restarts"`
 	ListErrors int    `json:"listErrors,omitempty"`
 	Instances  int    `json:"instances,omitempty"`
+	// Refused is the latest refusal of a person's credential for this upstream (who, when, and the refusal's
+	// public reason), for an administrator: an identity provider that would not grant them access, say.
+	Refused string `json:"refused,omitempty"`
+}
+
+// noteRefusal records that a credential source refused a person for this upstream, for Status.
+func (up *upstreamServer) noteRefusal(principal, reason string) {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	up.refused = time.Now().UTC().Format(time.RFC3339) + " " + principal + ": " + reason
 }
 
 func (up *upstreamServer) status() UpstreamStatus {
@@ -315,6 +326,7 @@ func (up *upstreamServer) status() UpstreamStatus {
 		}
 	}
 	st.ListErrors = up.listErrors
+	st.Refused = up.refused
 	st.Tools, st.Prompts = len(up.lists[kindTools]), len(up.lists[kindPrompts])
 	st.Resources, st.Templates = len(up.lists[kindResources]), len(up.lists[kindTemplates])
 	return st

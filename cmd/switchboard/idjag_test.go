@@ -12,6 +12,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -233,12 +234,28 @@ upstreams:
 				} else {
 					t.Fatalf("mallory, refused by the IdP, reached the upstream: it saw %q", toolText(res))
 				}
-				// routing shows a client only the kind of failure (publicReason): here that the IdP refused, with
-				// its error code; the rest of its answer is in the log.
-				if !strings.Contains(msg, `upstream "crm" is unavailable`) || !strings.Contains(msg, "the identity provider refused to grant access for this person (access_denied)") || strings.Contains(msg, "eyJ") {
-					t.Errorf("mallory's error %q; want the upstream unavailable to them because the IdP refused, without any token", msg)
+				// A clear tool error: the IdP refused this person, with its error code (the rest of its answer is in
+				// the log), and retrying will not help.
+				if !res.IsError || !strings.Contains(msg, `upstream "crm" refused access for you: the identity provider refused to grant access for this person (access_denied)`) || strings.Contains(msg, "eyJ") {
+					t.Errorf("mallory's answer %q (err %v); want a tool error saying the IdP refused them, without any token", msg, err)
 				}
 			}
+		}
+	}
+	// The administrator sees the refusal in the upstream's status, without any token.
+	for _, st := range g.router.Status() {
+		if st.Name == "crm" && (!strings.Contains(st.Refused, "mallory") || !strings.Contains(st.Refused, "access_denied") || strings.Contains(st.Refused, "eyJ")) {
+			t.Errorf("crm's status says of the refusal %q; want mallory, the IdP's code, no token", st.Refused)
+		}
+	}
+	// /readyz has no authentication: it does not name the person.
+	if resp, err := http.Get("http://" + g.ln.Addr().String() + "/readyz"); err != nil {
+		t.Error(err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), `"name": "crm"`) || strings.Contains(string(b), "mallory") {
+			t.Errorf("/readyz names the refused person, or not crm: %s", b)
 		}
 	}
 	if !strings.Contains(logs.String(), "the identity provider refused (access_denied)") {
