@@ -62,7 +62,7 @@ func TestActionConflict(t *testing.T) {
 	}
 }
 
-// TestNameCover checks coordination from the tool's side (ranking.NameCover): each score is scaled by the square
+// TestNameCover checks coordination from the tool's side (ranking.NameCover): each score is scaled by the fourth
 // root of the smoothed share of its name's words the query has, (matched+1)/(words+1), where the words that name an
 // action (get) and repeats are not counted, and the upstream's prefix is.
 func TestNameCover(t *testing.T) {
@@ -96,7 +96,7 @@ func TestNameCover(t *testing.T) {
 				t.Errorf("%q: %s not found", tc.query, name)
 				continue
 			}
-			if ratio, want := got[name]/base[name], math.Sqrt(share); math.Abs(ratio-want) > 1e-9 {
+			if ratio, want := got[name]/base[name], math.Pow(share, 0.25); math.Abs(ratio-want) > 1e-9 {
 				t.Errorf("%q: %s scaled by %.4f, want %.4f", tc.query, name, ratio, want)
 			}
 		}

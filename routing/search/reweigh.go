@@ -34,8 +34,8 @@ func (ix *Index) reweigh(sc *scratch, seen []int32, total float64, acts uint8) {
 		}
 		if g != 0 && d.nameN > 0 {
 			share := float64(min(sc.named[slot], d.nameN)+1) / float64(d.nameN+1)
-			if g == 0.5 { // the default
-				scores[slot] *= math.Sqrt(share)
+			if g == 0.25 { // the default, at a tenth of Pow's cost
+				scores[slot] *= math.Sqrt(math.Sqrt(share))
 			} else {
 				scores[slot] *= math.Pow(share, g)
 			}
