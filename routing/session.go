@@ -213,6 +213,7 @@ func (s *Session) forwardWith(ctx context.Context, up *upstreamServer, m jsonrpc
 	c := &call{
 		link: l, upID: l.pending.mint(), method: m.Method(), session: s,
 		out: out, started: time.Now(), name: name, transform: transform,
+		script: scriptRunOf(ctx), // code mode (codemode.go)
 	}
 	// The ids and the token live in the call's own buffers while they fit, which most do: no allocation each.
 	c.clientID = append(c.inline.client[:0], id...)
@@ -343,6 +344,9 @@ func (s *Session) cancelCall(out *Stream, params []byte) {
 		return
 	}
 	k := s.callKey(out, params[st:e])
+	if s.r.code.cancel(k) { // code mode: a run_script (codemode.go)
+		return
+	}
 	s.mu.Lock()
 	c := s.calls[k]
 	delete(s.calls, k)

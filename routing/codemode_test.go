@@ -1,0 +1,202 @@
+package routing
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-mcp/switchboard/routing/codemode"
+	"github.com/switchboard-mcp/switchboard/routing/pin"
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
+)
+
+// codeRouter is TestFeaturesAgreeOnEveryPath's router with endpoint e in code mode (writes allowed, so that the
+// table is about routing, not consent).
+func codeRouter(t *testing.T, audit *callEvents) *testRouter {
+	t.Helper()
+	var all []json.RawMessage
+	if err := json.Unmarshal([]byte(combinationTools), &all); err != nil {
+		t.Fatal(err)
+	}
+	pins := map[string]string{}
+	for _, raw := range all[:3] { // wipe is not pinned: new in a pinned upstream, it is withheld
+		name, _ := jsonrpc.LookupString(raw, "name")
+		pins[name] = mustHash(t, pin.Tool, string(raw))
+	}
+	return startRouter(t, Options{
+		Audit:   audit.add,
+		Pinning: &Pinning{Lock: pin.NewLock(map[string]pin.Locked{"gh": {Tools: pins}}), Block: true},
+		Shape: Shape{
+			Overrides: map[OverrideKey]Override{
+				{Upstream: "gh", Kind: "tool", Name: "create_issue"}: {Arguments: map[string]json.RawMessage{"owner": json.RawMessage(`"acme"`)}},
+			},
+			Endpoints: []Endpoint{{Name: "e", Include: []string{"gh__*"}, Search: &SearchMode{},
+				Code: &codemode.Mode{Writes: codemode.WritesAllow}}},
+		},
+	},
+		UpstreamConfig{Name: "gh", Prefix: "gh__", Mode: Shared, Transport: echoingUpstream(combinationTools), Kind: "stdio"},
+		UpstreamConfig{Name: "web", Prefix: "web__", Mode: Shared, Transport: echoingUpstream(`[{"name":"fetch","inputSchema":{"type":"object"}}]`), Kind: "stdio"})
+}
+
+// runScript sends run_script with code on s and returns its answer.
+func runScript(t *testing.T, r *testRouter, s *Session, code, meta string) jsonrpc.Message {
+	t.Helper()
+	return roundTrip(t, r, s, fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_script","arguments":{"code":%s}%s}}`,
+		jsonrpc.AppendQuote(nil, code), meta))
+}
+
+// scriptValue is the value a run_script answer returned, or the test fails.
+func scriptValue(t *testing.T, m jsonrpc.Message) map[string]any {
+	t.Helper()
+	var res struct {
+		IsError           bool `json:"isError"`
+		StructuredContent struct {
+			Value map[string]any `json:"value"`
+		} `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(m.Result(), &res); err != nil || res.IsError || m.Error() != nil {
+		t.Fatalf("run_script answered %s", m.Raw())
+	}
+	return res.StructuredContent.Value
+}
+
+// TestScriptCallsAgreeWithDirectCalls (issue 35, item 3): a call from a script is the caller's own tools/call. On
+// each session kind a direct call takes, the endpoint's view, the policy and a pin leave the tool out of the
+// script's tools (calling it throws, and nothing reaches an upstream or the audit as a call); a preset the
+// script sends is refused and audited once, carrying the run's id; a preset is applied and a plain call forwarded,
+// their audit events carrying the run's id too, as does the run's own event.
+func TestScriptCallsAgreeWithDirectCalls(t *testing.T) {
+	var audit callEvents
+	r := codeRouter(t, &audit)
+	deny := func(up, kind, name string) bool { return name != "delete_repo" }
+	paths := []struct {
+		name string
+		s    *Session
+		meta string
+	}{
+		{"2025-11-25", r.NewSession(SessionParams{ProtocolVersion: protocol.V20251125, Endpoint: "e", Allow: deny, Principal: "alice"}), ""},
+		{"2025-03-26", r.NewSession(SessionParams{ProtocolVersion: "2025-03-26", Endpoint: "e", Allow: deny, Principal: "alice"}), ""},
+		{"2026-07-28", r.PooledSession(SessionParams{Principal: "alice", Endpoint: "e", Allow: deny, Capabilities: json.RawMessage(`{}`)}),
+			`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`},
+	}
+	cases := []struct {
+		feature, tool, args string
+		thrown              string // a fragment of what the script caught; "" for a call that succeeds
+		reason              string // the audit event's reason for a refusal; "" for none
+		upstreamSees        string // for a call that succeeds: a fragment of the params the upstream received
+	}{
+		{"endpoint view", "web__fetch", `{}`, "has no member", "", ""},
+		{"policy", "gh__delete_repo", `{}`, "has no member", "", ""},
+		{"pin", "gh__wipe", `{}`, "has no member", "", ""},
+		{"preset sent", "gh__create_issue", `{"owner":"evil"}`, "owner", reasonPreset, ""},
+		{"preset applied", "gh__create_issue", `{"title":"t"}`, "", "", `\"owner\":\"acme\"`},
+		{"plain", "gh__search", `{"q":"x"}`, "", "", `\"q\":\"x\"`},
+	}
+	for _, p := range paths {
+		for _, c := range cases {
+			t.Run(p.name+"/"+c.feature, func(t *testing.T) {
+				audit.reset()
+				code := fmt.Sprintf(`try { const r = await tools[%q](%s); return {ok: JSON.stringify(r)} } catch (e) { return {thrown: String(e.message)} }`, c.tool, c.args)
+				v := scriptValue(t, runScript(t, r, p.s, code, p.meta))
+				if c.thrown != "" {
+					if got, _ := v["thrown"].(string); !strings.Contains(got, c.thrown) {
+						t.Fatalf("the script got %v, want a thrown error with %q", v, c.thrown)
+					}
+				} else if got, _ := v["ok"].(string); !strings.Contains(got, c.upstreamSees) {
+					t.Fatalf("the script got %v, want the upstream's result with %s", v, c.upstreamSees)
+				}
+				var run string
+				var refusals, forwarded []CallEvent
+				for _, e := range audit.all() {
+					switch {
+					case e.Tool == runScriptTool:
+						run = e.Script
+					case e.Outcome == outcomeRefused || e.Outcome == outcomeDenied:
+						refusals = append(refusals, e)
+					default:
+						forwarded = append(forwarded, e)
+					}
+				}
+				if run == "" {
+					t.Fatalf("no audit event of the run with its id: %+v", audit.all())
+				}
+				for _, e := range append(refusals, forwarded...) {
+					if e.Script != run || e.Principal != "alice" || e.Endpoint != "e" {
+						t.Errorf("event %+v: want script %q, principal alice, endpoint e", e, run)
+					}
+				}
+				switch {
+				case c.reason != "" && (len(refusals) != 1 || refusals[0].Reason != c.reason):
+					t.Errorf("refusals audited %+v, want one with reason %q", refusals, c.reason)
+				case c.reason == "" && len(refusals) != 0:
+					t.Errorf("refusals audited %+v, want none", refusals)
+				}
+				if want := c.upstreamSees != ""; (len(forwarded) == 1) != want || (!want && len(forwarded) != 0) {
+					t.Errorf("forwarded calls audited %+v, want %v", forwarded, want)
+				}
+			})
+		}
+	}
+}
+
+// TestScriptCallerIsTheCaller: were the engine fooled into calling a name outside the script's tools, the call is
+// still the caller's tools/call, refused by the same rules and audited with the run's id; a meta-tool is refused.
+func TestScriptCallerIsTheCaller(t *testing.T) {
+	var audit callEvents
+	r := codeRouter(t, &audit)
+	deny := func(up, kind, name string) bool { return name != "delete_repo" }
+	s := r.NewSession(SessionParams{ProtocolVersion: protocol.V20251125, Endpoint: "e", Allow: deny, Principal: "alice"})
+	c := &scriptCaller{s: s, run: "feedfeed", out: NewStream(-1, 16)}
+	ctx := context.WithValue(r.ctx, scriptRunKey{}, "feedfeed")
+	for _, tc := range []struct{ name, reason, outcome string }{
+		{"gh__delete_repo", "policy", outcomeDenied},
+		{"web__fetch", reasonOutsideView, outcomeRefused},
+		{"run_script", "a script called a meta-tool", outcomeRefused},
+		{"describe_tools", "a script called a meta-tool", outcomeRefused},
+	} {
+		audit.reset()
+		if _, err := c.Call(ctx, tc.name, json.RawMessage(`{}`)); err == nil {
+			t.Errorf("%s: called", tc.name)
+		}
+		evs := audit.all()
+		if len(evs) != 1 || evs[0].Reason != tc.reason || evs[0].Outcome != tc.outcome || evs[0].Script != "feedfeed" {
+			t.Errorf("%s: audited %+v, want one %s (%s) with the run's id", tc.name, evs, tc.outcome, tc.reason)
+		}
+	}
+	if _, err := c.Call(ctx, "gh__search", json.RawMessage(`{}`)); err != nil {
+		t.Errorf("gh__search: %v", err)
+	}
+}
+
+// TestCodeModeLists: an endpoint in code mode lists search mode's meta-tools and its own two; describe_tools
+// declares only what the caller may call.
+func TestCodeModeLists(t *testing.T) {
+	var audit callEvents
+	r := codeRouter(t, &audit)
+	deny := func(up, kind, name string) bool { return name != "delete_repo" }
+	s := r.NewSession(SessionParams{ProtocolVersion: protocol.V20251125, Endpoint: "e", Allow: deny, Principal: "alice"})
+	var names []string
+	for _, raw := range listAll(t, r, s) {
+		n, _ := jsonrpc.LookupString(raw, "name")
+		names = append(names, n)
+	}
+	if got := strings.Join(names, ","); got != "search_tools,call_tool,describe_tools,run_script" {
+		t.Errorf("tools/list: %s", got)
+	}
+	m := roundTrip(t, r, s, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"describe_tools","arguments":{"names":["gh__search","gh__delete_repo","web__fetch"]}}}`)
+	var res struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	_ = json.Unmarshal(m.Result(), &res)
+	text := ""
+	if len(res.Content) == 1 {
+		text = res.Content[0].Text
+	}
+	if !strings.Contains(text, "gh__search(") || strings.Contains(text, "gh__delete_repo(") || strings.Contains(text, "web__fetch(") ||
+		!strings.Contains(text, "Unknown tools (search_tools finds names): gh__delete_repo, web__fetch") {
+		t.Errorf("describe_tools: %s", m.Raw())
+	}
+}
