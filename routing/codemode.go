@@ -206,7 +206,7 @@ func (h *codeHost) start(ctx context.Context, s *Session, m jsonrpc.Message, out
 		defer stop()
 		defer cancel()
 		defer h.forget(key, run)
-		h.run(rctx, run, id, params, out, mode, args.Code)
+		h.script(rctx, run, id, params, out, mode, args.Code)
 	})
 	if !started {
 		h.forget(key, run)
@@ -238,6 +238,20 @@ func (h *codeHost) cancel(k callKey) bool {
 	return true
 }
 
+var _ component = (*codeHost)(nil)
+
+// run closes the engine when the router stops: its idle workers end; busy ones end with their runs, which the
+// sessions' end cancels.
+func (h *codeHost) run(ctx context.Context) {
+	<-ctx.Done()
+	h.mu.Lock()
+	e := h.engine
+	h.mu.Unlock()
+	if e != nil {
+		_ = e.Close()
+	}
+}
+
 // scripts returns the engine, made in process on first use when the router was given none.
 func (h *codeHost) scripts() *codemode.Engine {
 	h.mu.Lock()
@@ -248,8 +262,8 @@ func (h *codeHost) scripts() *codemode.Engine {
 	return h.engine
 }
 
-// run runs one script to its end and answers the client.
-func (h *codeHost) run(ctx context.Context, run *scriptRun, id, params []byte, out *Stream, mode *codemode.Mode, code string) {
+// script runs one script to its end and answers the client.
+func (h *codeHost) script(ctx context.Context, run *scriptRun, id, params []byte, out *Stream, mode *codemode.Mode, code string) {
 	s := run.s
 	began := time.Now()
 	var span trace.Span

@@ -76,7 +76,7 @@ type Options struct {
 	// Tasks configures the tasks the gateway makes for tools whose upstreams take none (taskhost.go).
 	Tasks TaskOptions
 	// Scripts runs the scripts of endpoints in code mode (codemode.go); nil: an in-process engine, made on first
-	// use, bounded in everything but memory.
+	// use, bounded in everything but memory. The router closes it when Run returns.
 	Scripts *codemode.Engine
 	// Tracer, Meter and Propagator record traces and metrics (design §10); nil means none.
 	Tracer     trace.TracerProvider
@@ -274,7 +274,7 @@ func (r *Router) Run(ctx context.Context) {
 	r.readyChanged()
 	var components sync.WaitGroup // they end with ctx
 	defer components.Wait()
-	for _, c := range []component{&r.pinBook, &r.embed, &r.grants, &r.tasks, &r.replicas} {
+	for _, c := range []component{&r.pinBook, &r.embed, &r.grants, &r.tasks, &r.replicas, &r.code} {
 		components.Go(func() { c.run(ctx) })
 	}
 	t := time.NewTicker(r.janitorInterval())

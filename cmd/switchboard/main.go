@@ -418,6 +418,9 @@ func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers, l
 		opts.Connector = users
 	}
 	opts.Tasks = tasksOf(cfg, store)
+	if opts.Scripts, err = scriptEngine(); err != nil {
+		return nil, err
+	}
 	return routing.New(opts, ups)
 }
 
