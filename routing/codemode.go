@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -206,7 +205,7 @@ func (h *codeHost) start(ctx context.Context, s *Session, m jsonrpc.Message, out
 		defer stop()
 		defer cancel()
 		defer h.forget(key, run)
-		h.script(rctx, run, id, params, out, mode, args.Code)
+		h.script(rctx, run, key, id, params, out, mode, args.Code)
 	})
 	if !started {
 		h.forget(key, run)
@@ -263,14 +262,13 @@ func (h *codeHost) scripts() *codemode.Engine {
 }
 
 // script runs one script to its end and answers the client.
-func (h *codeHost) script(ctx context.Context, run *scriptRun, id, params []byte, out *Stream, mode *codemode.Mode, code string) {
+func (h *codeHost) script(ctx context.Context, run *scriptRun, key callKey, id, params []byte, out *Stream, mode *codemode.Mode, code string) {
 	s := run.s
 	began := time.Now()
 	var span trace.Span
 	if s.r.inst.tracing {
 		ctx, span = s.r.inst.tracer.Start(ctx, "tools/call "+runScriptTool, trace.WithSpanKind(trace.SpanKindInternal),
 			trace.WithAttributes(attribute.String("switchboard.script.run", run.id)))
-		defer span.End()
 	}
 	var token []byte
 	if st, e, ok := jsonrpc.Lookup(params, "_meta", "progressToken"); ok {
@@ -285,27 +283,33 @@ func (h *codeHost) script(ctx context.Context, run *scriptRun, id, params []byte
 		Progress: func(n, total float64, msg string) { progressNote(out, token, n, total, msg) },
 		Limits:   mode.Limits,
 	})
-	outcome := outcomeOK
+	// The run is recorded and forgotten before it is answered: the client's next request may reuse the id.
+	outcome, answer := outcomeOK, []byte(nil)
 	switch {
-	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+	case ctx.Err() != nil: // cancelled by the client, or the session ended
 		outcome = outcomeCancelled
-		out.Abandon()
 	case err != nil:
-		outcome = outcomeError
-		reply(out, id, scriptFailure(res, err))
+		outcome, answer = outcomeError, scriptFailure(res, err)
 	default:
-		reply(out, id, scriptResult(res))
+		answer = scriptResult(res)
 	}
 	if span != nil {
 		span.SetAttributes(attribute.String("switchboard.outcome", outcome), attribute.Int("switchboard.script.calls", res.Calls))
 		if err != nil {
 			span.SetStatus(codes.Error, err.Error())
 		}
+		span.End()
 	}
 	if s.r.opts.Audit != nil {
 		s.r.opts.Audit(CallEvent{Session: s.logID(), Principal: s.params.Principal, Endpoint: s.params.Endpoint,
 			Method: protocol.MethodToolsCall, Tool: runScriptTool, Outcome: outcome, Duration: time.Since(began), Script: run.id})
 	}
+	h.forget(key, run)
+	if answer == nil {
+		out.Abandon()
+		return
+	}
+	reply(out, id, answer)
 }
 
 // progressNote sends the script's progress to the client, when its request asked for progress.

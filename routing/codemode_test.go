@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/switchboard-mcp/switchboard/routing/codemode"
 	"github.com/switchboard-mcp/switchboard/routing/pin"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
@@ -198,5 +201,93 @@ func TestCodeModeLists(t *testing.T) {
 	if !strings.Contains(text, "gh__search(") || strings.Contains(text, "gh__delete_repo(") || strings.Contains(text, "web__fetch(") ||
 		!strings.Contains(text, "Unknown tools (search_tools finds names): gh__delete_repo, web__fetch") {
 		t.Errorf("describe_tools: %s", m.Raw())
+	}
+}
+
+// hangingUpstream answers tools/call of echo at once and never answers hang; it reports each hang call it
+// receives and each cancellation.
+func hangingUpstream(calls, cancels chan<- string) *fakeTransport {
+	const tools = `[{"name":"echo","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}},{"name":"hang","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}]`
+	return newFakeTransport(func(c *fakeConn, m jsonrpc.Message) {
+		switch {
+		case m.MethodIs("tools/call"):
+			if name, _ := jsonrpc.LookupString(m.Params(), "name"); name == "hang" {
+				calls <- string(m.ID())
+				return
+			}
+			c.sendLocked(jsonrpc.AppendResult(nil, m.ID(), []byte(`{"content":[{"type":"text","text":"echoed"}],"structuredContent":{"ok":true}}`)))
+		case m.MethodIs("notifications/cancelled"):
+			id, _, _ := jsonrpc.Lookup(m.Params(), "requestId")
+			cancels <- string(m.Params()[id:])
+		default:
+			defaultAnswer(c, m, fakeInitCaps, tools)
+		}
+	})
+}
+
+// TestScriptRunTracedCancelledAndProgress: a run is one span with a child span per call its script makes;
+// the script's progress reaches the client under run_script's progress token; cancelling run_script cancels the
+// call its script is waiting for, upstream, and run_script gets no answer.
+func TestScriptRunTracedCancelledAndProgress(t *testing.T) {
+	calls, cancels := make(chan string, 4), make(chan string, 4)
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	r := startRouter(t, Options{Tracer: tp, Shape: Shape{Root: &SearchMode{}, RootCode: &codemode.Mode{}}},
+		UpstreamConfig{Name: "h", Prefix: "h__", Mode: Shared, Transport: hangingUpstream(calls, cancels), Kind: "stdio"})
+	s := r.NewSession(SessionParams{ProtocolVersion: protocol.V20251125})
+
+	v := scriptValue(t, runScript(t, r, s, `const [a, b] = await Promise.all([tools.h__echo({}), tools.h__echo({})]); return {a: a.ok && b.ok}`, ""))
+	if v["a"] != true {
+		t.Errorf("the script returned %v", v)
+	}
+	var run tracetest.SpanStub
+	var legs []tracetest.SpanStub
+	for _, sp := range spans.GetSpans() {
+		switch sp.Name {
+		case "tools/call run_script":
+			run = sp
+		case "tools/call h__echo":
+			legs = append(legs, sp)
+		}
+	}
+	if !run.SpanContext.IsValid() || len(legs) != 2 {
+		t.Fatalf("spans %v, want the run's and two legs", spanNames(spans.GetSpans()))
+	}
+	for _, l := range legs {
+		if l.Parent.SpanID() != run.SpanContext.SpanID() || l.SpanContext.TraceID() != run.SpanContext.TraceID() {
+			t.Errorf("leg %s is not a child of the run's span", l.Name)
+		}
+	}
+
+	out := NewStream(1, 16)
+	s.HandleRequest(context.Background(), mustParse(t, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"run_script","arguments":{"code":"progress(1, 2, \"half\"); return 1"},"_meta":{"progressToken":"p"}}}`), out)
+	msg, final, ok := out.Next(r.ctx)
+	if !ok || final || !strings.Contains(string(msg), `"method":"notifications/progress","params":{"progressToken":"p","progress":1,"total":2,"message":"half"}`) {
+		t.Errorf("first message %s (final %v), want the script's progress", msg, final)
+	}
+	if _, final, ok := out.Next(r.ctx); !ok || !final {
+		t.Error("no answer after the progress")
+	}
+
+	out = NewStream(1, 16)
+	s.HandleRequest(context.Background(), mustParse(t, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"run_script","arguments":{"code":"await tools.h__hang({})"}}}`), out)
+	var upID string
+	select {
+	case upID = <-calls:
+	case <-r.ctx.Done():
+		t.Fatal("the script's call never reached the upstream")
+	}
+	s.HandleNotification(mustParse(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`))
+	select {
+	case got := <-cancels:
+		if !strings.HasPrefix(got, upID) {
+			t.Errorf("the upstream was told to cancel %s, want its call %s", got, upID)
+		}
+	case <-r.ctx.Done():
+		t.Fatal("the upstream was not told to cancel the script's call")
+	}
+	if msg, _, ok := out.Next(r.ctx); ok {
+		t.Errorf("a cancelled run_script answered %s", msg)
 	}
 }
