@@ -43,13 +43,21 @@ type codeHost struct {
 
 	mu   sync.Mutex
 	runs map[callKey]*scriptRun // the runs in flight, by their client's request, for cancellation
+	// mine counts each principal's runs in flight: one caller cannot take every sandbox worker and the queue.
+	mine map[string]int
 }
+
+// maxRunsPerPrincipal bounds one caller's runs in flight (running or waiting for a worker), below the engine's
+// workers and queue together, so that one caller's flood leaves room for the others.
+const maxRunsPerPrincipal = 8
 
 // scriptRun is one run_script in flight.
 type scriptRun struct {
-	id     string // random: audit events of its calls carry it
-	s      *Session
-	cancel context.CancelFunc
+	id        string // random: audit events of its calls carry it
+	s         *Session
+	principal string
+	cancel    context.CancelFunc
+	forgotten bool // counted out of codeHost.mine; under codeHost.mu
 }
 
 // scriptRunKey marks the context of a script's calls with the run's id.
@@ -187,9 +195,10 @@ func (h *codeHost) start(ctx context.Context, s *Session, m jsonrpc.Message, out
 	stop := context.AfterFunc(s.ctx, cancel)
 	run.cancel = cancel
 	key := s.callKey(out, m.ID())
+	run.principal = s.params.Principal
 	h.mu.Lock()
 	if h.runs == nil {
-		h.runs = map[callKey]*scriptRun{}
+		h.runs, h.mine = map[callKey]*scriptRun{}, map[string]int{}
 	}
 	if _, dup := h.runs[key]; dup {
 		h.mu.Unlock()
@@ -198,7 +207,15 @@ func (h *codeHost) start(ctx context.Context, s *Session, m jsonrpc.Message, out
 		replyError(out, m.ID(), protocol.CodeInvalidRequest, fmt.Sprintf("request id %s is already in use by a request in flight", m.ID()))
 		return
 	}
+	if h.mine[run.principal] >= maxRunsPerPrincipal {
+		h.mu.Unlock()
+		stop()
+		cancel()
+		reply(out, m.ID(), scriptFailure(codemode.Result{}, fmt.Errorf("%d scripts of yours are running or waiting already, the most one caller may have; wait for one to end", maxRunsPerPrincipal)))
+		return
+	}
 	h.runs[key] = run
+	h.mine[run.principal]++
 	h.mu.Unlock()
 	id, params := clone(m.ID()), clone(m.Params())
 	started := s.goWork(func() {
@@ -220,6 +237,12 @@ func (h *codeHost) forget(key callKey, run *scriptRun) {
 	if h.runs[key] == run {
 		delete(h.runs, key)
 	}
+	if !run.forgotten {
+		run.forgotten = true
+		if h.mine[run.principal]--; h.mine[run.principal] <= 0 {
+			delete(h.mine, run.principal)
+		}
+	}
 	h.mu.Unlock()
 }
 
@@ -228,7 +251,7 @@ func (h *codeHost) forget(key callKey, run *scriptRun) {
 func (h *codeHost) cancel(k callKey) bool {
 	h.mu.Lock()
 	run := h.runs[k]
-	delete(h.runs, k)
+	delete(h.runs, k) // still counted in mine until its goroutine forgets it
 	h.mu.Unlock()
 	if run == nil {
 		return false
