@@ -89,7 +89,12 @@ func (h *codeHost) defs(s *Session) [][]byte {
 	if h.mode(s) == nil {
 		return nil
 	}
-	return [][]byte{[]byte(describeToolDef), []byte(runScriptToolDef)}
+	run := []byte(runScriptToolDef)
+	if s.r.tasks.enabled() {
+		// A 2025-11-25 client asks for a task only of a tool that says it may be one.
+		run = jsonrpc.SetMember(run, "execution", []byte(`{"taskSupport":"optional"}`))
+	}
+	return [][]byte{[]byte(describeToolDef), run}
 }
 
 // handle answers a tools/call of a code-mode meta-tool, reporting whether it did.
@@ -110,6 +115,11 @@ func (h *codeHost) handle(ctx context.Context, s *Session, m jsonrpc.Message, ou
 	}
 	if name == describeTool {
 		h.describe(ctx, s, m, out)
+		return true
+	}
+	// A long script becomes a task for a client that takes tasks, like any long tool: the task host sends the
+	// call back through the session, marked as its own, and it runs here then.
+	if s.r.tasks.hostTask(ctx, s, target{tasks: taskOptional}, m, out, runScriptTool) {
 		return true
 	}
 	h.start(ctx, s, m, out, mode)

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/switchboard-mcp/switchboard/routing/codemode"
 	"github.com/switchboard-mcp/switchboard/routing/pin"
+	"github.com/switchboard-mcp/switchboard/routing/state"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
@@ -290,4 +293,50 @@ func TestScriptRunTracedCancelledAndProgress(t *testing.T) {
 	if msg, _, ok := out.Next(r.ctx); ok {
 		t.Errorf("a cancelled run_script answered %s", msg)
 	}
+}
+
+// TestScriptRunAsTask (issue 35, item 6): run_script is a tool that may be a task: a 2025-11-25 client that asks
+// for one gets it, and its result is the run's; a 2026-07-28 client that takes tasks gets a quick run's answer at
+// once and a task for a run past the sync window, which completes with the run's result.
+func TestScriptRunAsTask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := startRouter(t, Options{
+			Tasks: TaskOptions{Store: state.NewMemory(), SyncWindow: 100 * time.Millisecond, PollInterval: 50 * time.Millisecond},
+			Shape: Shape{Endpoints: []Endpoint{{Name: "e", Search: &SearchMode{}, Code: &codemode.Mode{Writes: codemode.WritesAllow}}}},
+		}, UpstreamConfig{Name: "gh", Prefix: "gh__", Mode: Shared, Transport: echoingUpstream(combinationTools), Kind: "stdio"})
+		legacy := r.NewSession(SessionParams{ProtocolVersion: protocol.V20251125, Endpoint: "e", Capabilities: json.RawMessage(`{}`)})
+		for _, raw := range listAll(t, r, legacy) {
+			if name, _ := jsonrpc.LookupString(raw, "name"); name == runScriptTool {
+				if ts, _ := jsonrpc.LookupString(raw, "execution", "taskSupport"); ts != taskOptional {
+					t.Errorf("run_script is listed as %s", raw)
+				}
+			}
+		}
+		slow := `await new Promise(r => setTimeout(r, 1000)); return (await tools.gh__search({q: "x"}))[0].text`
+		m := finalAnswer(t, r, legacy, fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_script","arguments":{"code":%s},"task":{"ttl":60000}}}`,
+			jsonrpc.AppendQuote(nil, slow)))
+		if ToolError(m.Result()) || !strings.Contains(string(m.Result()), `\"q\":\"x\"`) {
+			t.Errorf("the task's result: %s", m.Raw())
+		}
+
+		modern := r.PooledSession(SessionParams{Principal: "alice", Endpoint: "e", Capabilities: json.RawMessage(tasksCaps)})
+		call := func(id, code string) string {
+			return fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"run_script","arguments":{"code":%s}}}`, id, jsonrpc.AppendQuote(nil, code))
+		}
+		if m := request(t, r, modern, call("f", "return 1")); strings.Contains(string(m.Raw()), "taskId") || !strings.Contains(string(m.Result()), `"value":1`) {
+			t.Errorf("a quick run answered %s, want its result", m.Raw())
+		}
+		created := request(t, r, modern, call("s", slow))
+		id := field(created, "taskId")
+		if field(created, "resultType") != "task" || id == "" {
+			t.Fatalf("a slow run answered %s, want a task", created.Raw())
+		}
+		synctest.Wait()
+		time.Sleep(2 * time.Second) // fake time, in the bubble: the script's timer fires
+		synctest.Wait()
+		done := request(t, r, modern, taskReq("g", "tasks/get", id, ""))
+		if field(done, "status") != "completed" || !strings.Contains(string(done.Raw()), `\\\"q\\\":\\\"x\\\"`) {
+			t.Errorf("tasks/get after the run: %s", done.Raw())
+		}
+	})
 }
