@@ -117,13 +117,33 @@ func TestCodeModeSDK(t *testing.T) {
 			t.Errorf("declined write: %s", got)
 		}
 		for name, cs := range map[string]*mcp.ClientSession{
-			"without elicitation": at("ask").connect(t, "plain", nil),
-			"2026-07-28":          connectAt(t, h.ts.URL+"/mcp/ask", "modern"),
+			"without elicitation":            at("ask").connect(t, "plain", nil),
+			"2026-07-28 without elicitation": connectAt(t, h.ts.URL+"/mcp/ask", "modern"),
 		} {
 			if got := runScriptSDK(t, cs, declined); !strings.Contains(got, "alpha__echo is a write and consent could not be asked") {
 				t.Errorf("%s: %s", name, got)
 			}
 		}
+		// A 2026-07-28 client is asked through input_required, which the SDK answers with its handler and retries.
+		mu.Lock()
+		asked, answer, action = nil, "allow for the rest of this run", "accept"
+		mu.Unlock()
+		modernAsk := at("ask").connectVersion(t, "modern-consenting", &mcp.ClientOptions{
+			ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				asked = append(asked, req.Params.Message)
+				return &mcp.ElicitResult{Action: action, Content: map[string]any{"decision": answer}}, nil
+			},
+		}, "")
+		if got := runScriptSDK(t, modernAsk, fifty); !strings.HasSuffix(got, "=> 50") {
+			t.Errorf("2026-07-28, fifty writes: %s", got)
+		}
+		mu.Lock()
+		if len(asked) != 1 {
+			t.Errorf("2026-07-28: asked %d times, want once", len(asked))
+		}
+		mu.Unlock()
 		modern := connectAt(t, h.ts.URL+"/mcp/allow", "modern")
 		if got := runScriptSDK(t, modern, `return (await tools.alpha__echo({text: "free"}))[0].text`); !strings.HasSuffix(got, `=> "free"`) {
 			t.Errorf("2026-07-28 on /mcp/allow: %s", got)

@@ -45,6 +45,8 @@ type codeHost struct {
 	runs map[callKey]*scriptRun // the runs in flight, by their client's request, for cancellation
 	// mine counts each principal's runs in flight: one caller cannot take every sandbox worker and the queue.
 	mine map[string]int
+	// waits are the runs waiting for a 2026-07-28 client's answer, by park id (codemodeinput.go).
+	waits map[string]*scriptWait
 }
 
 // maxRunsPerPrincipal bounds one caller's runs in flight (running or waiting for a worker), below the engine's
@@ -57,7 +59,21 @@ type scriptRun struct {
 	s         *Session
 	principal string
 	cancel    context.CancelFunc
-	forgotten bool // counted out of codeHost.mine; under codeHost.mu
+	// Under codeHost.mu: the client request the run answers now (a 2026-07-28 client's retry after a question
+	// replaces it; none while the question waits, codemodeinput.go), where codeHost.runs has it, whether it is
+	// counted out of codeHost.mine.
+	at        runAttach
+	key       callKey
+	attached  bool
+	forgotten bool
+	round     int // the questions put to a 2026-07-28 client so far
+}
+
+// runAttach is the client request a run answers: its stream, its id, its progress token (nil for none).
+type runAttach struct {
+	out   *Stream
+	id    []byte
+	token []byte
 }
 
 // scriptRunKey marks the context of a script's calls with the run's id.
@@ -206,6 +222,10 @@ func (h *codeHost) start(ctx context.Context, s *Session, m jsonrpc.Message, out
 	run.cancel = cancel
 	key := s.callKey(out, m.ID())
 	run.principal = s.params.Principal
+	run.at = runAttach{out: out, id: clone(m.ID())}
+	if st, e, ok := jsonrpc.Lookup(m.Params(), "_meta", "progressToken"); ok {
+		run.at.token = clone(m.Params()[st:e])
+	}
 	h.mu.Lock()
 	if h.runs == nil {
 		h.runs, h.mine = map[callKey]*scriptRun{}, map[string]int{}
@@ -225,28 +245,27 @@ func (h *codeHost) start(ctx context.Context, s *Session, m jsonrpc.Message, out
 		return
 	}
 	h.runs[key] = run
+	run.key, run.attached = key, true
 	h.mine[run.principal]++
 	h.mu.Unlock()
-	id, params := clone(m.ID()), clone(m.Params())
 	started := s.goWork(func() {
 		defer stop()
 		defer cancel()
-		defer h.forget(key, run)
-		h.script(rctx, run, key, id, params, out, mode, args.Code)
+		defer h.forget(run)
+		h.script(rctx, run, mode, args.Code)
 	})
 	if !started {
-		h.forget(key, run)
+		h.forget(run)
 		stop()
 		cancel()
 		replyError(out, m.ID(), protocol.CodeInvalidRequest, "the session has ended")
 	}
 }
 
-func (h *codeHost) forget(key callKey, run *scriptRun) {
+// forget ends a run's bookkeeping: it answers no request any more, and no longer counts as its caller's.
+func (h *codeHost) forget(run *scriptRun) {
 	h.mu.Lock()
-	if h.runs[key] == run {
-		delete(h.runs, key)
-	}
+	h.detachLocked(run)
 	if !run.forgotten {
 		run.forgotten = true
 		if h.mine[run.principal]--; h.mine[run.principal] <= 0 {
@@ -256,12 +275,30 @@ func (h *codeHost) forget(key callKey, run *scriptRun) {
 	h.mu.Unlock()
 }
 
+// current is the request a run answers now; its out is nil while none is attached.
+func (h *codeHost) current(run *scriptRun) runAttach {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return run.at
+}
+
+// detachLocked leaves a run without a request to answer; mu is held.
+func (h *codeHost) detachLocked(run *scriptRun) {
+	if run.attached && h.runs[run.key] == run {
+		delete(h.runs, run.key)
+	}
+	run.attached, run.at = false, runAttach{}
+}
+
 // cancel ends the run a client's cancellation names, reporting whether there was one: its calls are cancelled
 // with it, and its request gets no answer.
 func (h *codeHost) cancel(k callKey) bool {
 	h.mu.Lock()
 	run := h.runs[k]
 	delete(h.runs, k) // still counted in mine until its goroutine forgets it
+	if run != nil {
+		run.attached = false // its request is still the one to abandon
+	}
 	h.mu.Unlock()
 	if run == nil {
 		return false
@@ -295,7 +332,7 @@ func (h *codeHost) scripts() *codemode.Engine {
 }
 
 // script runs one script to its end and answers the client.
-func (h *codeHost) script(ctx context.Context, run *scriptRun, key callKey, id, params []byte, out *Stream, mode *codemode.Mode, code string) {
+func (h *codeHost) script(ctx context.Context, run *scriptRun, mode *codemode.Mode, code string) {
 	s := run.s
 	began := time.Now()
 	var span trace.Span
@@ -303,17 +340,12 @@ func (h *codeHost) script(ctx context.Context, run *scriptRun, key callKey, id, 
 		ctx, span = s.r.inst.tracer.Start(ctx, "tools/call "+runScriptTool, trace.WithSpanKind(trace.SpanKindInternal),
 			trace.WithAttributes(attribute.String("switchboard.script.run", run.id)))
 	}
-	var token []byte
-	if st, e, ok := jsonrpc.Lookup(params, "_meta", "progressToken"); ok {
-		token = params[st:e]
-	}
-	calls := &scriptCaller{s: s, run: run.id, out: out}
 	res, err := h.scripts().Run(ctx, codemode.Run{
 		Code:     code,
 		Tools:    h.scriptTools(ctx, s),
-		Caller:   calls,
-		Approver: consentFor(s, out, mode.Writes),
-		Progress: func(n, total float64, msg string) { progressNote(out, token, n, total, msg) },
+		Caller:   &scriptCaller{h: h, s: s, run: run},
+		Approver: &scriptConsent{h: h, s: s, run: run, writes: mode.Writes},
+		Progress: func(n, total float64, msg string) { progressNote(h.current(run), n, total, msg) },
 		Limits:   mode.Limits,
 	})
 	// The run is recorded and forgotten before it is answered: the client's next request may reuse the id.
@@ -337,20 +369,24 @@ func (h *codeHost) script(ctx context.Context, run *scriptRun, key callKey, id, 
 		s.r.opts.Audit(CallEvent{Session: s.logID(), Principal: s.params.Principal, Endpoint: s.params.Endpoint,
 			Method: protocol.MethodToolsCall, Tool: runScriptTool, Outcome: outcome, Duration: time.Since(began), Script: run.id})
 	}
-	h.forget(key, run)
-	if answer == nil {
-		out.Abandon()
-		return
+	at := h.current(run)
+	h.forget(run)
+	switch {
+	case at.out == nil: // the run waited for an answer that did not come: no request is left to answer
+	case answer == nil:
+		at.out.Abandon()
+	default:
+		reply(at.out, at.id, answer)
 	}
-	reply(out, id, answer)
 }
 
 // progressNote sends the script's progress to the client, when its request asked for progress.
-func progressNote(out *Stream, token []byte, n, total float64, msg string) {
-	if token == nil {
+func progressNote(at runAttach, n, total float64, msg string) {
+	if at.token == nil || at.out == nil {
 		return
 	}
-	b := append([]byte(`{"progressToken":`), token...)
+	out := at.out
+	b := append([]byte(`{"progressToken":`), at.token...)
 	b = append(b, `,"progress":`...)
 	b = strconv.AppendFloat(b, n, 'g', -1, 64)
 	if total > 0 {

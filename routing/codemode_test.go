@@ -155,7 +155,7 @@ func TestScriptCallerIsTheCaller(t *testing.T) {
 	r := codeRouter(t, &audit)
 	deny := func(up, kind, name string) bool { return name != "delete_repo" }
 	s := r.NewSession(SessionParams{ProtocolVersion: protocol.V20251125, Endpoint: "e", Allow: deny, Principal: "alice"})
-	c := &scriptCaller{s: s, run: "feedfeed", out: NewStream(-1, 16)}
+	c := &scriptCaller{h: &r.code, s: s, run: &scriptRun{id: "feedfeed", s: s, at: runAttach{out: NewStream(-1, 16)}}}
 	ctx := context.WithValue(r.ctx, scriptRunKey{}, "feedfeed")
 	for _, tc := range []struct{ name, reason, outcome string }{
 		{"gh__delete_repo", "policy", outcomeDenied},
@@ -339,4 +339,59 @@ func TestScriptRunAsTask(t *testing.T) {
 			t.Errorf("tasks/get after the run: %s", done.Raw())
 		}
 	})
+}
+
+// TestScriptConsentInputRequired (issue 35, item 4): a 2026-07-28 client is asked for consent as any multi
+// round-trip request asks: run_script answers input_required with the question and a sealed requestState; the
+// retry with the answer gets the run's result (fifty parallel writes, one question), or, declined, the script's
+// own handling of the thrown error. A state serves one retry, and only its own caller.
+func TestScriptConsentInputRequired(t *testing.T) {
+	var audit callEvents
+	r := startRouter(t, Options{Audit: audit.add,
+		Shape: Shape{Endpoints: []Endpoint{{Name: "e", Search: &SearchMode{}, Code: &codemode.Mode{Writes: codemode.WritesAsk}}}}},
+		UpstreamConfig{Name: "gh", Prefix: "gh__", Mode: Shared, Transport: echoingUpstream(combinationTools), Kind: "stdio"})
+	caps := json.RawMessage(`{"elicitation":{}}`)
+	alice := r.PooledSession(SessionParams{Principal: "alice", Endpoint: "e", Capabilities: caps})
+	bob := r.PooledSession(SessionParams{Principal: "bob", Endpoint: "e", Capabilities: caps})
+	call := func(id, code, extra string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"run_script","arguments":{"code":%s}%s}}`, id, jsonrpc.AppendQuote(nil, code), extra)
+	}
+	retry := func(id, state, action, decision string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"run_script","arguments":{"code":"ignored"},"requestState":%q,`+
+			`"inputResponses":{"consent":{"action":%q,"content":{"decision":%q}}}}}`, id, state, action, decision)
+	}
+	asked := func(m jsonrpc.Message) string {
+		t.Helper()
+		msg, _ := jsonrpc.LookupString(m.Result(), "inputRequests", "consent", "params", "message")
+		state := field(m, "requestState")
+		if field(m, "resultType") != "input_required" || !strings.Contains(msg, "gh__create_issue") || state == "" {
+			t.Fatalf("answered %s, want the consent question", m.Raw())
+		}
+		return state
+	}
+	fifty := `const r = await Promise.all(Array.from({length: 50}, (_, i) => tools.gh__create_issue({title: "t" + i}))); return r.length`
+	state := asked(request(t, r, alice, call("a", fifty, "")))
+	if m := request(t, r, bob, retry("x", state, "accept", "allow for the rest of this run")); rpcErr(m) == nil {
+		t.Errorf("bob's retry with alice's state answered %s", m.Raw())
+	}
+	m := request(t, r, alice, retry("b", state, "accept", "allow for the rest of this run"))
+	if !strings.Contains(string(m.Result()), `"value":50`) {
+		t.Errorf("the retry answered %s, want the run's result", m.Raw())
+	}
+	if m := request(t, r, alice, retry("c", state, "accept", "allow once")); rpcErr(m) == nil || !strings.Contains(rpcErr(m).Message, "no longer waiting") {
+		t.Errorf("a second retry with the same state answered %s", m.Raw())
+	}
+	state = asked(request(t, r, alice, call("d", `try { await tools.gh__create_issue({title: "no"}); return "written" } catch (e) { return e.message }`, "")))
+	if m := request(t, r, alice, retry("e", state, "decline", "")); !strings.Contains(string(m.Result()), "gh__create_issue is a write and it was declined") {
+		t.Errorf("a declined write answered %s", m.Raw())
+	}
+	forwarded := 0
+	for _, e := range audit.all() {
+		if e.Tool == "gh__create_issue" && e.Outcome == outcomeOK {
+			forwarded++
+		}
+	}
+	if forwarded != 50 {
+		t.Errorf("%d writes reached the upstream, want 50", forwarded)
+	}
 }

@@ -18,9 +18,9 @@ import (
 // of its own; what else comes on it (an upstream's requests for input, its log messages) goes to run_script's
 // stream, where the client reads.
 type scriptCaller struct {
+	h   *codeHost
 	s   *Session
-	run string
-	out *Stream // run_script's stream
+	run *scriptRun
 	seq atomic.Int64
 }
 
@@ -30,7 +30,7 @@ var _ codemode.Caller = (*scriptCaller)(nil)
 // call as the client's notifications/cancelled would.
 func (c *scriptCaller) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
 	s := c.s
-	id := jsonrpc.AppendQuote(nil, "sb-script-"+c.run+"-"+strconv.FormatInt(c.seq.Add(1), 10))
+	id := jsonrpc.AppendQuote(nil, "sb-script-"+c.run.id+"-"+strconv.FormatInt(c.seq.Add(1), 10))
 	params := jsonrpc.AppendQuote([]byte(`{"name":`), name)
 	if len(args) == 0 {
 		args = []byte(`{}`)
@@ -41,7 +41,7 @@ func (c *scriptCaller) Call(ctx context.Context, name string, args json.RawMessa
 		return nil, fmt.Errorf("the arguments of %s are not valid JSON: %w", name, err)
 	}
 	o := s.r.NewStream(1, 64)
-	o.script = c.run
+	o.script = c.run.id
 	// Marked as a task's call: a script's call runs within the run, never as a task of its own.
 	s.HandleRequest(context.WithValue(ctx, taskRunKey{}, true), m, o)
 	for {
@@ -60,7 +60,9 @@ func (c *scriptCaller) Call(ctx context.Context, name string, args json.RawMessa
 			if r, err := jsonrpc.Parse(msg); err == nil && r.Kind() == jsonrpc.KindRequest {
 				class = classRequest
 			}
-			c.out.Push(msg, class)
+			if out := c.h.current(c.run).out; out != nil {
+				out.Push(msg, class)
+			}
 			continue
 		}
 		r, err := jsonrpc.Parse(msg)
@@ -79,16 +81,12 @@ func (c *scriptCaller) Call(ctx context.Context, name string, args json.RawMessa
 	}
 }
 
-// consentFor is the Approver of a run on a session under an endpoint's writes rule.
-func consentFor(s *Session, out *Stream, w codemode.Writes) codemode.Approver {
-	return &scriptConsent{s: s, out: out, writes: w}
-}
-
-// scriptConsent asks the person whether a script may write: by elicitation for a legacy client that declared
-// it, on run_script's stream.
+// scriptConsent asks the person whether a script may write: by elicitation on run_script's stream for a legacy
+// client that declared it; by an input_required answer to run_script for a 2026-07-28 client (codemodeinput.go).
 type scriptConsent struct {
+	h      *codeHost
 	s      *Session
-	out    *Stream
+	run    *scriptRun
 	writes codemode.Writes
 }
 
@@ -108,13 +106,50 @@ func (a *scriptConsent) Approve(ctx context.Context, tool string, args json.RawM
 		return codemode.Decline, errors.New("this endpoint lets scripts only read (codeMode writes: deny)")
 	}
 	s := a.s
-	lc, ok := s.era.(*legacyClient)
-	if !ok {
-		return codemode.Decline, errors.New("2026-07-28 clients cannot be asked during a script yet; call the tool directly, or ask the admin for codeMode writes: allow")
-	}
 	if s.caps.Elicitation == nil || (s.caps.Elicitation.Form == nil && s.caps.Elicitation.URL != nil) {
 		return codemode.Decline, errors.New("the client does not support elicitation, so the user cannot be asked; call the tool directly, or ask the admin for codeMode writes: allow")
 	}
+	p := consentQuestion(tool, args)
+	lc, ok := s.era.(*legacyClient)
+	if !ok {
+		return a.h.askRetry(ctx, a.s, a.run, p)
+	}
+	out := a.h.current(a.run).out
+	if out == nil {
+		return codemode.Decline, errors.New("run_script's request is gone")
+	}
+	ch := make(chan jsonrpc.Message, 1)
+	s.mu.Lock()
+	lc.nextServerID++
+	gid := lc.nextServerID
+	lc.serverReqs[gid] = &serverReq{out: out, answer: ch}
+	s.mu.Unlock()
+	forget := func() {
+		s.mu.Lock()
+		delete(lc.serverReqs, gid)
+		s.mu.Unlock()
+	}
+	if !out.Push(jsonrpc.AppendRequest(nil, jsonrpc.AppendInt(nil, gid), "elicitation/create", p), classRequest) {
+		forget()
+		return codemode.Decline, errors.New("the client is not reading its stream")
+	}
+	select {
+	case m := <-ch:
+		if e := m.Error(); e != nil {
+			return codemode.Decline, errors.New("the client refused the question: " + errorMessage(e))
+		}
+		return consentAnswer(m.Result()), nil
+	case <-ctx.Done():
+		forget()
+		cp := cancelledParams(jsonrpc.AppendInt(nil, gid), "the script ended")
+		out.Push(jsonrpc.AppendNotification(nil, "notifications/cancelled", cp), ClassNotice)
+		return codemode.Decline, ctx.Err()
+	}
+}
+
+// consentQuestion is the params of the elicitation/create that asks whether a script may call a tool, showing the
+// tool and its arguments.
+func consentQuestion(tool string, args json.RawMessage) []byte {
 	shown := string(args)
 	if len(shown) > 2000 {
 		shown = shown[:2000] + "…"
@@ -125,40 +160,18 @@ func (a *scriptConsent) Approve(ctx context.Context, tool string, args json.RawM
 	p = jsonrpc.AppendQuote(p, consentOnce)
 	p = append(p, ',')
 	p = jsonrpc.AppendQuote(p, consentRun)
-	p = append(p, `]}},"required":["decision"]}}`...)
-	ch := make(chan jsonrpc.Message, 1)
-	s.mu.Lock()
-	lc.nextServerID++
-	gid := lc.nextServerID
-	lc.serverReqs[gid] = &serverReq{out: a.out, answer: ch}
-	s.mu.Unlock()
-	forget := func() {
-		s.mu.Lock()
-		delete(lc.serverReqs, gid)
-		s.mu.Unlock()
+	return append(p, `]}},"required":["decision"]}}`...)
+}
+
+// consentAnswer reads an ElicitResult: accepted "for the rest of this run", accepted once, or declined.
+func consentAnswer(result []byte) codemode.Decision {
+	action, _ := jsonrpc.LookupString(result, "action")
+	decision, _ := jsonrpc.LookupString(result, "content", "decision")
+	switch {
+	case action != "accept":
+		return codemode.Decline
+	case decision == consentRun:
+		return codemode.AllowForRun
 	}
-	if !a.out.Push(jsonrpc.AppendRequest(nil, jsonrpc.AppendInt(nil, gid), "elicitation/create", p), classRequest) {
-		forget()
-		return codemode.Decline, errors.New("the client is not reading its stream")
-	}
-	select {
-	case m := <-ch:
-		if e := m.Error(); e != nil {
-			return codemode.Decline, errors.New("the client refused the question: " + errorMessage(e))
-		}
-		action, _ := jsonrpc.LookupString(m.Result(), "action")
-		decision, _ := jsonrpc.LookupString(m.Result(), "content", "decision")
-		switch {
-		case action != "accept":
-			return codemode.Decline, nil
-		case decision == consentRun:
-			return codemode.AllowForRun, nil
-		}
-		return codemode.AllowOnce, nil
-	case <-ctx.Done():
-		forget()
-		cp := cancelledParams(jsonrpc.AppendInt(nil, gid), "the script ended")
-		a.out.Push(jsonrpc.AppendNotification(nil, "notifications/cancelled", cp), ClassNotice)
-		return codemode.Decline, ctx.Err()
-	}
+	return codemode.AllowOnce
 }
