@@ -641,7 +641,7 @@ func auditor(a *auth.Auditor) func(routing.CallEvent) {
 		}
 		a.Call(context.Background(), auth.AuditEvent{
 			Principal: p, Session: e.Session, Endpoint: e.Endpoint, Upstream: e.Upstream, Method: e.Method, Tool: e.Tool,
-			Outcome: e.Outcome, Reason: e.Reason, Code: e.Code, Duration: e.Duration, DefinitionHash: e.DefinitionHash,
+			Outcome: e.Outcome, Reason: e.Reason, Code: e.Code, Duration: e.Duration, DefinitionHash: e.DefinitionHash, Script: e.Script,
 		})
 	}
 }

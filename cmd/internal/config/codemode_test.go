@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -58,4 +60,26 @@ func TestCodeModeInvalid(t *testing.T) {
 		`c.yaml:2:1: codeMode: has effect only with discovery: code; the top-level codeMode applies to /mcp only (an endpoint takes its own); set discovery: code at the top level, or remove codeMode`,
 		`c.yaml:6:5: endpoints[0].codeMode: has effect only with discovery: code (discovery is search at 5:16); set discovery: code on this endpoint, or remove codeMode`,
 	})
+}
+
+// TestCodeModeDocExample: the configuration docs/code-mode.md shows parses, without warnings, to what it says.
+func TestCodeModeDocExample(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/code-mode.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```yaml\n(endpoints:.*?)```").FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/code-mode.md has no endpoints example")
+	}
+	cfg, err := Parse("code-mode.md", append([]byte("upstreams: [{name: memory, command: mem}, {name: fs, command: fs}]\n"), m[1]...), envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Warnings) != 0 {
+		t.Errorf("warnings: %v", warningLines(cfg.Warnings))
+	}
+	if e := cfg.Endpoints[0]; e.Discovery != DiscoveryCode || e.CodeMode == nil || *e.CodeMode != DefaultCodeMode() {
+		t.Errorf("the example's endpoint: %+v, want code mode with the defaults it spells out", e)
+	}
 }
