@@ -92,6 +92,9 @@ func (h *codeHost) mode(s *Session) *codemode.Mode {
 		return nil
 	}
 	if s.params.Endpoint == "" {
+		if sh.Root == nil {
+			return nil // code mode is search mode's, with two meta-tools more
+		}
 		return sh.RootCode
 	}
 	if e := sh.endpoint(s.params.Endpoint); e != nil && e.Search != nil {
