@@ -42,7 +42,7 @@ type codeHost struct {
 	engine *codemode.Engine // Options.Scripts, or an in-process engine made on first use
 
 	mu   sync.Mutex
-	runs map[callKey]*scriptRun // the runs in flight, by their client's request, for cancellation
+	runs map[runKey]*scriptRun // the runs in flight, by their client's request, for cancellation
 	// mine counts each principal's runs in flight: one caller cannot take every sandbox worker and the queue.
 	mine map[string]int
 	// waits are the runs waiting for a 2026-07-28 client's answer, by park id (codemodeinput.go).
@@ -63,10 +63,16 @@ type scriptRun struct {
 	// replaces it; none while the question waits, codemodeinput.go), where codeHost.runs has it, whether it is
 	// counted out of codeHost.mine.
 	at        runAttach
-	key       callKey
+	key       runKey
 	attached  bool
 	forgotten bool
 	round     int // the questions put to a 2026-07-28 client so far
+}
+
+// runKey is a run's client request: its session's call key (a legacy client's ids are unique in its session only).
+type runKey struct {
+	s *Session
+	k callKey
 }
 
 // runAttach is the client request a run answers: its stream, its id, its progress token (nil for none).
@@ -223,7 +229,7 @@ func (h *codeHost) start(ctx context.Context, s *Session, m jsonrpc.Message, out
 	rctx, cancel := context.WithCancel(context.WithValue(ctx, scriptRunKey{}, run.id))
 	stop := context.AfterFunc(s.ctx, cancel)
 	run.cancel = cancel
-	key := s.callKey(out, m.ID())
+	key := runKey{s, s.callKey(out, m.ID())}
 	run.principal = s.params.Principal
 	run.at = runAttach{out: out, id: clone(m.ID())}
 	if st, e, ok := jsonrpc.Lookup(m.Params(), "_meta", "progressToken"); ok {
@@ -231,7 +237,7 @@ func (h *codeHost) start(ctx context.Context, s *Session, m jsonrpc.Message, out
 	}
 	h.mu.Lock()
 	if h.runs == nil {
-		h.runs, h.mine = map[callKey]*scriptRun{}, map[string]int{}
+		h.runs, h.mine = map[runKey]*scriptRun{}, map[string]int{}
 	}
 	if _, dup := h.runs[key]; dup {
 		h.mu.Unlock()
@@ -295,10 +301,10 @@ func (h *codeHost) detachLocked(run *scriptRun) {
 
 // cancel ends the run a client's cancellation names, reporting whether there was one: its calls are cancelled
 // with it, and its request gets no answer.
-func (h *codeHost) cancel(k callKey) bool {
+func (h *codeHost) cancel(s *Session, k callKey) bool {
 	h.mu.Lock()
-	run := h.runs[k]
-	delete(h.runs, k) // still counted in mine until its goroutine forgets it
+	run := h.runs[runKey{s, k}]
+	delete(h.runs, runKey{s, k}) // still counted in mine until its goroutine forgets it
 	if run != nil {
 		run.attached = false // its request is still the one to abandon
 	}

@@ -281,6 +281,18 @@ func TestScriptRunTracedCancelledAndProgress(t *testing.T) {
 	case <-r.ctx.Done():
 		t.Fatal("the script's call never reached the upstream")
 	}
+	// Another session's request of the same id is its own: it runs, and its cancellation is not this run's.
+	other := r.NewSession(SessionParams{ProtocolVersion: protocol.V20251125})
+	if v := scriptValue(t, roundTrip(t, r, other, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"run_script","arguments":{"code":"return {n: 2}"}}}`)); v["n"] != float64(2) {
+		t.Errorf("another session's run answered %v", v)
+	}
+	other.HandleNotification(mustParse(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`))
+	r.code.mu.Lock()
+	_, running := r.code.runs[runKey{s, s.callKey(out, []byte("9"))}]
+	r.code.mu.Unlock()
+	if !running {
+		t.Fatal("another session's cancellation of the same id ended the run")
+	}
 	s.HandleNotification(mustParse(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`))
 	select {
 	case got := <-cancels:

@@ -109,7 +109,7 @@ func (h *codeHost) resume(s *Session, m jsonrpc.Message, out *Stream, state stri
 	switch {
 	case parts[3] != bindHash(s.params.Principal, m.Method(), requestName(m)):
 		return fail(errState.Error())
-	case w == nil || w.run.s != s:
+	case w == nil || w.run.s.params.Endpoint != s.params.Endpoint:
 		return fail("the script is no longer waiting for this answer (it ended, or it was answered already): run it again")
 	}
 	var p struct {
@@ -125,7 +125,7 @@ func (h *codeHost) resume(s *Session, m jsonrpc.Message, out *Stream, state stri
 		h.mu.Unlock()
 		return fail("the script's question was answered already")
 	}
-	key := s.callKey(out, at.id)
+	key := runKey{s, s.callKey(out, at.id)}
 	if _, dup := h.runs[key]; dup {
 		h.mu.Unlock()
 		return fail(fmt.Sprintf("request id %s is already in use by a request in flight", m.ID()))
