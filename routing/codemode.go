@@ -152,18 +152,18 @@ func (h *codeHost) handle(ctx context.Context, s *Session, m jsonrpc.Message, ou
 }
 
 // scriptTools are the tools a session may call from a script: those of its endpoint's view its policy allows
-// and no pin withholds, but the meta-tools.
+// and no pin withholds, but the meta-tools. A run needs their names and whether each is read-only, read without
+// decoding the definitions: a run over a catalog of hundreds of tools must not pay for their schemas.
 func (h *codeHost) scriptTools(ctx context.Context, s *Session) []codemode.Tool {
 	c := s.catalog()
 	var out []codemode.Tool
 	for _, raw := range c.items[kindTools] {
 		name, _ := jsonrpc.LookupString(raw, "name")
-		if name == toolSearch || name == toolCall || codeMeta(name) || !s.r.embed.mayCall(ctx, s, c, name) {
+		if name == "" || name == toolSearch || name == toolCall || codeMeta(name) || !s.r.embed.mayCall(ctx, s, c, name) {
 			continue
 		}
-		if t, err := codemode.ParseTool(raw); err == nil {
-			out = append(out, t)
-		}
+		st, e, ok := jsonrpc.Lookup(raw, "annotations", "readOnlyHint")
+		out = append(out, codemode.Tool{Name: name, ReadOnly: ok && string(raw[st:e]) == "true"})
 	}
 	return out
 }
