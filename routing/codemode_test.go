@@ -407,3 +407,19 @@ func TestScriptConsentInputRequired(t *testing.T) {
 		t.Errorf("%d writes reached the upstream, want 50", forwarded)
 	}
 }
+
+// TestScriptTaskCannotAsk: a run that became a task has no request to ask on: its write is refused, unless the
+// endpoint allows writes.
+func TestScriptTaskCannotAsk(t *testing.T) {
+	r := startRouter(t, Options{
+		Tasks: TaskOptions{Store: state.NewMemory(), SyncWindow: time.Minute, PollInterval: time.Second},
+		Shape: Shape{Endpoints: []Endpoint{{Name: "e", Search: &SearchMode{}, Code: &codemode.Mode{Writes: codemode.WritesAsk}}}},
+	}, UpstreamConfig{Name: "gh", Prefix: "gh__", Mode: Shared, Transport: echoingUpstream(combinationTools), Kind: "stdio"})
+	s := r.NewSession(SessionParams{ProtocolVersion: protocol.V20251125, Endpoint: "e", Capabilities: json.RawMessage(`{"elicitation":{}}`)})
+	code := `try { await tools.gh__create_issue({title: "t"}); return "written" } catch (e) { return e.message }`
+	m := finalAnswer(t, r, s, fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_script","arguments":{"code":%s},"task":{"ttl":60000}}}`,
+		jsonrpc.AppendQuote(nil, code)))
+	if !strings.Contains(string(m.Result()), "a script running as a task cannot ask the user") {
+		t.Errorf("a task's write answered %s", m.Raw())
+	}
+}

@@ -106,6 +106,10 @@ func (a *scriptConsent) Approve(ctx context.Context, tool string, args json.RawM
 		return codemode.Decline, errors.New("this endpoint lets scripts only read (codeMode writes: deny)")
 	}
 	s := a.s
+	if taskRunning(ctx) {
+		// A task runs detached from the client's requests: there is no request to ask on.
+		return codemode.Decline, errors.New("a script running as a task cannot ask the user; run it without a task, or ask the admin for codeMode writes: allow")
+	}
 	if s.caps.Elicitation == nil || (s.caps.Elicitation.Form == nil && s.caps.Elicitation.URL != nil) {
 		return codemode.Decline, errors.New("the client does not support elicitation, so the user cannot be asked; call the tool directly, or ask the admin for codeMode writes: allow")
 	}
