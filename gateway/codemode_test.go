@@ -1,31 +1,44 @@
+//lint:file-ignore SA1019 sampling is deprecated in 2026-07-28 but is a legacy-era feature a script's call must carry; the test exercises it on purpose.
+
 package gateway_test
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/routing"
 	"github.com/switchboard-mcp/switchboard/routing/codemode"
+	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
-// codeGateway serves alpha (the SDK test server, over stdio) on two endpoints in code mode: /mcp/ask, where a
-// script's writes ask the user, and /mcp/allow, where they need no consent.
+// codeGateway serves alpha (the SDK test server, over stdio) and legacy (the same, held to the 2025-11-25 era,
+// where it may send requests during a call) on two endpoints in code mode: /mcp/ask, where a script's writes ask
+// the user, and /mcp/allow, where they need no consent.
 func codeGateway(t *testing.T, markers string) *harness {
 	t.Helper()
 	alpha := newUpstream(t, kindStdio, "alpha", routing.Shared, markers)
+	tr, err := upstream.NewTransport(upstream.Spec{Name: "legacy", Command: os.Args[0], Args: []string{"-test.run=^$"},
+		Env: map[string]string{envServer: "legacy", envMarkers: markers}, ShutdownGrace: 2 * time.Second, Logger: testLogger(), Protocol: upstream.ProtocolLegacy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := routing.UpstreamConfig{Name: "legacy", Prefix: "legacy__", Mode: routing.PerClient, Transport: tr, Kind: "stdio", Protocol: upstream.ProtocolLegacy,
+		Backoff: upstream.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond}}
 	code := func(name string, w codemode.Writes) routing.Endpoint {
-		return routing.Endpoint{Name: name, Include: []string{"alpha__*"}, Search: &routing.SearchMode{}, Code: &codemode.Mode{Writes: w}}
+		return routing.Endpoint{Name: name, Include: []string{"alpha__*", "legacy__sample"}, Search: &routing.SearchMode{}, Code: &codemode.Mode{Writes: w}}
 	}
 	return startGateway(t, routing.Options{Shape: routing.Shape{Endpoints: []routing.Endpoint{code("ask", codemode.WritesAsk), code("allow", codemode.WritesAllow)}}},
-		gateway.Options{}, alpha)
+		gateway.Options{}, alpha, legacy)
 }
 
 // runScript calls run_script through an SDK client session and returns the result's text.
@@ -42,6 +55,7 @@ func runScriptSDK(t *testing.T, cs *mcp.ClientSession, code string) string {
 //     parallel calls when it answers "for the rest of this run", once per call when it allows once, and a
 //     declined write throws in the script; a client without elicitation, and a 2026-07-28 client, get a
 //     refusal; /mcp/allow asks nobody;
+//   - sampling: an upstream's request during a script's call reaches the client, and its answer the upstream;
 //   - progress: the script's progress(n, total, msg) reaches the client;
 //   - cancel: cancelling run_script cancels the call its script waits for, upstream.
 func TestCodeModeSDK(t *testing.T) {
@@ -147,6 +161,19 @@ func TestCodeModeSDK(t *testing.T) {
 		modern := connectAt(t, h.ts.URL+"/mcp/allow", "modern")
 		if got := runScriptSDK(t, modern, `return (await tools.alpha__echo({text: "free"}))[0].text`); !strings.HasSuffix(got, `=> "free"`) {
 			t.Errorf("2026-07-28 on /mcp/allow: %s", got)
+		}
+	})
+
+	t.Run("sampling", func(t *testing.T) {
+		// An upstream's request during a script's call reaches the client on run_script's stream, and its answer
+		// the upstream.
+		cs := at("allow").connect(t, "sampled", &mcp.ClientOptions{
+			CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+				return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "Paris"}}, nil
+			},
+		})
+		if got := runScriptSDK(t, cs, `return (await tools.legacy__sample({tag: "s"}))[0].text`); !strings.Contains(got, "Paris") {
+			t.Errorf("a sampling call from a script answered %q", got)
 		}
 	})
 
