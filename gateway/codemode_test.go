@@ -53,8 +53,8 @@ func runScriptSDK(t *testing.T, cs *mcp.ClientSession, code string) string {
 //     value as structuredContent;
 //   - consent: every test server tool is a write: on /mcp/ask, a client with elicitation is asked once for fifty
 //     parallel calls when it answers "for the rest of this run", once per call when it allows once, and a
-//     declined write throws in the script; a client without elicitation, and a 2026-07-28 client, get a
-//     refusal; /mcp/allow asks nobody;
+//     declined write throws in the script; a client without elicitation gets a refusal; a 2026-07-28 client
+//     is asked through input_required, once for fifty writes; /mcp/allow asks nobody;
 //   - sampling: an upstream's request during a script's call reaches the client, and its answer the upstream;
 //   - progress: the script's progress(n, total, msg) reaches the client;
 //   - cancel: cancelling run_script cancels the call its script waits for, upstream.
