@@ -44,6 +44,9 @@ type AuditEvent struct {
 	// prompt's definition, so the record says which definition ran; "" when
 	// unknown or not a tool or prompt.
 	DefinitionHash string
+	// Script is the id of the code-mode run whose script made the call, and
+	// of run_script's own record; "" for a client's own call.
+	Script string
 }
 
 // Auditor logs audit events, each chained to the one before it so that an
@@ -142,6 +145,9 @@ func (a *Auditor) Call(ctx context.Context, e AuditEvent) {
 	}
 	if e.DefinitionHash != "" {
 		attrs = append(attrs, slog.String("definitionHash", sanitize(e.DefinitionHash, 128)))
+	}
+	if e.Script != "" {
+		attrs = append(attrs, slog.String("script", sanitize(e.Script, 64)))
 	}
 	attrs = append(attrs, slog.Float64("duration_ms", float64(e.Duration.Microseconds())/1000))
 	a.emit(ctx, level, attrs)

@@ -63,6 +63,7 @@ type call struct {
 	transform func(result []byte) []byte
 	span      trace.Span // the upstream leg's client span; nil when not tracing
 	code      int        // the JSON-RPC error code it ended with, for the audit log
+	script    string     // code mode: the run whose script made the call, for the audit log (codemode.go)
 
 	park   *park    // the multi round-trip the call serves a modern client through, once one started (mrtr.go)
 	bridge *bridged // set for a legacy client's call of a modern upstream that may ask for input (bridge.go)

@@ -307,10 +307,11 @@ func (e *embeddings) listSearch(ctx context.Context, s *Session, m jsonrpc.Messa
 		at = slices.Compact(at)
 	}
 	items := [][]byte{[]byte(searchToolDef), []byte(callToolDef)}
+	items = append(items, s.r.code.defs(s)...) // code mode's meta-tools (codemode.go)
 	for _, i := range at {
 		raw := c.items[kindTools][i]
 		name, _ := jsonrpc.LookupString(raw, "name")
-		if name != toolSearch && name != toolCall && s.r.embed.mayCall(ctx, s, c, name) {
+		if name != toolSearch && name != toolCall && !codeMeta(name) && s.r.embed.mayCall(ctx, s, c, name) {
 			items = append(items, raw)
 		}
 	}

@@ -59,6 +59,9 @@ func (s *Session) HandleRequest(ctx context.Context, m jsonrpc.Message, out *Str
 	case "resources/templates/list":
 		s.list(ctx, m, out, kindTemplates)
 	case "tools/call":
+		if s.r.code.handle(ctx, s, m, out) { // code mode's meta-tools (codemode.go)
+			return
+		}
 		if mode := s.r.embed.searchMode(s); mode != nil {
 			if name, _ := jsonrpc.LookupString(m.Params(), "name"); name == toolSearch {
 				s.r.embed.searchTools(ctx, s, m, out, mode)

@@ -7,6 +7,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/switchboard-mcp/switchboard/routing/codemode"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
 
@@ -20,6 +21,8 @@ type Endpoint struct {
 	Include, Exclude []string
 	// Search, when set, puts the endpoint in search mode (discovery.go); nil lists every tool.
 	Search *SearchMode
+	// Code, with Search, puts the endpoint in code mode (codemode.go): describe_tools and run_script too.
+	Code *codemode.Mode
 }
 
 // selects reports whether the endpoint's globs select a client-visible name or URI.
@@ -143,6 +146,8 @@ type Shape struct {
 	Endpoints []Endpoint
 	// Root, when set, puts the whole catalog (/mcp) in search mode.
 	Root *SearchMode
+	// RootCode, with Root, puts the whole catalog in code mode.
+	RootCode *codemode.Mode
 }
 
 // endpoint returns the endpoint named name, or nil.

@@ -412,6 +412,31 @@ func (f *forward) credentialRefused(refused publicReasoner) {
 	f.s.r.grants.replyNotConnected(f.s, f.out, f.m, up.cfg.Name, text)
 }
 
+// linkReady waits, within wait, for l to be connected and brought up to the client's state (its log level),
+// answering the request itself when l cannot connect.
+func (f *forward) linkReady(l *link, wait *lazyTimeout) bool {
+	if !l.isReady() {
+		if _, err := l.ready(wait.ctx()); err != nil {
+			var refused publicReasoner
+			if errors.As(err, &refused) {
+				f.credentialRefused(refused)
+				return false
+			}
+			replyError(f.out, f.m.ID(), protocol.CodeInternalError, err.Error()+"; retry later")
+			return false
+		}
+	}
+	select { // a fresh upstream session is first brought up to the client's state (log level)
+	case <-l.prepared():
+	default:
+		select {
+		case <-l.prepared():
+		case <-wait.ctx().Done():
+		}
+	}
+	return true
+}
+
 // send makes the upstream message (the upstream's era, the progress token and the trace, and the one splice that
 // applies every edit the stages recorded to the client's message) and writes it on the client's link.
 func (f *forward) send(ctx context.Context) {
@@ -433,28 +458,15 @@ func (f *forward) send(ctx context.Context) {
 	// bounded context, a timer and its channel, is made only for a wait.
 	wait := lazyTimeout{parent: s.ctx, d: up.timeout()}
 	defer wait.stop()
-	if !l.isReady() {
-		if _, err := l.ready(wait.ctx()); err != nil {
-			var refused publicReasoner
-			if errors.As(err, &refused) {
-				f.credentialRefused(refused)
-				return
-			}
-			replyError(out, id, protocol.CodeInternalError, err.Error()+"; retry later")
-			return
-		}
-	}
-	select { // a fresh upstream session is first brought up to the client's state (log level)
-	case <-l.prepared():
-	default:
-		select {
-		case <-l.prepared():
-		case <-wait.ctx().Done():
-		}
+	if !f.linkReady(l, &wait) {
+		return
 	}
 	c := &call{
 		link: l, upID: l.pending.mint(), method: m.Method(), session: s,
 		out: out, started: time.Now(), name: f.name, transform: f.transform,
+	}
+	if s.r.code.mode(s) != nil {
+		c.script = scriptRunOf(ctx) // a script's call (codemode.go): read only where scripts run
 	}
 	// The ids and the token live in the call's own buffers while they fit, which most do: no allocation each.
 	c.clientID = append(c.inline.client[:0], id...)

@@ -384,7 +384,7 @@ func (in *instruments) endLegAnswered(c *call, outcome string, answer jsonrpc.Me
 		in.audit(CallEvent{
 			Session: c.session.logID(), Principal: c.session.params.Principal, Endpoint: c.session.params.Endpoint, Upstream: up.cfg.Name,
 			Method: c.method, Tool: c.tool(), Outcome: outcome, Code: c.code, Duration: elapsed,
-			DefinitionHash: c.session.r.inst.definitionHash(c.session, up, c.method, c.name),
+			DefinitionHash: c.session.r.inst.definitionHash(c.session, up, c.method, c.name), Script: c.script,
 		})
 	}
 	if c.span != nil {
@@ -468,11 +468,16 @@ const (
 // audit event, with the rule that made it (reason) and the code the client got (0 when it was answered as if the
 // item did not exist). up is nil when no upstream was chosen.
 func (in *instruments) auditRefusal(s *Session, up *upstreamServer, method, name, outcome, reason string, code int) {
+	in.auditRefusalBy("", s, up, method, name, outcome, reason, code)
+}
+
+// auditRefusalBy is auditRefusal of a request a code-mode script made: script is its run's id (codemode.go).
+func (in *instruments) auditRefusalBy(script string, s *Session, up *upstreamServer, method, name, outcome, reason string, code int) {
 	if s.r.opts.Audit == nil {
 		return
 	}
 	e := CallEvent{Session: s.logID(), Principal: s.params.Principal, Endpoint: s.params.Endpoint, Method: method, Tool: name, Outcome: outcome,
-		Reason: reason, Code: code}
+		Reason: reason, Code: code, Script: script}
 	if up != nil {
 		e.Upstream = up.cfg.Name
 		e.DefinitionHash = s.r.inst.definitionHash(s, up, method, name)
@@ -482,7 +487,7 @@ func (in *instruments) auditRefusal(s *Session, up *upstreamServer, method, name
 
 // refuse answers a request with an error and audits the refusal (see auditRefusal).
 func (in *instruments) refuse(s *Session, out *Stream, m jsonrpc.Message, up *upstreamServer, name string, code int, reason, msg string) {
-	s.r.inst.auditRefusal(s, up, m.Method(), name, outcomeRefused, reason, code)
+	s.r.inst.auditRefusalBy(out.script, s, up, m.Method(), name, outcomeRefused, reason, code)
 	replyError(out, m.ID(), code, msg)
 }
 

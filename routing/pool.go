@@ -186,6 +186,9 @@ func (pc *pooledClient) preempt(ctx context.Context, m jsonrpc.Message, out *Str
 		return true
 	case "tools/call", "prompts/get", "resources/read":
 		if state, ok := jsonrpc.LookupString(m.Params(), "requestState"); ok && pc.s.r.OwnsState(state) {
+			if m.MethodIs("tools/call") && pc.s.r.code.resume(pc.s, m, out, state) { // code mode's question (codemodeinput.go)
+				return true
+			}
 			if m.MethodIs("tools/call") && pc.hostTaskRetry(ctx, m, out, state) {
 				return true
 			}

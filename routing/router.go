@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/switchboard-mcp/switchboard/routing/codemode"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
 
@@ -74,6 +75,9 @@ type Options struct {
 	Connector Connector
 	// Tasks configures the tasks the gateway makes for tools whose upstreams take none (taskhost.go).
 	Tasks TaskOptions
+	// Scripts runs the scripts of endpoints in code mode (codemode.go); nil: an in-process engine, made on first
+	// use, bounded in everything but memory. The router closes it when Run returns.
+	Scripts *codemode.Engine
 	// Tracer, Meter and Propagator record traces and metrics (design §10); nil means none.
 	Tracer     trace.TracerProvider
 	Meter      metric.MeterProvider
@@ -117,6 +121,8 @@ type CallEvent struct {
 	// DefinitionHash is the pin hash ("sha256:…") of the called tool's or prompt's definition as the catalog has
 	// it; "" when unknown.
 	DefinitionHash string
+	// Script is the id of the code-mode run whose script made the call (codemode.go); "" for a client's own.
+	Script string
 }
 
 // Router routes between client sessions and upstreams. Create it with New and start it with Run.
@@ -144,6 +150,7 @@ type Router struct {
 	closing   sync.WaitGroup // pooled sessions evicted and being closed; Run waits for them
 	shape     atomic.Pointer[Shape]
 	embed     embeddings // tool vectors for hybrid search (embed.go)
+	code      codeHost   // code mode's meta-tools and runs (codemode.go)
 
 	// The components: each owns one feature, sees the router through a narrow interface, and runs from the one
 	// list in Run. Embedded ones carry the admin methods gateway calls.
@@ -208,6 +215,7 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 	if r.tasks.self == "" {
 		r.tasks.self = "replica-" + newTaskID()[:16] // a name for the bus: tasks/update and tasks/cancel find it
 	}
+	r.code = codeHost{r: r, engine: opts.Scripts}
 	r.embed = embeddings{embedder: opts.Embedder, timeout: opts.SearchTimeout, cat: &r.cat, kick: make(chan struct{}, 1)}
 	r.parkTable = parkTable{stateAEAD: newStateAEAD(key), ownState: statePrefix + stateKeyID(key) + ".",
 		self: opts.Replica, registry: opts.Replicas, log: r.log, streams: r}
@@ -269,7 +277,7 @@ func (r *Router) Run(ctx context.Context) {
 	r.readyChanged()
 	var components sync.WaitGroup // they end with ctx
 	defer components.Wait()
-	for _, c := range []component{&r.pinBook, &r.embed, &r.grants, &r.tasks, &r.replicas} {
+	for _, c := range []component{&r.pinBook, &r.embed, &r.grants, &r.tasks, &r.replicas, &r.code} {
 		components.Go(func() { c.run(ctx) })
 	}
 	t := time.NewTicker(r.janitorInterval())

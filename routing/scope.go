@@ -61,13 +61,13 @@ func (sc *scope) named(ctx context.Context, cat *catalog, k listKind, name, meth
 	}
 	if !cat.inView(sc.s.params.Endpoint, k, name) {
 		if method != "" {
-			sc.s.r.inst.auditRefusal(sc.s, t.up, method, name, outcomeRefused, reasonOutsideView, protocol.CodeInvalidParams)
+			sc.s.r.inst.auditRefusalBy(scriptRunOf(ctx), sc.s, t.up, method, name, outcomeRefused, reasonOutsideView, protocol.CodeInvalidParams)
 		}
 		return target{}, false // another endpoint's is unknown here, like a name nobody offers
 	}
 	if !sc.allows(ctx, t.up, k, t.name) {
 		if method != "" {
-			sc.s.r.inst.auditDenied(sc.s, t.up, method, name)
+			sc.s.r.inst.auditRefusalBy(scriptRunOf(ctx), sc.s, t.up, method, name, outcomeDenied, "policy", 0)
 		}
 		return target{}, false
 	}

@@ -227,6 +227,9 @@ func (s *Session) cancelCall(out *Stream, params []byte) {
 		return
 	}
 	k := s.callKey(out, params[st:e])
+	if s.r.code.cancel(s, k) { // code mode: a run_script (codemode.go)
+		return
+	}
 	s.mu.Lock()
 	c := s.calls[k]
 	delete(s.calls, k)

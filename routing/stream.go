@@ -33,6 +33,7 @@ type Stream struct {
 	dropped int
 	onDrop  func() // counts drops in metrics; set by Router.NewStream
 	wake    chan struct{}
+	script  string // code mode: the run whose script's call this stream answers, for the audit (codemodecall.go)
 	// qbuf and fbuf hold the first messages: most streams carry one answer and a notice or two, and growing the
 	// queue from nil would cost two allocations a request.
 	qbuf [2][]byte

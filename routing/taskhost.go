@@ -228,7 +228,11 @@ func (h *taskHost) hostTask(ctx context.Context, s *Session, t target, m jsonrpc
 		return true
 	}
 	rctx := context.WithValue(WithAllow(context.WithoutCancel(ctx), *s.scope.policy(ctx)), taskRunKey{}, true)
-	job := &taskJob{h: h, s: rs, ctx: rctx, id: callID, tool: name, up: t.up.cfg.Name, principal: s.params.Principal,
+	up := "" // code mode's run_script runs on no upstream (codemode.go)
+	if t.up != nil {
+		up = t.up.cfg.Name
+	}
+	job := &taskJob{h: h, s: rs, ctx: rctx, id: callID, tool: name, up: up, principal: s.params.Principal,
 		endpoint: s.params.Endpoint, creator: s.id, modern: modern, ttl: h.capTTL(ttl), call: call}
 	window := time.Duration(0)
 	if modern {

@@ -58,11 +58,11 @@ func (s *consoleSource) endpointOf(ep string) (string, error) {
 func (s *consoleSource) searchMode(name string) bool {
 	cfg := s.running.Load()
 	if name == "" {
-		return cfg.Discovery == config.DiscoverySearch
+		return cfg.Discovery.Searches()
 	}
 	for _, e := range cfg.Endpoints {
 		if e.Name == name {
-			return e.Discovery == config.DiscoverySearch
+			return e.Discovery.Searches()
 		}
 	}
 	return false

@@ -418,6 +418,9 @@ func newRouter(cfg *config.Config, log *slog.Logger, tel *telemetry.Providers, l
 		opts.Connector = users
 	}
 	opts.Tasks = tasksOf(cfg, store)
+	if opts.Scripts, err = scriptEngine(); err != nil {
+		return nil, err
+	}
 	return routing.New(opts, ups)
 }
 
@@ -638,7 +641,7 @@ func auditor(a *auth.Auditor) func(routing.CallEvent) {
 		}
 		a.Call(context.Background(), auth.AuditEvent{
 			Principal: p, Session: e.Session, Endpoint: e.Endpoint, Upstream: e.Upstream, Method: e.Method, Tool: e.Tool,
-			Outcome: e.Outcome, Reason: e.Reason, Code: e.Code, Duration: e.Duration, DefinitionHash: e.DefinitionHash,
+			Outcome: e.Outcome, Reason: e.Reason, Code: e.Code, Duration: e.Duration, DefinitionHash: e.DefinitionHash, Script: e.Script,
 		})
 	}
 }

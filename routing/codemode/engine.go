@@ -208,8 +208,8 @@ func toolSet(tools []Tool) (map[string]Tool, error) {
 		switch {
 		case t.Name == "":
 			return nil, errors.New("codemode: a tool without a name")
-		case t.Name == MetaTool:
-			return nil, fmt.Errorf("codemode: a script cannot call %s: code mode does not nest", MetaTool)
+		case t.Name == MetaTool || t.Name == DescribeTool:
+			return nil, fmt.Errorf("codemode: a script cannot call %s: code mode does not nest", t.Name)
 		}
 		if _, dup := set[t.Name]; dup {
 			return nil, fmt.Errorf("codemode: tool %q given twice", t.Name)

@@ -29,7 +29,7 @@ type Endpoint struct {
 	// empty list denies the endpoint to everyone.
 	Policy []PolicyRule
 	// Discovery is how the endpoint shows its tools: DiscoveryList (the
-	// default; also when unset) or DiscoverySearch. The top level's
+	// default; also when unset), DiscoverySearch or DiscoveryCode. The top level's
 	// (Config.Discovery) is /mcp's and is not inherited.
 	Discovery Discovery
 	// AlwaysList are globs (Include's syntax) over client-visible tool names:
@@ -39,6 +39,9 @@ type Endpoint struct {
 	// ExposeFound, in search mode, adds each tool search_tools finds to that
 	// session's tools/list (and sends list_changed).
 	ExposeFound bool
+	// CodeMode is the codeMode: block (nil when unset: DefaultCodeMode
+	// applies with discovery: code).
+	CodeMode *CodeMode
 }
 
 // MaxEndpointNameLen is the longest endpoint name.
@@ -105,7 +108,7 @@ func endpointTable() []blockField[endpointBuild] {
 	}
 	for _, d := range discoveryFields("the endpoint's") {
 		table = append(table, blockField[endpointBuild]{field: d, read: func(p *parser, f pair, path string, b *endpointBuild) {
-			searchSection{p}.discoveryField(d.key, f, path, discoveryDst{&b.e.Discovery, &b.e.AlwaysList, &b.e.ExposeFound}, &b.m.discovery)
+			searchSection{p}.discoveryField(d.key, f, path, discoveryDst{&b.e.Discovery, &b.e.AlwaysList, &b.e.ExposeFound, &b.e.CodeMode}, &b.m.discovery)
 		}})
 	}
 	return table
@@ -121,7 +124,7 @@ func endpointHints() map[string]string {
 		"path":      "an endpoint is served at /mcp/<name>; remove path",
 		"allow":     "who may use the endpoint goes under policy, in rules like the top-level policy's (- match: ..., allow: [...])",
 		"deny":      "who may use the endpoint goes under policy, in rules like the top-level policy's (- match: ..., deny: [...])",
-		"mode":      "did you mean \"discovery\" (list or search)?",
+		"mode":      "did you mean \"discovery\" (list, search or code)?",
 		"search":    "an endpoint in search mode says discovery: search; the search: block (embeddings, timeout) is top-level and shared by every endpoint",
 	}
 }

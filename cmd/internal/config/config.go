@@ -128,8 +128,8 @@ type Config struct {
 	Overrides map[OverrideKey]Override
 	// Pinning configures the pins of tool definitions; defaults applied.
 	Pinning Pinning
-	// Discovery is how /mcp shows its tools: DiscoveryList (the default) or
-	// DiscoverySearch. An endpoint has its own (Endpoint.Discovery); it does
+	// Discovery is how /mcp shows its tools: DiscoveryList (the default),
+	// DiscoverySearch or DiscoveryCode. An endpoint has its own (Endpoint.Discovery); it does
 	// not inherit this one.
 	Discovery Discovery
 	// AlwaysList are globs over client-visible tool names: in search mode,
@@ -139,6 +139,9 @@ type Config struct {
 	// ExposeFound, in search mode, adds each tool search_tools finds to that
 	// session's tools/list of /mcp (and sends list_changed).
 	ExposeFound bool
+	// CodeMode is /mcp's codeMode: block (nil when unset: DefaultCodeMode
+	// applies with discovery: code).
+	CodeMode *CodeMode
 	// Search configures the tool-search index of search mode; defaults
 	// applied (Timeout).
 	Search Search

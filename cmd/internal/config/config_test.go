@@ -192,7 +192,7 @@ func TestParseInvalid(t *testing.T) {
 		{
 			name: "unknown key without a close match lists the valid keys",
 			in:   "upstreams: []\nfrobnicate: true\n",
-			want: []string{`c.yaml:2:1: frobnicate: unknown key "frobnicate"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, listCacheTTL, cursorSecret, log, console, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, resourceNamespacing, endpoints, overrides, pinning, discovery, alwaysList, exposeFound, search, serverCard, tasks, upstreams, mcpServers, servers`},
+			want: []string{`c.yaml:2:1: frobnicate: unknown key "frobnicate"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, listCacheTTL, cursorSecret, log, console, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, resourceNamespacing, endpoints, overrides, pinning, discovery, alwaysList, exposeFound, codeMode, search, serverCard, tasks, upstreams, mcpServers, servers`},
 		},
 		{
 			name: "envPassthrough refuses everything and misplaced stars",
@@ -507,7 +507,7 @@ func TestMCPServers(t *testing.T) {
 	diffLines(t, "warnings", warningLines(cfg.Warnings), []string{
 		`claude_desktop_config.json:3:5: mcpServers["Web Search"]: server name "Web Search" is used as upstream name "web-search" (upstream names are lowercase letters, digits and '-'); its tools get that name as prefix unless prefix is set`,
 		`claude_desktop_config.json:5:43: mcpServers.filesystem.autoApprove: unknown key "autoApprove"; valid keys are command, args, env, envPassthrough, cwd, url, headers, type, disabled, session, protocol, prefix, timeout, maxInstances, idleTimeout (ignored)`,
-		`claude_desktop_config.json:8:3: globalShortcut: unknown key "globalShortcut"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, listCacheTTL, cursorSecret, log, console, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, resourceNamespacing, endpoints, overrides, pinning, discovery, alwaysList, exposeFound, search, serverCard, tasks, upstreams, mcpServers, servers (ignored)`,
+		`claude_desktop_config.json:8:3: globalShortcut: unknown key "globalShortcut"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, listCacheTTL, cursorSecret, log, console, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, resourceNamespacing, endpoints, overrides, pinning, discovery, alwaysList, exposeFound, codeMode, search, serverCard, tasks, upstreams, mcpServers, servers (ignored)`,
 	})
 }
 
@@ -549,7 +549,7 @@ func TestVSCodeServers(t *testing.T) {
 		t.Errorf("upstreams = %+v", cfg.Upstreams)
 	}
 	diffLines(t, "warnings", warningLines(cfg.Warnings), []string{
-		`.vscode/mcp.json:3:3: inputs: unknown key "inputs"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, listCacheTTL, cursorSecret, log, console, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, resourceNamespacing, endpoints, overrides, pinning, discovery, alwaysList, exposeFound, search, serverCard, tasks, upstreams, mcpServers, servers (ignored)`,
+		`.vscode/mcp.json:3:3: inputs: unknown key "inputs"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, listCacheTTL, cursorSecret, log, console, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, resourceNamespacing, endpoints, overrides, pinning, discovery, alwaysList, exposeFound, codeMode, search, serverCard, tasks, upstreams, mcpServers, servers (ignored)`,
 	})
 
 	_, err = Parse("mcp.json", []byte(`{"servers": {"gh": {"type": "http", "url": "https://x.example/mcp", "headers": {"Authorization": "Bearer ${input:gh-token}"}}}}`), nil)
@@ -660,7 +660,7 @@ upstreams:
     name: b
 `
 	_, err := Parse("c.yaml", []byte(in), nil)
-	diffLines(t, "unknown anchor holder", problemLines(t, err), []string{`c.yaml:1:1: common: unknown key "common"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, listCacheTTL, cursorSecret, log, console, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, resourceNamespacing, endpoints, overrides, pinning, discovery, alwaysList, exposeFound, search, serverCard, tasks, upstreams, mcpServers, servers`})
+	diffLines(t, "unknown anchor holder", problemLines(t, err), []string{`c.yaml:1:1: common: unknown key "common"; valid keys are listen, publicURL, replicaURL, allowedOrigins, allowedHosts, maxBodyBytes, pageSize, requestTimeout, maxRequestTimeout, sessionIdleTimeout, listCacheTTL, cursorSecret, log, console, auth, policy, redis, rateLimit, maxToolNameLength, clientHosts, resourceNamespacing, endpoints, overrides, pinning, discovery, alwaysList, exposeFound, codeMode, search, serverCard, tasks, upstreams, mcpServers, servers`})
 	cfg, err := Parse("c.yaml", []byte(strings.TrimPrefix(in, "common: &common\n")), nil)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)

@@ -288,9 +288,9 @@ func (p catalogSection) checkOverrides(cfg *Config, t *topLevel) {
 			continue
 		}
 		if k.Kind == OverrideTool && contains(MetaToolNames(), name) {
-			msg := fmt.Sprintf("%q is reserved: search mode (discovery: search) serves its meta-tools search_tools and call_tool under these names, and a tool renamed so would collide with one; choose another name", name)
+			msg := fmt.Sprintf("%q is reserved: search and code mode (discovery: search or code) serve their meta-tools search_tools, call_tool, describe_tools and run_script under these names, and a tool renamed so would collide with one; choose another name", name)
 			if at := t.searchModeAt(); at != nil {
-				msg += fmt.Sprintf(" (discovery: search is set at %s)", pos(at))
+				msg += fmt.Sprintf(" (discovery: %s is set at %s)", at.Value, pos(at))
 			}
 			p.errorf(m.nameNode, np, "%s", msg)
 			continue

@@ -44,14 +44,14 @@ func (c *Config) Summary() string {
 	if d := countFunc(c.Upstreams, func(u Upstream) bool { return u.Disabled }); d > 0 {
 		parts[0] += fmt.Sprintf(" (%d disabled)", d)
 	}
-	if c.Discovery == DiscoverySearch {
-		parts = append(parts, "/mcp in search mode")
+	if c.Discovery.Searches() {
+		parts = append(parts, "/mcp in "+string(c.Discovery)+" mode")
 	}
 	if len(c.Endpoints) > 0 {
 		var paths, searched []string
 		for _, e := range c.Endpoints {
 			paths = append(paths, "/mcp/"+e.Name)
-			if e.Discovery == DiscoverySearch {
+			if e.Discovery.Searches() {
 				searched = append(searched, "/mcp/"+e.Name)
 			}
 		}
@@ -310,8 +310,14 @@ func (c *Config) writeEndpoints(w *lineWriter) {
 		if len(e.Exclude) > 0 {
 			w.line("    exclude: %s", list(e.Exclude))
 		}
-		if e.Discovery == DiscoverySearch {
+		switch e.Discovery {
+		case DiscoverySearch:
 			w.line("    discovery: search  # tools/list: search_tools, call_tool and alwaysList")
+		case DiscoveryCode:
+			w.line("    discovery: code  # tools/list: search_tools, call_tool, describe_tools, run_script and alwaysList")
+		}
+		if e.CodeMode != nil {
+			w.line("    codeMode: %s", e.CodeMode.text())
 		}
 		if e.AlwaysList != nil {
 			w.line("    alwaysList: %s", list(e.AlwaysList))
@@ -379,6 +385,8 @@ func (c *Config) writePinning(w *lineWriter) {
 func (c *Config) writeDiscovery(w *lineWriter) {
 	if c.Discovery == DiscoverySearch {
 		w.line("discovery: search  # /mcp; tools/list: search_tools, call_tool and alwaysList")
+	} else if c.Discovery == DiscoveryCode {
+		w.line("discovery: code  # /mcp; tools/list: search_tools, call_tool, describe_tools, run_script and alwaysList")
 	} else if c.AlwaysList != nil || c.ExposeFound {
 		w.line("discovery: %s  # /mcp", c.Discovery)
 	}
@@ -388,7 +396,7 @@ func (c *Config) writeDiscovery(w *lineWriter) {
 // the block is not the default. The API key is never written: only the name
 // of its variable.
 func (c *Config) writeSearch(w *lineWriter) {
-	used := c.Discovery == DiscoverySearch || slices.ContainsFunc(c.Endpoints, func(e Endpoint) bool { return e.Discovery == DiscoverySearch })
+	used := c.Discovery.Searches() || slices.ContainsFunc(c.Endpoints, func(e Endpoint) bool { return e.Discovery.Searches() })
 	s := c.Search
 	if !used && s.Embeddings == nil && s.Timeout == DefaultSearchTimeout {
 		return

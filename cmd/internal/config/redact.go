@@ -88,6 +88,10 @@ func redactEndpoints(dst, src *Config) {
 	dst.Endpoints = make([]Endpoint, len(src.Endpoints))
 	for i, e := range src.Endpoints {
 		e.Include, e.Exclude, e.Policy, e.AlwaysList = slices.Clone(e.Include), slices.Clone(e.Exclude), clonePolicy(e.Policy), slices.Clone(e.AlwaysList)
+		if e.CodeMode != nil {
+			cm := *e.CodeMode
+			e.CodeMode = &cm
+		}
 		dst.Endpoints[i] = e
 	}
 }

@@ -20,16 +20,28 @@ const (
 	// and the tools alwaysList matches; the others are found with
 	// search_tools and run with call_tool or tools/call.
 	DiscoverySearch Discovery = "search"
+	// DiscoveryCode is search mode with code mode's meta-tools besides
+	// (issue 35): describe_tools, and run_script, which runs a script that
+	// calls tools (codeMode: says how).
+	DiscoveryCode Discovery = "code"
 )
 
-// Names of the meta-tools of search mode. No override may give them.
+// Searches reports whether the mode lists search mode's meta-tools: search
+// and code.
+func (d Discovery) Searches() bool { return d == DiscoverySearch || d == DiscoveryCode }
+
+// Names of the meta-tools of search and code mode. No override may give them.
 const (
-	SearchToolsName = "search_tools"
-	CallToolName    = "call_tool"
+	SearchToolsName   = "search_tools"
+	CallToolName      = "call_tool"
+	DescribeToolsName = "describe_tools"
+	RunScriptName     = "run_script"
 )
 
-// MetaToolNames are the names of the meta-tools of search mode.
-func MetaToolNames() []string { return []string{SearchToolsName, CallToolName} }
+// MetaToolNames are the names of the meta-tools of search and code mode.
+func MetaToolNames() []string {
+	return []string{SearchToolsName, CallToolName, DescribeToolsName, RunScriptName}
+}
 
 // Defaults and limits of the search: block.
 const (
@@ -72,10 +84,11 @@ type Embeddings struct {
 // endpoint's"); the top level's, /mcp's, are in its own table.
 func discoveryFields(whose string) []field {
 	return []field{
-		{key: "discovery", typ: tString, def: string(DiscoveryList), enum: enumOf(DiscoveryList, DiscoverySearch),
-			doc: "How " + whose + " tools show: list (every tool) or search (the meta-tools search_tools and call_tool, and alwaysList's tools)."},
+		{key: "discovery", typ: tString, def: string(DiscoveryList), enum: enumOf(DiscoveryList, DiscoverySearch, DiscoveryCode),
+			doc: "How " + whose + " tools show: list (every tool), search (the meta-tools search_tools and call_tool, and alwaysList's tools) or code (search, plus describe_tools and run_script: scripts that call tools)."},
 		{key: "alwaysList", typ: tStrings, doc: "In search mode, globs over tool names that " + whose + " tools/list shows besides the meta-tools."},
 		{key: "exposeFound", typ: tBool, def: "false", doc: "In search mode, adds each tool search_tools finds to that session's tools/list."},
+		{key: "codeMode", typ: tBlock, sub: codeModeFields, doc: "With discovery: code, how " + whose + " scripts run: consent to writes, and their limits. Unset: the defaults."},
 	}
 }
 
@@ -152,6 +165,7 @@ type discoveryMeta struct {
 	modeBad   bool       // discovery was set to something invalid
 	alwaysKey *yaml.Node // the alwaysList key (nil if unset)
 	exposeKey *yaml.Node // the exposeFound key (nil if unset)
+	codeKey   *yaml.Node // the codeMode key (nil if unset)
 }
 
 // discoveryDst are the fields the discovery settings go into.
@@ -159,6 +173,7 @@ type discoveryDst struct {
 	mode   *Discovery
 	always *[]string
 	expose *bool
+	code   **CodeMode
 }
 
 // discoveryField reads key, one of discoveryKeys, at path: for an endpoint,
@@ -167,9 +182,9 @@ func (p searchSection) discoveryField(key string, f pair, path string, d discove
 	switch key {
 	case "discovery":
 		m.modeNode = resolve(f.val)
-		v, ok := p.oneOf(f, path, "discovery mode", []string{string(DiscoveryList), string(DiscoverySearch)},
-			"list (tools/list shows every tool) or search (tools/list shows the meta-tools search_tools and call_tool, and the tools alwaysList matches)",
-			"list or search")
+		v, ok := p.oneOf(f, path, "discovery mode", []string{string(DiscoveryList), string(DiscoverySearch), string(DiscoveryCode)},
+			"list (tools/list shows every tool), search (tools/list shows the meta-tools search_tools and call_tool, and the tools alwaysList matches) or code (search, plus describe_tools and run_script)",
+			"list, search or code")
 		if !ok {
 			m.modeBad = true
 			return
@@ -187,6 +202,9 @@ func (p searchSection) discoveryField(key string, f pair, path string, d discove
 	case "exposeFound":
 		m.exposeKey = f.key
 		*d.expose, _ = p.boolean(f.val, path)
+	case "codeMode":
+		m.codeKey = f.key
+		*d.code = p.codeModeBlock(f, path)
 	}
 }
 
@@ -194,7 +212,7 @@ func (p searchSection) discoveryField(key string, f pair, path string, d discove
 // the settings of /mcp.
 func topDiscovery(p *parser, key string, f pair, t *topLevel) {
 	c := t.cfg
-	searchSection{p}.discoveryField(key, f, key, discoveryDst{&c.Discovery, &c.AlwaysList, &c.ExposeFound}, &t.discovery)
+	searchSection{p}.discoveryField(key, f, key, discoveryDst{&c.Discovery, &c.AlwaysList, &c.ExposeFound, &c.CodeMode}, &t.discovery)
 }
 
 // search reads the search: block.
@@ -206,6 +224,7 @@ func (p searchSection) search(key string, f pair, t *topLevel) {
 		"discovery":   perEndpoint,
 		"alwaysList":  perEndpoint,
 		"exposeFound": perEndpoint,
+		"codeMode":    perEndpoint,
 	}, searchTable(), &t.cfg.Search)
 	if !ok {
 		return
@@ -291,15 +310,17 @@ func envRefName(v string) string {
 func (p searchSection) checkSearch(cfg *Config, t *topLevel) {
 	p.checkDiscovery(&t.discovery, cfg.Discovery, cfg.ExposeFound,
 		"the top-level keys apply to /mcp only (an endpoint takes its own); set discovery: search at the top level")
-	searched, unsure := cfg.Discovery == DiscoverySearch, t.discovery.modeBad
+	p.checkCodeMode(&t.discovery, cfg.Discovery, "the top-level codeMode applies to /mcp only (an endpoint takes its own); set discovery: code at the top level")
+	searched, unsure := cfg.Discovery.Searches(), t.discovery.modeBad
 	for i, e := range cfg.Endpoints {
 		m := &t.endpoints[i].discovery
 		p.checkDiscovery(m, e.Discovery, e.ExposeFound, "set discovery: search on this endpoint")
-		searched = searched || e.Discovery == DiscoverySearch
+		p.checkCodeMode(m, e.Discovery, "set discovery: code on this endpoint")
+		searched = searched || e.Discovery.Searches()
 		unsure = unsure || m.modeBad
 	}
 	if t.embeddingsKey != nil && !searched && !unsure {
-		p.warnf(t.embeddingsKey, "search.embeddings", "has effect only with discovery: search, which neither /mcp nor any endpoint uses; set discovery: search where clients should search for tools, or remove search.embeddings")
+		p.warnf(t.embeddingsKey, "search.embeddings", "has effect only with discovery: search or code, which neither /mcp nor any endpoint uses; set discovery: search where clients should search for tools, or remove search.embeddings")
 	}
 	if t.searchTimeoutKey != nil && cfg.Search.Embeddings == nil {
 		p.warnf(t.searchTimeoutKey, "search.timeout", "bounds the requests to the embeddings provider, and search.embeddings is not set, so it has no effect")
@@ -309,10 +330,10 @@ func (p searchSection) checkSearch(cfg *Config, t *topLevel) {
 // checkDiscovery warns about alwaysList and exposeFound where they have no
 // effect: without discovery: search. fix says how to give them one.
 func (p searchSection) checkDiscovery(m *discoveryMeta, mode Discovery, expose bool, fix string) {
-	if mode == DiscoverySearch || m.modeBad {
+	if mode.Searches() || m.modeBad {
 		return
 	}
-	why := "has effect only with discovery: search"
+	why := "has effect only with discovery: search or code"
 	if m.modeNode != nil {
 		why += fmt.Sprintf(" (discovery is %s at %s)", mode, pos(m.modeNode))
 	}
@@ -327,11 +348,11 @@ func (p searchSection) checkDiscovery(m *discoveryMeta, mode Discovery, expose b
 // searchModeAt returns where discovery: search is first set (nil if nowhere),
 // for messages about the meta-tools' names.
 func (t *topLevel) searchModeAt() *yaml.Node {
-	if t.cfg.Discovery == DiscoverySearch {
+	if t.cfg.Discovery.Searches() {
 		return t.discovery.modeNode
 	}
 	for i, e := range t.cfg.Endpoints {
-		if e.Discovery == DiscoverySearch && i < len(t.endpoints) {
+		if e.Discovery.Searches() && i < len(t.endpoints) {
 			return t.endpoints[i].discovery.modeNode
 		}
 	}

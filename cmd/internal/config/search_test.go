@@ -156,9 +156,9 @@ func TestSearchInvalid(t *testing.T) {
 			name: "discovery values",
 			in:   "discovery: lst\nendpoints:\n  - name: a\n    discovery: [search]\n  - name: b\n    discovery: progressive\n",
 			want: []string{
-				`c.yaml:4:12: discovery: "lst" is not a discovery mode; did you mean "list"? (list or search)`,
+				`c.yaml:4:12: discovery: "lst" is not a discovery mode; did you mean "list"? (list, search or code)`,
 				`c.yaml:7:16: endpoints[0].discovery: must be a string, not a list`,
-				`c.yaml:9:16: endpoints[1].discovery: "progressive" is not a discovery mode; use list (tools/list shows every tool) or search (tools/list shows the meta-tools search_tools and call_tool, and the tools alwaysList matches)`,
+				`c.yaml:9:16: endpoints[1].discovery: "progressive" is not a discovery mode; use list (tools/list shows every tool), search (tools/list shows the meta-tools search_tools and call_tool, and the tools alwaysList matches) or code (search, plus describe_tools and run_script)`,
 			},
 		},
 		{
@@ -184,15 +184,15 @@ func TestSearchInvalid(t *testing.T) {
 			in: "discovery: search\noverrides:\n  github/search: {name: search_tools}\n  files/call: {name: call_tool}\n" +
 				"  files/prompts/search: {name: search_tools}\n",
 			want: []string{
-				`c.yaml:6:25: overrides["github/search"].name: "search_tools" is reserved: search mode (discovery: search) serves its meta-tools search_tools and call_tool under these names, and a tool renamed so would collide with one; choose another name (discovery: search is set at 4:12)`,
-				`c.yaml:7:22: overrides["files/call"].name: "call_tool" is reserved: search mode (discovery: search) serves its meta-tools search_tools and call_tool under these names, and a tool renamed so would collide with one; choose another name (discovery: search is set at 4:12)`,
+				`c.yaml:6:25: overrides["github/search"].name: "search_tools" is reserved: search and code mode (discovery: search or code) serve their meta-tools search_tools, call_tool, describe_tools and run_script under these names, and a tool renamed so would collide with one; choose another name (discovery: search is set at 4:12)`,
+				`c.yaml:7:22: overrides["files/call"].name: "call_tool" is reserved: search and code mode (discovery: search or code) serve their meta-tools search_tools, call_tool, describe_tools and run_script under these names, and a tool renamed so would collide with one; choose another name (discovery: search is set at 4:12)`,
 			},
 		},
 		{
 			name: "meta-tool names are reserved even where search mode is not used",
 			in:   "overrides:\n  github/search: {name: search_tools}\n",
 			want: []string{
-				`c.yaml:5:25: overrides["github/search"].name: "search_tools" is reserved: search mode (discovery: search) serves its meta-tools search_tools and call_tool under these names, and a tool renamed so would collide with one; choose another name`,
+				`c.yaml:5:25: overrides["github/search"].name: "search_tools" is reserved: search and code mode (discovery: search or code) serve their meta-tools search_tools, call_tool, describe_tools and run_script under these names, and a tool renamed so would collide with one; choose another name`,
 			},
 		},
 		{
@@ -284,10 +284,10 @@ func TestSearchWarnings(t *testing.T) {
 			in: "alwaysList: [\"files__*\"]\nexposeFound: true\nendpoints:\n  - name: a\n    discovery: list\n    alwaysList: [\"files__*\"]\n    exposeFound: true\n" +
 				"  - name: b\n    exposeFound: false\n",
 			want: []string{
-				`c.yaml:2:1: alwaysList: has effect only with discovery: search; the top-level keys apply to /mcp only (an endpoint takes its own); set discovery: search at the top level, or remove alwaysList`,
-				`c.yaml:3:1: exposeFound: has effect only with discovery: search; the top-level keys apply to /mcp only (an endpoint takes its own); set discovery: search at the top level, or remove exposeFound`,
-				`c.yaml:7:5: endpoints[0].alwaysList: has effect only with discovery: search (discovery is list at 6:16); set discovery: search on this endpoint, or remove alwaysList`,
-				`c.yaml:8:5: endpoints[0].exposeFound: has effect only with discovery: search (discovery is list at 6:16); set discovery: search on this endpoint, or remove exposeFound`,
+				`c.yaml:2:1: alwaysList: has effect only with discovery: search or code; the top-level keys apply to /mcp only (an endpoint takes its own); set discovery: search at the top level, or remove alwaysList`,
+				`c.yaml:3:1: exposeFound: has effect only with discovery: search or code; the top-level keys apply to /mcp only (an endpoint takes its own); set discovery: search at the top level, or remove exposeFound`,
+				`c.yaml:7:5: endpoints[0].alwaysList: has effect only with discovery: search or code (discovery is list at 6:16); set discovery: search on this endpoint, or remove alwaysList`,
+				`c.yaml:8:5: endpoints[0].exposeFound: has effect only with discovery: search or code (discovery is list at 6:16); set discovery: search on this endpoint, or remove exposeFound`,
 			},
 		},
 		{
@@ -299,7 +299,7 @@ func TestSearchWarnings(t *testing.T) {
 			name: "embeddings and timeout unused",
 			in:   "endpoints: [{name: a}]\nsearch:\n  embeddings: {url: \"https://api.openai.com/v1\", model: m}\n",
 			want: []string{
-				`c.yaml:4:3: search.embeddings: has effect only with discovery: search, which neither /mcp nor any endpoint uses; set discovery: search where clients should search for tools, or remove search.embeddings`,
+				`c.yaml:4:3: search.embeddings: has effect only with discovery: search or code, which neither /mcp nor any endpoint uses; set discovery: search where clients should search for tools, or remove search.embeddings`,
 			},
 		},
 		{

@@ -191,8 +191,8 @@ func catalogFields() []topField {
 		{field: field{key: "pinning", typ: tBlock, sub: pinningFields,
 			doc: "The pins of tool definitions. Unset: each definition is trusted on first use, and a change is served with a warning."},
 			decode: readPinning, show: 20, print: (*Config).writePinning},
-		{field: field{key: "discovery", typ: tString, def: string(DiscoveryList), enum: enumOf(DiscoveryList, DiscoverySearch),
-			doc: "How /mcp shows its tools: list (every tool) or search (the meta-tools search_tools and call_tool, and alwaysList's tools)."},
+		{field: field{key: "discovery", typ: tString, def: string(DiscoveryList), enum: enumOf(DiscoveryList, DiscoverySearch, DiscoveryCode),
+			doc: "How /mcp shows its tools: list (every tool), search (the meta-tools search_tools and call_tool, and alwaysList's tools) or code (search, plus describe_tools and run_script: scripts that call tools)."},
 			decode: topDiscovery, show: 21, print: (*Config).writeDiscovery},
 		{field: field{key: "alwaysList", typ: tStrings,
 			doc: "In search mode, globs over tool names that /mcp's tools/list shows besides the meta-tools."},
@@ -208,13 +208,25 @@ func catalogFields() []topField {
 					w.line("exposeFound: true")
 				}
 			}},
+		{field: field{key: "codeMode", typ: tBlock, sub: codeModeFields,
+			doc: "With discovery: code, how /mcp's scripts run: consent to writes, and their limits. Unset: the defaults."},
+			decode: topDiscovery, show: 24, print: func(c *Config, w *lineWriter) {
+				if cm := c.CodeMode; cm != nil {
+					w.line("codeMode: %s", cm.text())
+				}
+			}, redact: func(dst, src *Config) {
+				if src.CodeMode != nil {
+					cm := *src.CodeMode
+					dst.CodeMode = &cm
+				}
+			}},
 		{field: field{key: "search", typ: tBlock, sub: searchFields,
 			doc: "How the tool-search index of search mode ranks. Unset: BM25 alone, no network."},
 			decode: func(p *parser, key string, f pair, t *topLevel) { searchSection{p}.search(key, f, t) },
-			show:   24, print: (*Config).writeSearch, redact: redactSearch},
+			show:   25, print: (*Config).writeSearch, redact: redactSearch},
 		{field: field{key: "serverCard", typ: tBoolOrBlock, sub: serverCardFields,
 			doc: "Serves the server cards (experimental, SEP-2127) at /.well-known/mcp/server-card[/<endpoint>]; true for the defaults."},
-			decode: readServerCard, after: checkServerCard, show: 25, print: (*Config).writeServerCard,
+			decode: readServerCard, after: checkServerCard, show: 26, print: (*Config).writeServerCard,
 			redact: func(dst, src *Config) {
 				if src.ServerCard != nil {
 					sc := *src.ServerCard
@@ -223,7 +235,7 @@ func catalogFields() []topField {
 			}},
 		{field: field{key: "tasks", typ: tBlock, sub: tasksFields,
 			doc: "How the gateway holds the tasks it makes for tools whose upstreams take none."},
-			decode: readTasks, show: 26, print: (*Config).writeTasks},
+			decode: readTasks, show: 27, print: (*Config).writeTasks},
 	}
 }
 
