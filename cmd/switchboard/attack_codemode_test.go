@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -92,6 +93,11 @@ endpoints:
 		{"memory bomb", `const a: number[][] = []; for (;;) a.push(new Array(1e5).fill(a.length))`, "memory limit", roomy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.limit == "memory limit" && os.Getenv("SWITCHBOARD_E2E_RACE") == "1" {
+				// A gateway built with -race sets no RLIMIT_DATA on its workers (the detector's shadow memory
+				// would count against it: routing/codemode/race_on.go); .ci/test runs this row on a plain build.
+				t.Skip("the memory bound is not set in a -race build; run with SWITCHBOARD_E2E_RACE=0")
+			}
 			if got, isErr := runOn(tc.cs, tc.code); !isErr || !strings.Contains(got, tc.limit) {
 				t.Errorf("answered %q (error %v), want an error naming the %s", got, isErr, tc.limit)
 			}
