@@ -2,8 +2,8 @@ package upstreamauth
 
 import "strings"
 
-// Challenge is what a Bearer challenge of a WWW-Authenticate header says
-// (RFC 6750 §3, RFC 9728 §5.1).
+// Challenge is what a Bearer (or DPoP) challenge of a WWW-Authenticate header
+// says (RFC 6750 §3, RFC 9728 §5.1, RFC 9449 §7.1).
 type Challenge struct {
 	// ResourceMetadata is the resource_metadata parameter: the URL of the
 	// protected-resource metadata ("" when absent).
@@ -14,9 +14,13 @@ type Challenge struct {
 	Error string
 	// ErrorDescription is the error_description parameter.
 	ErrorDescription string
+	// DPoP is whether the header has a DPoP challenge (RFC 9449 §7.1): the
+	// resource takes DPoP-bound tokens.
+	DPoP bool
 }
 
-// ParseChallenge finds the Bearer challenge in a WWW-Authenticate value and
+// ParseChallenge finds the first Bearer challenge in a WWW-Authenticate
+// value, else the first DPoP challenge (RFC 9449 §7.1: same parameters), and
 // reports whether there was one. Several header fields are one list: join
 // them with ", " first (RFC 9110 §5.3). The parser is lenient, as a client
 // should be with what servers send: the scheme and parameter names are
@@ -25,6 +29,17 @@ type Challenge struct {
 // their token68 or parameters are passed over, and an unterminated quoted
 // string runs to the end. A repeated parameter keeps its first value.
 func ParseChallenge(header string) (Challenge, bool) {
+	dpop, isDPoP := parseChallenge(header, "dpop")
+	if ch, ok := parseChallenge(header, "bearer"); ok {
+		ch.DPoP = isDPoP
+		return ch, true
+	}
+	dpop.DPoP = isDPoP
+	return dpop, isDPoP
+}
+
+// parseChallenge is ParseChallenge for one scheme.
+func parseChallenge(header, scheme string) (Challenge, bool) {
 	p := challengeParser{s: header}
 	var (
 		ch       Challenge
@@ -54,7 +69,7 @@ func ParseChallenge(header string) (Challenge, bool) {
 				inBearer = false
 				continue
 			}
-			inBearer = strings.EqualFold(tok, "bearer")
+			inBearer = strings.EqualFold(tok, scheme)
 			found = inBearer
 			continue
 		}

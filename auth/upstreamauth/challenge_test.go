@@ -46,7 +46,7 @@ func TestParseChallenge(t *testing.T) {
 		{
 			name:   "before another challenge, whose parameters are not Bearer's",
 			header: `Bearer scope="a b", DPoP algs="ES256", error="use_dpop_nonce"`,
-			want:   Challenge{Scopes: []string{"a", "b"}},
+			want:   Challenge{Scopes: []string{"a", "b"}, DPoP: true},
 			found:  true,
 		},
 		{
@@ -96,7 +96,19 @@ func TestParseChallenge(t *testing.T) {
 			want:   Challenge{Scopes: []string{"a"}},
 			found:  true,
 		},
-		{name: "no Bearer challenge", header: `Basic realm="x", DPoP algs="ES256"`},
+		{
+			name:   "DPoP challenge (RFC 9449 §7.1)",
+			header: `Basic realm="x", DPoP error="use_dpop_nonce", algs="ES256", resource_metadata="https://m/r"`,
+			want:   Challenge{ResourceMetadata: "https://m/r", Error: "use_dpop_nonce", DPoP: true},
+			found:  true,
+		},
+		{
+			name:   "Bearer preferred to DPoP",
+			header: `DPoP algs="ES256", scope="x", Bearer scope="read"`,
+			want:   Challenge{Scopes: []string{"read"}, DPoP: true},
+			found:  true,
+		},
+		{name: "no Bearer or DPoP challenge", header: `Basic realm="x", Negotiate abc==`},
 		{name: "a parameter named bearer is not a scheme", header: `Basic bearer="x"`},
 		{name: "empty", header: ``},
 	}

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+
+	"github.com/switchboard-mcp/switchboard/auth"
 )
 
 // Server is what the gateway knows of an upstream's authorization: the
@@ -46,6 +48,15 @@ type Server struct {
 	IssParameterSupported bool `json:"issParameterSupported,omitempty"`
 	// CIMDSupported is client_id_metadata_document_supported.
 	CIMDSupported bool `json:"cimdSupported,omitempty"`
+	// DPoPSigningAlgs is dpop_signing_alg_values_supported (RFC 9449 §5.1):
+	// the server binds tokens to a DPoP key signing with one of them.
+	DPoPSigningAlgs []string `json:"dpopSigningAlgs,omitempty"`
+	// ResourceDPoP is whether the protected resource takes DPoP-bound
+	// tokens: its 401 had a DPoP challenge, or its metadata lists ES256 in
+	// dpop_signing_alg_values_supported or requires bound tokens. A DPoP
+	// token is asked for only then, so that a resource that knows only
+	// Bearer keeps working behind an authorization server that offers DPoP.
+	ResourceDPoP bool `json:"resourceDPoP,omitempty"`
 }
 
 // maxMetadata bounds a metadata document read: they are a few kilobytes.
@@ -97,6 +108,7 @@ func Discover(ctx context.Context, client *http.Client, mcpURL string, ch Challe
 		}
 		srv.Resource = prm.Resource
 		srv.ScopesSupported = prm.ScopesSupported
+		srv.ResourceDPoP = ch.DPoP || prm.DPoPBoundRequired || slices.Contains(prm.DPoPSigningAlgs, auth.DPoPAlg)
 		return srv, nil
 	}
 	return nil, errors.Join(errs...)
@@ -106,6 +118,9 @@ type resourceMetadata struct {
 	Resource             string   `json:"resource"`
 	AuthorizationServers []string `json:"authorization_servers"`
 	ScopesSupported      []string `json:"scopes_supported"`
+	// RFC 9728 §2's DPoP parameters: either says the resource takes DPoP.
+	DPoPSigningAlgs   []string `json:"dpop_signing_alg_values_supported"`
+	DPoPBoundRequired bool     `json:"dpop_bound_access_tokens_required"`
 }
 
 // fetchResourceMetadata returns the protected-resource metadata and the URL
@@ -185,6 +200,7 @@ type authorizationServerMetadata struct {
 	TokenEndpointAuthMethodsSupported []string `json:"token_endpoint_auth_methods_supported"`
 	IssParameterSupported             bool     `json:"authorization_response_iss_parameter_supported"`
 	CIMDSupported                     bool     `json:"client_id_metadata_document_supported"`
+	DPoPSigningAlgValuesSupported     []string `json:"dpop_signing_alg_values_supported"`
 }
 
 // fetchServerMetadata tries the metadata URLs of issuer in order; a 4xx
@@ -283,6 +299,7 @@ func (m *authorizationServerMetadata) server(named, from string) (*Server, error
 		TokenEndpointAuthMethods: m.TokenEndpointAuthMethodsSupported,
 		IssParameterSupported:    m.IssParameterSupported,
 		CIMDSupported:            m.CIMDSupported,
+		DPoPSigningAlgs:          m.DPoPSigningAlgValuesSupported,
 	}, nil
 }
 

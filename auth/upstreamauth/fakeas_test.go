@@ -68,6 +68,7 @@ type fakeAS struct {
 	hits        []string
 	authorizeQs []url.Values
 	tokenForms  []url.Values
+	dpopProofs  []string // each token request's DPoP header
 	grants      map[string]*fakeGrant
 	refresh     map[string]bool
 	registered  []map[string]any
@@ -285,6 +286,7 @@ func (f *fakeAS) token(w http.ResponseWriter, r *http.Request) {
 	}
 	form := r.PostForm
 	f.tokenForms = append(f.tokenForms, form)
+	f.dpopProofs = append(f.dpopProofs, r.Header.Get("DPoP"))
 	if f.failStatus != 0 {
 		w.Header().Set("Content-Type", "text/html")
 		w.WriteHeader(f.failStatus)

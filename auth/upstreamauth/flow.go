@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/auth"
 	"golang.org/x/oauth2"
 )
 
@@ -47,6 +48,11 @@ type FlowConfig struct {
 	HTTPClient *http.Client
 	// MaxAge is how old a Pending may be at Finish (zero: DefaultMaxAge).
 	MaxAge time.Duration
+	// DPoP, when set, the resource takes DPoP (Server.ResourceDPoP) and the
+	// server lists ES256 in dpop_signing_alg_values_supported, makes every token request carry a
+	// DPoP proof of this key (RFC 9449 §5), so the tokens are bound to it and
+	// token_type DPoP is accepted. nil: Bearer tokens only.
+	DPoP *auth.DPoPKey
 }
 
 // Flow is the authorization-code grant with PKCE toward one authorization
@@ -62,6 +68,8 @@ type Flow struct {
 	// refreshHTTP is http with the resource added to refresh requests.
 	refreshHTTP *http.Client
 	maxAge      time.Duration
+	// dpop is whether token requests carry proofs (and DPoP tokens are taken).
+	dpop bool
 }
 
 // NewFlow checks cfg and builds the flow. It refuses a server without PKCE
@@ -115,6 +123,15 @@ func NewFlow(cfg FlowConfig) (*Flow, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
+	dpop := cfg.DPoP != nil && srv.ResourceDPoP && slices.Contains(srv.DPoPSigningAlgs, auth.DPoPAlg)
+	if dpop {
+		hc = &http.Client{
+			Transport:     &auth.DPoPTransport{Base: hc.Transport, Key: cfg.DPoP, TokenURL: srv.TokenEndpoint},
+			CheckRedirect: hc.CheckRedirect,
+			Jar:           hc.Jar,
+			Timeout:       hc.Timeout,
+		}
+	}
 	maxAge := cfg.MaxAge
 	if maxAge <= 0 {
 		maxAge = DefaultMaxAge
@@ -137,6 +154,7 @@ func NewFlow(cfg FlowConfig) (*Flow, error) {
 		http:         hc,
 		refreshHTTP:  hc,
 		maxAge:       maxAge,
+		dpop:         dpop,
 	}
 	if !cfg.OmitResource {
 		tokenURL, _ := url.Parse(srv.TokenEndpoint) // checked above
@@ -299,7 +317,7 @@ func (f *Flow) Finish(ctx context.Context, p Pending, callback url.Values) (*oau
 	if err != nil {
 		return nil, tokenError(err, secrets...)
 	}
-	if err := checkBearer(tok); err != nil {
+	if err := f.checkTokenType(tok); err != nil {
 		return nil, err
 	}
 	return tok, nil
@@ -343,14 +361,18 @@ func single(v url.Values, key string) (string, bool) {
 	return vals[0], true
 }
 
-// checkBearer refuses a token the gateway cannot present: MCP sends
-// "Authorization: Bearer <access-token>", and a sender-constrained token
-// (DPoP) needs a proof the gateway does not make.
-func checkBearer(tok *oauth2.Token) error {
-	if tok.TokenType != "" && !strings.EqualFold(tok.TokenType, "bearer") {
-		return fmt.Errorf("upstreamauth: token endpoint: token_type %q is not Bearer", scrub(tok.TokenType))
+// checkTokenType refuses a token the gateway cannot present: a Bearer
+// token always, a DPoP one (RFC 9449 §5) when the token request carried a
+// proof, anything else never.
+func (f *Flow) checkTokenType(tok *oauth2.Token) error {
+	switch {
+	case tok.TokenType == "" || strings.EqualFold(tok.TokenType, "bearer"):
+		return nil
+	case f.dpop && strings.EqualFold(tok.TokenType, "dpop"):
+		tok.TokenType = "DPoP" // the Authorization scheme, as RFC 9449 §7.1 spells it
+		return nil
 	}
-	return nil
+	return fmt.Errorf("upstreamauth: token endpoint: token_type %q is not Bearer", scrub(tok.TokenType))
 }
 
 // Refresh renews tok with its refresh token, now, whatever tok's expiry
@@ -374,7 +396,7 @@ func (f *Flow) Refresh(ctx context.Context, tok *oauth2.Token) (*oauth2.Token, b
 	if err != nil {
 		return nil, false, tokenError(err, tok.RefreshToken, tok.AccessToken, f.client.Secret)
 	}
-	if err := checkBearer(nt); err != nil {
+	if err := f.checkTokenType(nt); err != nil {
 		return nil, false, err
 	}
 	return nt, nt.RefreshToken != tok.RefreshToken, nil

@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/auth"
 	"golang.org/x/oauth2"
 )
 
@@ -322,13 +324,63 @@ func TestFinishExpired(t *testing.T) {
 	})
 }
 
-func TestFinishRefusesNonBearer(t *testing.T) {
-	as := newFakeAS(t)
-	as.tokenType = "DPoP"
-	f := testFlow(t, as, FlowConfig{})
-	p, authURL := f.Start()
-	if _, err := f.Finish(context.Background(), p, as.authorizeVia(t, authURL, redirectURL)); err == nil || !strings.Contains(err.Error(), "DPoP") {
-		t.Fatalf("Finish: %v; want a refusal of the DPoP token", err)
+// TestFinishTokenType: a Bearer token is always taken; a DPoP one only when the flow has a DPoP key and the
+// server offers ES256, and then every token request carries a proof of that key (RFC 9449 §5).
+func TestFinishTokenType(t *testing.T) {
+	key, err := auth.NewDPoPKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		tokenType  string
+		algs       []string // the AS's dpop_signing_alg_values_supported (nil: not offered)
+		resource   bool     // the resource's metadata lists ES256 (RFC 9728 §2)
+		key        *auth.DPoPKey
+		wantType   string // "" for a refusal
+		wantProofs bool
+	}{
+		{name: "bearer", tokenType: "Bearer", wantType: "Bearer"},
+		{name: "bearer, dpop offered", tokenType: "Bearer", algs: []string{"ES256"}, resource: true, key: key, wantType: "Bearer", wantProofs: true},
+		{name: "dpop without a key", tokenType: "DPoP", algs: []string{"ES256"}, resource: true},
+		{name: "dpop not offered", tokenType: "DPoP", resource: true, key: key},
+		{name: "dpop not taken by the resource", tokenType: "DPoP", algs: []string{"ES256"}, key: key},
+		{name: "dpop without ES256", tokenType: "DPoP", algs: []string{"RS256"}, resource: true, key: key},
+		{name: "dpop", tokenType: "dpop", algs: []string{"ES256", "RS256"}, resource: true, key: key, wantType: "DPoP", wantProofs: true},
+		{name: "mac", tokenType: "mac", algs: []string{"ES256"}, resource: true, key: key, wantProofs: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			as := newFakeAS(t)
+			as.tokenType = tt.tokenType
+			if tt.algs != nil {
+				as.meta = map[string]any{"dpop_signing_alg_values_supported": tt.algs}
+			}
+			if tt.resource {
+				as.prm = map[string]any{"dpop_signing_alg_values_supported": []string{"ES256"}}
+			}
+			f := testFlow(t, as, FlowConfig{DPoP: tt.key})
+			p, authURL := f.Start()
+			tok, err := f.Finish(context.Background(), p, as.authorizeVia(t, authURL, redirectURL))
+			switch {
+			case tt.wantType == "" && err == nil:
+				t.Fatalf("Finish took token_type %q", tt.tokenType)
+			case tt.wantType == "" && !strings.Contains(err.Error(), "not Bearer"):
+				t.Fatalf("Finish: %v; want a refusal of the token type", err)
+			case tt.wantType != "" && err != nil:
+				t.Fatalf("Finish: %v", err)
+			case tt.wantType != "" && tok.TokenType != tt.wantType:
+				t.Fatalf("token_type %q, want %q", tok.TokenType, tt.wantType)
+			}
+			as.mu.Lock()
+			proofs := slices.Clone(as.dpopProofs)
+			as.mu.Unlock()
+			for _, p := range proofs {
+				if (p != "") != tt.wantProofs {
+					t.Fatalf("token request DPoP header %q; want one: %v", p, tt.wantProofs)
+				}
+			}
+		})
 	}
 }
 

@@ -44,6 +44,9 @@ type userOAuth struct {
 	// signIn is the browser sign-in; its admins see the status view on /connections.
 	signIn *browserSignIn
 	sealer *vault.Keyring
+	// dpop is the replica's DPoP key (RFC 9449): tokens of an authorization server that offers DPoP are bound to
+	// it, and every request with one carries a proof of it.
+	dpop *auth.DPoPKey
 	// router is set once it exists: the connect handler's notifications go to it.
 	router atomic.Pointer[routing.Router]
 }
@@ -111,6 +114,9 @@ func newUserOAuth(ctx context.Context, cfg *config.Config, redis *state.Redis, l
 	}
 	defer clear(keys)
 	u := &userOAuth{log: log, publicURL: strings.TrimSuffix(cfg.PublicURL, "/"), sealer: keyring}
+	if u.dpop, err = auth.NewDPoPKey(); err != nil {
+		return nil, err
+	}
 	if redis != nil {
 		u.store = redis
 	} else {
@@ -134,7 +140,7 @@ func newUserOAuth(ctx context.Context, cfg *config.Config, redis *state.Redis, l
 	httpClient := &http.Client{Timeout: 30 * time.Second}
 	if u.discovery, err = connect.NewDiscovery(connect.DiscoveryConfig{
 		Upstreams: ups, PublicURL: u.publicURL, ClientName: "Switchboard", Store: u.store, Sealer: keyring,
-		HTTPClient: httpClient, Logger: log,
+		HTTPClient: httpClient, Logger: log, DPoP: u.dpop,
 	}); err != nil {
 		return nil, err
 	}
@@ -224,19 +230,19 @@ func (u *userOAuth) headers(name string, configured auth.CredentialSource) func(
 		if err != nil {
 			return err
 		}
-		h.Set("Authorization", "Bearer "+tok.AccessToken)
+		h.Set("Authorization", tok.Type()+" "+tok.AccessToken) // "DPoP" for a DPoP-bound token (RFC 9449 §7.1)
 		return nil
 	}
 }
 
 // httpClient is a user-oauth upstream's HTTP client: the upstream transport's usual pooling, and one refresh and
-// retry on 401 (connect.RetryOn401).
+// retry on 401 (connect.RetryOn401), and a DPoP proof with a DPoP-bound token (auth.DPoPTransport).
 func (u *userOAuth) httpClient(name string) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = 0
 	tr.MaxIdleConnsPerHost = 1024
 	return &http.Client{Transport: &connect.RetryOn401{
-		Base: tr, Tokens: u.tokens, Upstream: name, Logger: u.log, Moves: u.discovery,
+		Base: &auth.DPoPTransport{Base: tr, Key: u.dpop}, Tokens: u.tokens, Upstream: name, Logger: u.log, Moves: u.discovery,
 		Principal: func(ctx context.Context) string { return auth.PrincipalFrom(ctx).Key() },
 	}}
 }

@@ -113,6 +113,10 @@ type DiscoveryConfig struct {
 	// HTTPClient reaches the upstreams and their authorization servers;
 	// nil means http.DefaultClient.
 	HTTPClient *http.Client
+	// DPoP is the replica's DPoP key: an authorization server that offers
+	// DPoP (RFC 9449) gets a proof with every token request and binds its
+	// tokens to the key. nil: Bearer tokens only.
+	DPoP *auth.DPoPKey
 	// Logger receives discoveries and their failures, never a secret. nil
 	// means slog.Default().
 	Logger *slog.Logger
@@ -137,6 +141,7 @@ type Discovery struct {
 	store      DiscoveryStore
 	sealer     Sealer
 	http       *http.Client
+	dpop       *auth.DPoPKey
 	log        *slog.Logger
 	ttl        time.Duration
 	group      singleflight.Group
@@ -186,6 +191,7 @@ func NewDiscovery(cfg DiscoveryConfig) (*Discovery, error) {
 		store:      cfg.Store,
 		sealer:     cfg.Sealer,
 		http:       cfg.HTTPClient,
+		dpop:       cfg.DPoP,
 		log:        cfg.Logger,
 		ttl:        cfg.TTL,
 		cache:      map[string]*discovered{},
@@ -399,6 +405,7 @@ func (d *Discovery) discoverFlow(ctx context.Context, u UpstreamOAuth, rejected 
 		Scopes:       scopes,
 		OmitResource: u.OmitResource,
 		HTTPClient:   d.http,
+		DPoP:         d.dpop,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect: upstream %s: %w", u.Name, err)

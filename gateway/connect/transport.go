@@ -66,7 +66,9 @@ func (t *RetryOn401) RoundTrip(r *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	principal := t.Principal(r.Context())
-	rejected, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	// A DPoP token (RFC 9449 §7.1) is refreshed and retried like a Bearer one; its proofs are the Base's.
+	scheme, rejected, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	bearer := scheme == "Bearer" || scheme == "DPoP"
 	if resp.StatusCode == http.StatusForbidden {
 		t.stepUp(r.Context(), resp, principal, rejected, bearer)
 		return resp, nil
@@ -95,6 +97,6 @@ func (t *RetryOn401) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
 	_ = resp.Body.Close()
-	retry.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	retry.Header.Set("Authorization", tok.Type()+" "+tok.AccessToken)
 	return t.Base.RoundTrip(retry)
 }

@@ -210,3 +210,53 @@ func TestRetryOn401AsksMoves(t *testing.T) {
 }
 
 type principalKey struct{}
+
+// TestRetryOn401DPoP: a refused DPoP-bound token (RFC 9449 §7.1) is refreshed and the request sent again, like a
+// Bearer one, with the scheme of the token the refresh returned; a Basic credential is not the person's token.
+func TestRetryOn401DPoP(t *testing.T) {
+	for _, tc := range []struct {
+		name, scheme string
+		wantRetry    bool
+	}{
+		{name: "DPoP", scheme: "DPoP", wantRetry: true},
+		{name: "Bearer", scheme: "Bearer", wantRetry: true},
+		{name: "Basic", scheme: "Basic"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.as.rotate = true
+			e.as.addRefresh("rt-2-secretish")
+			e.putGrant(alice, grant{AccessToken: "at-1-secretish", TokenType: tc.scheme, RefreshToken: "rt-2-secretish", Expiry: time.Now().Add(time.Hour)})
+			var mu sync.Mutex
+			var seen []string
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				seen = append(seen, r.Header.Get("Authorization"))
+				mu.Unlock()
+				if strings.HasSuffix(r.Header.Get("Authorization"), "at-1-secretish") {
+					w.WriteHeader(http.StatusUnauthorized)
+				}
+			}))
+			t.Cleanup(up.Close)
+			client := &http.Client{Transport: &RetryOn401{
+				Base: http.DefaultTransport, Tokens: e.tokens, Upstream: "github", Logger: e.tokens.log,
+				Principal: func(context.Context) string { return alice.Key() },
+			}}
+			req, _ := http.NewRequest(http.MethodPost, up.URL, strings.NewReader(`{}`))
+			req.Header.Set("Authorization", tc.scheme+" at-1-secretish")
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			if got := len(seen) == 2; got != tc.wantRetry {
+				t.Fatalf("upstream saw %q; want a retry: %t", seen, tc.wantRetry)
+			}
+			if tc.wantRetry && (resp.StatusCode != 200 || !strings.HasPrefix(seen[1], "Bearer at-")) {
+				t.Errorf("retry: HTTP %d with %q; want 200 with the refreshed Bearer token", resp.StatusCode, seen[1])
+			}
+		})
+	}
+}
