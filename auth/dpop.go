@@ -5,10 +5,12 @@ import (
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
+	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -40,12 +42,38 @@ type DPoPKey struct {
 	nonces map[string]string // origin → last DPoP-Nonce
 }
 
-// NewDPoPKey makes a fresh P-256 key.
+// NewDPoPKey makes a fresh P-256 key, for one process alone.
 func NewDPoPKey() (*DPoPKey, error) {
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("auth: dpop key: %w", err)
 	}
+	return newDPoPKey(priv)
+}
+
+// DPoPKeyFrom derives the P-256 key from secret (HKDF-SHA256, with a label of its own): every replica given the
+// same secret (the key that seals the grants they share) proves the same key, across restarts, so a token bound
+// to it works wherever the grant is used. A new secret makes a new key: the tokens bound to the old one are
+// refused and refreshed (or connected again).
+func DPoPKeyFrom(secret []byte) (*DPoPKey, error) {
+	if len(secret) < 16 {
+		return nil, errors.New("auth: dpop key: the secret is too short")
+	}
+	for i := 0; i < 16; i++ {
+		// A 32-byte string is a valid P-256 scalar unless it is zero or past the group order (odds of 2^-32):
+		// then the next label's.
+		d, err := hkdf.Key(sha256.New, secret, nil, fmt.Sprintf("switchboard dpop key v1/%d", i), 32)
+		if err != nil {
+			return nil, fmt.Errorf("auth: dpop key: %w", err)
+		}
+		if priv, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), d); err == nil {
+			return newDPoPKey(priv)
+		}
+	}
+	return nil, errors.New("auth: dpop key: no valid key derives from the secret")
+}
+
+func newDPoPKey(priv *ecdsa.PrivateKey) (*DPoPKey, error) {
 	pub := jose.JSONWebKey{Key: &priv.PublicKey, Algorithm: DPoPAlg, Use: "sig"}
 	opts := (&jose.SignerOptions{}).WithType("dpop+jwt").WithHeader("jwk", pub)
 	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: priv}, opts)

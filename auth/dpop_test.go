@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/sha256"
 	"encoding/base64"
@@ -213,5 +214,57 @@ func TestDPoPTransport(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDPoPKeyFrom: replicas given the same sealing secret prove the same key (a token bound on one works on all,
+// and after a restart); another secret makes another key; a short secret is refused; the proof verifies.
+func TestDPoPKeyFrom(t *testing.T) {
+	secret := bytes.Repeat([]byte{7}, 32)
+	a, err := DPoPKeyFrom(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := DPoPKeyFrom(append([]byte(nil), secret...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Thumbprint() != b.Thumbprint() {
+		t.Errorf("the same secret gave keys %s and %s", a.Thumbprint(), b.Thumbprint())
+	}
+	other, err := DPoPKeyFrom(bytes.Repeat([]byte{8}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Thumbprint() == a.Thumbprint() {
+		t.Error("another secret gave the same key")
+	}
+	fresh, err := NewDPoPKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.Thumbprint() == a.Thumbprint() {
+		t.Error("a fresh key is the derived one")
+	}
+	if _, err := DPoPKeyFrom([]byte("short")); err == nil {
+		t.Error("a 5-byte secret made a key")
+	}
+	proof, err := b.Proof("POST", "https://as.example/token", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jws, err := jose.ParseSigned(proof, []jose.SignatureAlgorithm{jose.ES256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwk := jws.Signatures[0].Protected.JSONWebKey
+	if jwk == nil {
+		t.Fatal("the proof carries no jwk")
+	}
+	if _, err := jws.Verify(jwk); err != nil {
+		t.Errorf("b's proof does not verify: %v", err)
+	}
+	if tp, _ := jwk.Thumbprint(crypto.SHA256); base64.RawURLEncoding.EncodeToString(tp) != a.Thumbprint() {
+		t.Error("b's proof is not of a's key")
 	}
 }

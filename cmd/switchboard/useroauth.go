@@ -44,8 +44,8 @@ type userOAuth struct {
 	// signIn is the browser sign-in; its admins see the status view on /connections.
 	signIn *browserSignIn
 	sealer *vault.Keyring
-	// dpop is the replica's DPoP key (RFC 9449): tokens of an authorization server that offers DPoP are bound to
-	// it, and every request with one carries a proof of it.
+	// dpop is the gateway's DPoP key (RFC 9449), the same on every replica: tokens of an authorization server
+	// that offers DPoP are bound to it, and every request with one carries a proof of it.
 	dpop *auth.DPoPKey
 	// router is set once it exists: the connect handler's notifications go to it.
 	router atomic.Pointer[routing.Router]
@@ -114,7 +114,9 @@ func newUserOAuth(ctx context.Context, cfg *config.Config, redis *state.Redis, l
 	}
 	defer clear(keys)
 	u := &userOAuth{log: log, publicURL: strings.TrimSuffix(cfg.PublicURL, "/"), sealer: keyring}
-	if u.dpop, err = auth.NewDPoPKey(); err != nil {
+	// One DPoP key for every replica and restart, derived from the current sealing key they all hold: a token
+	// bound to it works wherever the shared grant is used.
+	if u.dpop, err = auth.DPoPKeyFrom(keys[current]); err != nil {
 		return nil, err
 	}
 	if redis != nil {
