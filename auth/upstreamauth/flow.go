@@ -48,10 +48,10 @@ type FlowConfig struct {
 	HTTPClient *http.Client
 	// MaxAge is how old a Pending may be at Finish (zero: DefaultMaxAge).
 	MaxAge time.Duration
-	// DPoP, when set, the resource takes DPoP (Server.ResourceDPoP) and the
-	// server lists ES256 in dpop_signing_alg_values_supported, makes every token request carry a
-	// DPoP proof of this key (RFC 9449 §5), so the tokens are bound to it and
-	// token_type DPoP is accepted. nil: Bearer tokens only.
+	// DPoP is the key token requests prove (RFC 9449 §5) when the resource
+	// takes DPoP (Server.ResourceDPoP) and the server lists ES256 in
+	// dpop_signing_alg_values_supported: the tokens are then bound to it,
+	// and token_type DPoP is accepted. nil: Bearer tokens only.
 	DPoP *auth.DPoPKey
 }
 
