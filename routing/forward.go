@@ -15,7 +15,8 @@ import (
 // The stages are forward's methods, run in one fixed order (forwardNamed, forwardURI, forwardCompletion), each
 // returning false when it answered the request itself (a refusal, a task, a stand-in), which ends the pipeline.
 // No stage rebuilds the request: each reads it as the client sent it and records what it changes, as an edit or a
-// transform of the result, and write applies every edit in the one splice that makes the upstream message.
+// transform of the result, and send, the last stage, applies every edit in the one splice that makes the upstream
+// message.
 // Stages are methods called directly, not a list of funcs, so that a forward stays on the stack.
 type forward struct {
 	s    *Session
@@ -37,7 +38,7 @@ func newForward(s *Session, m jsonrpc.Message, out *Stream) forward {
 	return forward{s: s, m: m, out: out}
 }
 
-// edit records a params edit for write's splice.
+// edit records a params edit for send's splice.
 func (f *forward) edit(e jsonrpc.ParamEdit) { f.edits.add(e) }
 
 // editList holds a forward's edits in place while they fit, which the common call's (the name, a deleted task, a
