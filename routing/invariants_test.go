@@ -277,6 +277,11 @@ func TestInvariants(t *testing.T) {
 		if taskID == "" {
 			t.Fatal("no task made on the whole catalog")
 		}
+		// Its call reaches gh in the background: wait for its result, so that nothing reaches an upstream while the
+		// rows below count what does.
+		if m := roundTrip(t, r, whole, `{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":`+string(jsonrpc.AppendQuote(nil, taskID))+`}}`); m.Error() != nil {
+			t.Fatalf("the task's result: %s", m.Raw())
+		}
 		bob := r.NewSession(SessionParams{ProtocolVersion: protocol.V20251125, Principal: "bob", Capabilities: json.RawMessage(`{}`)})
 		for _, c := range []struct{ name, method, params string }{
 			{"another endpoint's resource", "resources/read", `{"uri":"web+file:///readme"}`},
