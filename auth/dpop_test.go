@@ -253,7 +253,7 @@ func TestDPoPKeyFrom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jws, err := jose.ParseSigned(proof, []jose.SignatureAlgorithm{jose.ES256})
+	jws, err := jose.ParseSignedCompact(proof, []jose.SignatureAlgorithm{jose.ES256})
 	if err != nil {
 		t.Fatal(err)
 	}
