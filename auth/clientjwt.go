@@ -11,7 +11,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -127,12 +126,7 @@ func (s *privateKeyJWTSource) Token() (*oauth2.Token, error) {
 	if err == nil {
 		return tok, nil
 	}
-	var re *oauth2.RetrieveError
-	if errors.As(err, &re) {
-		code := sanitize(re.ErrorCode, 64)
-		if code == "" && re.Response != nil {
-			code = re.Response.Status
-		}
+	if code, ok := refusalCode(err); ok {
 		return nil, fmt.Errorf("auth: client credentials (private_key_jwt): the authorization server refused (%s)", code)
 	}
 	return nil, fmt.Errorf("auth: client credentials (private_key_jwt): %w", err)

@@ -74,13 +74,22 @@ func (s *jwtBearerSource) Token() (*oauth2.Token, error) {
 		return tok, nil
 	}
 	// The server's answer may echo what it was sent: keep only its error code.
-	var re *oauth2.RetrieveError
-	if errors.As(err, &re) {
-		code := sanitize(re.ErrorCode, 64)
-		if code == "" && re.Response != nil {
-			code = re.Response.Status
-		}
+	if code, ok := refusalCode(err); ok {
 		return nil, &RefusedError{Kind: ErrWorkloadRefused, Party: "the authorization server", Code: code}
 	}
 	return nil, fmt.Errorf("auth: workload identity: %s", strings.ReplaceAll(err.Error(), s.assertion.get(), "<assertion>"))
+}
+
+// refusalCode is the OAuth error code of a token endpoint's refusal (x/oauth2's RetrieveError), sanitized, or its
+// HTTP status when it gave none: the only part of the answer kept, since the rest may echo what it was sent.
+func refusalCode(err error) (string, bool) {
+	var re *oauth2.RetrieveError
+	if !errors.As(err, &re) {
+		return "", false
+	}
+	code := sanitize(re.ErrorCode, 64)
+	if code == "" && re.Response != nil {
+		code = re.Response.Status
+	}
+	return code, true
 }

@@ -114,11 +114,7 @@ func (lc *legacyClient) bridgeInput(c *call, result []byte) {
 			return
 		}
 		p := bridgeAsk{key: key, ch: make(chan jsonrpc.Message, 1)}
-		s.mu.Lock()
-		lc.nextServerID++
-		p.gid = lc.nextServerID
-		lc.serverReqs[p.gid] = &serverReq{out: c.out, answer: p.ch}
-		s.mu.Unlock()
+		p.gid = lc.addServerReq(&serverReq{out: c.out, answer: p.ch})
 		asked = append(asked, p)
 		if !c.out.Push(m.AppendWithID(nil, jsonrpc.AppendInt(nil, p.gid)), classRequest) {
 			fail(protocol.CodeInternalError, "the client is not reading its stream")

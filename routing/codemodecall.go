@@ -123,16 +123,8 @@ func (a *scriptConsent) Approve(ctx context.Context, tool string, args json.RawM
 		return codemode.Decline, errors.New("run_script's request is gone")
 	}
 	ch := make(chan jsonrpc.Message, 1)
-	s.mu.Lock()
-	lc.nextServerID++
-	gid := lc.nextServerID
-	lc.serverReqs[gid] = &serverReq{out: out, answer: ch}
-	s.mu.Unlock()
-	forget := func() {
-		s.mu.Lock()
-		delete(lc.serverReqs, gid)
-		s.mu.Unlock()
-	}
+	gid := lc.addServerReq(&serverReq{out: out, answer: ch})
+	forget := func() { lc.forgetServerReq(gid) }
 	if !out.Push(jsonrpc.AppendRequest(nil, jsonrpc.AppendInt(nil, gid), "elicitation/create", p), classRequest) {
 		forget()
 		return codemode.Decline, errors.New("the client is not reading its stream")

@@ -22,6 +22,22 @@ type legacyClient struct {
 
 var _ era = (*legacyClient)(nil)
 
+// addServerReq registers a request the gateway sends the client and returns the id it goes under.
+func (lc *legacyClient) addServerReq(r *serverReq) int64 {
+	lc.s.mu.Lock()
+	defer lc.s.mu.Unlock()
+	lc.nextServerID++
+	lc.serverReqs[lc.nextServerID] = r
+	return lc.nextServerID
+}
+
+// forgetServerReq drops a request the client will not answer now.
+func (lc *legacyClient) forgetServerReq(gid int64) {
+	lc.s.mu.Lock()
+	defer lc.s.mu.Unlock()
+	delete(lc.serverReqs, gid)
+}
+
 func newLegacyClient(s *Session) *legacyClient {
 	lc := &legacyClient{s: s, serverReqs: map[int64]*serverReq{}}
 	if s.r.opts.Store != nil {
@@ -65,11 +81,7 @@ func (lc *legacyClient) serverRequest(l *link, m jsonrpc.Message, rel *call) {
 	if roots {
 		l.rootsAskedOnce.Do(func() { close(l.rootsAsked) })
 	}
-	s.mu.Lock()
-	lc.nextServerID++
-	gid := lc.nextServerID
-	lc.serverReqs[gid] = &serverReq{link: l, upID: clone(m.ID()), out: out, roots: roots}
-	s.mu.Unlock()
+	gid := lc.addServerReq(&serverReq{link: l, upID: clone(m.ID()), out: out, roots: roots})
 	msg := m.AppendWithID(nil, jsonrpc.AppendInt(nil, gid))
 	if _, _, ok := jsonrpc.Lookup(m.Params(), "_meta", protocol.MetaRelatedTask); ok {
 		msg = editString(msg, exposeTask(l.up), "params", "_meta", protocol.MetaRelatedTask, "taskId")

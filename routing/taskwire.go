@@ -394,16 +394,8 @@ func (lc *legacyClient) askForTask(ctx context.Context, out *Stream, rec state.T
 			return fmt.Sprintf("the task needs input this client cannot give: %s", why)
 		}
 		ch := make(chan jsonrpc.Message, 1)
-		s.mu.Lock()
-		lc.nextServerID++
-		gid := lc.nextServerID
-		lc.serverReqs[gid] = &serverReq{out: out, answer: ch}
-		s.mu.Unlock()
-		forget := func() {
-			s.mu.Lock()
-			delete(lc.serverReqs, gid)
-			s.mu.Unlock()
-		}
+		gid := lc.addServerReq(&serverReq{out: out, answer: ch})
+		forget := func() { lc.forgetServerReq(gid) }
 		if !out.Push(m.AppendWithID(nil, jsonrpc.AppendInt(nil, gid)), classRequest) {
 			forget()
 			return "the client is not reading its stream"
