@@ -41,10 +41,18 @@ func (c callers) identify(ctx context.Context) Identity {
 	return c.identifyFn(ctx)
 }
 
-// owns reports whether the caller of a request may use a session: "sessions MUST NOT be used for
-// authentication"; a session id presented with another principal's token is, for that principal, no session.
-func (c callers) owns(r *http.Request, sess *routing.Session) bool {
-	return c.key(r.Context()) == sess.Principal()
+// claim is a request's claim on the session id: routing serves it only to its own principal, at its own
+// endpoint. The caller's policy is asked only if the session must be restored (identify evaluates the policy;
+// key alone is cheap).
+func (c callers) claim(r *http.Request, id string) routing.Claim {
+	ctx := r.Context()
+	return routing.Claim{ID: id, Principal: c.key(ctx), Endpoint: EndpointFrom(ctx)}
+}
+
+// policy is the caller's policy and context decoration, for a session restored on its behalf.
+func (c callers) policy(ctx context.Context) (routing.Allow, func(context.Context) context.Context) {
+	who := c.identify(ctx)
+	return who.Allow, who.Context
 }
 
 // key is the caller's identity key alone: cheaper than identify, which also evaluates the policy.

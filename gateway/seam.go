@@ -21,9 +21,9 @@ type Sessions interface {
 	NewSession(p routing.SessionParams) *routing.Session
 	// Session returns the session with the id held on this replica, or nil.
 	Session(id string) *routing.Session
-	// RestoreSession loads a session made on another replica from the shared store: nil, nil when there is
-	// none; an error when the store cannot tell.
-	RestoreSession(ctx context.Context, id, principal string, allow routing.Allow, decorate func(context.Context) context.Context) (*routing.Session, error)
+	// ClaimSession is the session a request names, held here or loaded from the shared store if another
+	// replica made it, when it is the claimant's: nil, nil when there is none; an error when the store cannot tell.
+	ClaimSession(ctx context.Context, c routing.Claim) (*routing.Session, error)
 	// PooledSession is the shared session that serves 2026-07-28 requests with p's capabilities and caller.
 	PooledSession(p routing.SessionParams) *routing.Session
 	// Listener is a session of its own for one subscriptions/listen stream; the caller closes it.

@@ -130,7 +130,7 @@ func New(r *routing.Router, opts Options) *Server {
 		initWait: opts.InitWait, keepAlive: opts.KeepAlive, listTTL: opts.ListCacheTTL, authOn: opts.Auth != nil,
 		log: opts.Logger, peerClient: &http.Client{}}
 	s.mcp = &streamable{sessions: r, open: open, who: who, limits: s.limits, hub: s.hub, obs: obs, modern: modern,
-		maxBody: opts.MaxBodyBytes}
+		maxBody: opts.MaxBodyBytes, caller: who.policy, restored: func(sess *routing.Session) { s.hub.shareSession(sess) }}
 	s.legacy = &legacyFront{sessions: r, open: open, who: who, limits: s.limits, hub: s.hub, maxBody: opts.MaxBodyBytes}
 	s.stdio = stdioFront{sessions: r, open: open, modern: modern, obs: obs, maxBody: opts.MaxBodyBytes, log: opts.Logger}
 	s.admin = &adminAPI{op: r, grants: opts.Grants, ready: opts.Ready, log: opts.Logger}

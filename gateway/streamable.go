@@ -29,6 +29,9 @@ type streamable struct {
 	obs      *observer
 	modern   *modernFront
 	maxBody  int64
+	// caller and restored complete a session claim (callers.policy, streamHub.shareSession), made once.
+	caller   func(context.Context) (routing.Allow, func(context.Context) context.Context)
+	restored func(*routing.Session)
 }
 
 // opener answers initialize, for every front end that has legacy sessions.
@@ -189,23 +192,19 @@ func (h *streamable) session(w http.ResponseWriter, r *http.Request) (*routing.S
 		writeError(w, http.StatusBadRequest, nil, protocol.CodeInvalidRequest, "the Mcp-Session-Id header is required; send initialize first to start a session")
 		return nil, false
 	}
-	sess := h.sessions.Session(id)
-	if sess == nil {
-		// Not held here: with shared state, a session made on another replica is served where it lands.
-		who := h.who.identify(r.Context())
-		var err error
-		if sess, err = h.sessions.RestoreSession(r.Context(), id, who.Key, who.Allow, who.Context); err != nil {
-			// Whether the session lives on another replica is unknown: a 404 would oblige the client to start
-			// over, so answer with a status it retries.
-			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusServiceUnavailable, nil, protocol.CodeInternalError, "the gateway cannot reach its shared session store to find this session; retry shortly")
-			return nil, false
-		}
-		if sess != nil {
-			h.hub.shareSession(sess)
-		}
+	c := h.who.claim(r, id)
+	// Not held here: with shared state, a session made on another replica is served where it lands, and its
+	// standalone messages join the shared log from here.
+	c.Caller, c.Restored = h.caller, h.restored
+	sess, err := h.sessions.ClaimSession(r.Context(), c)
+	if err != nil {
+		// Whether the session lives on another replica is unknown: a 404 would oblige the client to start over,
+		// so answer with a status it retries.
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, nil, protocol.CodeInternalError, "the gateway cannot reach its shared session store to find this session; retry shortly")
+		return nil, false
 	}
-	if sess == nil || !h.who.owns(r, sess) || sess.Endpoint() != EndpointFrom(r.Context()) {
+	if sess == nil {
 		// "The server MAY terminate the session at any time, after which it MUST respond to requests containing
 		// that session ID with HTTP 404 Not Found."
 		writeError(w, http.StatusNotFound, nil, protocol.CodeInvalidRequest, "session not found: it ended or never existed; send initialize to start a new one")

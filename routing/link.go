@@ -318,7 +318,9 @@ func (l *link) lost(err error) {
 	if l.owner != nil {
 		l.owner.era.linkLost(l)
 	} else {
-		l.r.eachSession(func(s *Session) { s.era.linkLost(l) })
+		for _, s := range l.r.allSessions() {
+			s.era.linkLost(l)
+		}
 	}
 }
 

@@ -116,7 +116,9 @@ func (l *link) notification(m jsonrpc.Message, related []byte) {
 			l.owner.era.serverRequestCancelled(l, m)
 			return
 		}
-		l.r.eachSession(func(s *Session) { s.era.serverRequestCancelled(l, m) })
+		for _, s := range l.r.allSessions() {
+			s.era.serverRequestCancelled(l, m)
+		}
 		if st, e, ok := jsonrpc.Lookup(m.Params(), "requestId"); ok {
 			l.r.parkTable.withdraw(nil, l, m.Params()[st:e]) // stateless sessions are not in the list above
 		}
@@ -184,11 +186,11 @@ func (l *link) forwardNotice(m jsonrpc.Message, related []byte, want func(*Sessi
 	if l.up.template() {
 		return // the template session serves the catalog only; its per-client twins speak to the clients
 	}
-	l.r.eachSession(func(s *Session) {
+	for _, s := range l.r.allSessions() {
 		if s.scope.allowsUpstream(context.Background(), l.up) && want(s) { // no request: the session's own policy
 			s.notify(clone(m.Raw()))
 		}
-	})
+	}
 }
 
 // updated delivers notifications/resources/updated to the sessions subscribed to its URI.
@@ -214,7 +216,9 @@ func (l *link) updated(m jsonrpc.Message) {
 	if l.up.template() && !l.up.modern() {
 		return // a stateless upstream's template link is every client's link
 	}
-	l.r.eachSession(deliver)
+	for _, s := range l.r.allSessions() {
+		deliver(s)
+	}
 }
 
 // taskStatus delivers notifications/tasks/status to the session the task belongs to.
@@ -232,11 +236,11 @@ func (l *link) taskStatus(m jsonrpc.Message) {
 	if l.up.template() {
 		return
 	}
-	l.r.eachSession(func(s *Session) {
+	for _, s := range l.r.allSessions() {
 		if s.tasks.has(exposed) {
 			s.notify(msg)
 		}
-	})
+	}
 }
 
 // elicitationComplete routes notifications/elicitation/complete by its elicitationId.

@@ -130,11 +130,11 @@ func (r *Router) RestartUpstream(name string) error {
 		return &UnknownUpstreamError{Name: name}
 	}
 	up.main.restart()
-	r.eachSession(func(s *Session) {
+	for _, s := range r.allSessions() {
 		if l := s.links.peek(up); l != nil {
 			l.restart()
 		}
-	})
+	}
 	return nil
 }
 

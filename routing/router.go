@@ -429,15 +429,15 @@ func (r *Router) buildUpTo(want uint64) {
 		}
 		for k := listKind(0); k < numKinds; k++ {
 			msg := jsonrpc.AppendNotification(nil, k.changedMethod(), nil)
-			r.eachSession(func(s *Session) {
+			for _, s := range r.allSessions() {
 				if s.profile != ch.profile || !listChanged(ch.prev, ch.next, k, s.params.Endpoint) {
-					return
+					continue
 				}
 				if k == kindTemplates && listChanged(ch.prev, ch.next, kindResources, s.params.Endpoint) {
-					return // one notification covers both resource lists
+					continue // one notification covers both resource lists
 				}
 				s.notify(msg)
-			})
+			}
 		}
 	}
 }

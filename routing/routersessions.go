@@ -1,7 +1,7 @@
 package routing
 
-// The router's table of client sessions: starting one (NewSession, a stateless Listener, RestoreSession for one
-// another replica started), finding and counting them, and telling them of a person's own lists.
+// The router's table of client sessions: starting one (NewSession, a stateless Listener), claiming one by id
+// (ClaimSession, restoring one another replica started), finding and counting them, and telling them of a person's own lists.
 
 import (
 	"context"
@@ -56,12 +56,6 @@ func (r *Router) allSessions() []*Session {
 	return out
 }
 
-func (r *Router) eachSession(f func(*Session)) {
-	for _, s := range r.allSessions() {
-		f(s)
-	}
-}
-
 // Listener starts a stateless session of its own for one subscriptions/listen stream: its standalone stream
 // carries the list changes and resource updates the stream asked for. The caller closes it when the stream ends.
 func (r *Router) Listener(p SessionParams) *Session {
@@ -79,14 +73,39 @@ func (r *Router) Listener(p SessionParams) *Session {
 // is unknown, so the caller must not be told it does not (a client told 404 must start over).
 var errStoreUnavailable = errors.New("the shared session store is unavailable")
 
-// RestoreSession serves a session this replica does not hold: it loads its record and builds the session here,
-// if the record's principal is the caller's (principal "" without auth). allow and decorate are the caller's
-// policy and context decoration, as for NewSession. It returns nil when there is no such session for this
-// caller.
-func (r *Router) RestoreSession(ctx context.Context, id, principal string, allow Allow, decorate func(context.Context) context.Context) (*Session, error) {
-	if s := r.Session(id); s != nil || r.opts.Store == nil {
-		return s, nil
+// A Claim is a request's claim on the session its id names. A session is served only to the principal that
+// started it, on the endpoint it started on: "sessions MUST NOT be used for authentication", so a session id
+// presented with another principal's token, or at another endpoint, is no session for that request.
+type Claim struct {
+	ID, Principal, Endpoint string
+	// Caller is the claimant's policy and context decoration (as NewSession's), asked only when the session is
+	// restored from the store.
+	Caller func(context.Context) (Allow, func(context.Context) context.Context)
+	// Restored, when set, is told of a session this replica restored from the store, before it serves anything.
+	Restored func(*Session)
+}
+
+// ClaimSession returns the session a claim names: the one held here, else one another replica started, restored
+// from the shared store. It returns nil when there is no such session for the claimant, and an error when the
+// store cannot tell.
+func (r *Router) ClaimSession(ctx context.Context, c Claim) (*Session, error) {
+	s := r.Session(c.ID)
+	if s == nil && r.opts.Store != nil {
+		var err error
+		if s, err = r.restoreSession(ctx, c); err != nil {
+			return nil, err
+		}
 	}
+	if s == nil || s.params.Principal != c.Principal || s.params.Endpoint != c.Endpoint {
+		return nil, nil
+	}
+	return s, nil
+}
+
+// restoreSession builds here a session this replica does not hold from its record in the store, if the record's
+// principal and endpoint are the claim's.
+func (r *Router) restoreSession(ctx context.Context, c Claim) (*Session, error) {
+	id := c.ID
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	rec, err := r.opts.Store.Get(ctx, id)
@@ -97,8 +116,13 @@ func (r *Router) RestoreSession(ctx context.Context, id, principal string, allow
 		r.log.Warn("session lookup in the store failed", "err", err)
 		return nil, fmt.Errorf("%w: %w", errStoreUnavailable, err)
 	}
-	if rec.Principal != principal {
-		return nil, nil // another principal's session is, for this caller, no session
+	if rec.Principal != c.Principal || rec.Endpoint != c.Endpoint {
+		return nil, nil // another principal's session, or another endpoint's, is no session for this claim
+	}
+	var allow Allow
+	var decorate func(context.Context) context.Context
+	if c.Caller != nil {
+		allow, decorate = c.Caller(ctx)
 	}
 	s := newSession(r, SessionParams{
 		ProtocolVersion: rec.ProtocolVersion, Capabilities: rec.Capabilities, ClientInfo: rec.ClientInfo,
@@ -127,6 +151,9 @@ func (r *Router) RestoreSession(ctx context.Context, id, principal string, allow
 	r.sessions[id] = s
 	r.mu.Unlock()
 	r.log.Info("session restored from the store", "session", s.logID())
+	if c.Restored != nil {
+		c.Restored(s)
+	}
 	s.notify(notice("this session moved to another gateway replica: its HTTP upstream sessions are resumed, its stdio upstream sessions start afresh (a local server's in-memory state is not carried over)"))
 	return s, nil
 }
