@@ -211,7 +211,8 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 		sessions: map[string]*Session{}, readyCh: make(chan struct{}),
 	}
 	r.ctx, r.stop = context.WithCancel(context.Background())
-	r.tasks.r, r.tasks.self = r, opts.Replica
+	r.tasks = taskHost{core: r, opts: opts.Tasks, bus: opts.Bus, registry: opts.Replicas, parks: &r.parkTable,
+		inst: &r.inst, log: r.log, ctx: r.ctx, self: opts.Replica}
 	if r.tasks.self == "" {
 		r.tasks.self = "replica-" + newTaskID()[:16] // a name for the bus: tasks/update and tasks/cancel find it
 	}

@@ -46,14 +46,14 @@ type keptResult struct {
 }
 
 func (h *taskHost) maxResultBytes() int64 {
-	if n := h.r.opts.Tasks.MaxResultBytes; n > 0 {
+	if n := h.opts.MaxResultBytes; n > 0 {
 		return n
 	}
 	return defaultMaxResultBytes
 }
 
 func (h *taskHost) maxResultBytesPerPrincipal() int64 {
-	if n := h.r.opts.Tasks.MaxResultBytesPerPrincipal; n > 0 {
+	if n := h.opts.MaxResultBytesPerPrincipal; n > 0 {
 		return min(n, h.maxResultBytes())
 	}
 	return min(defaultMaxResultBytesPerPrincipal, h.maxResultBytes())

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -74,9 +75,17 @@ const (
 // ExtensionTasks is the tasks extension's identifier.
 const ExtensionTasks = "io.modelcontextprotocol/tasks"
 
-// taskHost runs this replica's gateway-made tasks.
+// taskHost runs this replica's gateway-made tasks. It sees the router through taskCore and a few fields.
 type taskHost struct {
-	r    *Router
+	core     taskCore
+	opts     TaskOptions
+	bus      replicaBus      // nil: this replica alone (tasks are polled)
+	registry replicaRegistry // nil: a dead replica's tasks end with their TTL
+	parks    *parkTable      // calls of tasks waiting for a client's input
+	inst     *instruments
+	log      *slog.Logger
+	// ctx is the router's lifetime: a task outlives the request that started it.
+	ctx  context.Context
 	self string // this replica, as task records name their owner
 	mu   sync.Mutex
 	runs map[string]*taskRun
@@ -87,22 +96,33 @@ type taskHost struct {
 	results resultLedger
 }
 
+// taskCore is what the task host needs of the router: the upstreams a task calls, streams for its calls, and the
+// bus's channel that wakes a task.
+type taskCore interface {
+	upstream(name string) *upstreamServer
+	upstreams() []*upstreamServer
+	NewStream(finals, maxQueued int) *Stream
+	follow(ctx context.Context, channel string, handle func([]byte))
+}
+
+var _ taskCore = (*Router)(nil)
+
 // taskRun is one task this replica runs.
 type taskRun struct {
 	id   string
 	wake chan struct{} // a tasks/update or tasks/cancel came; capacity 1
 }
 
-func (h *taskHost) enabled() bool { return h.r.opts.Tasks.Store != nil }
+func (h *taskHost) enabled() bool { return h.opts.Store != nil }
 
-func (h *taskHost) store() taskStore { return h.r.opts.Tasks.Store }
+func (h *taskHost) store() taskStore { return h.opts.Store }
 
-func (h *taskHost) ttl() time.Duration { return orDefault(h.r.opts.Tasks.TTL, time.Hour) }
+func (h *taskHost) ttl() time.Duration { return orDefault(h.opts.TTL, time.Hour) }
 
-func (h *taskHost) poll() time.Duration { return orDefault(h.r.opts.Tasks.PollInterval, time.Second) }
+func (h *taskHost) poll() time.Duration { return orDefault(h.opts.PollInterval, time.Second) }
 
 func (h *taskHost) window() time.Duration {
-	w := h.r.opts.Tasks.SyncWindow
+	w := h.opts.SyncWindow
 	switch {
 	case w < 0:
 		return 0
@@ -123,7 +143,7 @@ func orDefault(d, def time.Duration) time.Duration {
 func (h *taskHost) reserve() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.n >= defaultMaxRunning(h.r.opts.Tasks.MaxRunning) {
+	if h.n >= defaultMaxRunning(h.opts.MaxRunning) {
 		return false
 	}
 	h.n++
@@ -144,7 +164,7 @@ func (h *taskHost) release() {
 }
 
 func (h *taskHost) maxPerPrincipal() int {
-	if n := h.r.opts.Tasks.MaxPerPrincipal; n > 0 {
+	if n := h.opts.MaxPerPrincipal; n > 0 {
 		return n
 	}
 	return 100
@@ -301,9 +321,9 @@ func (h *taskHost) wakeOwner(ctx context.Context, rec state.TaskRecord) {
 		}
 		return
 	}
-	if h.r.opts.Bus != nil && rec.Owner != "" && rec.Owner != h.self {
-		if err := h.r.opts.Bus.Publish(ctx, tasksChannel(rec.Owner), []byte(rec.ID)); err != nil {
-			h.r.log.Debug("cannot wake a task's replica; it polls", "err", err)
+	if h.bus != nil && rec.Owner != "" && rec.Owner != h.self {
+		if err := h.bus.Publish(ctx, tasksChannel(rec.Owner), []byte(rec.ID)); err != nil {
+			h.log.Debug("cannot wake a task's replica; it polls", "err", err)
 		}
 	}
 }
@@ -316,7 +336,7 @@ func (h *taskHost) run(ctx context.Context) {
 	if !h.enabled() {
 		return
 	}
-	h.r.follow(ctx, tasksChannel(h.self), func(b []byte) {
+	h.core.follow(ctx, tasksChannel(h.self), func(b []byte) {
 		h.mu.Lock()
 		run := h.runs[string(b)]
 		h.mu.Unlock()
@@ -331,7 +351,7 @@ func (h *taskHost) run(ctx context.Context) {
 
 // cancelParked stops a parked call: the upstream is told, and its requests for input are answered with an error.
 func (h *taskHost) cancelParked(st, bind, reason string) {
-	p, err := h.r.parkTable.find(st, bind)
+	p, err := h.parks.find(st, bind)
 	if err != nil {
 		return
 	}
@@ -339,7 +359,7 @@ func (h *taskHost) cancelParked(st, bind, reason string) {
 	cur := p.cur
 	p.mu.Unlock()
 	if cur != nil && cur.link.pending.takeIf(cur) {
-		h.r.inst.endLeg(cur, outcomeCancelled)
+		h.inst.endLeg(cur, outcomeCancelled)
 		cur.link.sendCancel(cur.upID, reason)
 	}
 	p.finished()
@@ -379,7 +399,7 @@ func filterKeys(obj, ref json.RawMessage, keep bool) json.RawMessage {
 
 // checkEvery is how often a running task looks at its record: often without a bus to wake it.
 func (h *taskHost) checkEvery() time.Duration {
-	if h.r.opts.Bus == nil {
+	if h.bus == nil {
 		return time.Second
 	}
 	return 5 * time.Second

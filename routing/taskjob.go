@@ -43,7 +43,7 @@ type taskJob struct {
 // start sends the call (begin) and answers the client: at once if it ends, or asks for input, within window;
 // otherwise with a new task, which then runs on its own. It returns at once: the task host's goroutine waits.
 func (j *taskJob) start(out *Stream, clientID []byte, window time.Duration, begin func(context.Context, *Stream)) {
-	j.out = j.h.r.NewStream(1, 256)
+	j.out = j.h.core.NewStream(1, 256)
 	j.h.wg.Go(func() { j.serve(out, clientID, window, begin) })
 }
 
@@ -76,7 +76,7 @@ func (j *taskJob) serve(out *Stream, clientID []byte, window time.Duration, begi
 				return
 			}
 			continue
-		case <-h.r.ctx.Done():
+		case <-h.ctx.Done():
 			h.release()
 			j.s.Cancel(j.out, j.id, "the gateway is shutting down")
 			out.Abandon()
@@ -89,7 +89,7 @@ func (j *taskJob) serve(out *Stream, clientID []byte, window time.Duration, begi
 			// Not held (the caller's tasks are at their limit, the store is down): the call goes on as an
 			// ordinary one, and the client waits for it.
 			h.release()
-			relayAll(h.r.ctx, j.out, out, clientID)
+			relayAll(h.ctx, j.out, out, clientID)
 			return
 		}
 		for {
@@ -143,16 +143,16 @@ func (j *taskJob) create(out *Stream, clientID []byte) bool {
 	}
 	if why := h.spent(j.principal, now); why != "" {
 		// Its result could not be kept: no task. A 2026-07-28 call goes on as an ordinary one.
-		h.r.log.Info("no task: the kept results' budget is spent", "tool", j.tool)
+		h.log.Info("no task: the kept results' budget is spent", "tool", j.tool)
 		if !j.modern {
 			replyError(out, clientID, protocol.CodeUnavailable, why)
 		}
 		return false
 	}
-	ctx, cancel := context.WithTimeout(h.r.ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
 	defer cancel()
 	if err := h.store().CreateTask(ctx, rec, h.maxPerPrincipal()); err != nil {
-		h.r.log.Warn("cannot hold a task", "tool", j.tool, "err", err)
+		h.log.Warn("cannot hold a task", "tool", j.tool, "err", err)
 		if !j.modern {
 			msg := "the gateway cannot hold a task now: " + err.Error()
 			if errors.Is(err, state.ErrFull) {
@@ -188,7 +188,7 @@ func (j *taskJob) follow() {
 	defer tick.Stop()
 	for {
 		select {
-		case <-h.r.ctx.Done():
+		case <-h.ctx.Done():
 			j.stop()
 			j.finish(func(rec *state.TaskRecord) {
 				rec.Status, rec.StatusMessage = state.TaskFailed, "the gateway replica running this task shut down"
@@ -310,7 +310,7 @@ func (j *taskJob) noted(msg []byte) {
 // check reads the record for what other requests left there: a cancellation, or input responses. It reports
 // whether the task ended.
 func (j *taskJob) check() bool {
-	ctx, cancel := context.WithTimeout(j.h.r.ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(j.h.ctx, 5*time.Second)
 	defer cancel()
 	var responses json.RawMessage
 	var cancelled bool
@@ -373,13 +373,13 @@ func (j *taskJob) retry(responses json.RawMessage) {
 		return
 	}
 	j.waiting, j.state, j.asked = false, "", nil
-	j.out = j.h.r.NewStream(1, 256)
+	j.out = j.h.core.NewStream(1, 256)
 	j.s.HandleRequest(j.ctx, m, j.out)
 }
 
 // update writes to the record while the task runs.
 func (j *taskJob) update(fn func(*state.TaskRecord)) {
-	ctx, cancel := context.WithTimeout(j.h.r.ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(j.h.ctx, 5*time.Second)
 	defer cancel()
 	err := j.h.store().UpdateTask(ctx, j.taskID, func(rec *state.TaskRecord) error {
 		if state.TaskTerminal(rec.Status) {
@@ -390,7 +390,7 @@ func (j *taskJob) update(fn func(*state.TaskRecord)) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, errTaskEnded) {
-		j.h.r.log.Warn("cannot record a task's progress", "task", j.taskID[:8], "err", err)
+		j.h.log.Warn("cannot record a task's progress", "task", j.taskID[:8], "err", err)
 	}
 }
 
@@ -401,7 +401,7 @@ var errTaskEnded = errors.New("the task has ended")
 // error that says so.
 func (j *taskJob) finish(fn func(*state.TaskRecord)) bool {
 	h := j.h
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(h.r.ctx), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(h.ctx), 5*time.Second)
 	defer cancel()
 	write := func(fn func(*state.TaskRecord)) error {
 		err := h.store().UpdateTask(ctx, j.taskID, func(rec *state.TaskRecord) error {
@@ -423,7 +423,7 @@ func (j *taskJob) finish(fn func(*state.TaskRecord)) bool {
 	err := write(fn)
 	var over *errResultBudget
 	if errors.As(err, &over) {
-		h.r.log.Info("a task's result is not kept: past the budget", "task", j.taskID[:8], "tool", j.tool, "err", err)
+		h.log.Info("a task's result is not kept: past the budget", "task", j.taskID[:8], "tool", j.tool, "err", err)
 		msg := over.Error()
 		err = write(func(rec *state.TaskRecord) {
 			rec.Status, rec.Result, rec.StatusMessage = state.TaskFailed, nil, msg
@@ -438,7 +438,7 @@ func (j *taskJob) finish(fn func(*state.TaskRecord)) bool {
 		})
 	}
 	if err != nil && !errors.Is(err, errTaskEnded) {
-		j.h.r.log.Warn("cannot record a task's end", "task", j.taskID[:8], "err", err)
+		j.h.log.Warn("cannot record a task's end", "task", j.taskID[:8], "err", err)
 	}
 	return true
 }

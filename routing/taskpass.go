@@ -28,7 +28,7 @@ func isUpstreamTask(id string) bool { return strings.HasPrefix(id, upstreamTaskP
 
 // upstreamTasks reports whether some upstream offers the tasks extension.
 func (h *taskHost) upstreamTasks() bool {
-	for _, up := range h.r.upstreams() {
+	for _, up := range h.core.upstreams() {
 		if up.offersTasks() {
 			return true
 		}

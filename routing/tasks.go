@@ -28,7 +28,7 @@ func (h *taskHost) taskTarget(exposed string) (*upstreamServer, string, bool) {
 	if !ok {
 		return nil, "", false
 	}
-	up := h.r.upstream(name)
+	up := h.core.upstream(name)
 	return up, id, up != nil
 }
 

@@ -102,7 +102,7 @@ func (h *taskHost) findTask(ctx context.Context, s *Session, id, method string) 
 // orphaned fails a task whose replica is gone: nobody else can finish its call. Only replicas that register
 // their address can be told dead; others' tasks end with their TTL.
 func (h *taskHost) orphaned(ctx context.Context, rec state.TaskRecord) state.TaskRecord {
-	reg := h.r.opts.Replicas
+	reg := h.registry
 	if reg == nil || rec.Owner == h.self || !strings.Contains(rec.Owner, "://") {
 		return rec
 	}
