@@ -260,6 +260,25 @@ func TestCodeModeSearch(t *testing.T) {
 			t.Errorf("%q: structured hits %v, want %v", tc.query, names, tc.structured)
 		}
 	}
+	for _, tc := range []struct{ name, args string }{
+		{"no query", `{}`}, {"limit 0", `{"query":"x","limit":0}`}, {"limit 2.5", `{"query":"x","limit":2.5}`}, {"query not a string", `{"query":3}`},
+	} {
+		m := roundTrip(t, r, s, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_tools","arguments":`+tc.args+`}}`)
+		if e := rpcErr(m); e == nil || e.Code != protocol.CodeInvalidParams {
+			t.Errorf("%s: %s, want -32602", tc.name, m.Raw())
+		}
+	}
+
+	// With exposeFound, what a search found is listed, with list_changed, as in search mode.
+	exposing := shapedRouter(t, Shape{Endpoints: []Endpoint{{Name: "x", Include: []string{"gh__*"}, Search: &SearchMode{ExposeFound: true}, Code: &codemode.Mode{}}}})
+	xs := exposing.NewSession(SessionParams{ProtocolVersion: protocol.V20251125, Endpoint: "x"})
+	roundTrip(t, exposing, xs, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"create issue","limit":1}}}`)
+	if !heard(xs.Standalone(), "notifications/tools/list_changed") {
+		t.Error("exposeFound: no list_changed after a search found a tool")
+	}
+	if got := names(listAll(t, exposing, xs)); !slices.Equal(got, []string{"search_tools", "call_tool", "describe_tools", "run_script", "gh__create_issue"}) {
+		t.Errorf("exposeFound: the list after the search is %v", got)
+	}
 }
 
 // hangingUpstream answers tools/call of echo at once and never answers hang; it reports each hang call it
