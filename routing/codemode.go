@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/switchboard-mcp/switchboard/routing/codemode"
+	"github.com/switchboard-mcp/switchboard/routing/search"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
@@ -129,6 +131,10 @@ func (h *codeHost) handle(ctx context.Context, s *Session, m jsonrpc.Message, ou
 		return false // no code mode here: not even a meta-tool's name is read
 	}
 	name, _ := jsonrpc.LookupString(m.Params(), "name")
+	if name == toolSearch && scriptRunOf(ctx) == "" {
+		h.search(ctx, s, m, out)
+		return true
+	}
 	if !codeMeta(name) {
 		return false // an upstream's tool of that name, in list mode
 	}
@@ -204,6 +210,75 @@ func (h *codeHost) describe(ctx context.Context, s *Session, m jsonrpc.Message, 
 	b := append([]byte(nil), `{"content":[{"type":"text","text":`...)
 	b = jsonrpc.AppendQuote(b, text)
 	reply(out, m.ID(), append(b, `}]}`...))
+}
+
+// search answers search_tools in code mode: the best matches, as in search mode, given as the TypeScript
+// declarations a script calls them by (their descriptions cut to the first sentence; describe_tools gives the
+// rest). The model can write its script from the answer: no describe_tools turn between. The structured
+// content is what search_tools' outputSchema promises (names, inputSchemas, scores), without the text again.
+func (h *codeHost) search(ctx context.Context, s *Session, m jsonrpc.Message, out *Stream) {
+	var args searchArgs
+	if raw := member(m.Params(), "arguments"); len(raw) > 0 {
+		if err := json.Unmarshal(raw, &args); err != nil {
+			replyError(out, m.ID(), protocol.CodeInvalidParams, "search_tools: arguments must be {query: string, limit: integer 1-50}: "+err.Error())
+			return
+		}
+	}
+	limit := defaultSearchLimit
+	if args.Limit != nil {
+		if l := *args.Limit; l != math.Trunc(l) || l < 1 || l > maxSearchLimit {
+			replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("search_tools: limit %g is not an integer from 1 to %d (default %d)", l, maxSearchLimit, defaultSearchLimit))
+			return
+		}
+		limit = int(*args.Limit)
+	}
+	if strings.TrimSpace(args.Query) == "" {
+		replyError(out, m.ID(), protocol.CodeInvalidParams, "search_tools needs a query: describe the task in words, such as \"create a GitHub issue\"")
+		return
+	}
+	c := s.catalog()
+	allow := func(name string) bool {
+		return name != toolSearch && name != toolCall && !codeMeta(name) && s.r.embed.mayCall(ctx, s, c, name)
+	}
+	var hits []search.Hit
+	if c.index != nil {
+		hits = s.r.embed.rank(ctx, c, s.stats.get(c, s.scope.policy(ctx), allow), args.Query, limit, allow)
+	}
+	tools := make([]codemode.Tool, 0, len(hits))
+	names := make([]string, 0, len(hits))
+	sc := append([]byte(nil), `{"tools":[`...)
+	for _, hit := range hits {
+		raw := c.toolItem(hit.Name)
+		t, err := codemode.ParseTool(raw)
+		if err != nil {
+			continue
+		}
+		if len(names) > 0 {
+			sc = append(sc, ',')
+		}
+		tools, names = append(tools, t), append(names, hit.Name)
+		schema := member(raw, "inputSchema")
+		if len(schema) == 0 || schema[0] != '{' {
+			schema = []byte(`{"type":"object"}`) // the outputSchema promises an object
+		}
+		sc = append(sc, `{"name":`...)
+		sc = jsonrpc.AppendQuote(sc, hit.Name)
+		sc = append(append(sc, `,"inputSchema":`...), schema...)
+		sc = append(sc, `,"score":`...)
+		sc = strconv.AppendFloat(sc, float64(int64(hit.Score*1000+0.5))/1000, 'f', -1, 64)
+		sc = append(sc, '}')
+	}
+	text := fmt.Sprintf("No tool matches %q. Try other words, or fewer of them.", args.Query)
+	if len(tools) > 0 {
+		text = fmt.Sprintf("%d tool(s) for %q, best first, as run_script calls them (describe_tools gives their full descriptions):\n", len(tools), args.Query) + codemode.Brief(tools)
+	}
+	b := append([]byte(nil), `{"content":[{"type":"text","text":`...)
+	b = jsonrpc.AppendQuote(b, text)
+	b = append(append(b, `}],"structuredContent":`...), sc...)
+	reply(out, m.ID(), append(b, `]}}`...))
+	if mode := s.r.embed.searchMode(s); mode != nil && s.r.embed.exposesFound(s, mode) && s.found.add(names) {
+		s.notify(jsonrpc.AppendNotification(nil, kindTools.changedMethod(), nil))
+	}
 }
 
 // start begins a run_script on a goroutine of the session: HandleRequest never waits for a run.
@@ -453,6 +528,6 @@ func scriptFailure(res codemode.Result, err error) []byte {
 
 // Definitions of code mode's meta-tools.
 const (
-	describeToolDef  = `{"name":"describe_tools","title":"Describe tools","description":"Gives TypeScript declarations of tools, by name (as search_tools found them): their arguments and results, typed, with their descriptions. Use them to write a run_script script.","inputSchema":{"type":"object","properties":{"names":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":50,"description":"The tools' names."}},"required":["names"]},"annotations":{"title":"Describe tools","readOnlyHint":true,"openWorldHint":false}}`
-	runScriptToolDef = `{"name":"run_script","title":"Run a script","description":"Runs a short JavaScript or TypeScript script that calls tools and returns only what it prints and returns: one run instead of many tool calls, and intermediate results stay out of the conversation. The script is the body of an async function: await tools.NAME(args) calls a tool (resolving to its structuredContent, else its content array; a tool error throws), console.log prints, return gives a value, progress(n, total, message) reports progress. No network, files or clock. Tools that are not read-only ask the user first.","inputSchema":{"type":"object","properties":{"code":{"type":"string","description":"The script."}},"required":["code"]},"outputSchema":{"type":"object","properties":{"output":{"type":"string","description":"What the script printed."},"value":{"description":"What the script returned."},"calls":{"type":"integer","description":"The tool calls it made."},"truncated":{"type":"integer","description":"Bytes of output cut past the limit."}},"required":["output","calls"]},"annotations":{"title":"Run a script","readOnlyHint":false,"openWorldHint":true}}`
+	describeToolDef  = `{"name":"describe_tools","title":"Describe tools","description":"TypeScript declarations of tools, by name, with their full descriptions (search_tools gives them with the first sentence).","inputSchema":{"type":"object","properties":{"names":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":50}},"required":["names"]},"annotations":{"readOnlyHint":true,"openWorldHint":false}}`
+	runScriptToolDef = `{"name":"run_script","title":"Run a script","description":"Runs a JavaScript or TypeScript script that calls tools: one run instead of many tool calls, and only what it prints and returns comes back. The script is the body of an async function: await tools.NAME(args) calls a tool as search_tools declares it (a tool error throws); console.log prints; return gives the value; progress(n, total, message) reports progress. No network, files or clock. Tools that are not read-only ask the user first.","inputSchema":{"type":"object","properties":{"code":{"type":"string"}},"required":["code"]},"outputSchema":{"type":"object","properties":{"output":{"type":"string"},"value":{},"calls":{"type":"integer"},"truncated":{"type":"integer"}},"required":["output","calls"]},"annotations":{"readOnlyHint":false,"openWorldHint":true}}`
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -204,6 +205,79 @@ func TestCodeModeLists(t *testing.T) {
 	if !strings.Contains(text, "gh__search(") || strings.Contains(text, "gh__delete_repo(") || strings.Contains(text, "web__fetch(") ||
 		!strings.Contains(text, "Unknown tools (search_tools finds names): gh__delete_repo, web__fetch") {
 		t.Errorf("describe_tools: %s", m.Raw())
+	}
+}
+
+// TestCodeModeSearch: search_tools in code mode answers with the TypeScript declarations of its hits (what a
+// script needs: no describe_tools turn between), only of tools the caller may call, as the endpoint exposes them
+// (the preset owner is not an argument), and with the structured
+// content search_tools' outputSchema promises.
+func TestCodeModeSearch(t *testing.T) {
+	r := codeRouter(t, &callEvents{})
+	deny := func(up, kind, name string) bool { return name != "delete_repo" }
+	s := r.NewSession(SessionParams{ProtocolVersion: protocol.V20251125, Endpoint: "e", Allow: deny, Principal: "alice"})
+	for _, tc := range []struct {
+		query      string
+		want, not  []string
+		structured []string
+	}{
+		{"create issue", []string{"declare const tools", "/** Create an issue */", "gh__create_issue(args?: {title?: string}): Promise<Content[]>;"}, []string{"delete", "web__", "owner"}, []string{"gh__create_issue"}},
+		{"delete repository", []string{"No tool matches"}, []string{"declare"}, nil},
+	} {
+		m := roundTrip(t, r, s, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":`+string(jsonrpc.AppendQuote(nil, tc.query))+`,"limit":1}}}`)
+		var res struct {
+			Content           []struct{ Text string } `json:"content"`
+			StructuredContent struct {
+				Tools []struct {
+					Name        string          `json:"name"`
+					InputSchema json.RawMessage `json:"inputSchema"`
+					Score       *float64        `json:"score"`
+				} `json:"tools"`
+			} `json:"structuredContent"`
+		}
+		if err := json.Unmarshal(m.Result(), &res); err != nil || len(res.Content) != 1 {
+			t.Fatalf("%q: %s", tc.query, m.Raw())
+		}
+		text := res.Content[0].Text
+		for _, w := range tc.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%q: no %q in\n%s", tc.query, w, text)
+			}
+		}
+		for _, w := range tc.not {
+			if strings.Contains(text, w) {
+				t.Errorf("%q: %q in\n%s", tc.query, w, text)
+			}
+		}
+		var names []string
+		for _, h := range res.StructuredContent.Tools {
+			if len(h.InputSchema) == 0 || h.InputSchema[0] != '{' || h.Score == nil {
+				t.Errorf("%q: a hit without inputSchema or score: %s", tc.query, m.Raw())
+			}
+			names = append(names, h.Name)
+		}
+		if !slices.Equal(names, tc.structured) {
+			t.Errorf("%q: structured hits %v, want %v", tc.query, names, tc.structured)
+		}
+	}
+	for _, tc := range []struct{ name, args string }{
+		{"no query", `{}`}, {"limit 0", `{"query":"x","limit":0}`}, {"limit 2.5", `{"query":"x","limit":2.5}`}, {"query not a string", `{"query":3}`},
+	} {
+		m := roundTrip(t, r, s, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_tools","arguments":`+tc.args+`}}`)
+		if e := rpcErr(m); e == nil || e.Code != protocol.CodeInvalidParams {
+			t.Errorf("%s: %s, want -32602", tc.name, m.Raw())
+		}
+	}
+
+	// With exposeFound, what a search found is listed, with list_changed, as in search mode.
+	exposing := shapedRouter(t, Shape{Endpoints: []Endpoint{{Name: "x", Include: []string{"gh__*"}, Search: &SearchMode{ExposeFound: true}, Code: &codemode.Mode{}}}})
+	xs := exposing.NewSession(SessionParams{ProtocolVersion: protocol.V20251125, Endpoint: "x"})
+	roundTrip(t, exposing, xs, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"create issue","limit":1}}}`)
+	if !heard(xs.Standalone(), "notifications/tools/list_changed") {
+		t.Error("exposeFound: no list_changed after a search found a tool")
+	}
+	if got := names(listAll(t, exposing, xs)); !slices.Equal(got, []string{"search_tools", "call_tool", "describe_tools", "run_script", "gh__create_issue"}) {
+		t.Errorf("exposeFound: the list after the search is %v", got)
 	}
 }
 

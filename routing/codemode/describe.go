@@ -9,16 +9,27 @@ import (
 
 // Describe renders TypeScript declarations of tools, for describe_tools: one `declare const tools` whose
 // members are the tools, typed from their inputSchema and outputSchema, with descriptions as doc comments.
-// A tool without an outputSchema resolves to its content array.
-func Describe(tools []Tool) string {
+// A tool without an outputSchema resolves to its content array. The text is compact (a one-line doc comment
+// stays on one line, a small object type on its own line): every byte of it is read by the model.
+func Describe(tools []Tool) string { return declare(tools, false) }
+
+// Brief renders the declarations as Describe does, each description cut to its first sentence: what
+// search_tools gives in code mode, enough to write a script; Describe gives the rest.
+func Brief(tools []Tool) string { return declare(tools, true) }
+
+func declare(tools []Tool, brief bool) string {
 	var b strings.Builder
-	b.WriteString("/** A tool result's content, when the tool declares no outputSchema. */\n")
-	b.WriteString("type Content = { type: \"text\"; text: string } | { type: string; [key: string]: unknown };\n\n")
+	for _, t := range tools {
+		if len(t.OutputSchema) == 0 {
+			b.WriteString("type Content = {type: \"text\"; text: string} | {type: string; [key: string]: unknown};\n")
+			break
+		}
+	}
 	b.WriteString("declare const tools: {\n")
 	for _, t := range tools {
-		w := schemaWriter{}
+		w := schemaWriter{brief: brief}
 		in := w.parse(t.InputSchema)
-		writeDoc(&b, "  ", t.Description, "")
+		w.doc(&b, "  ", t.Description, "")
 		b.WriteString("  " + propName(t.Name) + "(args")
 		if len(w.required(in)) == 0 {
 			b.WriteString("?")
@@ -41,7 +52,8 @@ const maxDepth = 8
 
 // schemaWriter turns JSON Schema into TypeScript types.
 type schemaWriter struct {
-	refs []string // $refs being expanded: a cycle is unknown
+	refs  []string // $refs being expanded: a cycle is unknown
+	brief bool     // descriptions cut to their first sentence
 }
 
 func (w *schemaWriter) parse(raw json.RawMessage) map[string]any {
@@ -176,7 +188,7 @@ func (w *schemaWriter) typeNamed(name string, s, root map[string]any, indent int
 }
 
 // object renders properties (sorted, required ones without "?") and additionalProperties as an index
-// signature.
+// signature: on one line when that is short and no member has a doc comment, else a member a line.
 func (w *schemaWriter) object(s, root map[string]any, indent int) string {
 	props, _ := s["properties"].(map[string]any)
 	req := w.required(s)
@@ -186,8 +198,8 @@ func (w *schemaWriter) object(s, root map[string]any, indent int) string {
 	}
 	sort.Strings(names)
 	pad := strings.Repeat("  ", indent+1)
-	var b strings.Builder
-	b.WriteString("{\n")
+	var members []string
+	documented := false
 	for _, n := range names {
 		p, _ := props[n].(map[string]any)
 		desc, _ := p["description"].(string)
@@ -195,26 +207,40 @@ func (w *schemaWriter) object(s, root map[string]any, indent int) string {
 		if d, ok := p["default"]; ok {
 			def = "@default " + literal(d)
 		}
-		writeDoc(&b, pad, desc, def)
+		var m strings.Builder
+		w.doc(&m, pad, desc, def)
+		documented = documented || m.Len() > 0
 		opt := "?"
 		if req[n] {
 			opt = ""
 		}
-		b.WriteString(pad + propName(n) + opt + ": " + w.typeOf(p, root, indent+1) + ";\n")
+		m.WriteString(propName(n) + opt + ": " + w.typeOf(p, root, indent+1) + ";")
+		members = append(members, m.String())
 	}
 	switch ap := s["additionalProperties"].(type) {
 	case bool:
 		if ap {
-			b.WriteString(pad + "[key: string]: unknown;\n")
+			members = append(members, "[key: string]: unknown;")
 		}
 	case map[string]any:
-		b.WriteString(pad + "[key: string]: " + w.typeOf(ap, root, indent+1) + ";\n")
+		members = append(members, "[key: string]: "+w.typeOf(ap, root, indent+1)+";")
 	}
-	if len(names) == 0 && b.Len() == 2 {
+	if len(members) == 0 {
 		if _, closed := s["additionalProperties"]; !closed {
-			return "{ [key: string]: unknown }"
+			return "{[key: string]: unknown}"
 		}
 		return "{}"
+	}
+	if line := "{" + strings.TrimSuffix(strings.Join(members, " "), ";") + "}"; !documented && len(line) <= 80 && !strings.Contains(line, "\n") {
+		return line
+	}
+	var b strings.Builder
+	b.WriteString("{\n")
+	for _, m := range members {
+		if !strings.HasPrefix(m, pad) {
+			b.WriteString(pad)
+		}
+		b.WriteString(m + "\n")
 	}
 	b.WriteString(strings.Repeat("  ", indent) + "}")
 	return b.String()
@@ -239,22 +265,57 @@ func propName(n string) string {
 	return literal(n)
 }
 
-// writeDoc writes a doc comment of desc and an extra tag; "*/" in them cannot end it early.
-func writeDoc(b *strings.Builder, pad, desc, extra string) {
+// doc writes a doc comment of desc and an extra tag, on one line when it fits one; "*/" in them cannot end
+// it early. A member's comment ends with a space, its member following on the same line.
+func (w *schemaWriter) doc(b *strings.Builder, pad, desc, extra string) {
 	desc = strings.TrimSpace(desc)
+	if w.brief {
+		desc = firstSentence(desc)
+	}
 	if desc == "" && extra == "" {
 		return
 	}
-	lines := strings.Split(desc, "\n")
-	if desc == "" {
-		lines = nil
+	var lines []string
+	for _, l := range strings.Split(desc, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, strings.ReplaceAll(l, "*/", "*\\/"))
+		}
 	}
 	if extra != "" {
 		lines = append(lines, extra)
 	}
+	member := pad != "  "
+	if len(lines) == 1 {
+		b.WriteString(pad + "/** " + lines[0] + " */")
+		if member {
+			b.WriteString(" ")
+		} else {
+			b.WriteString("\n")
+		}
+		return
+	}
 	b.WriteString(pad + "/**\n")
 	for _, l := range lines {
-		b.WriteString(pad + " * " + strings.ReplaceAll(strings.TrimRight(l, " \t\r"), "*/", "*\\/") + "\n")
+		b.WriteString(pad + " * " + l + "\n")
 	}
 	b.WriteString(pad + " */\n")
+	if member {
+		b.WriteString(pad)
+	}
+}
+
+// firstSentence is a description's first paragraph, cut after its first sentence when it is long, and to
+// 200 characters at most.
+func firstSentence(desc string) string {
+	desc, _, _ = strings.Cut(desc, "\n\n")
+	desc = strings.Join(strings.Fields(desc), " ")
+	if len(desc) > 120 {
+		if i := strings.Index(desc, ". "); i > 0 {
+			desc = desc[:i+1]
+		}
+	}
+	if r := []rune(desc); len(r) > 200 {
+		desc = string(r[:199]) + "…"
+	}
+	return desc
 }

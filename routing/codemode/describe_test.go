@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -58,5 +59,25 @@ func TestDescribe(t *testing.T) {
 				t.Errorf("Describe differs from %s (run with -update-describe):\n%s", golden, got)
 			}
 		})
+	}
+}
+
+// TestBrief: search_tools' declarations keep a description's first sentence when it is long, and parse as
+// TypeScript.
+func TestBrief(t *testing.T) {
+	long := "Read the complete contents of a file from the file system as text. Handles various text encodings and provides detailed error messages if the file cannot be read."
+	for _, tc := range []struct{ desc, want string }{
+		{"Short. Two sentences.", "/** Short. Two sentences. */"},
+		{long, "/** Read the complete contents of a file from the file system as text. */"},
+		{"First paragraph\nstill first.\n\nSecond paragraph.", "/** First paragraph still first. */"},
+		{strings.Repeat("word ", 60), "/** " + strings.Repeat("word ", 39) + "word… */"},
+	} {
+		got := Brief([]Tool{{Name: "t", Description: tc.desc, InputSchema: json.RawMessage(`{"type":"object","properties":{"p":{"type":"string","description":` + strconv.Quote(long) + `}}}`)}})
+		if !strings.Contains(got, "  "+tc.want+"\n") || !strings.Contains(got, "/** Read the complete contents of a file from the file system as text. */ p?: string;") {
+			t.Errorf("%.30q: got\n%s", tc.desc, got)
+		}
+		if res := api.Transform(got, api.TransformOptions{Loader: api.LoaderTS}); len(res.Errors) > 0 {
+			t.Errorf("not TypeScript: %v\n%s", res.Errors, got)
+		}
 	}
 }

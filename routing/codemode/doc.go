@@ -4,8 +4,9 @@
 //
 // # The language
 //
-// A script is the body of an async function: top-level await and return work. TypeScript annotations are
-// stripped by esbuild before goja runs it (ES2017 and later; newer syntax is lowered). `await tools.NAME(args)`
+// A script is the body of an async function: top-level await and return work. A script goja parses runs as it
+// is; TypeScript (and text TypeScript reads otherwise than JavaScript) is stripped by esbuild first (ES2017 and
+// later; newer syntax is lowered). `await tools.NAME(args)`
 // calls the tool through the run's [Caller]: it resolves to the tool's structuredContent when it has one, else
 // its content array; a tool error (isError, or a JSON-RPC error) is a thrown Error carrying the upstream's
 // message. console.log is captured; progress(n, total, msg) reaches [Run.Progress]; setTimeout is the only
@@ -34,5 +35,6 @@
 // at a time, and an [AllowForRun] answer is remembered for the rest of the run. A declined write, or any write
 // in a run without an Approver, throws in the script.
 //
-// [Describe] renders the TypeScript declarations describe_tools returns. docs/code-mode.md is the user's guide.
+// [Describe] renders the TypeScript declarations describe_tools returns, and [Brief] those search_tools returns
+// in code mode. docs/code-mode.md is the user's guide.
 package codemode

@@ -137,6 +137,10 @@ var basicCases = []struct {
 	{name: "no clock", code: `return [Date.now(), new Date().getTime()]`, wantValue: `[0,0]`},
 	{name: "undefined return", code: `console.log("x")`, wantOut: "x\n"},
 	{name: "never settles", code: `await new Promise(() => {})`, wantErr: "nothing will settle"},
+	// Plain JavaScript skips esbuild; text TypeScript reads otherwise goes through it.
+	{name: "type arguments", code: "function id<T>(x: T): T { return x }\nconst Array2 = 1\nreturn [id<number>(4), id<Array<string>>([\"a\"])]", wantValue: `[4,["a"]]`},
+	{name: "type arguments in plain text", code: "const id = (x) => x; const Number = 2\nreturn id<Number>(5)", wantValue: `5`},
+	{name: "comparison before parens", code: "const a = 3, b = 2; return [a > (b), a >= (b), [1, 2].map(x => (x * 2)), `${a > b}`]", wantValue: `[true,true,[2,4],"true"]`},
 }
 
 func TestRunInProcess(t *testing.T) { testBasic(t, NewEngine(Options{})) }
