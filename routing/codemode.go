@@ -40,7 +40,6 @@ func codeMeta(name string) bool { return name == runScriptTool || name == descri
 
 // codeHost serves code mode's meta-tools and the runs in flight.
 type codeHost struct {
-	r      *Router
 	engine *codemode.Engine // Options.Scripts, or an in-process engine made on first use
 
 	mu   sync.Mutex

@@ -216,7 +216,7 @@ func New(opts Options, ups []UpstreamConfig) (*Router, error) {
 	if r.tasks.self == "" {
 		r.tasks.self = "replica-" + newTaskID()[:16] // a name for the bus: tasks/update and tasks/cancel find it
 	}
-	r.code = codeHost{r: r, engine: opts.Scripts}
+	r.code = codeHost{engine: opts.Scripts}
 	r.embed = embeddings{embedder: opts.Embedder, timeout: opts.SearchTimeout, cat: &r.cat, kick: make(chan struct{}, 1)}
 	r.parkTable = parkTable{stateAEAD: newStateAEAD(key), ownState: statePrefix + stateKeyID(key) + ".",
 		self: opts.Replica, registry: opts.Replicas, log: r.log, streams: r}
