@@ -1,9 +1,15 @@
 package main
 
 import (
+	"fmt"
+	"log/slog"
+	"strings"
+
 	"github.com/switchboard-mcp/switchboard/auth"
+	"github.com/switchboard-mcp/switchboard/auth/vault"
 	"github.com/switchboard-mcp/switchboard/cmd/internal/config"
 	"github.com/switchboard-mcp/switchboard/gateway"
+	"github.com/switchboard-mcp/switchboard/routing/state"
 )
 
 // The auth package takes its own option types and knows nothing of the config file: the translation from the
@@ -82,5 +88,52 @@ func credentialOptions(u config.Upstream) auth.CredentialOptions {
 	return o
 }
 
-// auth implements what the gateway declares; auth imports nothing of ours, so the check lives here.
-var _ gateway.Authenticator = (*auth.ResourceServer)(nil)
+// sharedTokens is where id-jag upstreams keep each person's token so that every replica uses it: the shared store,
+// sealed with auth.tokenKeys as user-oauth grants are. nil (each upstream's memory, per replica and until a reload)
+// without an id-jag upstream or without Redis; and, said in the log, without auth.tokenKeys, since nothing may be
+// stored unsealed.
+func sharedTokens(cfg *config.Config, store *state.Redis, log *slog.Logger) (*auth.SharedTokens, error) {
+	if store == nil || !hasIDJAG(cfg) {
+		return nil, nil
+	}
+	if cfg.Auth == nil || cfg.Auth.TokenKeys == "" {
+		log.Warn("id-jag upstreams keep their tokens per replica: set auth.tokenKeys to share them, sealed, through Redis")
+		return nil, nil
+	}
+	keys, err := vault.ParseKeys(cfg.Auth.TokenKeys)
+	if err != nil {
+		return nil, fmt.Errorf("auth.tokenKeys: %w", err)
+	}
+	defer clear(keys)
+	keyring, err := vault.NewKeyring(strings.TrimSpace(strings.Split(cfg.Auth.TokenKeys, ":")[0]), keys)
+	if err != nil {
+		return nil, fmt.Errorf("auth.tokenKeys: %w", err)
+	}
+	return &auth.SharedTokens{Store: store, Sealer: keyring}, nil
+}
+
+// sharedTokens is ps.tokens; nil for a nil ps (the stdio front end, which has no callers).
+func (ps *principals) sharedTokens() *auth.SharedTokens {
+	if ps == nil {
+		return nil
+	}
+	return ps.tokens
+}
+
+// hasIDJAG reports whether an enabled upstream is of type id-jag.
+func hasIDJAG(cfg *config.Config) bool {
+	for _, u := range cfg.Upstreams {
+		if !u.Disabled && u.URL != "" && u.Auth != nil && u.Auth.IDJAG != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// auth and routing/state implement what the gateway and auth declare; auth imports nothing of ours, so the checks
+// live here.
+var (
+	_ gateway.Authenticator = (*auth.ResourceServer)(nil)
+	_ auth.TokenStore       = (*state.Redis)(nil)
+	_ auth.Sealer           = (*vault.Keyring)(nil)
+)

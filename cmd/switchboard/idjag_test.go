@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/switchboard-mcp/switchboard/cmd/internal/config"
 )
@@ -172,8 +173,6 @@ func TestIDJAGUpstream(t *testing.T) {
 	srv = newIDJAGServers(t, func() string { return srv.as.URL }, up.URL)
 	const publicURL = "http://127.0.0.1:1"
 	audience := publicURL + "/mcp"
-	dir := t.TempDir()
-	path := filepath.Join(dir, "switchboard.yaml")
 	cfgText := fmt.Sprintf(`listen: 127.0.0.1:0
 log: {format: json, level: debug}
 auth:
@@ -190,30 +189,10 @@ upstreams:
       clientId: acme-switchboard
       clientSecret: "${AS_SECRET}"
 `, idp.srv.URL, audience, up.URL, srv.idp.URL, srv.as.URL, srv.as.URL)
-	if err := os.WriteFile(path, []byte(cfgText), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	t.Setenv("IDP_SECRET", "idp-secret")
 	t.Setenv("AS_SECRET", "as-secret")
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	logs := &syncBuffer{}
-	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	g, err := build(ctx, cfg, serveFlags{path: path, grace: time.Second}, log, new(slog.LevelVar))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.close()
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- g.run(runCtx) }()
-	defer func() { stop(); <-done }()
-	if err := g.router.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-
+	g := runIDJAGGateway(ctx, t, cfgText, logs)
 	mcpURL := "http://" + g.ln.Addr().String() + "/mcp"
 	var idTokens []string
 	for _, person := range []string{"alice", "bob", "mallory"} {
@@ -286,5 +265,139 @@ upstreams:
 	}
 	if strings.Contains(out, "eyJ") {
 		t.Errorf("the log holds something that looks like a JWT:\n%s", out)
+	}
+}
+
+// runIDJAGGateway builds the gateway of cfgText in process, logging to logs, and runs it until the test ends.
+func runIDJAGGateway(ctx context.Context, t *testing.T, cfgText string, logs *syncBuffer) *gatewayProcess {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "switchboard.yaml")
+	if err := os.WriteFile(path, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	g, err := build(ctx, cfg, serveFlags{path: path, grace: time.Second}, log, new(slog.LevelVar))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- g.run(runCtx) }()
+	t.Cleanup(func() { stop(); <-done; g.close() })
+	if err := g.router.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestIDJAGReplicas: two gateways on one redis-server, with auth.tokenKeys, share each person's ID-JAG token:
+// alice, exchanged for on the first, reaches the upstream through the second with the same token and no exchange,
+// and so does her new ID token; bob, exchanged for on the second, through the first. What Redis holds is sealed:
+// no ID token, ID-JAG or access token, nor anything like a JWT, in any key or value.
+func TestIDJAGReplicas(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a failure guard; nothing is timed against it
+	defer cancel()
+	redisAddr := startRedisServer(t) // skips without redis-server, as the other replica tests do
+	idp := newTestIdP(t)
+	up := newCredentialUpstream(t, "Bearer "+serviceToken, "Bearer "+accessTokenFor("alice"), "Bearer "+accessTokenFor("bob"))
+	var srv *idJAGServers
+	srv = newIDJAGServers(t, func() string { return srv.as.URL }, up.URL)
+	const publicURL = "http://127.0.0.1:1"
+	audience := publicURL + "/mcp"
+	t.Setenv("IDP_SECRET", "idp-secret")
+	t.Setenv("AS_SECRET", "as-secret")
+	cfgText := fmt.Sprintf(`listen: 127.0.0.1:0
+log: {format: json, level: debug}
+cursorSecret: "idjag-replicas-cursor-secret-0123456789abcdef"
+redis: {url: "redis://%s"}
+auth:
+  issuer: %s
+  audience: %s
+  tokenKeys: "%s"
+upstreams:
+  - name: crm
+    url: %s
+    auth:
+      type: id-jag
+      idp: {tokenURL: "%s/token", clientId: switchboard, clientSecret: "${IDP_SECRET}"}
+      issuer: %s
+      tokenURL: %s/token
+      clientId: acme-switchboard
+      clientSecret: "${AS_SECRET}"
+`, redisAddr, idp.srv.URL, audience, testTokenKeys(t), up.URL, srv.idp.URL, srv.as.URL, srv.as.URL)
+	logs := &syncBuffer{}
+	replicas := []*gatewayProcess{runIDJAGGateway(ctx, t, cfgText, logs), runIDJAGGateway(ctx, t, cfgText, logs)}
+	issued := func() int {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		return len(srv.issued)
+	}
+	var idTokens []string
+	steps := []struct {
+		person  string
+		replica int
+		issued  int // tokens the IdP and the AS issued so far: an ID-JAG and an access token per exchange
+	}{
+		{"alice", 0, 2},
+		{"alice", 1, 2}, // the first replica's token, from Redis
+		{"alice", 1, 2}, // a new ID token of hers: the same person
+		{"bob", 1, 4},
+		{"bob", 0, 4},
+	}
+	for _, st := range steps {
+		tok := idp.token(t, st.person, audience)
+		idTokens = append(idTokens, tok)
+		cs := connectAs(ctx, t, "http://"+replicas[st.replica].ln.Addr().String()+"/mcp", tok)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "crm__whoami"})
+		if err != nil || res.IsError || toolText(res) != "Bearer "+accessTokenFor(st.person) {
+			t.Errorf("%s through replica %d: %v %+v; want the upstream to see their own token", st.person, st.replica, err, res)
+		}
+		cs.Close()
+		if n := issued(); n != st.issued {
+			t.Errorf("%s through replica %d: %d tokens issued so far, want %d", st.person, st.replica, n, st.issued)
+		}
+	}
+	if len(srv.forms) > 0 {
+		t.Errorf("the IdP or the authorization server was asked wrongly: %q", srv.forms)
+	}
+
+	// Sealed at rest: every key and value under the prefix, scanned for the tokens.
+	rc := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rc.Close()
+	keys, err := rc.Keys(ctx, "switchboard:tokens:*").Result()
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("token keys in Redis: %q, %v; want alice's and bob's", keys, err)
+	}
+	all, err := rc.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.mu.Lock()
+	secrets := append(append([]string{"eyJ"}, idTokens...), srv.issued...)
+	srv.mu.Unlock()
+	for _, k := range all {
+		var val string
+		switch typ := rc.Type(ctx, k).Val(); typ {
+		case "string":
+			val = rc.Get(ctx, k).Val()
+		case "hash":
+			val = fmt.Sprint(rc.HGetAll(ctx, k).Val())
+		}
+		for _, sec := range secrets {
+			if strings.Contains(k, sec) || strings.Contains(val, sec) {
+				t.Errorf("Redis holds a token in the clear under %s", k)
+			}
+		}
+	}
+	out := logs.String()
+	for _, sec := range secrets {
+		if strings.Contains(out, sec) {
+			t.Errorf("the log holds a token:\n%s", out)
+			break
+		}
 	}
 }
