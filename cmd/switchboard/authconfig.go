@@ -89,15 +89,17 @@ func credentialOptions(u config.Upstream) auth.CredentialOptions {
 }
 
 // sharedTokens is where id-jag upstreams keep each person's token so that every replica uses it: the shared store,
-// sealed with auth.tokenKeys as user-oauth grants are. nil (each upstream's memory, per replica and until a reload)
-// without an id-jag upstream or without Redis; and, said in the log, without auth.tokenKeys, since nothing may be
-// stored unsealed.
+// sealed with auth.tokenKeys as user-oauth grants are. It is made whether or not an upstream is of type id-jag yet,
+// so that one a reload adds shares too. nil (each upstream's memory, per replica and until a reload) without Redis,
+// or without auth.tokenKeys, since nothing may be stored unsealed: said in the log when an id-jag upstream is there.
 func sharedTokens(cfg *config.Config, store *state.Redis, log *slog.Logger) (*auth.SharedTokens, error) {
-	if store == nil || !hasIDJAG(cfg) {
+	if store == nil {
 		return nil, nil
 	}
 	if cfg.Auth == nil || cfg.Auth.TokenKeys == "" {
-		log.Warn("id-jag upstreams keep their tokens per replica: set auth.tokenKeys to share them, sealed, through Redis")
+		if hasIDJAG(cfg) {
+			log.Warn("id-jag upstreams keep their tokens per replica: set auth.tokenKeys to share them, sealed, through Redis")
+		}
 		return nil, nil
 	}
 	keys, err := vault.ParseKeys(cfg.Auth.TokenKeys)

@@ -133,8 +133,9 @@ func TestAuthCodesMatchTheVocabulary(t *testing.T) {
 	}
 }
 
-// TestSharedTokens: id-jag tokens go to the shared store, sealed with auth.tokenKeys, only with Redis, an id-jag
-// upstream and the keys; Redis and id-jag without the keys keep them per replica, and say so in the log.
+// TestSharedTokens: id-jag tokens go to the shared store, sealed with auth.tokenKeys, with Redis and the keys, even
+// before an upstream is of type id-jag (a reload may add one); Redis and id-jag without the keys keep them per
+// replica, and say so in the log; without id-jag, nothing is said.
 func TestSharedTokens(t *testing.T) {
 	store := state.NewRedis(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), "") // never dialled here
 	t.Cleanup(store.Shutdown)
@@ -164,8 +165,9 @@ func TestSharedTokens(t *testing.T) {
 	}{
 		{"redis, id-jag and keys", keys, idjag, store, true, false},
 		{"no redis", keys, idjag, nil, false, false},
-		{"no id-jag upstream", keys, plain, store, false, false},
+		{"no id-jag upstream yet", keys, plain, store, true, false},
 		{"no keys", "", idjag, store, false, true},
+		{"no keys, no id-jag upstream", "", plain, store, false, false},
 	} {
 		cfg, err := config.Parse("c.yaml", []byte("auth:\n  issuer: https://idp.example\n  audience: https://gw.example/mcp\n"+
 			tc.keys+"upstreams:"+tc.upstreams), nil)
