@@ -773,8 +773,9 @@ func grantOps(s Store) map[string]func(context.Context) error {
 		"DeleteRegistration": func(ctx context.Context) error {
 			return s.DeleteRegistration(ctx, "github", "https://as.example")
 		},
-		"PutToken": func(ctx context.Context) error { return s.PutToken(ctx, "alice", "crm", []byte("s"), time.Minute) },
-		"GetToken": func(ctx context.Context) error { _, err := s.GetToken(ctx, "alice", "crm"); return err },
+		"PutToken":    func(ctx context.Context) error { return s.PutToken(ctx, "alice", "crm", []byte("s"), time.Minute) },
+		"GetToken":    func(ctx context.Context) error { _, err := s.GetToken(ctx, "alice", "crm"); return err },
+		"DeleteToken": func(ctx context.Context) error { return s.DeleteToken(ctx, "alice", "crm") },
 	}
 }
 

@@ -74,3 +74,17 @@ func (m *memTokens) GetToken(ctx context.Context, principal, upstream string) ([
 	}
 	return slices.Clone(t.sealed), nil
 }
+
+// DeleteToken implements TokenStore.
+func (m *memTokens) DeleteToken(ctx context.Context, principal, upstream string) error {
+	if err := checkPrincipalUpstream(principal, upstream); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.tokens, memTokenKey{principal, upstream})
+	return nil
+}

@@ -53,3 +53,14 @@ func (r *redisTokens) GetToken(ctx context.Context, principal, upstream string) 
 	}
 	return b, nil
 }
+
+// DeleteToken implements TokenStore (UNLINK).
+func (r *redisTokens) DeleteToken(ctx context.Context, principal, upstream string) error {
+	if err := checkPrincipalUpstream(principal, upstream); err != nil {
+		return err
+	}
+	if err := r.c.Unlink(ctx, r.tokenKey(principal, upstream)).Err(); err != nil {
+		return unavailable("delete token", err)
+	}
+	return nil
+}

@@ -34,6 +34,9 @@ type TokenStore interface {
 	PutToken(ctx context.Context, principal, upstream string, sealed []byte, ttl time.Duration) error
 	// GetToken returns principal's sealed token for upstream; ErrNotFound if there is none, or it expired.
 	GetToken(ctx context.Context, principal, upstream string) ([]byte, error)
+	// DeleteToken removes principal's token for upstream (the upstream refused it before it expired). Deleting a
+	// missing token is not an error.
+	DeleteToken(ctx context.Context, principal, upstream string) error
 }
 
 // Both implementations keep tokens.

@@ -12,9 +12,9 @@ import (
 	"github.com/alicebob/miniredis/v2"
 )
 
-// testTokens: tokens are stored, replaced and read by principal and upstream; what the store returns is the
-// caller's; a second store over the same data (another replica) sees them, and a Memory made afresh does not; each
-// expires after its own ttl, a replaced one after the new ttl.
+// testTokens: tokens are stored, replaced, read and deleted by principal and upstream; what the store returns is
+// the caller's; a second store over the same data (another replica) sees them, and a Memory made afresh does not;
+// each expires after its own ttl, a replaced one after the new ttl.
 func testTokens(t *testing.T, newStore factory) {
 	h := newStore(t)
 	ctx := ctxT(t)
@@ -74,6 +74,25 @@ func testTokens(t *testing.T, newStore factory) {
 	h.advance(h.ttl * 6 / 10)
 	want[[2]string{"alice", "erp"}] = ""
 	check(h, "1.2 ttl on")
+
+	// Deleted: gone for every store over the data, and deleting again, or what never was, is no error.
+	if err := h.PutToken(ctx, "carol", "crm", []byte("carol-crm"), h.ttl); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := h.DeleteToken(ctx, "bob", "crm"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.DeleteToken(ctx, "never", "crm"); err != nil {
+		t.Fatalf("DeleteToken of a missing token: %v", err)
+	}
+	want[[2]string{"bob", "crm"}] = ""
+	want[[2]string{"carol", "crm"}] = "carol-crm"
+	check(h, "after DeleteToken")
+	if h.shared {
+		check(h.second(t), "the second store after DeleteToken")
+	}
 
 	// At the bounds.
 	big := bytes.Repeat([]byte{0xff}, MaxTokenSize)
@@ -136,6 +155,8 @@ func testTokenInvalid(t *testing.T, newStore factory) {
 		{"PutToken of a negative ttl", func() error { return h.PutToken(ctx, "alice", "crm", []byte("s"), -time.Second) }},
 		{"GetToken without principal", func() error { _, err := h.GetToken(ctx, "", "crm"); return err }},
 		{"GetToken of a long upstream", func() error { _, err := h.GetToken(ctx, "alice", long); return err }},
+		{"DeleteToken without upstream", func() error { return h.DeleteToken(ctx, "alice", "") }},
+		{"DeleteToken of a long principal", func() error { return h.DeleteToken(ctx, long, "crm") }},
 	}
 	for _, tc := range ops {
 		if err := tc.op(); !errors.Is(err, ErrInvalid) {
