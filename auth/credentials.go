@@ -362,14 +362,7 @@ func (s *TokenExchangeSource) Header(ctx context.Context, p *Principal) (http.He
 		}
 		return s.own.Header(ctx, nil)
 	}
-	person := ""
-	if s.perPerson && p.Subject != "" {
-		person = p.Key()
-	}
-	key := sha256.Sum256([]byte(p.token))
-	if person != "" {
-		key = sha256.Sum256([]byte("person\x00" + person))
-	}
+	person, key := s.keyOf(p)
 	now := s.now()
 	s.mu.Lock()
 	if e, ok := s.cache[key]; ok && now.Before(e.expires) {
@@ -412,6 +405,15 @@ func (s *TokenExchangeSource) Header(ctx context.Context, p *Principal) (http.He
 		return nil, call.err
 	}
 	return http.Header{"Authorization": {call.val.header}}, nil
+}
+
+// keyOf is p's place in the cache: by person (issuer and subject) for ID-JAG, person "" and by token otherwise.
+func (s *TokenExchangeSource) keyOf(p *Principal) (person string, key [32]byte) {
+	if s.perPerson && p.Subject != "" {
+		person = p.Key()
+		return person, sha256.Sum256([]byte("person\x00" + person))
+	}
+	return "", sha256.Sum256([]byte(p.token))
 }
 
 // obtain gets the token of p (person when keyed by person): from the shared store when the source has one and

@@ -27,6 +27,7 @@ import (
 type TokenStore interface {
 	GetToken(ctx context.Context, principal, upstream string) ([]byte, error)
 	PutToken(ctx context.Context, principal, upstream string, sealed []byte, ttl time.Duration) error
+	DeleteToken(ctx context.Context, principal, upstream string) error
 }
 
 // Sealer encrypts what is kept in a TokenStore, bound to aad: auth/vault's Keyring is one.
@@ -113,4 +114,17 @@ func (s *sharedIn) put(ctx context.Context, person string, e exchanged, now time
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
 	defer cancel()
 	_ = s.Store.PutToken(ctx, person, s.upstream, sealed, ttl)
+}
+
+// drop deletes person's token from the store if it is still header, the one the upstream refused: one another
+// replica put there since is left.
+func (s *sharedIn) drop(ctx context.Context, person, header string, now time.Time) bool {
+	e, ok := s.get(ctx, person, now)
+	if !ok || e.header != header {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
+	defer cancel()
+	_ = s.Store.DeleteToken(ctx, person, s.upstream)
+	return true
 }

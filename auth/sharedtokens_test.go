@@ -52,6 +52,16 @@ func (m *memTokenStore) PutToken(_ context.Context, principal, upstream string, 
 	return nil
 }
 
+func (m *memTokenStore) DeleteToken(_ context.Context, principal, upstream string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down {
+		return errors.New("store down")
+	}
+	delete(m.tokens, principal+"\x00"+upstream)
+	return nil
+}
+
 // TestIDJAGSharedTokens: two sources over one store (two replicas) share each person's token, sealed: the second
 // replica serves alice with the first one's token and no exchange, as it does her new ID token; a refusal is not
 // stored, and is asked again; the store holds no assertion, ID-JAG or token in the clear, each for as long as

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 
 	"github.com/switchboard-mcp/switchboard/auth"
@@ -120,6 +122,21 @@ func (ps *principals) sharedTokens() *auth.SharedTokens {
 		return nil
 	}
 	return ps.tokens
+}
+
+// credentialClient is the HTTP client of an id-jag upstream: the upstream transport's usual pooling, and, when the
+// upstream refuses a person's token before it expires, that token forgotten by every replica and the request sent
+// once more after a new exchange (auth.RetryOn401), for the person credentialHeaders sent it for. nil for every
+// other upstream: the transport's own client.
+func credentialClient(u config.Upstream, src auth.CredentialSource, latest *principals) *http.Client {
+	if src == nil || u.Auth == nil || u.Auth.IDJAG == nil {
+		return nil
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 0
+	tr.MaxIdleConnsPerHost = 1024
+	return &http.Client{Transport: &auth.RetryOn401{Base: tr, Source: src,
+		Principal: func(ctx context.Context) *auth.Principal { return latest.freshest(auth.PrincipalFrom(ctx)) }}}
 }
 
 // hasIDJAG reports whether an enabled upstream is of type id-jag.

@@ -16,6 +16,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,6 +39,7 @@ type idJAGServers struct {
 	mu      sync.Mutex
 	issued  []string // every ID-JAG and access token handed out
 	forms   []string // what each endpoint was asked, for failures
+	round   int      // the access tokens' round: a new one after a revocation (accessTokenIn)
 }
 
 // fakeJWT is a token whose payload names sub; nothing verifies its signature.
@@ -103,8 +106,8 @@ func newIDJAGServers(t *testing.T, asIssuer func() string, resource string) *idJ
 			fmt.Fprint(w, `{"error":"invalid_grant"}`)
 			return
 		}
-		at := accessTokenFor(jwtSub(jag))
 		s.mu.Lock()
+		at := accessTokenIn(jwtSub(jag), s.round)
 		s.issued = append(s.issued, at)
 		s.mu.Unlock()
 		fmt.Fprintf(w, `{"access_token":%q,"token_type":"Bearer","expires_in":3600}`, at)
@@ -118,8 +121,15 @@ func newIDJAGServers(t *testing.T, asIssuer func() string, resource string) *idJ
 const serviceToken = "gateway-service-token"
 
 // accessTokenFor is the upstream token the authorization server issues to sub.
-func accessTokenFor(sub string) string {
-	return fakeJWT(map[string]any{"sub": sub, "aud": "crm", "typ": "access"})
+func accessTokenFor(sub string) string { return accessTokenIn(sub, 0) }
+
+// accessTokenIn is the token it issues to sub in a round: round 0 is accessTokenFor's, and each revocation starts
+// a new one.
+func accessTokenIn(sub string, round int) string {
+	if round == 0 {
+		return fakeJWT(map[string]any{"sub": sub, "aud": "crm", "typ": "access"})
+	}
+	return fakeJWT(map[string]any{"sub": sub, "aud": "crm", "typ": "access", "round": round})
 }
 
 func (s *idJAGServers) note(problem string) {
@@ -296,16 +306,40 @@ func runIDJAGGateway(ctx context.Context, t *testing.T, cfgText string, logs *sy
 
 // TestIDJAGReplicas: two gateways on one redis-server, with auth.tokenKeys, share each person's ID-JAG token:
 // alice, exchanged for on the first, reaches the upstream through the second with the same token and no exchange,
-// and so does her new ID token; bob, exchanged for on the second, through the first. What Redis holds is sealed:
+// and so does her new ID token; bob, exchanged for on the second, through the first. Once the upstream refuses
+// alice's token before it expires (revoked), the replica it refuses exchanges again and retries, and the other takes
+// the new token from Redis. What Redis holds is sealed:
 // no ID token, ID-JAG or access token, nor anything like a JWT, in any key or value.
 func TestIDJAGReplicas(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a failure guard; nothing is timed against it
 	defer cancel()
 	redisAddr := startRedisServer(t) // skips without redis-server, as the other replica tests do
 	idp := newTestIdP(t)
-	up := newCredentialUpstream(t, "Bearer "+serviceToken, "Bearer "+accessTokenFor("alice"), "Bearer "+accessTokenFor("bob"))
+	up := newCredentialUpstream(t, "Bearer "+serviceToken, "Bearer "+accessTokenFor("alice"), "Bearer "+accessTokenFor("bob"),
+		"Bearer "+accessTokenIn("alice", 1))
+	// The upstream's authorization server revokes a token: the upstream refuses it from then on.
+	var revokedMu sync.Mutex
+	revoked := map[string]bool{}
+	target, err := url.Parse(up.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		revokedMu.Lock()
+		refused := revoked[r.Header.Get("Authorization")]
+		revokedMu.Unlock()
+		if refused {
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			http.Error(w, "revoked", http.StatusUnauthorized)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	upURL := front.URL + target.Path
 	var srv *idJAGServers
-	srv = newIDJAGServers(t, func() string { return srv.as.URL }, up.URL)
+	srv = newIDJAGServers(t, func() string { return srv.as.URL }, upURL)
 	const publicURL = "http://127.0.0.1:1"
 	audience := publicURL + "/mcp"
 	t.Setenv("IDP_SECRET", "idp-secret")
@@ -328,7 +362,7 @@ upstreams:
       tokenURL: %s/token
       clientId: acme-switchboard
       clientSecret: "${AS_SECRET}"
-`, redisAddr, idp.srv.URL, audience, testTokenKeys(t), up.URL, srv.idp.URL, srv.as.URL, srv.as.URL)
+`, redisAddr, idp.srv.URL, audience, testTokenKeys(t), upURL, srv.idp.URL, srv.as.URL, srv.as.URL)
 	logs := &syncBuffer{}
 	replicas := []*gatewayProcess{runIDJAGGateway(ctx, t, cfgText, logs), runIDJAGGateway(ctx, t, cfgText, logs)}
 	issued := func() int {
@@ -337,24 +371,42 @@ upstreams:
 		return len(srv.issued)
 	}
 	var idTokens []string
+	revoke := func() { // alice's first token, and the AS's next ones are of round 1
+		revokedMu.Lock()
+		revoked["Bearer "+accessTokenFor("alice")] = true
+		revokedMu.Unlock()
+		srv.mu.Lock()
+		srv.round = 1
+		srv.mu.Unlock()
+	}
 	steps := []struct {
 		person  string
 		replica int
+		before  func()
+		round   int // of the token the upstream should see
 		issued  int // tokens the IdP and the AS issued so far: an ID-JAG and an access token per exchange
 	}{
-		{"alice", 0, 2},
-		{"alice", 1, 2}, // the first replica's token, from Redis
-		{"alice", 1, 2}, // a new ID token of hers: the same person
-		{"bob", 1, 4},
-		{"bob", 0, 4},
+		{"alice", 0, nil, 0, 2},
+		{"alice", 1, nil, 0, 2}, // the first replica's token, from Redis
+		{"alice", 1, nil, 0, 2}, // a new ID token of hers: the same person
+		{"bob", 1, nil, 0, 4},
+		{"bob", 0, nil, 0, 4},
+		// Her token revoked before it expires: refused once, forgotten, exchanged for anew and the request sent
+		// again; the other replica, which still holds the old one in memory, is refused once too, and takes the
+		// new one from Redis.
+		{"alice", 0, revoke, 1, 6},
+		{"alice", 1, nil, 1, 6},
 	}
 	for _, st := range steps {
+		if st.before != nil {
+			st.before()
+		}
 		tok := idp.token(t, st.person, audience)
 		idTokens = append(idTokens, tok)
 		cs := connectAs(ctx, t, "http://"+replicas[st.replica].ln.Addr().String()+"/mcp", tok)
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "crm__whoami"})
-		if err != nil || res.IsError || toolText(res) != "Bearer "+accessTokenFor(st.person) {
-			t.Errorf("%s through replica %d: %v %+v; want the upstream to see their own token", st.person, st.replica, err, res)
+		if err != nil || res.IsError || toolText(res) != "Bearer "+accessTokenIn(st.person, st.round) {
+			t.Errorf("%s through replica %d: %v %+v; want the upstream to see their own token of round %d", st.person, st.replica, err, res, st.round)
 		}
 		cs.Close()
 		if n := issued(); n != st.issued {

@@ -460,7 +460,7 @@ func upstreamConfigs(cfg *config.Config, log *slog.Logger, latest *principals, u
 				return nil, fmt.Errorf("upstream %q: %w", u.Name, err)
 			}
 			if src != nil {
-				spec.RequestHeaders = credentialHeaders(src, latest)
+				spec.RequestHeaders, spec.HTTPClient = credentialHeaders(src, latest), credentialClient(u, src, latest)
 			}
 			if grants != nil {
 				spec.RequestHeaders, spec.HTTPClient = users.headers(u.Name, src), users.httpClient(u.Name)
