@@ -51,6 +51,9 @@ type CredentialOptions struct {
 	IDJAG *IDJAGConfig
 	// WorkloadIdentity, when set, adds the gateway's own token from the JWT bearer grant with its workload token.
 	WorkloadIdentity *WorkloadIdentityConfig
+	// Shared, when set with IDJAG, is where the tokens obtained for each person are kept sealed, for every replica
+	// (sharedtokens.go); nil keeps them in this source's memory only.
+	Shared *SharedTokens
 }
 
 // ClientCredentialsConfig configures the OAuth client credentials grant
@@ -99,6 +102,9 @@ func NewCredentialSource(ctx context.Context, o CredentialOptions, client *http.
 		parts = append(parts, NewTokenExchangeSource(*t, client))
 	} else if j := o.IDJAG; j != nil {
 		s := NewIDJAGSource(*j, client)
+		if sh := o.Shared; sh != nil && sh.Store != nil && sh.Sealer != nil {
+			s.shared = &sharedIn{SharedTokens: sh, upstream: o.Upstream, binding: idJAGBinding(*j)}
+		}
 		if j.SubjectTokenFile != "" {
 			fv := &fileValue{header: "the ID token file", path: j.SubjectTokenFile}
 			if err := fv.load(); err != nil {
@@ -294,6 +300,12 @@ type TokenExchangeSource struct {
 
 	// fetch gets a caller's token: exchange (RFC 8693), or idJAG's two steps (NewIDJAGSource).
 	fetch func(ctx context.Context, p *Principal) (exchanged, error)
+	// perPerson keys the cache by the caller's identity (issuer and subject) rather than by their token: ID-JAG's
+	// grant is about the person (sharedtokens.go says why). A caller without a subject (the ID token file) is
+	// still keyed by token.
+	perPerson bool
+	// shared, when set, is the store where a person's token is looked for before fetch, and kept after it.
+	shared *sharedIn
 
 	mu       sync.Mutex
 	cache    map[[32]byte]exchanged
@@ -350,7 +362,7 @@ func (s *TokenExchangeSource) Header(ctx context.Context, p *Principal) (http.He
 		}
 		return s.own.Header(ctx, nil)
 	}
-	key := sha256.Sum256([]byte(p.token))
+	person, key := s.keyOf(p)
 	now := s.now()
 	s.mu.Lock()
 	if e, ok := s.cache[key]; ok && now.Before(e.expires) {
@@ -364,7 +376,7 @@ func (s *TokenExchangeSource) Header(ctx context.Context, p *Principal) (http.He
 	}
 	s.mu.Unlock()
 	if !running {
-		call.val, call.err = s.fetch(ctx, p)
+		call.val, call.err = s.obtain(ctx, p, person)
 		s.mu.Lock()
 		delete(s.inflight, key)
 		if call.err == nil {
@@ -393,6 +405,34 @@ func (s *TokenExchangeSource) Header(ctx context.Context, p *Principal) (http.He
 		return nil, call.err
 	}
 	return http.Header{"Authorization": {call.val.header}}, nil
+}
+
+// keyOf is p's place in the cache: by person (issuer and subject) for ID-JAG, person "" and by token otherwise.
+func (s *TokenExchangeSource) keyOf(p *Principal) (person string, key [32]byte) {
+	if s.perPerson && p.Subject != "" {
+		person = p.Key()
+		return person, sha256.Sum256([]byte("person\x00" + person))
+	}
+	return "", sha256.Sum256([]byte(p.token))
+}
+
+// obtain gets the token of p (person when keyed by person): from the shared store when the source has one and
+// it holds a live token for person, else by fetch, whose success (never a refusal) it keeps there.
+func (s *TokenExchangeSource) obtain(ctx context.Context, p *Principal, person string) (exchanged, error) {
+	if s.shared == nil || person == "" {
+		return s.fetch(ctx, p)
+	}
+	if e, ok := s.shared.get(ctx, person, s.now()); ok {
+		if !p.Expiry.IsZero() && p.Expiry.Before(e.expires) {
+			e.expires = p.Expiry
+		}
+		return e, nil
+	}
+	e, err := s.fetch(ctx, p)
+	if err == nil {
+		s.shared.put(ctx, person, e, s.now())
+	}
+	return e, err
 }
 
 func (s *TokenExchangeSource) exchange(ctx context.Context, p *Principal) (exchanged, error) {

@@ -64,16 +64,17 @@ const (
 // person may lack access to the upstream, or their assertion is no longer accepted.
 var ErrIDJAGRefused = errors.New("auth: id-jag refused")
 
-// NewIDJAGSource returns the source of an ID-JAG upstream: per caller (by their token), the exchange at the IdP
-// then the JWT bearer grant, cached until shortly before the access token (or the caller's own) expires, and done
-// again from the start after: the ID-JAG is short-lived and not kept. The caller's assertion goes only to the IdP,
-// the ID-JAG only to the authorization server. A request with no caller fails with ErrNoSubjectToken. client nil =
-// a client with a 10s timeout.
+// NewIDJAGSource returns the source of an ID-JAG upstream: per person (issuer and subject; by token for the ID
+// token file, which names no one), the exchange at the IdP then the JWT bearer grant, cached until shortly before
+// the access token (or the caller's own) expires, and done again from the start after: the ID-JAG is short-lived
+// and not kept. NewCredentialSource with Shared keeps the tokens sealed in a store every replica reads. The
+// caller's assertion goes only to the IdP, the ID-JAG only to the authorization server. A request with no caller
+// fails with ErrNoSubjectToken. client nil = a client with a 10s timeout.
 func NewIDJAGSource(cfg IDJAGConfig, client *http.Client) *TokenExchangeSource {
 	if client == nil {
 		client = &http.Client{Timeout: 10 * time.Second}
 	}
-	s := &TokenExchangeSource{client: client, now: time.Now,
+	s := &TokenExchangeSource{client: client, now: time.Now, perPerson: true,
 		cache: map[[32]byte]exchanged{}, inflight: map[[32]byte]*exchangeCall{}}
 	s.fetch = func(ctx context.Context, p *Principal) (exchanged, error) { return idJAG(ctx, s, cfg, p) }
 	return s

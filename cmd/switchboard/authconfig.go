@@ -1,9 +1,17 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
 	"github.com/switchboard-mcp/switchboard/auth"
+	"github.com/switchboard-mcp/switchboard/auth/vault"
 	"github.com/switchboard-mcp/switchboard/cmd/internal/config"
 	"github.com/switchboard-mcp/switchboard/gateway"
+	"github.com/switchboard-mcp/switchboard/routing/state"
 )
 
 // The auth package takes its own option types and knows nothing of the config file: the translation from the
@@ -82,5 +90,69 @@ func credentialOptions(u config.Upstream) auth.CredentialOptions {
 	return o
 }
 
-// auth implements what the gateway declares; auth imports nothing of ours, so the check lives here.
-var _ gateway.Authenticator = (*auth.ResourceServer)(nil)
+// sharedTokens is where id-jag upstreams keep each person's token so that every replica uses it: the shared store,
+// sealed with auth.tokenKeys as user-oauth grants are. It is made whether or not an upstream is of type id-jag yet,
+// so that one a reload adds shares too. nil (each upstream's memory, per replica and until a reload) without Redis,
+// or without auth.tokenKeys, since nothing may be stored unsealed: said in the log when an id-jag upstream is there.
+func sharedTokens(cfg *config.Config, store *state.Redis, log *slog.Logger) (*auth.SharedTokens, error) {
+	if store == nil {
+		return nil, nil
+	}
+	if cfg.Auth == nil || cfg.Auth.TokenKeys == "" {
+		if hasIDJAG(cfg) {
+			log.Warn("id-jag upstreams keep their tokens per replica: set auth.tokenKeys to share them, sealed, through Redis")
+		}
+		return nil, nil
+	}
+	keys, err := vault.ParseKeys(cfg.Auth.TokenKeys)
+	if err != nil {
+		return nil, fmt.Errorf("auth.tokenKeys: %w", err)
+	}
+	defer clear(keys)
+	keyring, err := vault.NewKeyring(strings.TrimSpace(strings.Split(cfg.Auth.TokenKeys, ":")[0]), keys)
+	if err != nil {
+		return nil, fmt.Errorf("auth.tokenKeys: %w", err)
+	}
+	return &auth.SharedTokens{Store: store, Sealer: keyring}, nil
+}
+
+// sharedTokens is ps.tokens; nil for a nil ps (the stdio front end, which has no callers).
+func (ps *principals) sharedTokens() *auth.SharedTokens {
+	if ps == nil {
+		return nil
+	}
+	return ps.tokens
+}
+
+// credentialClient is the HTTP client of an id-jag upstream: the upstream transport's usual pooling, and, when the
+// upstream refuses a person's token before it expires, that token forgotten by every replica and the request sent
+// once more after a new exchange (auth.RetryOn401), for the person credentialHeaders sent it for. nil for every
+// other upstream: the transport's own client.
+func credentialClient(u config.Upstream, src auth.CredentialSource, latest *principals) *http.Client {
+	if src == nil || u.Auth == nil || u.Auth.IDJAG == nil {
+		return nil
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 0
+	tr.MaxIdleConnsPerHost = 1024
+	return &http.Client{Transport: &auth.RetryOn401{Base: tr, Source: src,
+		Principal: func(ctx context.Context) *auth.Principal { return latest.freshest(auth.PrincipalFrom(ctx)) }}}
+}
+
+// hasIDJAG reports whether an enabled upstream is of type id-jag.
+func hasIDJAG(cfg *config.Config) bool {
+	for _, u := range cfg.Upstreams {
+		if !u.Disabled && u.URL != "" && u.Auth != nil && u.Auth.IDJAG != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// auth and routing/state implement what the gateway and auth declare; auth imports nothing of ours, so the checks
+// live here.
+var (
+	_ gateway.Authenticator = (*auth.ResourceServer)(nil)
+	_ auth.TokenStore       = (*state.Redis)(nil)
+	_ auth.Sealer           = (*vault.Keyring)(nil)
+)

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"log/slog"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/switchboard-mcp/switchboard/auth"
 	"github.com/switchboard-mcp/switchboard/cmd/internal/config"
+	"github.com/switchboard-mcp/switchboard/routing/state"
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
@@ -123,6 +129,59 @@ func TestAuthCodesMatchTheVocabulary(t *testing.T) {
 	} {
 		if c.auth != c.voc {
 			t.Errorf("auth.Code%s = %d, upstream/protocol says %d", c.name, c.auth, c.voc)
+		}
+	}
+}
+
+// TestSharedTokens: id-jag tokens go to the shared store, sealed with auth.tokenKeys, with Redis and the keys, even
+// before an upstream is of type id-jag (a reload may add one); Redis and id-jag without the keys keep them per
+// replica, and say so in the log; without id-jag, nothing is said.
+func TestSharedTokens(t *testing.T) {
+	store := state.NewRedis(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), "") // never dialled here
+	t.Cleanup(store.Shutdown)
+	const (
+		idjag = `
+  - name: crm
+    url: https://crm.example/mcp
+    auth:
+      type: id-jag
+      idp: {tokenURL: "https://idp.example/token", clientId: gw, clientSecret: s}
+      issuer: https://as.example
+      tokenURL: https://as.example/token
+      clientId: gw
+      clientSecret: s
+`
+		plain = `
+  - name: plain
+    url: https://plain.example/mcp
+`
+		keys = "  tokenKeys: \"k1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\"\n"
+	)
+	for _, tc := range []struct {
+		name            string
+		keys, upstreams string
+		store           *state.Redis
+		shared, warned  bool
+	}{
+		{"redis, id-jag and keys", keys, idjag, store, true, false},
+		{"no redis", keys, idjag, nil, false, false},
+		{"no id-jag upstream yet", keys, plain, store, true, false},
+		{"no keys", "", idjag, store, false, true},
+		{"no keys, no id-jag upstream", "", plain, store, false, false},
+	} {
+		cfg, err := config.Parse("c.yaml", []byte("auth:\n  issuer: https://idp.example\n  audience: https://gw.example/mcp\n"+
+			tc.keys+"upstreams:"+tc.upstreams), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var logs bytes.Buffer
+		got, err := sharedTokens(cfg, tc.store, slog.New(slog.NewTextHandler(&logs, nil)))
+		warned := strings.Contains(logs.String(), "set auth.tokenKeys")
+		if err != nil || (got != nil) != tc.shared || warned != tc.warned {
+			t.Errorf("%s: shared %v, warned %v, err %v; want shared %v, warned %v", tc.name, got != nil, warned, err, tc.shared, tc.warned)
+		}
+		if got != nil && (got.Store == nil || got.Sealer == nil) {
+			t.Errorf("%s: %+v, want a store and a sealer", tc.name, got)
 		}
 	}
 }

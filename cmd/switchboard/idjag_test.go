@@ -16,6 +16,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +26,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/switchboard-mcp/switchboard/cmd/internal/config"
 )
@@ -36,6 +39,7 @@ type idJAGServers struct {
 	mu      sync.Mutex
 	issued  []string // every ID-JAG and access token handed out
 	forms   []string // what each endpoint was asked, for failures
+	round   int      // the access tokens' round: a new one after a revocation (accessTokenIn)
 }
 
 // fakeJWT is a token whose payload names sub; nothing verifies its signature.
@@ -102,8 +106,8 @@ func newIDJAGServers(t *testing.T, asIssuer func() string, resource string) *idJ
 			fmt.Fprint(w, `{"error":"invalid_grant"}`)
 			return
 		}
-		at := accessTokenFor(jwtSub(jag))
 		s.mu.Lock()
+		at := accessTokenIn(jwtSub(jag), s.round)
 		s.issued = append(s.issued, at)
 		s.mu.Unlock()
 		fmt.Fprintf(w, `{"access_token":%q,"token_type":"Bearer","expires_in":3600}`, at)
@@ -117,8 +121,15 @@ func newIDJAGServers(t *testing.T, asIssuer func() string, resource string) *idJ
 const serviceToken = "gateway-service-token"
 
 // accessTokenFor is the upstream token the authorization server issues to sub.
-func accessTokenFor(sub string) string {
-	return fakeJWT(map[string]any{"sub": sub, "aud": "crm", "typ": "access"})
+func accessTokenFor(sub string) string { return accessTokenIn(sub, 0) }
+
+// accessTokenIn is the token it issues to sub in a round: round 0 is accessTokenFor's, and each revocation starts
+// a new one.
+func accessTokenIn(sub string, round int) string {
+	if round == 0 {
+		return fakeJWT(map[string]any{"sub": sub, "aud": "crm", "typ": "access"})
+	}
+	return fakeJWT(map[string]any{"sub": sub, "aud": "crm", "typ": "access", "round": round})
 }
 
 func (s *idJAGServers) note(problem string) {
@@ -172,8 +183,6 @@ func TestIDJAGUpstream(t *testing.T) {
 	srv = newIDJAGServers(t, func() string { return srv.as.URL }, up.URL)
 	const publicURL = "http://127.0.0.1:1"
 	audience := publicURL + "/mcp"
-	dir := t.TempDir()
-	path := filepath.Join(dir, "switchboard.yaml")
 	cfgText := fmt.Sprintf(`listen: 127.0.0.1:0
 log: {format: json, level: debug}
 auth:
@@ -190,30 +199,10 @@ upstreams:
       clientId: acme-switchboard
       clientSecret: "${AS_SECRET}"
 `, idp.srv.URL, audience, up.URL, srv.idp.URL, srv.as.URL, srv.as.URL)
-	if err := os.WriteFile(path, []byte(cfgText), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	t.Setenv("IDP_SECRET", "idp-secret")
 	t.Setenv("AS_SECRET", "as-secret")
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	logs := &syncBuffer{}
-	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	g, err := build(ctx, cfg, serveFlags{path: path, grace: time.Second}, log, new(slog.LevelVar))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.close()
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- g.run(runCtx) }()
-	defer func() { stop(); <-done }()
-	if err := g.router.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-
+	g := runIDJAGGateway(ctx, t, cfgText, logs)
 	mcpURL := "http://" + g.ln.Addr().String() + "/mcp"
 	var idTokens []string
 	for _, person := range []string{"alice", "bob", "mallory"} {
@@ -286,5 +275,181 @@ upstreams:
 	}
 	if strings.Contains(out, "eyJ") {
 		t.Errorf("the log holds something that looks like a JWT:\n%s", out)
+	}
+}
+
+// runIDJAGGateway builds the gateway of cfgText in process, logging to logs, and runs it until the test ends.
+func runIDJAGGateway(ctx context.Context, t *testing.T, cfgText string, logs *syncBuffer) *gatewayProcess {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "switchboard.yaml")
+	if err := os.WriteFile(path, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	g, err := build(ctx, cfg, serveFlags{path: path, grace: time.Second}, log, new(slog.LevelVar))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- g.run(runCtx) }()
+	t.Cleanup(func() { stop(); <-done; g.close() })
+	if err := g.router.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestIDJAGReplicas: two gateways on one redis-server, with auth.tokenKeys, share each person's ID-JAG token:
+// alice, exchanged for on the first, reaches the upstream through the second with the same token and no exchange,
+// and so does her new ID token; bob, exchanged for on the second, through the first. Once the upstream refuses
+// alice's token before it expires (revoked), the replica it refuses exchanges again and retries, and the other takes
+// the new token from Redis. What Redis holds is sealed:
+// no ID token, ID-JAG or access token, nor anything like a JWT, in any key or value.
+func TestIDJAGReplicas(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a failure guard; nothing is timed against it
+	defer cancel()
+	redisAddr := startRedisServer(t) // skips without redis-server, as the other replica tests do
+	idp := newTestIdP(t)
+	up := newCredentialUpstream(t, "Bearer "+serviceToken, "Bearer "+accessTokenFor("alice"), "Bearer "+accessTokenFor("bob"),
+		"Bearer "+accessTokenIn("alice", 1))
+	// The upstream's authorization server revokes a token: the upstream refuses it from then on.
+	var revokedMu sync.Mutex
+	revoked := map[string]bool{}
+	target, err := url.Parse(up.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		revokedMu.Lock()
+		refused := revoked[r.Header.Get("Authorization")]
+		revokedMu.Unlock()
+		if refused {
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			http.Error(w, "revoked", http.StatusUnauthorized)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	upURL := front.URL + target.Path
+	var srv *idJAGServers
+	srv = newIDJAGServers(t, func() string { return srv.as.URL }, upURL)
+	const publicURL = "http://127.0.0.1:1"
+	audience := publicURL + "/mcp"
+	t.Setenv("IDP_SECRET", "idp-secret")
+	t.Setenv("AS_SECRET", "as-secret")
+	cfgText := fmt.Sprintf(`listen: 127.0.0.1:0
+log: {format: json, level: debug}
+cursorSecret: "idjag-replicas-cursor-secret-0123456789abcdef"
+redis: {url: "redis://%s"}
+auth:
+  issuer: %s
+  audience: %s
+  tokenKeys: "%s"
+upstreams:
+  - name: crm
+    url: %s
+    auth:
+      type: id-jag
+      idp: {tokenURL: "%s/token", clientId: switchboard, clientSecret: "${IDP_SECRET}"}
+      issuer: %s
+      tokenURL: %s/token
+      clientId: acme-switchboard
+      clientSecret: "${AS_SECRET}"
+`, redisAddr, idp.srv.URL, audience, testTokenKeys(t), upURL, srv.idp.URL, srv.as.URL, srv.as.URL)
+	logs := &syncBuffer{}
+	replicas := []*gatewayProcess{runIDJAGGateway(ctx, t, cfgText, logs), runIDJAGGateway(ctx, t, cfgText, logs)}
+	issued := func() int {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		return len(srv.issued)
+	}
+	var idTokens []string
+	revoke := func() { // alice's first token, and the AS's next ones are of round 1
+		revokedMu.Lock()
+		revoked["Bearer "+accessTokenFor("alice")] = true
+		revokedMu.Unlock()
+		srv.mu.Lock()
+		srv.round = 1
+		srv.mu.Unlock()
+	}
+	steps := []struct {
+		person  string
+		replica int
+		before  func()
+		round   int // of the token the upstream should see
+		issued  int // tokens the IdP and the AS issued so far: an ID-JAG and an access token per exchange
+	}{
+		{"alice", 0, nil, 0, 2},
+		{"alice", 1, nil, 0, 2}, // the first replica's token, from Redis
+		{"alice", 1, nil, 0, 2}, // a new ID token of hers: the same person
+		{"bob", 1, nil, 0, 4},
+		{"bob", 0, nil, 0, 4},
+		// Her token revoked before it expires: refused once, forgotten, exchanged for anew and the request sent
+		// again; the other replica, which still holds the old one in memory, is refused once too, and takes the
+		// new one from Redis.
+		{"alice", 0, revoke, 1, 6},
+		{"alice", 1, nil, 1, 6},
+	}
+	for _, st := range steps {
+		if st.before != nil {
+			st.before()
+		}
+		tok := idp.token(t, st.person, audience)
+		idTokens = append(idTokens, tok)
+		cs := connectAs(ctx, t, "http://"+replicas[st.replica].ln.Addr().String()+"/mcp", tok)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "crm__whoami"})
+		if err != nil || res.IsError || toolText(res) != "Bearer "+accessTokenIn(st.person, st.round) {
+			t.Errorf("%s through replica %d: %v %+v; want the upstream to see their own token of round %d", st.person, st.replica, err, res, st.round)
+		}
+		cs.Close()
+		if n := issued(); n != st.issued {
+			t.Errorf("%s through replica %d: %d tokens issued so far, want %d", st.person, st.replica, n, st.issued)
+		}
+	}
+	if len(srv.forms) > 0 {
+		t.Errorf("the IdP or the authorization server was asked wrongly: %q", srv.forms)
+	}
+
+	// Sealed at rest: every key and value under the prefix, scanned for the tokens.
+	rc := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rc.Close()
+	keys, err := rc.Keys(ctx, "switchboard:tokens:*").Result()
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("token keys in Redis: %q, %v; want alice's and bob's", keys, err)
+	}
+	all, err := rc.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.mu.Lock()
+	secrets := append(append([]string{"eyJ"}, idTokens...), srv.issued...)
+	srv.mu.Unlock()
+	for _, k := range all {
+		var val string
+		switch typ := rc.Type(ctx, k).Val(); typ {
+		case "string":
+			val = rc.Get(ctx, k).Val()
+		case "hash":
+			val = fmt.Sprint(rc.HGetAll(ctx, k).Val())
+		}
+		for _, sec := range secrets {
+			if strings.Contains(k, sec) || strings.Contains(val, sec) {
+				t.Errorf("Redis holds a token in the clear under %s", k)
+			}
+		}
+	}
+	out := logs.String()
+	for _, sec := range secrets {
+		if strings.Contains(out, sec) {
+			t.Errorf("the log holds a token:\n%s", out)
+			break
+		}
 	}
 }

@@ -453,12 +453,14 @@ func upstreamConfigs(cfg *config.Config, log *slog.Logger, latest *principals, u
 		if u.URL != "" {
 			// Upstream credentials come from the config, never from the client (design §8): static headers and
 			// header files, client credentials, or a per-user token exchange.
-			src, err := auth.NewCredentialSource(context.Background(), credentialOptions(u), nil)
+			o := credentialOptions(u)
+			o.Shared = latest.sharedTokens()
+			src, err := auth.NewCredentialSource(context.Background(), o, nil)
 			if err != nil {
 				return nil, fmt.Errorf("upstream %q: %w", u.Name, err)
 			}
 			if src != nil {
-				spec.RequestHeaders = credentialHeaders(src, latest)
+				spec.RequestHeaders, spec.HTTPClient = credentialHeaders(src, latest), credentialClient(u, src, latest)
 			}
 			if grants != nil {
 				spec.RequestHeaders, spec.HTTPClient = users.headers(u.Name, src), users.httpClient(u.Name)
@@ -523,9 +525,12 @@ func credentialHeaders(src auth.CredentialSource, latest *principals) func(conte
 // the principal of the request that created it, whose token expires; its own requests (reconnects, the GET
 // stream) use the identity's latest token instead, so token exchange keeps working for as long as the client
 // keeps sending fresh tokens.
+//
+// tokens, when set, is where id-jag upstreams keep each identity's token, sealed, for every replica (sharedTokens).
 type principals struct {
-	mu sync.Mutex
-	m  map[string]*auth.Principal
+	mu     sync.Mutex
+	m      map[string]*auth.Principal
+	tokens *auth.SharedTokens
 }
 
 // maxPrincipals bounds the memory; expired entries go first.

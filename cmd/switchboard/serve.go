@@ -194,6 +194,9 @@ func build(ctx context.Context, cfg *config.Config, f serveFlags, log *slog.Logg
 		return nil, &startError{what: "cannot set up shared state", err: err}
 	}
 	g.onClose(closeStore)
+	if latest.tokens, err = sharedTokens(cfg, store, log); err != nil {
+		return nil, &startError{what: "cannot share id-jag tokens", err: err}
+	}
 	users, err := newUserOAuth(ctx, cfg, store, log, g.onClose, f.idp)
 	if err != nil {
 		return nil, &startError{what: "cannot start per-user upstream OAuth", err: err}

@@ -1,13 +1,13 @@
 // Package state is the shared state that lets any replica of the gateway serve any session (design §7): client
 // session records, per-stream SSE event logs for Last-Event-ID resumption, cross-replica message delivery,
 // per-principal rate and concurrency limits, the registry of live replicas, the pinned hashes of tool and
-// prompt definitions, and what per-user upstream OAuth shares (connect links, sealed grants, refresh locks, the
-// gateway's sealed client registrations).
+// prompt definitions, what per-user upstream OAuth shares (connect links, sealed grants, refresh locks, the
+// gateway's sealed client registrations), and the sealed tokens of id-jag upstreams.
 //
 // Each concern is a small interface (SessionStore, EventLog, Bus, RateLimiter, ReplicaRegistry, PinStore,
-// GrantStore, RegistrationStore, TaskStore); Store is all of them. Two implementations satisfy every one of them
-// and pass the same conformance suite, each made of one store per concern (memSessions, redisSessions, ...) that
-// it embeds:
+// GrantStore, RegistrationStore, TaskStore, TokenStore); Store is all of them. Two implementations satisfy every
+// one of them and pass the same conformance suite, each made of one store per concern (memSessions,
+// redisSessions, ...) that it embeds:
 //
 //   - Memory (NewMemory): the single-replica default. Nothing to run, nothing shared.
 //   - Redis (NewRedis): go-redis v9 over a redis.UniversalClient, so a single node, Sentinel (failover) and
@@ -19,7 +19,8 @@
 // initialize again), event logs, limits, replica registrations, pins, cached embeddings, connect links in flight
 // (their flows fail and the user follows a new link), refresh locks, cached upstream tool lists, and every
 // upstream grant and client registration: each user connects to each user-oauth upstream again, and the gateway
-// registers again where it registered. Forgotten pins matter most: after a restart the first definition of each
+// registers again where it registered. The tokens of id-jag upstreams go too, which costs only an exchange per
+// person and upstream. Forgotten pins matter most: after a restart the first definition of each
 // tool and prompt is trusted again, so a definition that changed while the gateway was down is pinned as if it
 // were the original, with no drift reported. Use a lock file, or Redis (whose pins never expire and outlive every
 // replica), where that matters.
@@ -59,6 +60,9 @@
 //	<prefix>upstreamlist:{<upstream>}         string: an upstream's cached tool list; PX = its ttl
 //	<prefix>registrations:{<upstream>}        hash: issuer → the gateway's sealed client registration there; no
 //	                                           expiry; at most MaxRegistrationsPerUpstream fields
+//	<prefix>tokens:{<upstream>}:<hash>        string: a person's sealed token for an id-jag upstream, the hash the
+//	                                           hex SHA-256 of the principal; PX = until shortly before the token
+//	                                           expires
 //	<prefix>bus:<channel>                     pub/sub channel (not a key; PUBLISH reaches every Cluster node)
 //
 // Scripts run by EVALSHA and fall back to EVAL when the server does not know them (after a restart or failover).

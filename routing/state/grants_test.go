@@ -17,7 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// runGrantSuite is the conformance suite of GrantStore, on the harnesses of runSuite (suite_test.go).
+// runGrantSuite is the conformance suite of GrantStore, RegistrationStore and TokenStore, on the harnesses of runSuite (suite_test.go).
 func runGrantSuite(t *testing.T, newStore factory, inBubble bool) {
 	tests := []storeTest{
 		{"ConnectOnce", testConnectOnce},
@@ -37,6 +37,9 @@ func runGrantSuite(t *testing.T, newStore factory, inBubble bool) {
 		{"RegistrationKeys", testRegistrationKeys},
 		{"RegistrationLimit", testRegistrationLimit},
 		{"RegistrationInvalid", testRegistrationInvalid},
+		{"Tokens", testTokens},
+		{"TokenKeys", testTokenKeys},
+		{"TokenInvalid", testTokenInvalid},
 	}
 	runStoreTests(t, tests, newStore, inBubble)
 }
@@ -770,6 +773,9 @@ func grantOps(s Store) map[string]func(context.Context) error {
 		"DeleteRegistration": func(ctx context.Context) error {
 			return s.DeleteRegistration(ctx, "github", "https://as.example")
 		},
+		"PutToken":    func(ctx context.Context) error { return s.PutToken(ctx, "alice", "crm", []byte("s"), time.Minute) },
+		"GetToken":    func(ctx context.Context) error { _, err := s.GetToken(ctx, "alice", "crm"); return err },
+		"DeleteToken": func(ctx context.Context) error { return s.DeleteToken(ctx, "alice", "crm") },
 	}
 }
 

@@ -5,9 +5,9 @@ import (
 )
 
 // Memory is the in-process Store: the single-replica default, with nothing to run. It is one store per feature
-// (memSessions, memEventLog, memBus, memLimiter, memReplicas, memPins, memGrants, memRegistrations, memTasks, and
-// the vector cache), each with its own lock and only the options it needs; Memory embeds them, so their methods
-// are Memory's. Expired entries are dropped when they are next looked at, and swept now and then by the operations
+// (memSessions, memEventLog, memBus, memLimiter, memReplicas, memPins, memGrants, memRegistrations, memTasks,
+// memTokens, and the vector cache), each with its own lock and only the options it needs; Memory embeds them, so
+// their methods are Memory's. Expired entries are dropped when they are next looked at, and swept now and then by the operations
 // that add entries. Pins never expire, but like everything else in a Memory they are gone when the process ends
 // (see the package documentation).
 type Memory struct {
@@ -20,6 +20,7 @@ type Memory struct {
 	*memGrants
 	*memRegistrations
 	*memTasks
+	*memTokens
 
 	vectors memVectors // vectors.go; its zero value is empty, with a lock of its own
 }
@@ -37,6 +38,7 @@ func NewMemory(opts ...Option) *Memory {
 		memGrants:        &memGrants{},
 		memRegistrations: &memRegistrations{},
 		memTasks:         &memTasks{},
+		memTokens:        &memTokens{},
 	}
 }
 

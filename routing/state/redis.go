@@ -15,8 +15,8 @@ import (
 // time, and the bus holds one more connection, so size PoolSize for the streams a replica tails.
 //
 // It is one store per feature (redisSessions, redisEventLog, redisBus, redisLimiter, redisReplicas, redisPins,
-// redisGrants, redisRegistrations, redisTasks, and the vector cache), each holding the client, the prefix and the
-// options it needs; Redis embeds them, so their methods are Redis's. Only the bus runs anything: its reader, which
+// redisGrants, redisRegistrations, redisTasks, redisTokens, and the vector cache), each holding the client, the
+// prefix and the options it needs; Redis embeds them, so their methods are Redis's. Only the bus runs anything: its reader, which
 // Shutdown ends and waits for.
 type Redis struct {
 	c      redis.UniversalClient
@@ -31,6 +31,7 @@ type Redis struct {
 	*redisGrants
 	*redisRegistrations
 	*redisTasks
+	*redisTokens
 }
 
 // NewRedis returns a store on client whose keys and channels all start with prefix (DefaultPrefix when "").
@@ -52,6 +53,7 @@ func NewRedis(client redis.UniversalClient, prefix string, opts ...Option) *Redi
 		redisGrants:        &redisGrants{c: client, prefix: prefix},
 		redisRegistrations: &redisRegistrations{c: client, prefix: prefix},
 		redisTasks:         &redisTasks{c: client, prefix: prefix},
+		redisTokens:        &redisTokens{c: client, prefix: prefix},
 	}
 }
 

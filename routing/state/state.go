@@ -230,6 +230,7 @@ type Store interface {
 	GrantStore
 	RegistrationStore
 	TaskStore
+	TokenStore
 	// Ping reports whether the store can be used (for /readyz); an error wraps ErrUnavailable.
 	Ping(ctx context.Context) error
 	// Shutdown ends subscriptions (closing their channels) and background work. It does not close a Redis
