@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/switchboard-mcp/switchboard/routing/codemode"
-	"github.com/switchboard-mcp/switchboard/routing/search"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
@@ -216,32 +214,9 @@ func (h *codeHost) describe(ctx context.Context, s *Session, m jsonrpc.Message, 
 // rest). The model can write its script from the answer: no describe_tools turn between. The structured
 // content is what search_tools' outputSchema promises (names, inputSchemas, scores), without the text again.
 func (h *codeHost) search(ctx context.Context, s *Session, m jsonrpc.Message, out *Stream) {
-	var args searchArgs
-	if raw := member(m.Params(), "arguments"); len(raw) > 0 {
-		if err := json.Unmarshal(raw, &args); err != nil {
-			replyError(out, m.ID(), protocol.CodeInvalidParams, "search_tools: arguments must be {query: string, limit: integer 1-50}: "+err.Error())
-			return
-		}
-	}
-	limit := defaultSearchLimit
-	if args.Limit != nil {
-		if l := *args.Limit; l != math.Trunc(l) || l < 1 || l > maxSearchLimit {
-			replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("search_tools: limit %g is not an integer from 1 to %d (default %d)", l, maxSearchLimit, defaultSearchLimit))
-			return
-		}
-		limit = int(*args.Limit)
-	}
-	if strings.TrimSpace(args.Query) == "" {
-		replyError(out, m.ID(), protocol.CodeInvalidParams, "search_tools needs a query: describe the task in words, such as \"create a GitHub issue\"")
+	c, query, hits, ok := s.r.embed.rankFor(ctx, s, m, out, codeMeta)
+	if !ok {
 		return
-	}
-	c := s.catalog()
-	allow := func(name string) bool {
-		return name != toolSearch && name != toolCall && !codeMeta(name) && s.r.embed.mayCall(ctx, s, c, name)
-	}
-	var hits []search.Hit
-	if c.index != nil {
-		hits = s.r.embed.rank(ctx, c, s.stats.get(c, s.scope.policy(ctx), allow), args.Query, limit, allow)
 	}
 	tools := make([]codemode.Tool, 0, len(hits))
 	names := make([]string, 0, len(hits))
@@ -267,9 +242,9 @@ func (h *codeHost) search(ctx context.Context, s *Session, m jsonrpc.Message, ou
 		sc = strconv.AppendFloat(sc, float64(int64(hit.Score*1000+0.5))/1000, 'f', -1, 64)
 		sc = append(sc, '}')
 	}
-	text := fmt.Sprintf("No tool matches %q. Try other words, or fewer of them.", args.Query)
+	text := fmt.Sprintf("No tool matches %q. Try other words, or fewer of them.", query)
 	if len(tools) > 0 {
-		text = fmt.Sprintf("%d tool(s) for %q, best first, as run_script calls them (describe_tools gives their full descriptions):\n", len(tools), args.Query) + codemode.Brief(tools)
+		text = fmt.Sprintf("%d tool(s) for %q, best first, as run_script calls them (describe_tools gives their full descriptions):\n", len(tools), query) + codemode.Brief(tools)
 	}
 	b := append([]byte(nil), `{"content":[{"type":"text","text":`...)
 	b = jsonrpc.AppendQuote(b, text)

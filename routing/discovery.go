@@ -354,35 +354,12 @@ type searchArgs struct {
 // searchTools answers search_tools: the best matches among the tools the session may call, as structured
 // content (declared by the tool's outputSchema) and as text for clients that ignore it.
 func (e *embeddings) searchTools(ctx context.Context, s *Session, m jsonrpc.Message, out *Stream, mode *SearchMode) {
-	var args searchArgs
-	if raw := member(m.Params(), "arguments"); len(raw) > 0 {
-		if err := json.Unmarshal(raw, &args); err != nil {
-			replyError(out, m.ID(), protocol.CodeInvalidParams, "search_tools: arguments must be {query: string, limit: integer 1-50}: "+err.Error())
-			return
-		}
-	}
-	limit := defaultSearchLimit
-	if args.Limit != nil {
-		if l := *args.Limit; l != math.Trunc(l) || l < 1 || l > maxSearchLimit {
-			replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("search_tools: limit %g is not an integer from 1 to %d (default %d)", l, maxSearchLimit, defaultSearchLimit))
-			return
-		}
-		limit = int(*args.Limit)
-	}
-	if strings.TrimSpace(args.Query) == "" {
-		replyError(out, m.ID(), protocol.CodeInvalidParams, "search_tools needs a query: describe the task in words, such as \"create a GitHub issue\"")
+	c, query, hits, ok := e.rankFor(ctx, s, m, out, nil)
+	if !ok {
 		return
 	}
-	c := s.catalog()
-	var hits []search.Hit
-	if c.index != nil {
-		allow := func(name string) bool {
-			return name != toolSearch && name != toolCall && s.r.embed.mayCall(ctx, s, c, name)
-		}
-		hits = s.r.embed.rank(ctx, c, s.stats.get(c, s.scope.policy(ctx), allow), args.Query, limit, allow)
-	}
 	b := append([]byte(nil), `{"content":[{"type":"text","text":`...)
-	b = jsonrpc.AppendQuote(b, renderHits(c, args.Query, hits))
+	b = jsonrpc.AppendQuote(b, renderHits(c, query, hits))
 	b = append(b, `}],"structuredContent":{"tools":[`...)
 	names := make([]string, 0, len(hits))
 	for i, h := range hits {
@@ -397,6 +374,39 @@ func (e *embeddings) searchTools(ctx context.Context, s *Session, m jsonrpc.Mess
 	if s.r.embed.exposesFound(s, mode) && s.found.add(names) {
 		s.notify(jsonrpc.AppendNotification(nil, kindTools.changedMethod(), nil))
 	}
+}
+
+// rankFor is search_tools in both modes up to the answer: it reads the arguments (answering bad ones itself: ok
+// is false) and ranks the tools of the session's catalog that the session may call, the meta-tools aside
+// (search_tools and call_tool, and those meta says are).
+func (e *embeddings) rankFor(ctx context.Context, s *Session, m jsonrpc.Message, out *Stream, meta func(string) bool) (c *catalog, query string, hits []search.Hit, ok bool) {
+	var args searchArgs
+	if raw := member(m.Params(), "arguments"); len(raw) > 0 {
+		if err := json.Unmarshal(raw, &args); err != nil {
+			replyError(out, m.ID(), protocol.CodeInvalidParams, "search_tools: arguments must be {query: string, limit: integer 1-50}: "+err.Error())
+			return nil, "", nil, false
+		}
+	}
+	limit := defaultSearchLimit
+	if args.Limit != nil {
+		if l := *args.Limit; l != math.Trunc(l) || l < 1 || l > maxSearchLimit {
+			replyError(out, m.ID(), protocol.CodeInvalidParams, fmt.Sprintf("search_tools: limit %g is not an integer from 1 to %d (default %d)", l, maxSearchLimit, defaultSearchLimit))
+			return nil, "", nil, false
+		}
+		limit = int(*args.Limit)
+	}
+	if strings.TrimSpace(args.Query) == "" {
+		replyError(out, m.ID(), protocol.CodeInvalidParams, "search_tools needs a query: describe the task in words, such as \"create a GitHub issue\"")
+		return nil, "", nil, false
+	}
+	c = s.catalog()
+	if c.index != nil {
+		allow := func(name string) bool {
+			return name != toolSearch && name != toolCall && (meta == nil || !meta(name)) && e.mayCall(ctx, s, c, name)
+		}
+		hits = e.rank(ctx, c, s.stats.get(c, s.scope.policy(ctx), allow), args.Query, limit, allow)
+	}
+	return c, args.Query, hits, true
 }
 
 // toolItem returns a catalog tool's listed definition.
