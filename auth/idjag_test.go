@@ -99,23 +99,8 @@ func TestIDJAG(t *testing.T) {
 // SubjectTokenFile when it is set, and the gateway itself (client credentials with the same client at the
 // authorization server) when it is not; a caller's own token is exchanged either way.
 func TestIDJAGCredentialSource(t *testing.T) {
-	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = r.ParseForm()
-		who, _ := strings.CutPrefix(r.PostForm.Get("subject_token"), "idtoken-")
-		fmt.Fprintf(w, `{"access_token":"jag-%s","issued_token_type":%q}`, who, tokenTypeIDJAG)
-	}))
-	t.Cleanup(idp.Close)
-	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = r.ParseForm()
-		w.Header().Set("Content-Type", "application/json")
-		if r.PostForm.Get("grant_type") == "client_credentials" {
-			fmt.Fprint(w, `{"access_token":"at-gateway","token_type":"Bearer","expires_in":3600}`)
-			return
-		}
-		who, _ := strings.CutPrefix(r.PostForm.Get("assertion"), "jag-")
-		fmt.Fprintf(w, `{"access_token":"at-%s","token_type":"Bearer","expires_in":3600}`, who)
-	}))
-	t.Cleanup(as.Close)
+	idp := fakeIdP(t, nil)
+	as := fakeJAGServer(t, func(who string) string { return "at-" + who })
 	file := filepath.Join(t.TempDir(), "id_token")
 	if err := os.WriteFile(file, []byte("idtoken-dana\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -144,4 +129,43 @@ func TestIDJAGCredentialSource(t *testing.T) {
 	}}, nil); err == nil {
 		t.Error("a missing ID token file was accepted")
 	}
+}
+
+// fakeIdP is an IdP's token endpoint exchanging the ID token "idtoken-<who>" for the ID-JAG "jag-<who>". grant,
+// when set, sees each subject token's rest and names the person (ok false: the IdP refuses, access_denied).
+func fakeIdP(t *testing.T, grant func(rest string) (who string, ok bool)) *httptest.Server {
+	t.Helper()
+	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		who, _ := strings.CutPrefix(r.PostForm.Get("subject_token"), "idtoken-")
+		if grant != nil {
+			var ok bool
+			if who, ok = grant(who); !ok {
+				w.WriteHeader(http.StatusBadRequest)
+				fmt.Fprint(w, `{"error":"access_denied"}`)
+				return
+			}
+		}
+		fmt.Fprintf(w, `{"access_token":"jag-%s","issued_token_type":%q}`, who, tokenTypeIDJAG)
+	}))
+	t.Cleanup(idp.Close)
+	return idp
+}
+
+// fakeJAGServer is an upstream authorization server's token endpoint: the client-credentials grant gets
+// "at-gateway", the ID-JAG "jag-<who>" the access token token(who).
+func fakeJAGServer(t *testing.T, token func(who string) string) *httptest.Server {
+	t.Helper()
+	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		w.Header().Set("Content-Type", "application/json")
+		if r.PostForm.Get("grant_type") == "client_credentials" {
+			fmt.Fprint(w, `{"access_token":"at-gateway","token_type":"Bearer","expires_in":3600}`)
+			return
+		}
+		who, _ := strings.CutPrefix(r.PostForm.Get("assertion"), "jag-")
+		fmt.Fprintf(w, `{"access_token":%q,"token_type":"Bearer","expires_in":3600}`, token(who))
+	}))
+	t.Cleanup(as.Close)
+	return as
 }

@@ -25,27 +25,13 @@ func TestIDJAGRetryOn401(t *testing.T) {
 	exchanges := map[string]int{}
 	revoked := map[string]bool{}
 	var seen []string // what the upstream was sent: "<Authorization> <body>"
-	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = r.ParseForm()
-		who, _ := strings.CutPrefix(r.PostForm.Get("subject_token"), "idtoken-")
-		fmt.Fprintf(w, `{"access_token":"jag-%s","issued_token_type":%q}`, who, tokenTypeIDJAG)
-	}))
-	t.Cleanup(idp.Close)
-	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = r.ParseForm()
-		w.Header().Set("Content-Type", "application/json")
-		if r.PostForm.Get("grant_type") == "client_credentials" {
-			fmt.Fprint(w, `{"access_token":"at-gateway","token_type":"Bearer","expires_in":3600}`)
-			return
-		}
-		who, _ := strings.CutPrefix(r.PostForm.Get("assertion"), "jag-")
+	idp := fakeIdP(t, nil)
+	as := fakeJAGServer(t, func(who string) string {
 		mu.Lock()
+		defer mu.Unlock()
 		exchanges[who]++
-		n := exchanges[who]
-		mu.Unlock()
-		fmt.Fprintf(w, `{"access_token":"at-%s-%d","token_type":"Bearer","expires_in":3600}`, who, n)
-	}))
-	t.Cleanup(as.Close)
+		return fmt.Sprintf("at-%s-%d", who, exchanges[who])
+	})
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		tok := r.Header.Get("Authorization")

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -70,32 +68,14 @@ func (m *memTokenStore) DeleteToken(_ context.Context, principal, upstream strin
 func TestIDJAGSharedTokens(t *testing.T) {
 	var mu sync.Mutex
 	calls := map[string]int{} // exchanges at the IdP, by person
-	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = r.ParseForm()
-		who, _ := strings.CutPrefix(r.PostForm.Get("subject_token"), "idtoken-")
-		who, _, _ = strings.Cut(who, "-")
+	idp := fakeIdP(t, func(rest string) (string, bool) {
+		who, _, _ := strings.Cut(rest, "-")
 		mu.Lock()
 		calls[who]++
 		mu.Unlock()
-		if who == "mallory" {
-			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprint(w, `{"error":"access_denied"}`)
-			return
-		}
-		fmt.Fprintf(w, `{"access_token":"jag-%s","issued_token_type":%q}`, who, tokenTypeIDJAG)
-	}))
-	t.Cleanup(idp.Close)
-	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = r.ParseForm()
-		w.Header().Set("Content-Type", "application/json")
-		if r.PostForm.Get("grant_type") == "client_credentials" {
-			fmt.Fprint(w, `{"access_token":"at-gateway","token_type":"Bearer","expires_in":3600}`)
-			return
-		}
-		who, _ := strings.CutPrefix(r.PostForm.Get("assertion"), "jag-")
-		fmt.Fprintf(w, `{"access_token":"at-%s","token_type":"Bearer","expires_in":3600}`, who)
-	}))
-	t.Cleanup(as.Close)
+		return who, who != "mallory"
+	})
+	as := fakeJAGServer(t, func(who string) string { return "at-" + who })
 	keys := map[string][]byte{"k1": bytes.Repeat([]byte{7}, vault.KeySize)}
 	sealer, err := vault.NewKeyring("k1", keys)
 	if err != nil {
