@@ -193,8 +193,8 @@ func (h *streamable) session(w http.ResponseWriter, r *http.Request) (*routing.S
 		return nil, false
 	}
 	c := h.who.claim(r, id)
-	// Not held here: with shared state, a session made on another replica is served where it lands, and its
-	// standalone messages join the shared log from here.
+	// With shared state, a session another replica made is restored where the request lands, with the caller's
+	// policy, and its standalone messages join the shared log from here.
 	c.Caller, c.Restored = h.caller, h.restored
 	sess, err := h.sessions.ClaimSession(r.Context(), c)
 	if err != nil {
