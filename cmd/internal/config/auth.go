@@ -186,15 +186,7 @@ func introspectionFields() []field { return fieldsOf(introspectionTable()) }
 
 func introspectionTable() []blockField[Introspection] {
 	return []blockField[Introspection]{
-		{field: field{key: "url", typ: tString, doc: "The RFC 7662 introspection endpoint; ${VAR} is expanded (required)."},
-			read: func(p *parser, f pair, path string, in *Introspection) {
-				if v, raw, ok := p.expanded(f.val, path); ok {
-					if msg := checkSecureURL(v, raw != v); msg != "" {
-						p.errorf(resolve(f.val), path, "%s", msg)
-					}
-					in.URL = v
-				}
-			}},
+		urlField("url", "The RFC 7662 introspection endpoint; ${VAR} is expanded (required).", func(in *Introspection) *string { return &in.URL }),
 		clientIDField("The gateway's client at the endpoint (HTTP Basic); ${VAR} is expanded (required).", func(in *Introspection) *string { return &in.ClientID }),
 		clientSecretField("Its secret, such as \"${CLIENT_SECRET}\" (required).", func(in *Introspection) *string { return &in.ClientSecret }),
 		{field: field{key: "cacheTTL", typ: tDuration, def: durationText(DefaultIntrospectionCacheTTL),
@@ -258,7 +250,12 @@ func clientSecretField[T any](doc string, dst func(*T) *string) blockField[T] {
 // tokenURLField is the tokenURL of an upstream credential block, with ${VAR}
 // expansion; required.
 func tokenURLField[T any](dst func(*T) *string) blockField[T] {
-	return blockField[T]{field: field{key: "tokenURL", typ: tString, doc: "The token endpoint; ${VAR} is expanded (required)."},
+	return urlField("tokenURL", "The token endpoint; ${VAR} is expanded (required).", dst)
+}
+
+// urlField is a URL the gateway sends credentials to, with ${VAR} expansion: it must be https (or loopback).
+func urlField[T any](key, doc string, dst func(*T) *string) blockField[T] {
+	return blockField[T]{field: field{key: key, typ: tString, doc: doc},
 		read: func(p *parser, f pair, path string, v *T) {
 			u, raw, ok := p.expanded(f.val, path)
 			if ok {

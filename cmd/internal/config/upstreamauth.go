@@ -158,18 +158,10 @@ func idJAGTable() []blockField[IDJAG] {
 					p.errorf(resolve(o.node), path, "has clientSecret without clientId")
 				}
 			}},
-		{field: field{key: "issuer", typ: tString, doc: "With type: id-jag, the upstream's authorization server, exactly as its metadata's issuer: the ID-JAG's audience (required)."},
-			read: func(p *parser, f pair, path string, j *IDJAG) {
-				v, raw, ok := p.expanded(f.val, path)
-				if ok {
-					if msg := checkSecureURL(v, raw != v); msg != "" {
-						p.errorf(resolve(f.val), path, "%s", msg)
-					}
-				}
-				j.Issuer = v
-			}},
-		withDoc(tokenURLField(func(j *IDJAG) *string { return &j.TokenURL }),
-			"With type: id-jag or workload-identity, the upstream authorization server's token endpoint, where the ID-JAG or the workload's token is presented; ${VAR} is expanded (required)."),
+		urlField("issuer", "With type: id-jag, the upstream's authorization server, exactly as its metadata's issuer: the ID-JAG's audience (required).",
+			func(j *IDJAG) *string { return &j.Issuer }),
+		urlField("tokenURL", "With type: id-jag or workload-identity, the upstream authorization server's token endpoint, where the ID-JAG or the workload's token is presented; ${VAR} is expanded (required).",
+			func(j *IDJAG) *string { return &j.TokenURL }),
 		resourceField("With type: id-jag or workload-identity, the upstream's URL as the RFC 8707 resource (in the ID-JAG, or of the token asked for).", func(j *IDJAG) *string { return &j.Resource }),
 		clientIDField("", func(j *IDJAG) *string { return &j.ClientID }),
 		clientSecretField("", func(j *IDJAG) *string { return &j.ClientSecret }),
@@ -177,25 +169,11 @@ func idJAGTable() []blockField[IDJAG] {
 	}
 }
 
-// withDoc is bf with another doc string.
-func withDoc[T any](bf blockField[T], doc string) blockField[T] {
-	bf.doc = doc
-	return bf
-}
-
 // idJAGIdPTable is how the idp: block of type: id-jag is read.
 func idJAGIdPTable() []blockField[IDJAGIdP] {
 	return []blockField[IDJAGIdP]{
-		{field: field{key: "tokenURL", typ: tString, doc: "The identity provider's token endpoint, where the RFC 8693 exchange happens; ${VAR} is expanded (required)."},
-			read: func(p *parser, f pair, path string, d *IDJAGIdP) {
-				v, raw, ok := p.expanded(f.val, path)
-				if ok {
-					if msg := checkSecureURL(v, raw != v); msg != "" {
-						p.errorf(resolve(f.val), path, "%s", msg)
-					}
-				}
-				d.TokenURL = v
-			}},
+		urlField("tokenURL", "The identity provider's token endpoint, where the RFC 8693 exchange happens; ${VAR} is expanded (required).",
+			func(d *IDJAGIdP) *string { return &d.TokenURL }),
 		clientIDField("The gateway's client at the identity provider; unset: none (an IdP that takes the exchange without client authentication).", func(d *IDJAGIdP) *string { return &d.ClientID }),
 		clientSecretField("Its secret, such as \"${IDP_CLIENT_SECRET}\".", func(d *IDJAGIdP) *string { return &d.ClientSecret }),
 		{field: field{key: "subjectTokenType", typ: tString, def: "id_token", enum: []string{"id_token", "access_token"},
