@@ -19,7 +19,6 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 	"golang.org/x/oauth2"
-	"golang.org/x/oauth2/clientcredentials"
 )
 
 // private_key_jwt (RFC 7523 §2.2, OpenID Connect Core §9): the gateway authenticates its client credentials grant
@@ -116,13 +115,7 @@ func (s *privateKeyJWTSource) Token() (*oauth2.Token, error) {
 		return nil, err
 	}
 	params := url.Values{"client_assertion_type": {clientAssertionType}, "client_assertion": {a}}
-	if s.cfg.Resource != "" {
-		params.Set("resource", s.cfg.Resource)
-	}
-	tok, err := (&clientcredentials.Config{
-		ClientID: s.cfg.ClientID, TokenURL: s.cfg.TokenURL, Scopes: s.cfg.Scopes,
-		EndpointParams: params, AuthStyle: oauth2.AuthStyleInParams,
-	}).Token(s.ctx)
+	tok, err := paramsGrant(s.ctx, s.cfg.ClientID, s.cfg.TokenURL, s.cfg.Resource, s.cfg.Scopes, params)
 	if err == nil {
 		return tok, nil
 	}

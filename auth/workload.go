@@ -60,16 +60,10 @@ type jwtBearerSource struct {
 }
 
 func (s *jwtBearerSource) Token() (*oauth2.Token, error) {
-	params := url.Values{"grant_type": {grantJWTBearer}, "assertion": {s.assertion.get()}}
-	if s.cfg.Resource != "" {
-		params.Set("resource", s.cfg.Resource)
-	}
 	// x/oauth2's client credentials request lets grant_type be replaced; the client authenticates by its id
 	// alone (token_endpoint_auth_method none), as the assertion is its credential.
-	tok, err := (&clientcredentials.Config{
-		ClientID: s.cfg.ClientID, TokenURL: s.cfg.TokenURL, Scopes: s.cfg.Scopes,
-		EndpointParams: params, AuthStyle: oauth2.AuthStyleInParams,
-	}).Token(s.ctx)
+	params := url.Values{"grant_type": {grantJWTBearer}, "assertion": {s.assertion.get()}}
+	tok, err := paramsGrant(s.ctx, s.cfg.ClientID, s.cfg.TokenURL, s.cfg.Resource, s.cfg.Scopes, params)
 	if err == nil {
 		return tok, nil
 	}
@@ -78,6 +72,16 @@ func (s *jwtBearerSource) Token() (*oauth2.Token, error) {
 		return nil, &RefusedError{Kind: ErrWorkloadRefused, Party: "the authorization server", Code: code}
 	}
 	return nil, fmt.Errorf("auth: workload identity: %s", strings.ReplaceAll(err.Error(), s.assertion.get(), "<assertion>"))
+}
+
+// paramsGrant asks a token endpoint for a token with x/oauth2's client credentials request, the client named in
+// the body and its credential (an assertion) among params; resource, when set, is sent too (RFC 8707).
+func paramsGrant(ctx context.Context, clientID, tokenURL, resource string, scopes []string, params url.Values) (*oauth2.Token, error) {
+	if resource != "" {
+		params.Set("resource", resource)
+	}
+	return (&clientcredentials.Config{ClientID: clientID, TokenURL: tokenURL, Scopes: scopes,
+		EndpointParams: params, AuthStyle: oauth2.AuthStyleInParams}).Token(ctx)
 }
 
 // refusalCode is the OAuth error code of a token endpoint's refusal (x/oauth2's RetrieveError), sanitized, or its
