@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"io"
 	"net/http"
 )
 
@@ -66,9 +65,6 @@ type RetryOn401 struct {
 
 var _ http.RoundTripper = (*RetryOn401)(nil)
 
-// maxDrain bounds what is read of a refused response before its connection is reused.
-const maxDrain = 64 << 10
-
 // RoundTrip implements http.RoundTripper.
 func (t *RetryOn401) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.Base.RoundTrip(r)
@@ -76,7 +72,7 @@ func (t *RetryOn401) RoundTrip(r *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	f, ok := t.Source.(forgetter)
-	if !ok || (r.Body != nil && r.Body != http.NoBody && r.GetBody == nil) {
+	if !ok || !Replayable(r) {
 		return resp, nil
 	}
 	ctx := r.Context()
@@ -88,16 +84,5 @@ func (t *RetryOn401) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return resp, nil // the 401 goes back; the person's next request exchanges again, and says why it fails
 	}
-	retry := r.Clone(ctx)
-	if r.GetBody != nil {
-		if retry.Body, err = r.GetBody(); err != nil {
-			return resp, nil
-		}
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
-	_ = resp.Body.Close()
-	for k, v := range h {
-		retry.Header[k] = v
-	}
-	return t.Base.RoundTrip(retry)
+	return Resend(t.Base, r, resp, h)
 }

@@ -2,11 +2,11 @@ package connect
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
 
+	"github.com/switchboard-mcp/switchboard/auth"
 	"github.com/switchboard-mcp/switchboard/auth/upstreamauth"
 )
 
@@ -56,9 +56,6 @@ func (t *RetryOn401) stepUp(ctx context.Context, resp *http.Response, principal,
 	}
 }
 
-// maxDrain bounds what is read of a refused response before its connection is reused.
-const maxDrain = 64 << 10
-
 // RoundTrip implements http.RoundTripper.
 func (t *RetryOn401) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.Base.RoundTrip(r)
@@ -73,7 +70,7 @@ func (t *RetryOn401) RoundTrip(r *http.Request) (*http.Response, error) {
 		t.stepUp(r.Context(), resp, principal, rejected, bearer)
 		return resp, nil
 	}
-	if principal == "" || !bearer || (r.Body != nil && r.Body != http.NoBody && r.GetBody == nil) {
+	if principal == "" || !bearer || !auth.Replayable(r) {
 		return resp, nil
 	}
 	if t.Moves != nil {
@@ -89,14 +86,5 @@ func (t *RetryOn401) RoundTrip(r *http.Request) (*http.Response, error) {
 		log.Info("connect: an upstream refused a person's token, and it could not be refreshed", "upstream", t.Upstream, "err", err)
 		return resp, nil
 	}
-	retry := r.Clone(r.Context())
-	if r.GetBody != nil {
-		if retry.Body, err = r.GetBody(); err != nil {
-			return resp, nil
-		}
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
-	_ = resp.Body.Close()
-	retry.Header.Set("Authorization", tok.Type()+" "+tok.AccessToken)
-	return t.Base.RoundTrip(retry)
+	return auth.Resend(t.Base, r, resp, http.Header{"Authorization": {tok.Type() + " " + tok.AccessToken}})
 }
