@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -183,4 +185,29 @@ func TestPoolBound(t *testing.T) {
 			t.Fatalf("a run after: %v", err)
 		}
 	})
+}
+
+// TestMemoryDeath reads the stderr of workers that died (testdata/worker-deaths): the runtime's out of memory
+// and a fault in the runtime's collector under the data bound are the memory limit; a panic in the
+// interpreter's code and a signal from outside are not.
+func TestMemoryDeath(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want bool
+	}{
+		{"oom.txt", true},
+		{"gc-fault.txt", !raceDetector},
+		{"interpreter-panic.txt", false},
+		{"user-signal.txt", false},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join("testdata", "worker-deaths", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := memoryDeath(string(b)); got != tc.want {
+				t.Errorf("memoryDeath = %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

@@ -109,14 +109,30 @@ func (w *worker) failure(err error) error {
 }
 
 // memoryDeath tells a Go runtime's fatal errors at the data bound: an allocation, or a thread's stack (which
-// the bound counts too), that the OS refused.
+// the bound counts too), that the OS refused; or a fault in the runtime's own code, which the bound causes
+// too, since the runtime does not check every mapping it makes for itself (its collector's work queues).
 func memoryDeath(stderr string) bool {
 	for _, s := range []string{"out of memory", "cannot allocate memory", "pthread_create failed", "failed to create new OS thread"} {
 		if strings.Contains(stderr, s) {
 			return true
 		}
 	}
-	return false
+	return !raceDetector && runtimeFault(stderr)
+}
+
+// runtimeFault tells a segmentation fault whose first frame is in package runtime: the runtime reports one
+// that it did not turn into a panic by the signal's name first, then the faulting goroutine's stack. A fault
+// in the interpreter's code is a panic ("panic: runtime error: ..."), and is not one.
+func runtimeFault(stderr string) bool {
+	if !strings.HasPrefix(stderr, "SIGSEGV: ") && !strings.HasPrefix(stderr, "SIGBUS: ") {
+		return false
+	}
+	_, stack, ok := strings.Cut(stderr, "\ngoroutine ")
+	if !ok {
+		return false
+	}
+	_, frames, _ := strings.Cut(stack, "\n")
+	return strings.HasPrefix(frames, "runtime.")
 }
 
 // tail keeps the first bytes written to it: a Go runtime's fatal error comes first.
