@@ -2,8 +2,6 @@ package routing
 
 import (
 	"context"
-	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -44,25 +42,6 @@ type embeddings struct {
 	kick chan struct{} // buffered (1): a rebuild asks for vectors of the new catalog
 }
 
-// embedText is what a tool's vector is computed from: its name, title, description and parameters, as clients
-// see them.
-func embedText(d search.Doc) string {
-	var b strings.Builder
-	b.WriteString(d.Name)
-	for _, s := range []string{d.Title, d.Description} {
-		if s != "" {
-			b.WriteString("\n" + s)
-		}
-	}
-	for _, p := range d.Params {
-		b.WriteString("\n" + p.Name)
-		if p.Description != "" {
-			b.WriteString(": " + p.Description)
-		}
-	}
-	return b.String()
-}
-
 // wantVectors asks the worker for the vectors of the current catalog (after a rebuild); it never blocks.
 func (e *embeddings) wantVectors() {
 	if e.embedder == nil {
@@ -101,7 +80,7 @@ func (e *embeddings) run(ctx context.Context) {
 		for i, raw := range c.items[kindTools] {
 			ref := c.refs[kindTools][i]
 			name, _ := jsonrpc.LookupString(raw, "name")
-			texts[name] = embedText(searchDoc(raw, ref.up.cfg.Name, ""))
+			texts[name] = hybrid.DocText(searchDoc(raw, ref.up.cfg.Name, ""))
 		}
 		vecs, err := e.embedder.Vectors(ctx, texts)
 		if err != nil {
@@ -142,9 +121,5 @@ func (e *embeddings) rank(ctx context.Context, c *catalog, st *search.Stats, que
 		p, ok := c.index.print[name]
 		return ok && tv.print[name] == p && allow(name)
 	}
-	vec := hybrid.Rank(qv, tv.vec, fresh, limit)
-	// A tool at zero (or negative) similarity is not a match by meaning: fused in, it would fill the results with
-	// unrelated tools in name order.
-	vec = slices.DeleteFunc(vec, func(h search.Hit) bool { return h.Score <= 0 })
-	return hybrid.Fuse(bm25, vec, 0, limit)
+	return hybrid.Blend(bm25, qv, tv.vec, fresh, limit)
 }

@@ -6,9 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/routing/search/hybrid"
 )
 
 // runOpts are cmdRun's flags that are not the bench's own settings.
@@ -40,6 +43,8 @@ func newBench(args []string, stderr io.Writer) (*bench, runOpts, int) {
 	coldRounds := fl.Int("cold-rounds", 3, "rounds of the cold scenario (each starts the gateway four times)")
 	searchTools := fl.String("search-tools", "1000,10000", "tool counts of the search scenario's latency, build and memory runs")
 	searchPasses := fl.Int("search-passes", 30, "times each query of the evaluation set is searched at each tool count")
+	embURL := fl.String("search-embeddings", "", "an OpenAI-compatible embeddings API (e.g. http://127.0.0.1:PORT/v1 of node .ci/peers/embeddings-server.mjs): the search scenario also measures hybrid search's recall on the blind queries; the key, if any, from $SWITCHBOARD_BENCH_EMBEDDINGS_KEY")
+	embModel := fl.String("search-embeddings-model", "use-lite", "the model -search-embeddings is asked for")
 	outFile := fl.String("o", "", "also write the report to this file")
 	profile := fl.String("profile", "", "write CPU and heap profiles of the gateway of scenario -profile-scenario into this directory (the profiled gateway is this tool's bare one, not switchboard serve; for load, a CPU profile of the proxy too)")
 	profScen := fl.String("profile-scenario", "load", "scenario whose gateway is profiled: load, stdio, catalog or idle")
@@ -79,6 +84,13 @@ func newBench(args []string, stderr io.Writer) (*bench, runOpts, int) {
 				fmt.Fprintf(stderr, "-pin runs the load and stdio scenarios only: %s starts no middle process, or sizes or times its gateways for the whole machine\n", s)
 				return nil, runOpts{}, 2
 			}
+		}
+	}
+	if *embURL != "" {
+		b.embeddings = hybrid.Config{URL: *embURL, Model: *embModel, APIKey: os.Getenv("SWITCHBOARD_BENCH_EMBEDDINGS_KEY")}
+		if _, err := hybrid.NewEmbedder(b.embeddings, nil, nil, nil); err != nil {
+			fmt.Fprintln(stderr, "-search-embeddings:", err)
+			return nil, runOpts{}, 2
 		}
 	}
 	var err error

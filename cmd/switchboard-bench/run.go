@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/routing/search/hybrid"
 )
 
 // envChild marks a process started by the tool; the test binary uses it to act as the tool's children.
@@ -40,6 +42,7 @@ type bench struct {
 	profileDir, profileScenario              string
 	searchTools                              []int // tool counts of the search scenario's scale runs
 	searchPasses, searchBuilds, searchWiths  int
+	embeddings                               hybrid.Config // -search-embeddings: hybrid search's provider; no URL for none
 	scenarios                                []string
 	needGateway                              bool   // a scenario other than search
 	pin                                      cpuPin // -pin's placement (pin.go); its zero value without -pin

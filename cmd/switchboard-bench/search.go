@@ -3,6 +3,7 @@ package main
 // The search scenario: the tool-search index of issue 16 (routing/search), in process.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -82,6 +83,11 @@ func (b *bench) searchScenario() error {
 	for _, r := range blind.rows {
 		fmt.Fprintf(b.out, "| %s | %s | %d | %.3f | %.3f | %.3f |\n", r.split, r.label, r.res.Queries, r.res.Recall1, r.res.Recall5, r.res.Recall10)
 	}
+	if b.embeddings.URL != "" {
+		if err := b.hybridScenario(); err != nil {
+			return err
+		}
+	}
 
 	fmt.Fprintf(b.out, "\nScale: evalset.Synthesize(n), the set repeated as further upstreams. At each n: Build timed %d times; "+
 		"the heap the index keeps (HeapAlloc after a GC, before and after one Build, over n; the docs, which the catalog holds "+
@@ -127,6 +133,26 @@ func (b *bench) searchScenario() error {
 	fmt.Fprintf(b.out, "| search p99 ≤ 5 ms at 10000 tools | %s µs | %s |\n", usf(p99), met(p99 <= 5*time.Millisecond))
 	fmt.Fprintf(b.out, "| index heap ≤ 4 KiB per tool at 10000 tools | %.0f B | %s |\n", r.heapPerTool, met(r.heapPerTool <= 4096))
 	fmt.Fprintf(b.out, "| build ≤ 1 s at 10000 tools | %s ms | %s |\n", ms(build), met(build <= time.Second))
+	return nil
+}
+
+// hybridScenario is the search scenario's part for -search-embeddings: the whole catalog and every blind query.
+func (b *bench) hybridScenario() error {
+	b.logf("search: hybrid recall, embeddings at %s (model %s)", b.embeddings.URL, b.embeddings.Model)
+	r, err := hybridRecall(context.Background(), b.embeddings, evalset.CatalogDocs(), evalset.BlindQueries())
+	if err != nil {
+		return fmt.Errorf("hybrid search: %w", err)
+	}
+	fmt.Fprintf(b.out, "\nHybrid search on the blind queries: the embeddings at %s (model %s, %d dimensions) for the %d tools "+
+		"(hybrid.DocText: name, title, description, parameters; %s, all batches) and each query; ranked as the gateway ranks "+
+		"with an Embedder: BM25's first 10 fused by reciprocal rank with the 10 tools nearest the query (hybrid.Blend). The vectors changed the first 10 of %d of the %d queries "+
+		"(each is ranked twice, once per label).\n\n",
+		b.embeddings.URL, b.embeddings.Model, r.dims, r.docs, r.embedTime.Round(time.Second), r.changed/2, len(evalset.BlindQueries()))
+	fmt.Fprintf(b.out, "| split | label | queries | BM25 @1 | @5 | @10 | hybrid @1 | @5 | @10 |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, row := range r.rows {
+		fmt.Fprintf(b.out, "| %s | %s | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |\n", row.split, row.label, row.bm25.Queries,
+			row.bm25.Recall1, row.bm25.Recall5, row.bm25.Recall10, row.blended.Recall1, row.blended.Recall5, row.blended.Recall10)
+	}
 	return nil
 }
 
@@ -221,12 +247,7 @@ func mean(ds []time.Duration) time.Duration {
 // rankWith is ix as the recall measures call it: the names of its first 10 results, no filter.
 func rankWith(ix *search.Index) func(string) []string {
 	return func(q string) []string {
-		hits := ix.Search(q, 10, nil)
-		names := make([]string, len(hits))
-		for i, h := range hits {
-			names[i] = h.Name
-		}
-		return names
+		return hitNames(ix.Search(q, 10, nil))
 	}
 }
 

@@ -3,6 +3,7 @@ package hybrid
 import (
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/switchboard-mcp/switchboard/routing/search"
 )
@@ -38,6 +39,34 @@ func Fuse(bm25, vec []search.Hit, k, limit int) []search.Hit {
 		top.add(search.Hit{Name: name, Score: s})
 	}
 	return top.sorted()
+}
+
+// DocText is what a tool's vector is computed from: its name, title, description and parameters, as clients see
+// them.
+func DocText(d search.Doc) string {
+	var b strings.Builder
+	b.WriteString(d.Name)
+	for _, s := range []string{d.Title, d.Description} {
+		if s != "" {
+			b.WriteString("\n" + s)
+		}
+	}
+	for _, p := range d.Params {
+		b.WriteString("\n" + p.Name)
+		if p.Description != "" {
+			b.WriteString(": " + p.Description)
+		}
+	}
+	return b.String()
+}
+
+// Blend is hybrid search's ranking: the first limit candidates by similarity to query (Rank), less those at zero
+// similarity or below, fused with bm25 (Fuse, DefaultK). A tool at zero similarity is not a match by meaning:
+// fused in, it would fill the results with unrelated tools in name order.
+func Blend(bm25 []search.Hit, query []float32, candidates map[string][]float32, allow func(name string) bool, limit int) []search.Hit {
+	vec := Rank(query, candidates, allow, limit)
+	vec = slices.DeleteFunc(vec, func(h search.Hit) bool { return h.Score <= 0 })
+	return Fuse(bm25, vec, 0, limit)
 }
 
 // Rank orders candidates by the cosine similarity of their vectors to query, best first, equal scores by name,
