@@ -404,7 +404,11 @@ func (h *codeHost) script(ctx context.Context, run *scriptRun, mode *codemode.Mo
 		Caller:   &scriptCaller{h: h, s: s, run: run},
 		Approver: &scriptConsent{h: h, s: s, run: run, writes: mode.Writes},
 		Progress: func(n, total float64, msg string) { progressNote(h.current(run), n, total, msg) },
-		Limits:   mode.Limits,
+		// A name outside the set fails in the sandbox; the audit hears it as the refusal it is.
+		Refused: func(name string) {
+			s.r.inst.auditRefusalBy(run.id, s, nil, protocol.MethodToolsCall, name, outcomeRefused, reasonScriptName, protocol.CodeInvalidParams)
+		},
+		Limits: mode.Limits,
 	})
 	// The run is recorded and forgotten before it is answered: the client's next request may reuse the id.
 	outcome, answer := outcomeOK, []byte(nil)

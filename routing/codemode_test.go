@@ -72,7 +72,8 @@ func scriptValue(t *testing.T, m jsonrpc.Message) map[string]any {
 
 // TestScriptCallsAgreeWithDirectCalls (issue 35, item 3): a call from a script is the caller's own tools/call. On
 // each session kind a direct call takes, the endpoint's view, the policy and a pin leave the tool out of the
-// script's tools (calling it throws, and nothing reaches an upstream or the audit as a call); a preset the
+// script's tools (calling it throws, nothing reaches an upstream, and the audit has the refusal with the run's
+// id); a preset the
 // script sends is refused and audited once, carrying the run's id; a preset is applied and a plain call forwarded,
 // their audit events carrying the run's id too, as does the run's own event.
 func TestScriptCallsAgreeWithDirectCalls(t *testing.T) {
@@ -95,9 +96,9 @@ func TestScriptCallsAgreeWithDirectCalls(t *testing.T) {
 		reason              string // the audit event's reason for a refusal; "" for none
 		upstreamSees        string // for a call that succeeds: a fragment of the params the upstream received
 	}{
-		{"endpoint view", "web__fetch", `{}`, "has no member", "", ""},
-		{"policy", "gh__delete_repo", `{}`, "has no member", "", ""},
-		{"pin", "gh__wipe", `{}`, "has no member", "", ""},
+		{"endpoint view", "web__fetch", `{}`, "has no member", reasonScriptName, ""},
+		{"policy", "gh__delete_repo", `{}`, "has no member", reasonScriptName, ""},
+		{"pin", "gh__wipe", `{}`, "has no member", reasonScriptName, ""},
 		{"preset sent", "gh__create_issue", `{"owner":"evil"}`, "owner", reasonPreset, ""},
 		{"preset applied", "gh__create_issue", `{"title":"t"}`, "", "", `\"owner\":\"acme\"`},
 		{"plain", "gh__search", `{"q":"x"}`, "", "", `\"q\":\"x\"`},

@@ -462,6 +462,8 @@ const (
 	reasonCredential  = "credential refused"
 	reasonPreset      = "preset argument sent"
 	reasonWithheld    = "definition withheld"
+	// reasonScriptName: a code-mode script asked its tools for a name outside them, which fails in the sandbox.
+	reasonScriptName = "a script named a tool it may not call"
 )
 
 // auditRefusal records a request the gateway answered with a refusal instead of forwarding: every refusal is an

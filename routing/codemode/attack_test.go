@@ -55,20 +55,25 @@ func TestAttacksTools(t *testing.T) {
 		name, code string
 		want       string // the value, JSON
 		calls      []string
+		refused    []string // names asked of tools outside its set, which Run.Refused hears
 	}{
 		{name: "defineProperty", code: `try { Object.defineProperty(tools, "echo", {value: () => 1}) } catch (e) { return e.name }`, want: `"TypeError"`},
 		{name: "assign member", code: `tools.echo = () => "fake"; return (await tools.echo({text: "real"}))[0].text`, want: `"real"`, calls: []string{"echo"}},
-		{name: "add member", code: `tools.evil = 1; return typeof tools.evil`, want: `"undefined"`},
-		{name: "__proto__", code: `tools.__proto__ = {evil: () => 1}; return typeof tools.evil`, want: `"undefined"`},
+		{name: "add member", code: `tools.evil = 1; return typeof tools.evil`, want: `"undefined"`, refused: []string{"evil"}},
+		{name: "__proto__", code: `tools.__proto__ = {evil: () => 1}; return typeof tools.evil`, want: `"undefined"`, refused: []string{"evil"}},
 		{name: "setPrototypeOf", code: `try { Object.setPrototypeOf(tools, {evil: () => 1}) } catch (e) { return e.name }`, want: `"TypeError"`},
-		{name: "Object.prototype", code: `Object.prototype.evil = () => 1; return typeof tools.evil`, want: `"undefined"`},
+		{name: "Object.prototype", code: `Object.prototype.evil = () => 1; return typeof tools.evil`, want: `"undefined"`, refused: []string{"evil"}},
 		{name: "replace tools", code: `globalThis.tools = {echo: () => "fake"}; return (await tools.echo({text: "real"}))[0].text`, want: `"real"`, calls: []string{"echo"}},
 		{name: "delete member", code: `delete tools.echo; return typeof tools.echo`, want: `"function"`},
 		{name: "rebound function", code: `const f = tools.echo; const o = {add: f}; return (await o.add({text: "e"}))[0].text`, want: `"e"`, calls: []string{"echo"}},
-		{name: "look-alike", code: `try { await tools["еcho"]({}) } catch (e) { return e.name }`, want: `"TypeError"`},
-		{name: "look-alike fullwidth", code: `return typeof tools["ｅｃｈｏ"]`, want: `"undefined"`},
-		{name: "not in the set", code: `return typeof tools.secret`, want: `"undefined"`},
-		{name: "run_script", code: `return typeof tools.run_script`, want: `"undefined"`},
+		{name: "look-alike", code: `try { await tools["еcho"]({}) } catch (e) { return e.name }`, want: `"TypeError"`, refused: []string{"еcho"}},
+		{name: "look-alike fullwidth", code: `return typeof tools["ｅｃｈｏ"]`, want: `"undefined"`, refused: []string{"ｅｃｈｏ"}},
+		{name: "not in the set", code: `return typeof tools.secret`, want: `"undefined"`, refused: []string{"secret"}},
+		{name: "call out of the set", code: `try { await tools.secret({}) } catch (e) { return e.name + ": " + e.message }`,
+			want: `"TypeError: Object has no member 'secret'"`, refused: []string{"secret"}},
+		{name: "the language's own names", code: `const t = await tools; return [typeof t, JSON.stringify(tools), String(Object.keys(tools).length), typeof tools.constructor]`,
+			want: `["object","{}","2","undefined"]`},
+		{name: "run_script", code: `return typeof tools.run_script`, want: `"undefined"`, refused: []string{"run_script"}},
 		{name: "members", code: `return Object.keys(tools).sort()`, want: `["add","echo"]`},
 		{name: "no require or process", code: `return [typeof require, typeof process, typeof fetch, typeof XMLHttpRequest]`, want: `["undefined","undefined","undefined","undefined"]`},
 	} {
@@ -76,8 +81,10 @@ func TestAttacksTools(t *testing.T) {
 			f := newFake()
 			e := NewEngine(Options{})
 			defer e.Close()
+			var refused []string
 			res, err := e.Run(context.Background(), Run{Code: tc.code, Caller: f,
-				Tools: []Tool{{Name: "echo", ReadOnly: true}, {Name: "add", ReadOnly: true}}})
+				Tools:   []Tool{{Name: "echo", ReadOnly: true}, {Name: "add", ReadOnly: true}},
+				Refused: func(name string) { refused = append(refused, name) }})
 			if err != nil {
 				t.Fatalf("run: %v", err)
 			}
@@ -87,7 +94,40 @@ func TestAttacksTools(t *testing.T) {
 			if got := f.called(); !slices.Equal(got, tc.calls) {
 				t.Errorf("calls %v, want %v", got, tc.calls)
 			}
+			if !slices.Equal(refused, tc.refused) {
+				t.Errorf("refused %q, want %q", refused, tc.refused)
+			}
 		})
+	}
+}
+
+// TestRefusedNames: the names a script asks of tools outside its set reach Run.Refused across the worker's pipe
+// as in process, however the run ends, each once and at most maxUnknown of them.
+func TestRefusedNames(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		opts Options
+	}{{"in process", Options{}}, {"worker", Options{Worker: workerCommand(t), Workers: 1}}} {
+		e := NewEngine(mode.opts)
+		for _, tc := range []struct {
+			name, code string
+			want       []string
+		}{
+			{"returns", `tools.a; tools.b; tools.a; return 1`, []string{"a", "b"}},
+			{"throws", `tools.gone; throw new Error("x")`, []string{"gone"}},
+			{"many", `for (let i = 0; i < 100; i++) tools["t" + i]; return 1`,
+				[]string{"t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9", "t10", "t11", "t12", "t13", "t14", "t15"}},
+		} {
+			t.Run(mode.name+"/"+tc.name, func(t *testing.T) {
+				var got []string
+				_, _ = e.Run(context.Background(), Run{Code: tc.code, Caller: newFake(), Tools: fakeTools(),
+					Refused: func(name string) { got = append(got, name) }})
+				if !slices.Equal(got, tc.want) {
+					t.Errorf("refused %q, want %q", got, tc.want)
+				}
+			})
+		}
+		e.Close()
 	}
 }
 
@@ -134,11 +174,12 @@ func (c *scriptedConn) abort()                  { c.once.Do(func() { close(c.abo
 func (c *scriptedConn) failure(err error) error { return err }
 
 // TestAttacksSubvertedWorker: the parent does not trust the script side: a call to a name outside the set
-// (a look-alike) is refused, and calls past the budget end the run.
+// (a look-alike) is refused, and heard by Run.Refused, and calls past the budget end the run.
 func TestAttacksSubvertedWorker(t *testing.T) {
 	f := newFake()
 	tools, _ := toolSet([]Tool{{Name: "echo", ReadOnly: true}})
-	s := &session{run: Run{Caller: f}, limits: Limits{MaxCalls: 2, WallTime: time.Minute}.or(defaultLimits), tools: tools, id: 1}
+	var refused []string
+	s := &session{run: Run{Caller: f, Refused: func(name string) { refused = append(refused, name) }}, limits: Limits{MaxCalls: 2, WallTime: time.Minute}.or(defaultLimits), tools: tools, id: 1}
 	call := func(id int64, name string) frame {
 		return frame{T: frameCall, Run: 1, ID: id, Name: name, Args: json.RawMessage(`{"text":"x"}`)}
 	}
@@ -150,6 +191,9 @@ func TestAttacksSubvertedWorker(t *testing.T) {
 	}
 	if len(c.replies) == 0 || !strings.Contains(c.replies[0].Error, "no tool named") {
 		t.Errorf("replies %+v", c.replies)
+	}
+	if !slices.Equal(refused, []string{"еcho"}) {
+		t.Errorf("refused %q, want the look-alike", refused)
 	}
 }
 

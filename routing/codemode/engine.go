@@ -109,6 +109,11 @@ type Run struct {
 	Approver Approver
 	// Progress receives the script's progress(n, total, msg); may be nil.
 	Progress func(n, total float64, msg string)
+	// Refused, when set, hears each name the script asked of tools that is not among Tools, once a name and at most
+	// 16 of them, by the run's end however it ends: such a lookup fails inside the sandbox, and only this tells
+	// the caller, which audits it as a refused call. The names the language asks of any object (then, toJSON,
+	// toString, ...) are not heard.
+	Refused func(name string)
 	// Limits override the engine's for this run.
 	Limits Limits
 }

@@ -62,6 +62,8 @@ type outcome struct {
 	Value     json.RawMessage `json:"value,omitempty"`
 	Truncated int             `json:"truncated,omitempty"`
 	Error     *runError       `json:"error,omitempty"`
+	// Unknown are the names the script asked of tools that are not among the run's tools.
+	Unknown []string `json:"unknown,omitempty"`
 }
 
 // runError is a run's failure as it crosses the pipe; Limit names the limit it broke, if any.

@@ -3,6 +3,7 @@ package codemode
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,6 +33,18 @@ func (s *script) install() error {
 	if _, err := freeze(goja.Undefined(), tools); err != nil {
 		return err
 	}
+	// A name outside the set fails inside the VM, where the gateway would never see it: the proxy notes it for
+	// the audit. It traps reads of names only; writes, definitions, deletions, keys and the prototype still
+	// meet the frozen object.
+	view := vm.NewProxy(tools, &goja.ProxyTrapConfig{
+		Get: func(target *goja.Object, name string, _ goja.Value) goja.Value {
+			if v := target.Get(name); v != nil {
+				return v
+			}
+			s.noteUnknown(name)
+			return nil // no member: typeof says "undefined", and a call's TypeError names the name
+		},
+	})
 	console := vm.NewObject()
 	for _, m := range []string{"log", "info", "warn", "error", "debug"} {
 		if err := console.Set(m, s.log); err != nil {
@@ -39,7 +52,7 @@ func (s *script) install() error {
 		}
 	}
 	for name, v := range map[string]any{
-		"tools": tools, "console": console, "progress": s.progress,
+		"tools": vm.ToValue(view), "console": console, "progress": s.progress,
 		"setTimeout": s.setTimeout, "clearTimeout": s.clearTimeout,
 	} {
 		// tools cannot be replaced or redefined; the others are the script's own to shadow.
@@ -52,6 +65,24 @@ func (s *script) install() error {
 		}
 	}
 	return nil
+}
+
+// maxUnknown bounds the names outside the set a run reports: a script that asks for many reports the first.
+const maxUnknown = 16
+
+// noteUnknown notes a name the script asked of tools that is not in its set. The names the language itself asks
+// of any object (await asks for then, JSON.stringify for toJSON, string conversion for toString and valueOf, and
+// the like of Object.prototype) are no tool's: they are not noted.
+func (s *script) noteUnknown(name string) {
+	switch name {
+	case "then", "toJSON", "constructor", "toString", "toLocaleString", "valueOf", "hasOwnProperty",
+		"isPrototypeOf", "propertyIsEnumerable", "__proto__", "__defineGetter__", "__defineSetter__",
+		"__lookupGetter__", "__lookupSetter__":
+		return
+	}
+	if len(s.unknown) < maxUnknown && !slices.Contains(s.unknown, name) {
+		s.unknown = append(s.unknown, name)
+	}
 }
 
 // toolFunc is tools.<name>: it sends the call and returns a promise its result settles. The name is bound

@@ -100,6 +100,7 @@ type script struct {
 	nextTime int64
 	cpuUsed  time.Duration
 	out      output
+	unknown  []string // names asked of tools that are not in its set, distinct, at most maxUnknown
 
 	errorCtor goja.Value
 	jsonParse goja.Callable
@@ -112,7 +113,7 @@ func execute(ctx context.Context, run uint64, spec runSpec, results <-chan frame
 	s := &script{spec: spec, run: run, send: send, results: results, pending: map[int64]pendingCall{}}
 	s.out.max = spec.Limits.MaxOutput
 	val, err := s.execute(ctx)
-	o := outcome{Output: s.out.String(), Truncated: s.out.dropped}
+	o := outcome{Output: s.out.String(), Truncated: s.out.dropped, Unknown: s.unknown}
 	if err != nil {
 		o.Error = toRunError(err)
 		return o

@@ -34,6 +34,7 @@ type session struct {
 
 	calls    int
 	progress int
+	refused  map[string]bool // names told to run.Refused
 	sem      chan struct{}
 	consent  consent
 	wg       sync.WaitGroup
@@ -117,6 +118,9 @@ func (s *session) result(o *outcome) (Result, error) {
 	if o == nil {
 		return Result{}, &recvError{errors.New("codemode: a done frame without an outcome")}
 	}
+	for _, name := range o.Unknown {
+		s.refuse(name)
+	}
 	res := Result{Output: o.Output, Value: o.Value, Truncated: o.Truncated}
 	if over := len(res.Output) - s.limits.MaxOutput - 200; over > 0 {
 		res.Output = res.Output[:len(res.Output)-over]
@@ -135,11 +139,25 @@ func (s *session) result(o *outcome) (Result, error) {
 	}
 }
 
+// refuse tells run.Refused of a name outside the run's tools, once a name and at most maxUnknown of them: the
+// script side's count is not trusted.
+func (s *session) refuse(name string) {
+	if s.run.Refused == nil || s.refused[name] || len(s.refused) >= maxUnknown {
+		return
+	}
+	if s.refused == nil {
+		s.refused = map[string]bool{}
+	}
+	s.refused[name] = true
+	s.run.Refused(name)
+}
+
 // call admits one call of the script and makes it on a goroutine the session waits for. Only the exact names
 // of the run's tools are callable; past the call budget the run ends.
 func (s *session) call(ctx context.Context, f frame) error {
 	tool, ok := s.tools[f.Name]
 	if !ok {
+		s.refuse(f.Name)
 		s.reply(f.ID, nil, fmt.Sprintf("no tool named %q in this run", f.Name))
 		return nil
 	}
