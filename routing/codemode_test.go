@@ -483,18 +483,110 @@ func TestScriptConsentInputRequired(t *testing.T) {
 	}
 }
 
-// TestScriptTaskCannotAsk: a run that became a task has no request to ask on: its write is refused, unless the
-// endpoint allows writes.
-func TestScriptTaskCannotAsk(t *testing.T) {
-	r := startRouter(t, Options{
-		Tasks: TaskOptions{Store: state.NewMemory(), SyncWindow: time.Minute, PollInterval: time.Second},
-		Shape: Shape{Endpoints: []Endpoint{{Name: "e", Search: &SearchMode{}, Code: &codemode.Mode{Writes: codemode.WritesAsk}}}},
-	}, UpstreamConfig{Name: "gh", Prefix: "gh__", Mode: Shared, Transport: echoingUpstream(combinationTools), Kind: "stdio"})
-	s := r.NewSession(SessionParams{ProtocolVersion: protocol.V20251125, Endpoint: "e", Capabilities: json.RawMessage(`{"elicitation":{}}`)})
-	code := `try { await tools.gh__create_issue({title: "t"}); return "written" } catch (e) { return e.message }`
-	m := finalAnswer(t, r, s, fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_script","arguments":{"code":%s},"task":{"ttl":60000}}}`,
-		jsonrpc.AppendQuote(nil, code)))
-	if !strings.Contains(string(m.Result()), "a script running as a task cannot ask the user") {
-		t.Errorf("a task's write answered %s", m.Raw())
-	}
+// TestScriptTaskAsks (issue 35): a run that became a task asks for consent through its task, in both eras. A
+// 2025-11-25 client finds the question on its tasks/result stream, related to the task, and its answer lets the
+// write through; a 2026-07-28 client sees the task input_required with the question (tasks/get) and answers with
+// tasks/update. A task cancelled while its run waits ends the run: its write never reaches the upstream.
+func TestScriptTaskAsks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var audit callEvents
+		r := startRouter(t, Options{Audit: audit.add,
+			Tasks: TaskOptions{Store: state.NewMemory(), SyncWindow: 100 * time.Millisecond, PollInterval: 50 * time.Millisecond},
+			Shape: Shape{Endpoints: []Endpoint{{Name: "e", Search: &SearchMode{}, Code: &codemode.Mode{Writes: codemode.WritesAsk}}}},
+		}, UpstreamConfig{Name: "gh", Prefix: "gh__", Mode: Shared, Transport: echoingUpstream(combinationTools), Kind: "stdio"})
+		script := func(title string) string {
+			return fmt.Sprintf(`await new Promise(r => setTimeout(r, 1000)); try { await tools.gh__create_issue({title: %q}); return "written" } catch (e) { return e.message }`, title)
+		}
+		call := func(id, code, extra string) string {
+			return fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"run_script","arguments":{"code":%s}%s}}`, id, jsonrpc.AppendQuote(nil, code), extra)
+		}
+		writes := func() int {
+			n := 0
+			for _, e := range audit.all() {
+				if e.Tool == "gh__create_issue" && e.Outcome == outcomeOK {
+					n++
+				}
+			}
+			return n
+		}
+
+		// 2025-11-25: the question on the tasks/result stream.
+		legacy := r.NewSession(SessionParams{ProtocolVersion: protocol.V20251125, Principal: "alice", Endpoint: "e", Capabilities: json.RawMessage(`{"elicitation":{}}`)})
+		id := field(request(t, r, legacy, call("l", script("legacy"), `,"task":{"ttl":60000}`)), "task", "taskId")
+		if id == "" {
+			t.Fatal("a 2025-11-25 task call answered no task")
+		}
+		out := newStream(1, 16)
+		legacy.HandleRequest(r.ctx, mustParse(t, taskReq("lr", "tasks/result", id, "")), out)
+		var final jsonrpc.Message
+		for asked := 0; final.Raw() == nil; {
+			msg, isFinal, ok := out.Next(r.ctx)
+			if !ok {
+				t.Fatal("tasks/result ended without an answer")
+			}
+			m := mustParse(t, string(msg))
+			switch {
+			case isFinal:
+				final = m
+			case m.MethodIs("elicitation/create"):
+				asked++
+				related, _ := jsonrpc.LookupString(m.Params(), "_meta", protocol.MetaRelatedTask, "taskId")
+				text, _ := jsonrpc.LookupString(m.Params(), "message")
+				if related != id || !strings.Contains(text, "gh__create_issue") || asked > 1 {
+					t.Errorf("question %d: %s, want one about gh__create_issue, related to task %s", asked, msg, id)
+				}
+				legacy.HandleResponse(mustParse(t, `{"jsonrpc":"2.0","id":`+string(m.ID())+`,"result":{"action":"accept","content":{"decision":"allow once"}}}`))
+			}
+		}
+		if !strings.Contains(string(final.Result()), "written") || writes() != 1 {
+			t.Errorf("tasks/result after consent: %s; %d writes", final.Raw(), writes())
+		}
+
+		// 2026-07-28: the question in the task, the answer by tasks/update.
+		modern := r.PooledSession(SessionParams{Principal: "bob", Endpoint: "e", Capabilities: json.RawMessage(tasksCaps)})
+		created := request(t, r, modern, call("m", script("modern"), ""))
+		mid := field(created, "taskId")
+		if field(created, "resultType") != "task" || mid == "" {
+			t.Fatalf("a slow run answered %s, want a task", created.Raw())
+		}
+		synctest.Wait()
+		time.Sleep(2 * time.Second) // fake time, in the bubble: the script's timer fires, and it asks
+		synctest.Wait()
+		got := request(t, r, modern, taskReq("g", "tasks/get", mid, ""))
+		if field(got, "status") != "input_required" || !strings.Contains(string(got.Raw()), "gh__create_issue") {
+			t.Fatalf("tasks/get while the run asks: %s", got.Raw())
+		}
+		if m := request(t, r, modern, taskReq("u", "tasks/update", mid, `,"inputResponses":{"consent":{"action":"accept","content":{"decision":"allow once"}}}`)); string(m.Result()) != `{}` {
+			t.Errorf("tasks/update: %s", m.Raw())
+		}
+		synctest.Wait()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if done := request(t, r, modern, taskReq("g2", "tasks/get", mid, "")); field(done, "status") != "completed" || !strings.Contains(string(done.Raw()), "written") {
+			t.Errorf("tasks/get after the answer: %s", done.Raw())
+		}
+
+		// Cancelled while it waits: the run ends, and nothing is written.
+		before := writes()
+		cid := field(request(t, r, modern, call("c", script("cancelled"), "")), "taskId")
+		synctest.Wait()
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if m := request(t, r, modern, taskReq("gc", "tasks/get", cid, "")); field(m, "status") != "input_required" {
+			t.Fatalf("tasks/get before the cancel: %s", m.Raw())
+		}
+		request(t, r, modern, taskReq("x", "tasks/cancel", cid, ""))
+		synctest.Wait()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if m := request(t, r, modern, taskReq("gx", "tasks/get", cid, "")); field(m, "status") != "cancelled" {
+			t.Errorf("tasks/get after the cancel: %s", m.Raw())
+		}
+		r.code.mu.Lock()
+		left := len(r.code.mine)
+		r.code.mu.Unlock()
+		if left != 0 || writes() != before {
+			t.Errorf("after the cancel: runs left for %d callers, %d writes more", left, writes()-before)
+		}
+	})
 }

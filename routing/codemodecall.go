@@ -82,7 +82,8 @@ func (c *scriptCaller) Call(ctx context.Context, name string, args json.RawMessa
 }
 
 // scriptConsent asks the person whether a script may write: by elicitation on run_script's stream for a legacy
-// client that declared it; by an input_required answer to run_script for a 2026-07-28 client (codemodeinput.go).
+// client that declared it; by an input_required answer to run_script for a 2026-07-28 client, and for a run that
+// became a task, of either era (codemodeinput.go).
 type scriptConsent struct {
 	h      *codeHost
 	s      *Session
@@ -106,16 +107,16 @@ func (a *scriptConsent) Approve(ctx context.Context, tool string, args json.RawM
 		return codemode.Decline, errors.New("this endpoint lets scripts only read (codeMode writes: deny)")
 	}
 	s := a.s
-	if taskRunning(ctx) {
-		// A task runs detached from the client's requests: there is no request to ask on.
-		return codemode.Decline, errors.New("a script running as a task cannot ask the user; run it without a task, or ask the admin for codeMode writes: allow")
-	}
 	if s.caps.Elicitation == nil || (s.caps.Elicitation.Form == nil && s.caps.Elicitation.URL != nil) {
 		return codemode.Decline, errors.New("the client does not support elicitation, so the user cannot be asked; call the tool directly, or ask the admin for codeMode writes: allow")
 	}
 	p := consentQuestion(tool, args)
 	lc, ok := s.era.(*legacyClient)
 	if !ok {
+		// A 2026-07-28 client, or a run that is a task (whose session is a pooled one, whatever the client's era):
+		// run_script answers input_required. A task's job keeps the question in the task (input_required), where
+		// the client finds it (tasks/get, or a 2025-11-25 client's tasks/result stream), and its answer comes back
+		// as the retry.
 		return a.h.askRetry(ctx, a.s, a.run, p)
 	}
 	out := a.h.current(a.run).out

@@ -89,6 +89,23 @@ func (h *codeHost) askRetry(ctx context.Context, s *Session, run *scriptRun, que
 	}
 }
 
+// abandonWait ends the run waiting on the question of requestState state, reporting whether one was: a task whose
+// run waits for consent was cancelled, and no retry will come.
+func (h *codeHost) abandonWait(s *Session, state string) bool {
+	parts, ok := s.r.parkTable.openState(state)
+	if !ok || !strings.HasPrefix(parts[0], scriptParkPrefix) {
+		return false
+	}
+	h.mu.Lock()
+	w := h.waits[parts[0]]
+	h.mu.Unlock()
+	if w == nil {
+		return false
+	}
+	w.run.cancel()
+	return true
+}
+
 // resume takes a 2026-07-28 client's retry of a run_script that asked a question, reporting whether the
 // requestState was a waiting run's: the run then answers the retry.
 func (h *codeHost) resume(s *Session, m jsonrpc.Message, out *Stream, state string) bool {

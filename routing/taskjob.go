@@ -352,6 +352,9 @@ func (j *taskJob) check() bool {
 // stop cancels the call upstream: a running round through its session, a parked one through its park.
 func (j *taskJob) stop() {
 	if j.waiting {
+		if j.s.r.code.abandonWait(j.s, j.state) {
+			return // a script waiting for consent (codemodeinput.go): its run ends
+		}
 		if !j.s.r.OwnsState(j.state) {
 			return // the upstream asked (a 2026-07-28 upstream): its call has ended, nothing runs
 		}
