@@ -187,9 +187,10 @@ func TestPoolBound(t *testing.T) {
 	})
 }
 
-// TestMemoryDeath reads the stderr of workers that died (testdata/worker-deaths): the runtime's out of memory
-// and a fault in the runtime's collector under the data bound are the memory limit; a panic in the
-// interpreter's code and a signal from outside are not.
+// TestMemoryDeath reads how workers die (testdata/worker-deaths: gc-fault.txt is a worker's stderr as CI
+// caught it during "string doubling"; the others follow the runtime's formats): the runtime's out of memory and
+// a fault in the runtime's collector under the data bound are the memory limit; a panic in the interpreter's
+// code and a signal from outside are not.
 func TestMemoryDeath(t *testing.T) {
 	for _, tc := range []struct {
 		file string

@@ -265,3 +265,44 @@ func TestHybrid(t *testing.T) {
 		}
 	}
 }
+
+// TestBlend: the vector ranking fused in is the candidates nearest the query with a similarity above zero; one at
+// zero or below, or hidden, never appears, however few BM25 found.
+func TestBlend(t *testing.T) {
+	cands := map[string][]float32{
+		"near":     {1, 0},
+		"further":  {1, 1},
+		"opposite": {-1, 0},
+		"across":   {0, 1},
+		"hidden":   {1, 0.1},
+	}
+	allow := func(name string) bool { return name != "hidden" }
+	for _, tc := range []struct {
+		name string
+		bm25 []search.Hit
+		want []string
+	}{
+		{"no words matched", nil, []string{"near", "further"}},
+		{"both", hits("across", "near"), []string{"near", "across", "further"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, h := range Blend(tc.bm25, []float32{1, 0}, cands, allow, 10) {
+				got = append(got, h.Name)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("Blend = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestDocText: what a tool is embedded from names it and says what it and each parameter are.
+func TestDocText(t *testing.T) {
+	d := search.Doc{Name: "gh__create_issue", Title: "Create issue", Description: "Opens an issue.", Upstream: "gh",
+		Params: []search.Param{{Name: "title", Description: "The issue's title"}, {Name: "body"}}}
+	want := "gh__create_issue\nCreate issue\nOpens an issue.\ntitle: The issue's title\nbody"
+	if got := DocText(d); got != want {
+		t.Errorf("DocText = %q, want %q", got, want)
+	}
+}
