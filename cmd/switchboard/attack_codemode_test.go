@@ -15,12 +15,12 @@ import (
 
 // TestAttacksCodeMode (issue 35, item 7): the real binary, its sandbox workers, and scripts an attacker would
 // write, on an endpoint in code mode that selects alpha's tools only. A script cannot reach a tool outside the
-// view, nor one spelled with Unicode look-alikes, nor the meta-tools; its limits hold (a loop, a memory bomb),
-// and a run past one leaves the next run working; one caller's flood of runs is bounded, every run of it ends,
-// and the gateway serves afterwards.
+// view, nor one spelled with Unicode look-alikes, nor the meta-tools, and each name it asks outside them is
+// audited as a refusal; its limits hold (a loop, a memory bomb), and a run past one leaves the next run working;
+// one caller's flood of runs is bounded, every run of it ends, and the gateway serves afterwards.
 func TestAttacksCodeMode(t *testing.T) {
 	e2eGate(t)
-	base, _ := serveAttackGateway(t, "switchboard-attack-codemode", func(listen string) string {
+	base, gw := serveAttackGateway(t, "switchboard-attack-codemode", func(listen string) string {
 		return fmt.Sprintf(`listen: %q
 upstreams:
   - {name: alpha, url: %q, session: shared}
@@ -78,6 +78,21 @@ endpoints:
 			}
 		})
 	}
+	t.Run("refusals audited", func(t *testing.T) {
+		// The names asked of tools outside the view fail inside the sandbox worker; each is still an audit event.
+		for _, tool := range []string{"beta__echo", "run_script", "call_tool"} {
+			found := false
+			for _, line := range strings.Split(gw.log.String(), "\n") {
+				if strings.Contains(line, "tool="+tool+" ") && strings.Contains(line, "outcome=refused") &&
+					strings.Contains(line, `reason="a script named a tool it may not call"`) && strings.Contains(line, "script=") {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no refusal audited for a script's %s:\n%s", tool, gw.log.tail(30))
+			}
+		}
+	})
 	t.Run("look-alike called directly", func(t *testing.T) {
 		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha__\u0435cho", Arguments: map[string]any{"text": "x"}}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
 			t.Errorf("a look-alike name answered %v, want unknown tool", err)
