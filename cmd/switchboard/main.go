@@ -669,10 +669,14 @@ func newLogger(c config.LogConfig, w io.Writer) (*slog.Logger, *slog.LevelVar) {
 	return slog.New(slog.NewTextHandler(w, opts)), level
 }
 
-// tasksOf configures the tasks the gateway makes, when some upstream or tool asks for them: held in the shared
-// store, so that any replica answers for a task, or in memory for a lone replica.
+// tasksOf configures the tasks the gateway makes, when some upstream or tool asks for them, or code mode's
+// run_script may be one (a script is a long call of the gateway's own): held in the shared store, so that any
+// replica answers for a task, or in memory for a lone replica.
 func tasksOf(cfg *config.Config, store *state.Redis) routing.TaskOptions {
-	wanted := false
+	wanted := cfg.Discovery == config.DiscoveryCode
+	for _, e := range cfg.Endpoints {
+		wanted = wanted || e.Discovery == config.DiscoveryCode
+	}
 	for _, u := range cfg.Upstreams {
 		wanted = wanted || u.Tasks != ""
 	}

@@ -541,13 +541,19 @@ func runSearchScript(t *testing.T, js *nodeScripts, url string, queries []search
 	return res
 }
 
-// searchModernRequest sends one request as a 2026-07-28 client does (no session; version, method and name in headers
-// and the version, capabilities and client info in _meta) and returns its result.
+// searchModernRequest sends one request as a 2026-07-28 client that declares no capabilities does.
 func searchModernRequest(t *testing.T, ctx context.Context, url, method string, params map[string]any) json.RawMessage {
+	t.Helper()
+	return modernRequest(t, ctx, url, method, params, map[string]any{})
+}
+
+// modernRequest sends one request as a 2026-07-28 client does (no session; version, method and name in headers
+// and the version, capabilities and client info in _meta) and returns its result.
+func modernRequest(t *testing.T, ctx context.Context, url, method string, params, caps map[string]any) json.RawMessage {
 	t.Helper()
 	params["_meta"] = map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
-		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		"io.modelcontextprotocol/clientCapabilities": caps,
 		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "switchboard-e2e-modern", "version": "0.0.0"},
 	}
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
@@ -561,8 +567,10 @@ func searchModernRequest(t *testing.T, ctx context.Context, url, method string, 
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", method)
-	if name, ok := params["name"].(string); ok {
-		req.Header.Set("Mcp-Name", name)
+	for _, key := range []string{"name", "uri", "taskId"} {
+		if name, ok := params[key].(string); ok {
+			req.Header.Set("Mcp-Name", name)
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
