@@ -516,28 +516,14 @@ func TestScriptTaskAsks(t *testing.T) {
 		if id == "" {
 			t.Fatal("a 2025-11-25 task call answered no task")
 		}
-		out := newStream(1, 16)
-		legacy.HandleRequest(r.ctx, mustParse(t, taskReq("lr", "tasks/result", id, "")), out)
-		var final jsonrpc.Message
-		for asked := 0; final.Raw() == nil; {
-			msg, isFinal, ok := out.Next(r.ctx)
-			if !ok {
-				t.Fatal("tasks/result ended without an answer")
+		asked := 0
+		final := legacyTaskResult(t, r, legacy, id, func(m jsonrpc.Message) string {
+			asked++
+			if text, _ := jsonrpc.LookupString(m.Params(), "message"); !strings.Contains(text, "gh__create_issue") || asked > 1 {
+				t.Errorf("question %d: %s, want one about gh__create_issue", asked, m.Raw())
 			}
-			m := mustParse(t, string(msg))
-			switch {
-			case isFinal:
-				final = m
-			case m.MethodIs("elicitation/create"):
-				asked++
-				related, _ := jsonrpc.LookupString(m.Params(), "_meta", protocol.MetaRelatedTask, "taskId")
-				text, _ := jsonrpc.LookupString(m.Params(), "message")
-				if related != id || !strings.Contains(text, "gh__create_issue") || asked > 1 {
-					t.Errorf("question %d: %s, want one about gh__create_issue, related to task %s", asked, msg, id)
-				}
-				legacy.HandleResponse(mustParse(t, `{"jsonrpc":"2.0","id":`+string(m.ID())+`,"result":{"action":"accept","content":{"decision":"allow once"}}}`))
-			}
-		}
+			return `{"action":"accept","content":{"decision":"allow once"}}`
+		})
 		if !strings.Contains(string(final.Result()), "written") || writes() != 1 {
 			t.Errorf("tasks/result after consent: %s; %d writes", final.Raw(), writes())
 		}

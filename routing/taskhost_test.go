@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/routing/state"
 	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/upstream/protocol"
 )
 
 // jobUpstream is a legacy upstream that takes no tasks and whose calls end when the test says: fast answers at
@@ -148,6 +149,30 @@ func toolCallRaw(id, tool, extra string) string {
 
 func taskReq(id, method, taskID, extra string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":%q,"params":{"taskId":%q%s}}`, id, method, taskID, extra)
+}
+
+// legacyTaskResult sends a 2025-11-25 tasks/result for task id and returns its answer, answering each request
+// for input that comes on its stream with answer's result; each must be related to the task.
+func legacyTaskResult(t *testing.T, r *testRouter, s *Session, id string, answer func(jsonrpc.Message) string) jsonrpc.Message {
+	t.Helper()
+	out := newStream(1, 16)
+	s.HandleRequest(r.ctx, mustParse(t, taskReq("result", "tasks/result", id, "")), out)
+	for {
+		msg, final, ok := out.Next(r.ctx)
+		if !ok {
+			t.Fatal("tasks/result ended without an answer")
+		}
+		m := mustParse(t, string(msg))
+		if final {
+			return m
+		}
+		if m.MethodIs("elicitation/create") {
+			if related, _ := jsonrpc.LookupString(m.Params(), "_meta", protocol.MetaRelatedTask, "taskId"); related != id {
+				t.Errorf("the request %s is not related to task %s", msg, id)
+			}
+			s.HandleResponse(mustParse(t, `{"jsonrpc":"2.0","id":`+string(m.ID())+`,"result":`+answer(m)+`}`))
+		}
+	}
 }
 
 // field reads a string member of a result.
@@ -393,25 +418,7 @@ func TestGatewayTasksLegacy(t *testing.T) {
 		if m := request(t, r, s, taskReq("ga", "tasks/get", aid, "")); field(m, "status") != "input_required" {
 			t.Errorf("tasks/get while the call asks: %s", m.Raw())
 		}
-		out := newStream(1, 16)
-		s.HandleRequest(r.ctx, mustParse(t, taskReq("ra", "tasks/result", aid, "")), out)
-		var final jsonrpc.Message
-		for final.Raw() == nil {
-			msg, isFinal, ok := out.Next(r.ctx)
-			if !ok {
-				t.Fatal("tasks/result ended without an answer")
-			}
-			m := mustParse(t, string(msg))
-			switch {
-			case isFinal:
-				final = m
-			case m.MethodIs("elicitation/create"):
-				if related, _ := jsonrpc.LookupString(m.Params(), "_meta", "io.modelcontextprotocol/related-task", "taskId"); related != aid {
-					t.Errorf("the task's elicitation %s is not related to the task", msg)
-				}
-				s.HandleResponse(mustParse(t, `{"jsonrpc":"2.0","id":`+string(m.ID())+`,"result":{"action":"accept","content":{"name":"Grace"}}}`))
-			}
-		}
+		final := legacyTaskResult(t, r, s, aid, func(jsonrpc.Message) string { return `{"action":"accept","content":{"name":"Grace"}}` })
 		if !strings.Contains(string(final.Raw()), "hello Grace") {
 			t.Errorf("tasks/result of the task that asked: %s", final.Raw())
 		}
