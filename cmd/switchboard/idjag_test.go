@@ -42,6 +42,22 @@ type idJAGServers struct {
 	round   int      // the access tokens' round: a new one after a revocation (accessTokenIn)
 }
 
+// upstreamYAML is the config's upstreams block: crm at url, reached by ID-JAG through these servers, with the
+// secrets in $IDP_SECRET and $AS_SECRET.
+func (s *idJAGServers) upstreamYAML(url string) string {
+	return fmt.Sprintf(`upstreams:
+  - name: crm
+    url: %s
+    auth:
+      type: id-jag
+      idp: {tokenURL: "%s/token", clientId: switchboard, clientSecret: "${IDP_SECRET}"}
+      issuer: %s
+      tokenURL: %s/token
+      clientId: acme-switchboard
+      clientSecret: "${AS_SECRET}"
+`, url, s.idp.URL, s.as.URL, s.as.URL)
+}
+
 // fakeJWT is a token whose payload names sub; nothing verifies its signature.
 func fakeJWT(claims map[string]any) string {
 	enc := func(v any) string { b, _ := json.Marshal(v); return base64.RawURLEncoding.EncodeToString(b) }
@@ -188,17 +204,7 @@ log: {format: json, level: debug}
 auth:
   issuer: %s
   audience: %s
-upstreams:
-  - name: crm
-    url: %s
-    auth:
-      type: id-jag
-      idp: {tokenURL: "%s/token", clientId: switchboard, clientSecret: "${IDP_SECRET}"}
-      issuer: %s
-      tokenURL: %s/token
-      clientId: acme-switchboard
-      clientSecret: "${AS_SECRET}"
-`, idp.srv.URL, audience, up.URL, srv.idp.URL, srv.as.URL, srv.as.URL)
+%s`, idp.srv.URL, audience, srv.upstreamYAML(up.URL))
 	t.Setenv("IDP_SECRET", "idp-secret")
 	t.Setenv("AS_SECRET", "as-secret")
 	logs := &syncBuffer{}
@@ -352,17 +358,7 @@ auth:
   issuer: %s
   audience: %s
   tokenKeys: "%s"
-upstreams:
-  - name: crm
-    url: %s
-    auth:
-      type: id-jag
-      idp: {tokenURL: "%s/token", clientId: switchboard, clientSecret: "${IDP_SECRET}"}
-      issuer: %s
-      tokenURL: %s/token
-      clientId: acme-switchboard
-      clientSecret: "${AS_SECRET}"
-`, redisAddr, idp.srv.URL, audience, testTokenKeys(t), upURL, srv.idp.URL, srv.as.URL, srv.as.URL)
+%s`, redisAddr, idp.srv.URL, audience, testTokenKeys(t), srv.upstreamYAML(upURL))
 	logs := &syncBuffer{}
 	replicas := []*gatewayProcess{runIDJAGGateway(ctx, t, cfgText, logs), runIDJAGGateway(ctx, t, cfgText, logs)}
 	issued := func() int {
