@@ -56,6 +56,8 @@ func TestBenchShort(t *testing.T) {
 	want := []string{"## Load", "### Ratios", "## Shared stdio upstream", "| 8 | simple bridge, one stdio child |", "### Gateway ÷ simple bridge",
 		"## Catalog", "## Idle sessions", "| 8 | switchboard per-client |", "| 8 | bare gateway per-client |", "bare/proxy added p50", "upstream dials /1000 calls |",
 		"| 8 | switchboard, shared stdio, protocol: legacy |",
+		"| 8 | mcp-proxy v0.43.2 |", "| 8 | mcp-proxy v0.43.2, one stdio child |", "### Against mcp-proxy v0.43.2, a real peer",
+		"### Gateway ÷ mcp-proxy v0.43.2, a real peer",
 		"## Cold start", "| 10 | stdio |", "| 10 | http |"}
 	if _, err := exec.LookPath("redis-server"); err == nil {
 		want = append(want, "## Replicas", "| 8 | 2 replicas + Redis |", "| 8 | 1 replica, no Redis |", "### Kill test")

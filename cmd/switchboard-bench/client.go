@@ -28,11 +28,12 @@ func newHTTPClient() *http.Client {
 }
 
 type mcpClient struct {
-	hc     *http.Client
-	url    string
-	sid    string
-	nextID int64
-	body   bytes.Buffer
+	hc      *http.Client
+	url     string
+	sid     string
+	version string // negotiated by initialize
+	nextID  int64
+	body    bytes.Buffer
 }
 
 // rpcAnswer is the part of a JSON-RPC response the tool checks.
@@ -56,7 +57,9 @@ func (c *mcpClient) post(body []byte) (*http.Response, error) {
 	h["Accept"] = []string{"application/json, text/event-stream"}
 	if c.sid != "" {
 		h["Mcp-Session-Id"] = []string{c.sid}
-		h["Mcp-Protocol-Version"] = []string{clientProtocol}
+	}
+	if c.version != "" { // after initialize: the version it agreed
+		h["Mcp-Protocol-Version"] = []string{c.version}
 	}
 	return c.hc.Do(req)
 }
@@ -160,14 +163,20 @@ func readAnswer(resp *http.Response, id string) (rpcAnswer, error) {
 
 // initialize opens the session: initialize, then notifications/initialized.
 func (c *mcpClient) initialize() error {
-	_, resp, err := c.request("initialize", `{"protocolVersion":"`+clientProtocol+`","capabilities":{},"clientInfo":{"name":"switchboard-bench","version":"1.0.0"}}`)
+	res, resp, err := c.request("initialize", `{"protocolVersion":"`+clientProtocol+`","capabilities":{},"clientInfo":{"name":"switchboard-bench","version":"1.0.0"}}`)
 	if err != nil {
 		return err
 	}
-	c.sid = resp.Header.Get("Mcp-Session-Id")
-	if c.sid == "" {
-		return fmt.Errorf("initialize: no Mcp-Session-Id")
+	var init struct {
+		ProtocolVersion string `json:"protocolVersion"`
 	}
+	if err := json.Unmarshal(res, &init); err != nil || init.ProtocolVersion == "" {
+		return fmt.Errorf("initialize: no protocolVersion in %s", res)
+	}
+	c.version = init.ProtocolVersion
+	// "A server using the Streamable HTTP transport MAY assign a session ID at initialization time": a stateless
+	// server (the peer's) assigns none, and a stateful one that lost it fails the calls that follow.
+	c.sid = resp.Header.Get("Mcp-Session-Id")
 	resp, err = c.post([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 type runOpts struct {
 	gateway, outFile string
 	pin              bool
+	peer             string // -mcp-proxy: what to build or run as the peer; noPeer for none
 }
 
 // newBench reads cmdRun's flags into a bench and the options around it; a nil bench with the exit code when they
@@ -48,6 +49,7 @@ func newBench(args []string, stderr io.Writer) (*bench, runOpts, int) {
 	outFile := fl.String("o", "", "also write the report to this file")
 	profile := fl.String("profile", "", "write CPU and heap profiles of the gateway of scenario -profile-scenario into this directory (the profiled gateway is this tool's bare one, not switchboard serve; for load, a CPU profile of the proxy too)")
 	profScen := fl.String("profile-scenario", "load", "scenario whose gateway is profiled: load, stdio, catalog or idle")
+	peer := fl.String("mcp-proxy", defaultPeer, "the real peer of the load and stdio scenarios, TBXark's mcp-proxy: module@version, built from source (fetched through the Go module proxy), a binary's path, or \""+noPeer+"\"")
 	pin := fl.Bool("pin", false, "split the CPUs in two: this tool, its clients and the upstreams on the first half; the proxy, the bridge and the gateways (and their stdio children) on the second (with taskset; Linux; load and stdio scenarios)")
 	if err := fl.Parse(args); err != nil {
 		return nil, runOpts{}, 2
@@ -114,7 +116,7 @@ func newBench(args []string, stderr io.Writer) (*bench, runOpts, int) {
 		fmt.Fprintln(stderr, "-cold-upstreams: at least 2 (it is compared with 1)")
 		return nil, runOpts{}, 2
 	}
-	return b, runOpts{gateway: *gw, outFile: *outFile, pin: *pin}, 0
+	return b, runOpts{gateway: *gw, outFile: *outFile, pin: *pin, peer: *peer}, 0
 }
 
 func parseInts(s string) ([]int, error) {

@@ -44,8 +44,9 @@ type bench struct {
 	searchPasses, searchBuilds, searchWiths  int
 	embeddings                               hybrid.Config // -search-embeddings: hybrid search's provider; no URL for none
 	scenarios                                []string
-	needGateway                              bool   // a scenario other than search
-	pin                                      cpuPin // -pin's placement (pin.go); its zero value without -pin
+	needGateway                              bool       // a scenario other than search
+	pin                                      cpuPin     // -pin's placement (pin.go); its zero value without -pin
+	peer                                     peerBinary // -mcp-proxy's binary; no path for none
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
@@ -69,6 +70,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "building ./cmd/switchboard ...")
 		if b.gateway, err = buildGateway(b.dir); err != nil {
 			fmt.Fprintln(stderr, err)
+			return 1
+		}
+	}
+	if opts.peer != noPeer && (slices.Contains(b.scenarios, "load") || slices.Contains(b.scenarios, "stdio")) {
+		fmt.Fprintf(stderr, "building the peer, %s ...\n", opts.peer)
+		if b.peer, err = buildPeer(b.dir, opts.peer); err != nil {
+			fmt.Fprintln(stderr, "-mcp-proxy:", err)
 			return 1
 		}
 	}
@@ -289,6 +297,15 @@ func (b *bench) loadScenario() error {
 		{"switchboard shared", gw.url, `{"name":"sh__echo",` + args, gw.child},
 		{"bare gateway per-client", bare.url, `{"name":"pc__echo",` + args, bare.child},
 	}
+	if b.peer.path != "" {
+		// One upstream session for every client, as mcp-proxy keeps one client per server.
+		pr, err := b.startPeer("pc", peerServer{URL: upURL, TransportType: "streamable-http"})
+		if err != nil {
+			return err
+		}
+		defer pr.stop()
+		targets = append(targets, target{b.peer.label, pr.url, `{"name":"echo",` + args, pr.child})
+	}
 	if b.baseline != "" {
 		base, err := b.startGateway("load"+baselineSuffix, fmt.Sprintf("upstreams:\n  - {name: pc, url: %q, session: per-client}\n", upURL))
 		if err != nil {
@@ -336,6 +353,9 @@ func (b *bench) loadScenario() error {
 			ratio(bg.throughput(), p.throughput()), us(ba), ratio(float64(ba), float64(pa)))
 	}
 	fmt.Fprintf(b.out, "\n(gw = switchboard per-client; a message is a request or a response, two per call.)\n")
+	if b.peer.path != "" {
+		b.peerLoadTable(byKey)
+	}
 	b.cpuTable(byKey)
 	return withLog(withLog(b.check(all...), gw.child), bare.child)
 }
@@ -388,6 +408,14 @@ func (b *bench) stdioScenario() error {
 		return err
 	}
 	defer br.stop()
+	if b.peer.path != "" {
+		pr, err := b.startPeer("solo", peerServer{Command: b.self, Args: []string{"upstream"}}) // envChild is inherited
+		if err != nil {
+			return err
+		}
+		defer pr.stop()
+		extra = append(extra, target{b.peer.label + ", one stdio child", pr.url, pr.pid(), childrenOf(pr.pid())})
+	}
 	// Each one's stdio child, whose CPU is the upstream's.
 	gwUp, gwlUp, gwmUp, brUp := childrenOf(gw.pid()), childrenOf(gwl.pid()), childrenOf(gwm.pid()), childrenOf(br.pid())
 	const params = `{"name":"echo","arguments":{"text":"hello from switchboard-bench"}}`
@@ -411,21 +439,14 @@ func (b *bench) stdioScenario() error {
 		"which initializes it once (legacy) and forwards each request with its id rewritten (answers matched by id, JSON answers), "+
 		"with no aggregation, progress or cancellation. \"Middle\" is the gateway or the bridge; the upstream is its stdio child.\n")
 	b.resultTable(rs)
-	fmt.Fprintf(b.out, "\n### Gateway ÷ simple bridge (same run)\n\n| clients | gateway | gw calls/s | bridge calls/s | gw ÷ bridge calls/s | gw CPU µs/call | bridge CPU µs/call | gw ÷ bridge CPU per call | gw added p50 µs over bridge | upstream CPU µs/call, gw ÷ bridge |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, n := range b.stdioClients {
-		p := byKey[fmt.Sprint(brName, n)]
-		pc := perCall(p.midCPU, p.calls)
-		names := []string{gwName, gwlName, gwmName}
-		for _, t := range extra {
-			names = append(names, t.name)
-		}
-		for _, name := range names {
-			g := byKey[fmt.Sprint(name, n)]
-			gc := perCall(g.midCPU, g.calls)
-			fmt.Fprintf(b.out, "| %d | %s | %.0f | %.0f | %s | %.1f | %.1f | %s | %s | %s |\n", n, name, g.throughput(), p.throughput(),
-				ratio(g.throughput(), p.throughput()), gc*1e6, pc*1e6, ratio(gc, pc), us(g.pct(.5)-p.pct(.5)),
-				ratio(perCall(g.upCPU, g.calls), perCall(p.upCPU, p.calls)))
-		}
+	names := []string{gwName, gwlName, gwmName}
+	for _, t := range extra {
+		names = append(names, t.name)
+	}
+	b.versusTable("Gateway ÷ simple bridge", brName, names, byKey)
+	if b.peer.path != "" {
+		peer := b.peer.label + ", one stdio child"
+		b.versusTable("Gateway ÷ "+b.peer.label+", a real peer", peer, slices.DeleteFunc(names, func(n string) bool { return n == peer }), byKey)
 	}
 	if len(b.stdioClients) > 1 {
 		lo, hi := b.stdioClients[0], b.stdioClients[len(b.stdioClients)-1]
@@ -434,8 +455,28 @@ func (b *bench) stdioScenario() error {
 			ratio(byKey[fmt.Sprint(gwlName, hi)].throughput(), byKey[fmt.Sprint(gwlName, lo)].throughput()),
 			ratio(byKey[fmt.Sprint(gwmName, hi)].throughput(), byKey[fmt.Sprint(gwmName, lo)].throughput()),
 			ratio(byKey[fmt.Sprint(brName, hi)].throughput(), byKey[fmt.Sprint(brName, lo)].throughput()))
+		if b.peer.path != "" {
+			peer := b.peer.label + ", one stdio child"
+			fmt.Fprintf(b.out, "The peer, %s: %s.\n", b.peer.label, ratio(byKey[fmt.Sprint(peer, hi)].throughput(), byKey[fmt.Sprint(peer, lo)].throughput()))
+		}
 	}
 	return withLog(withLog(withLog(withLog(b.check(rs...), gw.child), gwl.child), gwm.child), br)
+}
+
+// versusTable is the stdio scenario's comparison of each of names with the target against, at each concurrency.
+func (b *bench) versusTable(title, against string, names []string, byKey map[string]loadResult) {
+	fmt.Fprintf(b.out, "\n### %s (same run)\n\n| clients | target | calls/s | theirs | ÷ theirs calls/s | CPU µs/call | theirs | ÷ theirs CPU per call | added p50 µs over theirs | upstream CPU µs/call ÷ theirs |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n", title)
+	for _, n := range b.stdioClients {
+		p := byKey[fmt.Sprint(against, n)]
+		pc := perCall(p.midCPU, p.calls)
+		for _, name := range names {
+			g := byKey[fmt.Sprint(name, n)]
+			gc := perCall(g.midCPU, g.calls)
+			fmt.Fprintf(b.out, "| %d | %s | %.0f | %.0f | %s | %.1f | %.1f | %s | %s | %s |\n", n, name, g.throughput(), p.throughput(),
+				ratio(g.throughput(), p.throughput()), gc*1e6, pc*1e6, ratio(gc, pc), us(g.pct(.5)-p.pct(.5)),
+				ratio(perCall(g.upCPU, g.calls), perCall(p.upCPU, p.calls)))
+		}
+	}
 }
 
 // perCall is CPU seconds per call (0 without calls).
