@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"sync"
@@ -206,4 +207,28 @@ func (s loadSpec) run() loadResult {
 	res.midCPU, res.midPeakKiB = midB.cpu-midA.cpu, midB.hwm
 	res.upCPU, res.hasUp = upB.cpu-upA.cpu, len(s.ups) > 0
 	return res
+}
+
+// versusTable writes the stdio scenario's comparison of each of names with the target against, at each concurrency.
+func versusTable(out io.Writer, clients []int, title, against string, names []string, byKey map[string]loadResult) {
+	fmt.Fprintf(out, "\n### %s (same run)\n\n| clients | target | calls/s | theirs | ÷ theirs calls/s | CPU µs/call | theirs | ÷ theirs CPU per call | added p50 µs over theirs | upstream CPU µs/call ÷ theirs |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n", title)
+	for _, n := range clients {
+		p := byKey[fmt.Sprint(against, n)]
+		pc := perCall(p.midCPU, p.calls)
+		for _, name := range names {
+			g := byKey[fmt.Sprint(name, n)]
+			gc := perCall(g.midCPU, g.calls)
+			fmt.Fprintf(out, "| %d | %s | %.0f | %.0f | %s | %.1f | %.1f | %s | %s | %s |\n", n, name, g.throughput(), p.throughput(),
+				ratio(g.throughput(), p.throughput()), gc*1e6, pc*1e6, ratio(gc, pc), us(g.pct(.5)-p.pct(.5)),
+				ratio(perCall(g.upCPU, g.calls), perCall(p.upCPU, p.calls)))
+		}
+	}
+}
+
+// perCall is CPU seconds per call (0 without calls).
+func perCall(cpu float64, calls int) float64 {
+	if calls == 0 {
+		return 0
+	}
+	return cpu / float64(calls)
 }

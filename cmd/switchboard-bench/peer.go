@@ -76,10 +76,11 @@ type peerServer struct {
 	TransportType string   `json:"transportType,omitempty"`
 }
 
-// startPeer writes mcp-proxy's config (its documented v2 form: streamable HTTP in front, stateless, no logging, no
+// start writes mcp-proxy's config (its documented v2 form: streamable HTTP in front, stateless, no logging, no
 // auth; one server named name) to dir and starts it, then waits until the server answers initialize. mcp-proxy
 // mounts a server only once its client has connected, and says so only in its log, so readiness is an answer.
-func (b *bench) startPeer(name string, srv peerServer) (*peerProc, error) {
+// It is started as pin places a middle process.
+func (pb peerBinary) start(dir string, pin cpuPin, name string, srv peerServer) (*peerProc, error) {
 	addr, err := freePort()
 	if err != nil {
 		return nil, err
@@ -95,12 +96,12 @@ func (b *bench) startPeer(name string, srv peerServer) (*peerProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(b.dir, "mcp-proxy-"+name+".json")
+	path := filepath.Join(dir, "mcp-proxy-"+name+".json")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		return nil, err
 	}
-	bin, args := b.pin.middleCommand(b.peer.path, "-config", path, "-expand-env=false")
-	c, err := startChild(b.peer.label, false, bin, args...)
+	bin, args := pin.middleCommand(pb.path, "-config", path, "-expand-env=false")
+	c, err := startChild(pb.label, false, bin, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -144,18 +145,18 @@ func (p *peerProc) waitReady() error {
 	}
 }
 
-// peerLoadTable compares switchboard serve with mcp-proxy in the load scenario. mcp-proxy keeps one upstream
+// peerLoadTable writes the load scenario's comparison of switchboard serve with the peer, labelled label. mcp-proxy keeps one upstream
 // session for all its clients, so serve's shared session is the like-for-like row; per-client is beside it.
-func (b *bench) peerLoadTable(byKey map[string]loadResult) {
-	fmt.Fprintf(b.out, "\n### Against %s, a real peer (same run)\n\n"+
+func peerLoadTable(out io.Writer, label string, clients []int, byKey map[string]loadResult) {
+	fmt.Fprintf(out, "\n### Against %s, a real peer (same run)\n\n"+
 		"| clients | peer calls/s | peer added p50 µs | peer CPU µs/call | serve shared ÷ peer calls/s | serve per-client ÷ peer calls/s | serve shared added p50 ÷ peer's | serve shared CPU per call ÷ peer's |\n"+
-		"|---:|---:|---:|---:|---:|---:|---:|---:|\n", b.peer.label)
-	for _, n := range b.clients {
-		d, p := byKey[fmt.Sprint("direct", n)], byKey[fmt.Sprint(b.peer.label, n)]
+		"|---:|---:|---:|---:|---:|---:|---:|---:|\n", label)
+	for _, n := range clients {
+		d, p := byKey[fmt.Sprint("direct", n)], byKey[fmt.Sprint(label, n)]
 		s, g := byKey[fmt.Sprint("switchboard shared", n)], byKey[fmt.Sprint("switchboard per-client", n)]
 		pa, sa := p.pct(.5)-d.pct(.5), s.pct(.5)-d.pct(.5)
 		pc, sc := perCall(p.midCPU, p.calls), perCall(s.midCPU, s.calls)
-		fmt.Fprintf(b.out, "| %d | %.0f | %s | %.1f | %s | %s | %s | %s |\n", n, p.throughput(), us(pa), pc*1e6,
+		fmt.Fprintf(out, "| %d | %.0f | %s | %.1f | %s | %s | %s | %s |\n", n, p.throughput(), us(pa), pc*1e6,
 			ratio(s.throughput(), p.throughput()), ratio(g.throughput(), p.throughput()), ratio(float64(sa), float64(pa)), ratio(sc, pc))
 	}
 }

@@ -299,7 +299,7 @@ func (b *bench) loadScenario() error {
 	}
 	if b.peer.path != "" {
 		// One upstream session for every client, as mcp-proxy keeps one client per server.
-		pr, err := b.startPeer("pc", peerServer{URL: upURL, TransportType: "streamable-http"})
+		pr, err := b.peer.start(b.dir, b.pin, "pc", peerServer{URL: upURL, TransportType: "streamable-http"})
 		if err != nil {
 			return err
 		}
@@ -354,7 +354,7 @@ func (b *bench) loadScenario() error {
 	}
 	fmt.Fprintf(b.out, "\n(gw = switchboard per-client; a message is a request or a response, two per call.)\n")
 	if b.peer.path != "" {
-		b.peerLoadTable(byKey)
+		peerLoadTable(b.out, b.peer.label, b.clients, byKey)
 	}
 	b.cpuTable(byKey)
 	return withLog(withLog(b.check(all...), gw.child), bare.child)
@@ -409,7 +409,7 @@ func (b *bench) stdioScenario() error {
 	}
 	defer br.stop()
 	if b.peer.path != "" {
-		pr, err := b.startPeer("solo", peerServer{Command: b.self, Args: []string{"upstream"}}) // envChild is inherited
+		pr, err := b.peer.start(b.dir, b.pin, "solo", peerServer{Command: b.self, Args: []string{"upstream"}}) // envChild is inherited
 		if err != nil {
 			return err
 		}
@@ -443,10 +443,10 @@ func (b *bench) stdioScenario() error {
 	for _, t := range extra {
 		names = append(names, t.name)
 	}
-	b.versusTable("Gateway ÷ simple bridge", brName, names, byKey)
+	versusTable(b.out, b.stdioClients, "Gateway ÷ simple bridge", brName, names, byKey)
 	if b.peer.path != "" {
 		peer := b.peer.label + ", one stdio child"
-		b.versusTable("Gateway ÷ "+b.peer.label+", a real peer", peer, slices.DeleteFunc(names, func(n string) bool { return n == peer }), byKey)
+		versusTable(b.out, b.stdioClients, "Gateway ÷ "+b.peer.label+", a real peer", peer, slices.DeleteFunc(names, func(n string) bool { return n == peer }), byKey)
 	}
 	if len(b.stdioClients) > 1 {
 		lo, hi := b.stdioClients[0], b.stdioClients[len(b.stdioClients)-1]
@@ -461,30 +461,6 @@ func (b *bench) stdioScenario() error {
 		}
 	}
 	return withLog(withLog(withLog(withLog(b.check(rs...), gw.child), gwl.child), gwm.child), br)
-}
-
-// versusTable is the stdio scenario's comparison of each of names with the target against, at each concurrency.
-func (b *bench) versusTable(title, against string, names []string, byKey map[string]loadResult) {
-	fmt.Fprintf(b.out, "\n### %s (same run)\n\n| clients | target | calls/s | theirs | ÷ theirs calls/s | CPU µs/call | theirs | ÷ theirs CPU per call | added p50 µs over theirs | upstream CPU µs/call ÷ theirs |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n", title)
-	for _, n := range b.stdioClients {
-		p := byKey[fmt.Sprint(against, n)]
-		pc := perCall(p.midCPU, p.calls)
-		for _, name := range names {
-			g := byKey[fmt.Sprint(name, n)]
-			gc := perCall(g.midCPU, g.calls)
-			fmt.Fprintf(b.out, "| %d | %s | %.0f | %.0f | %s | %.1f | %.1f | %s | %s | %s |\n", n, name, g.throughput(), p.throughput(),
-				ratio(g.throughput(), p.throughput()), gc*1e6, pc*1e6, ratio(gc, pc), us(g.pct(.5)-p.pct(.5)),
-				ratio(perCall(g.upCPU, g.calls), perCall(p.upCPU, p.calls)))
-		}
-	}
-}
-
-// perCall is CPU seconds per call (0 without calls).
-func perCall(cpu float64, calls int) float64 {
-	if calls == 0 {
-		return 0
-	}
-	return cpu / float64(calls)
 }
 
 // withLog adds the tail of a child's log to a scenario's error.
