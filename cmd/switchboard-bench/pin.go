@@ -5,7 +5,7 @@ package main
 // On a small machine the tool's clients, the upstreams and the process under test share every core. At 1 client
 // each call then wakes threads across the cores in turn, and what the process under test is charged depends on
 // what ran on its core just before. -pin splits the CPUs: the tool, its clients and the upstreams on the first
-// half, the proxy, the bridge and the gateways (with their stdio children) on the second. Both sides of
+// half, the proxy, the bridge, the peer and the gateways (with their stdio children) on the second. Both sides of
 // every comparison are placed alike. It is Linux's (CPU affinity and taskset): pin_linux.go.
 
 import (

@@ -133,8 +133,8 @@ func TestPinScenarios(t *testing.T) {
 func TestBenchPinned(t *testing.T) {
 	tool, middle := needTwoCPUs(t)
 	out := runTool(t, "-pin", "-scenarios", "load", "-clients", "1", "-duration", "1s")
-	for _, want := range []string{"| 1 | switchboard per-client |", "| 1 | proxy |", "| 1 | bare gateway per-client |",
-		"pinned: this tool, its clients and the upstreams on CPUs " + cpuArg(tool) + "; the proxy, the bridge and the gateways on CPUs " + cpuArg(middle)} {
+	for _, want := range []string{"| 1 | switchboard per-client |", "| 1 | proxy |", "| 1 | bare gateway per-client |", "| 1 | mcp-proxy v0.43.2 |",
+		"pinned: this tool, its clients and the upstreams on CPUs " + cpuArg(tool) + "; the proxy, the bridge, the peer and the gateways on CPUs " + cpuArg(middle)} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report has no %q:\n%s", want, out.String())
 		}

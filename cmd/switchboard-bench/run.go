@@ -183,7 +183,7 @@ func (b *bench) machine() {
 		settings = append(settings, fmt.Sprintf("search: tools %v, %d passes, %d builds, %d updates", b.searchTools, b.searchPasses, b.searchBuilds, b.searchWiths))
 	}
 	if b.pin.taskset != "" {
-		settings = append(settings, fmt.Sprintf("pinned: this tool, its clients and the upstreams on CPUs %s; the proxy, the bridge and the gateways on CPUs %s",
+		settings = append(settings, fmt.Sprintf("pinned: this tool, its clients and the upstreams on CPUs %s; the proxy, the bridge, the peer and the gateways on CPUs %s",
 			cpuArg(b.pin.toolCPUs), cpuArg(b.pin.middleCPUs)))
 	}
 	fmt.Fprintf(b.out, "| settings | %s; short=%v |\n", strings.Join(settings, "; "), b.short)
