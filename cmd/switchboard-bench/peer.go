@@ -145,8 +145,9 @@ func (p *peerProc) waitReady() error {
 	}
 }
 
-// peerLoadTable writes the load scenario's comparison of switchboard serve with the peer, labelled label. mcp-proxy keeps one upstream
-// session for all its clients, so serve's shared session is the like-for-like row; per-client is beside it.
+// peerLoadTable writes the load scenario's comparison of switchboard serve with the peer, labelled label.
+// mcp-proxy keeps one upstream session for all its clients, so serve's shared session is the like-for-like row;
+// per-client is beside it.
 func peerLoadTable(out io.Writer, label string, clients []int, byKey map[string]loadResult) {
 	fmt.Fprintf(out, "\n### Against %s, a real peer (same run)\n\n"+
 		"| clients | peer calls/s | peer added p50 µs | peer CPU µs/call | serve shared ÷ peer calls/s | serve per-client ÷ peer calls/s | serve shared added p50 ÷ peer's | serve shared CPU per call ÷ peer's |\n"+
