@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -223,4 +224,37 @@ func (c *mcpClient) close() {
 		resp.Body.Close()
 	}
 	c.sid = ""
+}
+
+// listPages lists every page of tools/list, returning each page's latency and the number of tools.
+func listPages(c *mcpClient) ([]time.Duration, int, error) {
+	var lats []time.Duration
+	tools, cursor := 0, ""
+	for {
+		params := `{}`
+		if cursor != "" {
+			params = `{"cursor":` + strconv.Quote(cursor) + `}`
+		}
+		t0 := time.Now()
+		res, _, err := c.request("tools/list", params)
+		lats = append(lats, time.Since(t0))
+		if err != nil {
+			return lats, tools, err
+		}
+		var page struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(res, &page); err != nil {
+			return lats, tools, fmt.Errorf("tools/list: %v", err)
+		}
+		tools += len(page.Tools)
+		if page.NextCursor == "" {
+			return lats, tools, nil
+		}
+		cursor = page.NextCursor
+		if len(lats) > 100000 {
+			return lats, tools, errors.New("tools/list: no end to the pages")
+		}
+	}
 }

@@ -146,10 +146,7 @@ func median(ss []coldStart, f func(coldStart) float64) float64 {
 		v[i] = f(s)
 	}
 	slices.Sort(v)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	return medianSorted(v)
 }
 
 // medianOf formats the median of f over ss, with the range when there is more than one value.

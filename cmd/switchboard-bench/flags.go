@@ -50,6 +50,7 @@ func newBench(args []string, stderr io.Writer) (*bench, runOpts, int) {
 	profile := fl.String("profile", "", "write CPU and heap profiles of the gateway of scenario -profile-scenario into this directory (the profiled gateway is this tool's bare one, not switchboard serve; for load, a CPU profile of the proxy too)")
 	profScen := fl.String("profile-scenario", "load", "scenario whose gateway is profiled: load, stdio, catalog or idle")
 	peer := fl.String("mcp-proxy", defaultPeer, "the real peer of the load and stdio scenarios, TBXark's mcp-proxy: module@version, built from source (fetched through the Go module proxy), a binary's path, or \""+noPeer+"\"")
+	rounds := fl.Int("rounds", 1, "rounds of the load and stdio scenarios, each a whole interleaved pass with its targets in a turned order; with more than one, the report ends with each target's ratios round by round and their medians")
 	pin := fl.Bool("pin", false, "split the CPUs in two: this tool, its clients and the upstreams on the first half; the proxy, the bridge, the peer and the gateways (and their stdio children) on the second (with taskset; Linux; load and stdio scenarios)")
 	if err := fl.Parse(args); err != nil {
 		return nil, runOpts{}, 2
@@ -68,6 +69,11 @@ func newBench(args []string, stderr io.Writer) (*bench, runOpts, int) {
 		b.searchBuilds, b.searchWiths = 2, 20
 	}
 	b.warm = min(*duration/5, 2*time.Second)
+	if *rounds < 1 {
+		fmt.Fprintln(stderr, "-rounds: at least 1")
+		return nil, runOpts{}, 2
+	}
+	b.rounds = *rounds
 	for _, s := range strings.Split(*scen, ",") {
 		s = strings.TrimSpace(s)
 		switch s {

@@ -232,3 +232,8 @@ func perCall(cpu float64, calls int) float64 {
 	}
 	return cpu / float64(calls)
 }
+
+// pctOf is the p-th percentile of lats, sorted.
+func pctOf(lats []time.Duration, p float64) time.Duration {
+	return loadResult{lat: lats}.pct(p)
+}

@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -44,9 +43,11 @@ type bench struct {
 	searchPasses, searchBuilds, searchWiths  int
 	embeddings                               hybrid.Config // -search-embeddings: hybrid search's provider; no URL for none
 	scenarios                                []string
-	needGateway                              bool       // a scenario other than search
-	pin                                      cpuPin     // -pin's placement (pin.go); its zero value without -pin
-	peer                                     peerBinary // -mcp-proxy's binary; no path for none
+	needGateway                              bool                    // a scenario other than search
+	pin                                      cpuPin                  // -pin's placement (pin.go); its zero value without -pin
+	peer                                     peerBinary              // -mcp-proxy's binary; no path for none
+	rounds, round                            int                     // -rounds of the load and stdio scenarios, and the one running
+	loadRuns, stdioRuns                      []map[string]loadResult // each round's results by target and clients
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
@@ -116,10 +117,8 @@ func (b *bench) run() string {
 	for _, s := range b.scenarios {
 		var err error
 		switch s {
-		case "load":
-			err = b.loadScenario()
-		case "stdio":
-			err = b.stdioScenario()
+		case "load", "stdio":
+			err = b.inRounds(s)
 		case "catalog":
 			err = b.catalogScenario()
 		case "idle":
@@ -136,7 +135,31 @@ func (b *bench) run() string {
 			fmt.Fprintf(&report, "\n**%s failed**: %v\n", s, err)
 		}
 	}
+	if b.rounds > 1 {
+		roundsSummary(b.out, b.clients, b.stdioClients, b.peer.label, b.loadRuns, b.stdioRuns)
+	}
 	return report.String()
+}
+
+// inRounds runs the load or the stdio scenario -rounds times, each round a whole interleaved pass with its own
+// processes, its targets in an order turned by one each round, so that no target always runs first or last.
+func (b *bench) inRounds(scenario string) error {
+	for b.round = 0; b.round < max(b.rounds, 1); b.round++ {
+		if b.rounds > 1 {
+			fmt.Fprintf(b.out, "\n# %s, round %d of %d\n", scenario, b.round+1, b.rounds)
+			b.logf("%s: round %d of %d", scenario, b.round+1, b.rounds)
+		}
+		var err error
+		if scenario == "load" {
+			err = b.loadScenario()
+		} else {
+			err = b.stdioScenario()
+		}
+		if err != nil {
+			return fmt.Errorf("round %d: %w", b.round+1, err)
+		}
+	}
+	return nil
 }
 
 func (b *bench) logf(format string, args ...any) {
@@ -172,6 +195,12 @@ func (b *bench) machine() {
 	}
 	if slices.Contains(b.scenarios, "stdio") {
 		settings = append(settings, fmt.Sprintf("stdio: clients %v", b.stdioClients))
+	}
+	if b.rounds > 1 {
+		settings = append(settings, fmt.Sprintf("load and stdio: %d rounds, the targets' order turned by one each round", b.rounds))
+	}
+	if b.peer.path != "" {
+		settings = append(settings, "the real peer: "+b.peer.label)
 	}
 	if slices.Contains(b.scenarios, "replicas") {
 		settings = append(settings, fmt.Sprintf("replicas: clients %v", b.replicaClients))
@@ -317,7 +346,7 @@ func (b *bench) loadScenario() error {
 	var all []loadResult
 	byKey := map[string]loadResult{}
 	for _, n := range b.clients {
-		for _, t := range targets {
+		for _, t := range rotate(targets, b.round) {
 			b.logf("load: %s, %d clients", t.name, n)
 			acc := &acceptMeter{base: "http://" + up.addr}
 			spec := loadSpec{target: t.name, url: t.url, params: t.params, clients: n, warm: b.warm, dur: b.duration,
@@ -357,6 +386,7 @@ func (b *bench) loadScenario() error {
 		peerLoadTable(b.out, b.peer.label, b.clients, byKey)
 	}
 	b.cpuTable(byKey)
+	b.loadRuns = append(b.loadRuns, byKey)
 	return withLog(withLog(b.check(all...), gw.child), bare.child)
 }
 
@@ -419,13 +449,11 @@ func (b *bench) stdioScenario() error {
 	// Each one's stdio child, whose CPU is the upstream's.
 	gwUp, gwlUp, gwmUp, brUp := childrenOf(gw.pid()), childrenOf(gwl.pid()), childrenOf(gwm.pid()), childrenOf(br.pid())
 	const params = `{"name":"echo","arguments":{"text":"hello from switchboard-bench"}}`
-	const gwName, gwlName, gwmName, brName = "switchboard, shared stdio", "switchboard, shared stdio, protocol: legacy",
-		"switchboard, shared stdio, protocol: modern", "simple bridge, one stdio child"
 	var rs []loadResult
 	byKey := map[string]loadResult{}
 	for _, n := range b.stdioClients {
-		for _, t := range append([]target{{gwName, gw.url, gw.pid(), gwUp}, {gwlName, gwl.url, gwl.pid(), gwlUp},
-			{gwmName, gwm.url, gwm.pid(), gwmUp}, {brName, "http://" + br.addr + "/mcp", br.pid(), brUp}}, extra...) {
+		for _, t := range rotate(append([]target{{gwName, gw.url, gw.pid(), gwUp}, {gwlName, gwl.url, gwl.pid(), gwlUp},
+			{gwmName, gwm.url, gwm.pid(), gwmUp}, {brName, "http://" + br.addr + "/mcp", br.pid(), brUp}}, extra...), b.round) {
 			b.logf("stdio: %s, %d clients", t.name, n)
 			r := loadSpec{target: t.name, url: t.url, params: params, clients: n, warm: b.warm, dur: b.duration,
 				mids: []int{t.mid}, ups: t.ups}.run()
@@ -460,6 +488,7 @@ func (b *bench) stdioScenario() error {
 			fmt.Fprintf(b.out, "The peer, %s: %s.\n", b.peer.label, ratio(byKey[fmt.Sprint(peer, hi)].throughput(), byKey[fmt.Sprint(peer, lo)].throughput()))
 		}
 	}
+	b.stdioRuns = append(b.stdioRuns, byKey)
 	return withLog(withLog(withLog(withLog(b.check(rs...), gw.child), gwl.child), gwm.child), br)
 }
 
@@ -473,43 +502,6 @@ func withLog(err error, c *child) error {
 		l = l[len(l)-2000:]
 	}
 	return fmt.Errorf("%w\n%s log (tail):\n%s", err, c.name, l)
-}
-
-// listPages lists every page of tools/list, returning each page's latency and the number of tools.
-func listPages(c *mcpClient) ([]time.Duration, int, error) {
-	var lats []time.Duration
-	tools, cursor := 0, ""
-	for {
-		params := `{}`
-		if cursor != "" {
-			params = `{"cursor":` + strconv.Quote(cursor) + `}`
-		}
-		t0 := time.Now()
-		res, _, err := c.request("tools/list", params)
-		lats = append(lats, time.Since(t0))
-		if err != nil {
-			return lats, tools, err
-		}
-		var page struct {
-			Tools      []json.RawMessage `json:"tools"`
-			NextCursor string            `json:"nextCursor"`
-		}
-		if err := json.Unmarshal(res, &page); err != nil {
-			return lats, tools, fmt.Errorf("tools/list: %v", err)
-		}
-		tools += len(page.Tools)
-		if page.NextCursor == "" {
-			return lats, tools, nil
-		}
-		cursor = page.NextCursor
-		if len(lats) > 100000 {
-			return lats, tools, errors.New("tools/list: no end to the pages")
-		}
-	}
-}
-
-func pctOf(lats []time.Duration, p float64) time.Duration {
-	return loadResult{lat: lats}.pct(p)
 }
 
 // catalogScenario: catUpstreams upstreams of catTools tools each (one in-process server behind as many paths),
