@@ -12,6 +12,23 @@ import (
 	"time"
 )
 
+// The targets, by the names the report's tables give them (and results are keyed by, with the clients).
+const (
+	directName    = "direct"
+	proxyName     = "proxy"
+	perClientName = "switchboard per-client"
+	sharedName    = "switchboard shared"
+	bareName      = "bare gateway per-client"
+
+	gwName  = "switchboard, shared stdio"
+	gwlName = "switchboard, shared stdio, protocol: legacy"
+	gwmName = "switchboard, shared stdio, protocol: modern"
+	brName  = "simple bridge, one stdio child"
+)
+
+// peerStdioName is the stdio scenario's name for the peer labelled label.
+func peerStdioName(label string) string { return label + ", one stdio child" }
+
 // loadResult is one target at one concurrency.
 type loadResult struct {
 	target  string

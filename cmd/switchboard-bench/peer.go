@@ -153,8 +153,8 @@ func peerLoadTable(out io.Writer, label string, clients []int, byKey map[string]
 		"| clients | peer calls/s | peer added p50 µs | peer CPU µs/call | serve shared ÷ peer calls/s | serve per-client ÷ peer calls/s | serve shared added p50 ÷ peer's | serve shared CPU per call ÷ peer's |\n"+
 		"|---:|---:|---:|---:|---:|---:|---:|---:|\n", label)
 	for _, n := range clients {
-		d, p := byKey[fmt.Sprint("direct", n)], byKey[fmt.Sprint(label, n)]
-		s, g := byKey[fmt.Sprint("switchboard shared", n)], byKey[fmt.Sprint("switchboard per-client", n)]
+		d, p := byKey[fmt.Sprint(directName, n)], byKey[fmt.Sprint(label, n)]
+		s, g := byKey[fmt.Sprint(sharedName, n)], byKey[fmt.Sprint(perClientName, n)]
 		pa, sa := p.pct(.5)-d.pct(.5), s.pct(.5)-d.pct(.5)
 		pc, sc := perCall(p.midCPU, p.calls), perCall(s.midCPU, s.calls)
 		fmt.Fprintf(out, "| %d | %.0f | %s | %.1f | %s | %s | %s | %s |\n", n, p.throughput(), us(pa), pc*1e6,

@@ -10,14 +10,6 @@ import (
 	"strings"
 )
 
-// The stdio scenario's targets, by the names its tables give them.
-const (
-	gwName  = "switchboard, shared stdio"
-	gwlName = "switchboard, shared stdio, protocol: legacy"
-	gwmName = "switchboard, shared stdio, protocol: modern"
-	brName  = "simple bridge, one stdio child"
-)
-
 // rotate returns ts turned left by k: round k starts with its k-th target.
 func rotate[T any](ts []T, k int) []T {
 	if len(ts) == 0 {
@@ -60,7 +52,7 @@ func cpuOver(a, b string) func(map[string]loadResult, int) float64 {
 // addedOver is a's added p50 (over the direct target's p50) over b's.
 func addedOver(a, b string) func(map[string]loadResult, int) float64 {
 	return func(m map[string]loadResult, n int) float64 {
-		d, x, y := m[fmt.Sprint("direct", n)], m[fmt.Sprint(a, n)], m[fmt.Sprint(b, n)]
+		d, x, y := m[fmt.Sprint(directName, n)], m[fmt.Sprint(a, n)], m[fmt.Sprint(b, n)]
 		if d.calls == 0 || x.calls == 0 || y.calls == 0 {
 			return 0
 		}
@@ -78,20 +70,20 @@ func roundsSummary(out io.Writer, clients, stdioClients []int, peer string, load
 	var load, stdio []roundMeasure
 	for _, n := range clients {
 		load = append(load,
-			roundMeasure{"serve per-client ÷ proxy, calls/s", n, throughputOver("switchboard per-client", "proxy")},
-			roundMeasure{"serve shared ÷ proxy, calls/s", n, throughputOver("switchboard shared", "proxy")},
-			roundMeasure{"serve per-client added p50 ÷ proxy's", n, addedOver("switchboard per-client", "proxy")},
-			roundMeasure{"serve ÷ bare forwarding path, CPU per call", n, cpuOver("switchboard per-client", "bare gateway per-client")})
+			roundMeasure{"serve per-client ÷ proxy, calls/s", n, throughputOver(perClientName, proxyName)},
+			roundMeasure{"serve shared ÷ proxy, calls/s", n, throughputOver(sharedName, proxyName)},
+			roundMeasure{"serve per-client added p50 ÷ proxy's", n, addedOver(perClientName, proxyName)},
+			roundMeasure{"serve ÷ bare forwarding path, CPU per call", n, cpuOver(perClientName, bareName)})
 		if peer != "" {
 			load = append(load,
-				roundMeasure{"serve shared ÷ " + peer + ", calls/s", n, throughputOver("switchboard shared", peer)},
-				roundMeasure{"serve shared added p50 ÷ " + peer + "'s", n, addedOver("switchboard shared", peer)})
+				roundMeasure{"serve shared ÷ " + peer + ", calls/s", n, throughputOver(sharedName, peer)},
+				roundMeasure{"serve shared added p50 ÷ " + peer + "'s", n, addedOver(sharedName, peer)})
 		}
 	}
 	for _, n := range stdioClients {
 		against := brName
 		if peer != "" {
-			against = peer + ", one stdio child"
+			against = peerStdioName(peer)
 		}
 		stdio = append(stdio,
 			roundMeasure{"serve (default) ÷ " + against + ", calls/s", n, throughputOver(gwName, against)},

@@ -320,11 +320,11 @@ func (b *bench) loadScenario() error {
 		mid               *child
 	}
 	targets := []target{
-		{"direct", upURL, `{"name":"echo",` + args, nil},
-		{"proxy", "http://" + px.addr + "/mcp", `{"name":"echo",` + args, px},
-		{"switchboard per-client", gw.url, `{"name":"pc__echo",` + args, gw.child},
-		{"switchboard shared", gw.url, `{"name":"sh__echo",` + args, gw.child},
-		{"bare gateway per-client", bare.url, `{"name":"pc__echo",` + args, bare.child},
+		{directName, upURL, `{"name":"echo",` + args, nil},
+		{proxyName, "http://" + px.addr + "/mcp", `{"name":"echo",` + args, px},
+		{perClientName, gw.url, `{"name":"pc__echo",` + args, gw.child},
+		{sharedName, gw.url, `{"name":"sh__echo",` + args, gw.child},
+		{bareName, bare.url, `{"name":"pc__echo",` + args, bare.child},
 	}
 	if b.peer.path != "" {
 		// One upstream session for every client, as mcp-proxy keeps one client per server.
@@ -369,8 +369,8 @@ func (b *bench) loadScenario() error {
 	b.resultTable(all)
 	fmt.Fprintf(b.out, "\n### Ratios (same run)\n\n| clients | gw/direct calls/s | gw/proxy calls/s | proxy/direct calls/s | proxy added p50 µs | gw added p50 µs | gw/proxy added p50 | gw shared/proxy calls/s | gw shared added p50 µs | gw CPU µs/msg | bare/proxy calls/s | bare added p50 µs | bare/proxy added p50 |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, n := range b.clients {
-		d, p, g, s := byKey[fmt.Sprint("direct", n)], byKey[fmt.Sprint("proxy", n)], byKey[fmt.Sprint("switchboard per-client", n)], byKey[fmt.Sprint("switchboard shared", n)]
-		bg := byKey[fmt.Sprint("bare gateway per-client", n)]
+		d, p, g, s := byKey[fmt.Sprint(directName, n)], byKey[fmt.Sprint(proxyName, n)], byKey[fmt.Sprint(perClientName, n)], byKey[fmt.Sprint(sharedName, n)]
+		bg := byKey[fmt.Sprint(bareName, n)]
 		pa, ga, sa, ba := p.pct(.5)-d.pct(.5), g.pct(.5)-d.pct(.5), s.pct(.5)-d.pct(.5), bg.pct(.5)-d.pct(.5)
 		perMsg := "–"
 		if g.calls > 0 {
@@ -444,7 +444,7 @@ func (b *bench) stdioScenario() error {
 			return err
 		}
 		defer pr.stop()
-		extra = append(extra, target{b.peer.label + ", one stdio child", pr.url, pr.pid(), childrenOf(pr.pid())})
+		extra = append(extra, target{peerStdioName(b.peer.label), pr.url, pr.pid(), childrenOf(pr.pid())})
 	}
 	// Each one's stdio child, whose CPU is the upstream's.
 	gwUp, gwlUp, gwmUp, brUp := childrenOf(gw.pid()), childrenOf(gwl.pid()), childrenOf(gwm.pid()), childrenOf(br.pid())
@@ -473,7 +473,7 @@ func (b *bench) stdioScenario() error {
 	}
 	versusTable(b.out, b.stdioClients, "Gateway ÷ simple bridge", brName, names, byKey)
 	if b.peer.path != "" {
-		peer := b.peer.label + ", one stdio child"
+		peer := peerStdioName(b.peer.label)
 		versusTable(b.out, b.stdioClients, "Gateway ÷ "+b.peer.label+", a real peer", peer, slices.DeleteFunc(names, func(n string) bool { return n == peer }), byKey)
 	}
 	if len(b.stdioClients) > 1 {
@@ -484,7 +484,7 @@ func (b *bench) stdioScenario() error {
 			ratio(byKey[fmt.Sprint(gwmName, hi)].throughput(), byKey[fmt.Sprint(gwmName, lo)].throughput()),
 			ratio(byKey[fmt.Sprint(brName, hi)].throughput(), byKey[fmt.Sprint(brName, lo)].throughput()))
 		if b.peer.path != "" {
-			peer := b.peer.label + ", one stdio child"
+			peer := peerStdioName(b.peer.label)
 			fmt.Fprintf(b.out, "The peer, %s: %s.\n", b.peer.label, ratio(byKey[fmt.Sprint(peer, hi)].throughput(), byKey[fmt.Sprint(peer, lo)].throughput()))
 		}
 	}
@@ -663,7 +663,7 @@ func (b *bench) cpuTable(byKey map[string]loadResult) {
 	}
 	fmt.Fprintln(b.out)
 	for _, n := range b.clients {
-		bare, g := byKey[fmt.Sprint("bare gateway per-client", n)], byKey[fmt.Sprint("switchboard per-client", n)]
+		bare, g := byKey[fmt.Sprint(bareName, n)], byKey[fmt.Sprint(perClientName, n)]
 		bc, gc := perCall(bare.midCPU, bare.calls), perCall(g.midCPU, g.calls)
 		fmt.Fprintf(b.out, "| %d | %.1f | %.1f | %s |", n, bc*1e6, gc*1e6, ratio(gc, bc))
 		if b.baseline != "" {
