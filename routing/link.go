@@ -396,6 +396,7 @@ func (l *link) sendCancel(upID int64, reason string) {
 
 // serve reads the connection until it ends, routing every message.
 func (l *link) serve(conn *upstream.Conn) error {
+	conn.Preempt(l)
 	for {
 		in, err := conn.Read(l.ctx)
 		if err != nil {
@@ -407,6 +408,18 @@ func (l *link) serve(conn *upstream.Conn) error {
 		l.route(in)
 	}
 }
+
+// Preempt routes a response on the connection's reader (upstream.Preempter): taking the pending request from
+// the table and delivering its answer never blocks.
+func (l *link) Preempt(in upstream.Incoming) bool {
+	if in.Msg.Kind() != jsonrpc.KindResponse {
+		return false
+	}
+	l.route(in)
+	return true
+}
+
+var _ upstream.Preempter = (*link)(nil)
 
 // cancelledParams builds the params of notifications/cancelled for a request id (raw JSON).
 func cancelledParams(id []byte, reason string) []byte {

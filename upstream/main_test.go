@@ -228,7 +228,9 @@ func newTestServerWith(hooks *testHooks) *mcp.Server {
 // request that comes before initialize (such as the server/discover probe):
 // "" answers it like any other, "silent" never answers, "late" answers it
 // only after the initialize response, "exit" exits with status 1; RAW_BIG:
-// the size of the answer to the method "big".
+// the size of the answer to the method "big". The methods "noted" and "asks"
+// are answered after a progress notification or a ping of the server's own,
+// in the same write.
 func runRawServer() int {
 	in := bufio.NewScanner(os.Stdin)
 	out := bufio.NewWriter(os.Stdout)
@@ -275,6 +277,15 @@ func runRawServer() int {
 			// RAW_BIG: the size of the answer to "big", padded to be over a small message limit.
 			n, _ := strconv.Atoi(os.Getenv("RAW_BIG"))
 			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"pad":%q}}`, m.ID, strings.Repeat("x", n)))
+		case m.ID != nil && (m.Method == "noted" || m.Method == "asks"):
+			// A notification, or a request of the server's own, and then the answer, in one write: the reader
+			// finds both in one buffer.
+			first := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`
+			if m.Method == "asks" {
+				first = `{"jsonrpc":"2.0","id":"s1","method":"ping"}`
+			}
+			out.WriteString(first + "\n")
+			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"method":%q}}`, m.ID, m.Method))
 		case m.ID != nil && m.Method != "":
 			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"method":%q}}`, m.ID, m.Method))
 		}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/upstream/jsonrpc"
 )
 
 // CommandTransport runs an upstream MCP server as a child process that
@@ -131,6 +133,17 @@ type stdioConn struct {
 	// Dial fell back to initialize; its late answer is dropped.
 	ignoreID atomic.Pointer[[]byte]
 
+	// preempter, once set (Preempt), takes responses on the stdout reader.
+	preempter atomic.Pointer[Preempter]
+	// unrouted counts the messages queued and not yet done with: from the
+	// reader's queueing to the consumer's next Read. Only the reader adds
+	// to it, so when it reads 0, everything read before has been routed and
+	// a response may be taken out of turn without overtaking anything.
+	unrouted atomic.Int64
+	// held, Read's own, tells that Read returned a message counted in
+	// unrouted (Read is called from one goroutine).
+	held bool
+
 	wg sync.WaitGroup
 }
 
@@ -138,6 +151,7 @@ type stdioConn struct {
 // and the child is reaped it returns an error describing how the child
 // ended; a zero exit status or a Close wraps io.EOF.
 func (c *stdioConn) Read(ctx context.Context) (Incoming, error) {
+	c.release()
 	select {
 	case <-c.stop:
 		return Incoming{}, fmt.Errorf("upstream %s: %w", c.name, errClosed)
@@ -146,6 +160,7 @@ func (c *stdioConn) Read(ctx context.Context) (Incoming, error) {
 	select {
 	case in, ok := <-c.queue:
 		if ok {
+			c.held = true
 			return in, nil
 		}
 	case <-c.stop:
@@ -173,3 +188,31 @@ func (c *stdioConn) endErr() error {
 }
 
 func (t *CommandTransport) upstreamSpec() Spec { return t.spec }
+
+// Preempt makes p take the child's responses on the stdout reader, when nothing read before a response is still
+// waiting to be routed. It saves a response the hop through the queue and Read's goroutine. Called, like Read,
+// from the consumer's goroutine, it tells that the consumer is done with what Read returned before (the
+// handshake's answer).
+func (c *stdioConn) Preempt(p Preempter) {
+	c.release()
+	c.preempter.Store(&p)
+}
+
+// release tells that the consumer is done with the message Read returned last, if it has not said so yet.
+func (c *stdioConn) release() {
+	if c.held {
+		c.held = false
+		c.unrouted.Add(-1)
+	}
+}
+
+// preempted offers msg to the preempter, reporting whether it took it. Only a response is offered, and only
+// when nothing read before it is still waiting: a progress notification or a log message the child sent before
+// its answer must reach the client first.
+func (c *stdioConn) preempted(msg jsonrpc.Message) bool {
+	p := c.preempter.Load()
+	if p == nil || msg.Kind() != jsonrpc.KindResponse || c.unrouted.Load() != 0 {
+		return false
+	}
+	return (*p).Preempt(Incoming{Msg: msg})
+}

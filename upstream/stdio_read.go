@@ -116,6 +116,10 @@ func (c *stdioConn) handleLine(line []byte) bool {
 			c.log.Debug("dropping a late answer to server/discover")
 			continue
 		}
+		if c.preempted(msg) {
+			continue
+		}
+		c.unrouted.Add(1)
 		select {
 		case c.queue <- Incoming{Msg: msg}:
 		case <-c.stop:

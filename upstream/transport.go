@@ -196,6 +196,27 @@ type Incoming struct {
 	Err error
 }
 
+// A Preempter takes messages on a connection's reader, before they queue for Read (cf. jsonrpc2's Preempter).
+// Preempt reports whether it took in; what it does not take goes to Read. It must not block: the connection
+// reads nothing more until it returns.
+type Preempter interface {
+	Preempt(in Incoming) bool
+}
+
+// preemptible is a Connection that offers messages to a Preempter: stdio.
+type preemptible interface {
+	Preempt(p Preempter)
+}
+
+// Preempt makes p take what the connection offers it on its reader, where the transport offers anything: a
+// stdio child's responses, in order with everything else it sends. Other connections deliver everything
+// through Read. Call it from the goroutine that calls Read, when done with everything Read returned.
+func (c *Conn) Preempt(p Preempter) {
+	if pc, ok := c.Connection.(preemptible); ok {
+		pc.Preempt(p)
+	}
+}
+
 // Transport creates connections to one upstream.
 type Transport interface {
 	// Connect starts a new upstream session. The context bounds the
