@@ -198,6 +198,9 @@ func (c *stdioConn) Preempt(p Preempter) {
 	c.preempter.Store(&p)
 }
 
+// Conn.Preempt finds this by a type assertion; a renamed method would make it a silent no-op.
+var _ preemptible = (*stdioConn)(nil)
+
 // release tells that the consumer is done with the message Read returned last, if it has not said so yet.
 func (c *stdioConn) release() {
 	if c.held {
